@@ -1,0 +1,1 @@
+"""coffea processors of the rosenblatt studies."""

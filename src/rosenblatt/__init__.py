@@ -1,0 +1,54 @@
+"""rosenblatt: post-hoc decorrelation with the numerical Rosenblatt transform.
+
+Make a classifier score ``y`` statistically independent of a protected
+observable ``x`` for a background population by replacing it with the
+conditional CDF ``gamma(x, y) = P(Y <= y | X = x)`` estimated on a defining
+background sample, with :class:`IRGI` (adaptive grid) or :class:`KDE`
+(Gaussian kernel in ``x``).
+
+>>> import rosenblatt as rb
+>>> t = rb.IRGI(depth=7).fit(x, y)          # doctest: +SKIP
+>>> gamma = t.transform(x_test, y_test)     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rosenblatt._version import __version__
+from rosenblatt.serialization import SchemaError, load
+from rosenblatt.transforms import IRGI, KDE, NotFittedError, OutsideCounts
+
+_METRICS = (
+    "background_rejection",
+    "distance_correlation",
+    "distance_correlation_sqr",
+    "inverse_jsd",
+    "permutation_test",
+    "roc_auc",
+    "roc_curve",
+)
+
+__all__ = [
+    "IRGI",
+    "KDE",
+    "NotFittedError",
+    "OutsideCounts",
+    "SchemaError",
+    "__version__",
+    "load",
+    *_METRICS,
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _METRICS:
+        from rosenblatt import metrics
+
+        return getattr(metrics, name)
+    msg = f"module 'rosenblatt' has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

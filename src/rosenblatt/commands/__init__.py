@@ -1,0 +1,1 @@
+"""Sub-commands of the ``rosenblatt`` command line, one module each."""

@@ -1,0 +1,197 @@
+"""Jet clustering of massless particles with FastJet on awkward arrays.
+
+Particles are awkward arrays of records with fields ``pt``, ``eta`` and ``phi``
+(GeV, massless), one jagged list per event. Jets are returned as
+:mod:`vector` ``Momentum4D`` records with fields ``pt``, ``eta``, ``phi`` and
+``mass`` (GeV), sorted by decreasing ``pt`` within each event. Events without
+particles give events without jets.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+import awkward as ak
+import numpy as np
+
+if TYPE_CHECKING:
+    import fastjet
+
+#: accepted ``algorithm`` names -> attribute of the :mod:`fastjet` module
+ALGORITHMS = {
+    "antikt": "antikt_algorithm",
+    "kt": "kt_algorithm",
+    "cambridge": "cambridge_algorithm",
+}
+
+PARTICLE_FIELDS = ("pt", "eta", "phi")
+
+
+class ClusteredJets(NamedTuple):
+    """Jets of each event and the particles that make them.
+
+    Attributes
+    ----------
+    jets : awkward.Array
+        ``Momentum4D`` records (``pt, eta, phi, mass``), events x jets, sorted by
+        decreasing ``pt``.
+    constituents : awkward.Array
+        ``Momentum4D`` records (``pt, eta, phi, mass``), events x jets x
+        particles, in the same jet order as ``jets``.
+    """
+
+    jets: ak.Array
+    constituents: ak.Array
+
+
+def particles_to_momentum4d(particles: ak.Array) -> ak.Array:
+    """Return massless particles as float64 :mod:`vector` ``Momentum4D`` records.
+
+    Parameters
+    ----------
+    particles : awkward.Array
+        Records with fields ``pt``, ``eta``, ``phi``, one jagged list per event.
+
+    Returns
+    -------
+    awkward.Array
+        ``Momentum4D`` records with fields ``pt, eta, phi, mass`` (mass 0).
+
+    Raises
+    ------
+    ValueError
+        If a field is missing or the array is not one list of particles per event.
+    """
+    particles = ak.Array(particles)
+    missing = [name for name in PARTICLE_FIELDS if name not in ak.fields(particles)]
+    if missing:
+        raise ValueError(
+            f"particles: missing field(s) {missing}; expected records with fields "
+            f"{list(PARTICLE_FIELDS)}, got {ak.fields(particles)}"
+        )
+    if particles.ndim != 2:
+        raise ValueError(
+            f"particles: expected one list of particles per event (2 dimensions), "
+            f"got {particles.ndim} dimensions (type {particles.type})"
+        )
+    pt = ak.values_astype(particles.pt, np.float64)
+    return ak.zip(
+        {
+            "pt": pt,
+            "eta": ak.values_astype(particles.eta, np.float64),
+            "phi": ak.values_astype(particles.phi, np.float64),
+            "mass": ak.zeros_like(pt),
+        },
+        with_name="Momentum4D",
+    )
+
+
+def cluster_sequence(
+    particles: ak.Array, radius: float = 1.0, algorithm: str = "antikt"
+) -> fastjet.ClusterSequence:
+    """Run FastJet on every event and return its awkward ``ClusterSequence``.
+
+    Parameters
+    ----------
+    particles : awkward.Array
+        Records with fields ``pt``, ``eta``, ``phi`` (GeV, massless), one jagged
+        list per event.
+    radius : float, default 1.0
+        Jet radius parameter R.
+    algorithm : {"antikt", "kt", "cambridge"}, default "antikt"
+        Sequential recombination algorithm (E-scheme recombination).
+
+    Returns
+    -------
+    fastjet.ClusterSequence
+        The clustering history of all events (awkward interface).
+    """
+    import fastjet  # noqa: PLC0415  (optional dependency of the ``hep`` extra)
+    import vector  # noqa: PLC0415
+
+    vector.register_awkward()
+    if algorithm not in ALGORITHMS:
+        raise ValueError(
+            f"algorithm: unknown jet algorithm {algorithm!r}; choose one of {sorted(ALGORITHMS)}"
+        )
+    if not np.isfinite(radius) or radius <= 0:
+        raise ValueError(f"radius: the jet radius must be a positive number, got {radius!r}")
+    definition = fastjet.JetDefinition(getattr(fastjet, ALGORITHMS[algorithm]), float(radius))
+    return fastjet.ClusterSequence(particles_to_momentum4d(particles), definition)
+
+
+def as_ptetaphim(momenta: ak.Array) -> ak.Array:
+    """Return four-momenta as ``Momentum4D`` records with fields ``pt, eta, phi, mass``.
+
+    The mass is ``sqrt(max(E^2 - p^2, 0))``: rounding can make ``E^2 - p^2`` of a
+    (nearly) massless jet slightly negative, which is set to mass 0 instead of NaN.
+    """
+    mass_squared = momenta.tau2
+    return ak.zip(
+        {
+            "pt": momenta.pt,
+            "eta": momenta.eta,
+            "phi": momenta.phi,
+            "mass": np.sqrt(ak.where(mass_squared > 0, mass_squared, 0.0)),
+        },
+        with_name="Momentum4D",
+    )
+
+
+def cluster_jets_with_constituents(
+    particles: ak.Array, radius: float = 1.0, algorithm: str = "antikt"
+) -> ClusteredJets:
+    """Cluster jets and return them with their constituents, sorted by decreasing pT.
+
+    Parameters
+    ----------
+    particles : awkward.Array
+        Records with fields ``pt``, ``eta``, ``phi`` (GeV, massless), one jagged
+        list per event.
+    radius : float, default 1.0
+        Jet radius parameter R.
+    algorithm : {"antikt", "kt", "cambridge"}, default "antikt"
+        Sequential recombination algorithm.
+
+    Returns
+    -------
+    ClusteredJets
+        ``jets`` (events x jets) and ``constituents`` (events x jets x particles).
+    """
+    sequence = cluster_sequence(particles, radius=radius, algorithm=algorithm)
+    jets = as_ptetaphim(sequence.inclusive_jets())
+    constituents = as_ptetaphim(sequence.constituents())
+    order = ak.argsort(jets.pt, axis=1, ascending=False, stable=True)
+    return ClusteredJets(jets=jets[order], constituents=constituents[order])
+
+
+def cluster_jets(
+    particles: ak.Array, radius: float = 1.0, algorithm: str = "antikt"
+) -> ak.Array:
+    """Cluster the particles of each event into jets, sorted by decreasing pT.
+
+    Parameters
+    ----------
+    particles : awkward.Array
+        Records with fields ``pt``, ``eta``, ``phi`` (GeV, massless), one jagged
+        list per event.
+    radius : float, default 1.0
+        Jet radius parameter R.
+    algorithm : {"antikt", "kt", "cambridge"}, default "antikt"
+        Sequential recombination algorithm (E-scheme recombination).
+
+    Returns
+    -------
+    awkward.Array
+        ``Momentum4D`` records with fields ``pt, eta, phi, mass``, events x jets.
+
+    Examples
+    --------
+    >>> import awkward as ak
+    >>> particles = ak.Array([[{"pt": 50.0, "eta": 0.0, "phi": 0.0},
+    ...                        {"pt": 30.0, "eta": 0.1, "phi": 0.2}], []])
+    >>> jets = cluster_jets(particles, radius=1.0)
+    >>> ak.num(jets).tolist()
+    [1, 0]
+    """
+    return cluster_jets_with_constituents(particles, radius=radius, algorithm=algorithm).jets

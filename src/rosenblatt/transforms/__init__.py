@@ -1,0 +1,9 @@
+"""Estimators of the conditional CDF ``gamma(x, y) = P(Y <= y | X = x)``, one per module."""
+
+from __future__ import annotations
+
+from rosenblatt.transforms._base import ConditionalCDFTransform, NotFittedError, OutsideCounts
+from rosenblatt.transforms.irgi import IRGI
+from rosenblatt.transforms.kde import KDE, absolute_sigma
+
+__all__ = ["IRGI", "KDE", "ConditionalCDFTransform", "NotFittedError", "OutsideCounts", "absolute_sigma"]

@@ -1,0 +1,164 @@
+"""The interface shared by the conditional-CDF transforms."""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rosenblatt._awkward import apply_flat
+from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_same_length
+
+__all__ = ["ConditionalCDFTransform", "NotFittedError", "OutsideCounts"]
+
+
+class NotFittedError(RuntimeError):
+    """Raised when a transform is used before :meth:`~ConditionalCDFTransform.fit`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OutsideCounts:
+    """How many events lie outside the fitted domain.
+
+    Events outside are never dropped: ``y`` below the domain maps to 0, above
+    to 1, and ``x`` beyond the domain is evaluated at the nearest edge.
+    """
+
+    x_below: int
+    x_above: int
+    y_below: int
+    y_above: int
+    total: int
+
+    @property
+    def any(self) -> int:
+        """Number of events outside the domain in ``x`` or ``y`` (or both)."""
+        return self.total
+
+
+class ConditionalCDFTransform(ABC):
+    """Base class of the estimators of ``gamma(x, y) = P(Y <= y | X = x)``.
+
+    Subclasses implement :meth:`_fit` and :meth:`_transform` on validated flat
+    float64 arrays, and the (de)serialisation of their learned state.
+    """
+
+    #: name used in saved files
+    kind: ClassVar[str]
+
+    domain_: tuple[tuple[float, float], tuple[float, float]]
+    n_events_: int
+    sum_weight_: float
+
+    def fit(self, x: Any, y: Any, weight: Any = None) -> ConditionalCDFTransform:
+        """Learn ``gamma`` from the defining background sample.
+
+        Parameters
+        ----------
+        x, y
+            One-dimensional arrays of the protected observable and the score.
+        weight
+            Optional per-event weights; may be negative (Monte Carlo weights),
+            their sum must be positive.
+
+        Returns
+        -------
+        self
+        """
+        x_arr = as_1d_float(x, "x")
+        y_arr = as_1d_float(y, "y")
+        check_same_length(x=x_arr, y=y_arr)
+        check_finite(x_arr, "x")
+        check_finite(y_arr, "y")
+        w_arr = as_weight(weight, len(x_arr))
+        self._fit(x_arr, y_arr, w_arr)
+        self.n_events_ = len(x_arr)
+        self.sum_weight_ = float(len(x_arr) if w_arr is None else w_arr.sum())
+        return self
+
+    def transform(self, x: Any, y: Any) -> Any:
+        """Return ``gamma(x, y)`` for every event, in ``[0, 1]``.
+
+        Accepts numpy arrays (any shape, broadcast together) or awkward arrays
+        of any jagged structure; the result has the structure of the input.
+        NaN or infinite input raises a :class:`ValueError`.
+        """
+        self._check_fitted()
+
+        def evaluate(x_flat: NDArray[Any], y_flat: NDArray[Any]) -> NDArray[np.float64]:
+            x_b, y_b = np.broadcast_arrays(x_flat, y_flat)
+            x_arr = as_1d_float(x_b.ravel(), "x", allow_empty=True)
+            y_arr = as_1d_float(y_b.ravel(), "y", allow_empty=True)
+            check_finite(x_arr, "x")
+            check_finite(y_arr, "y")
+            return self._transform(x_arr, y_arr).reshape(x_b.shape)
+
+        return apply_flat(evaluate, x, y)
+
+    def fit_transform(self, x: Any, y: Any, weight: Any = None) -> Any:
+        """Fit on ``(x, y, weight)`` and return ``gamma`` of the same events."""
+        return self.fit(x, y, weight).transform(x, y)
+
+    def outside(self, x: Any, y: Any) -> OutsideCounts:
+        """Count the events outside the fitted domain (they are kept and clamped)."""
+        self._check_fitted()
+
+        def flat(values: Any, name: str) -> NDArray[np.float64]:
+            from rosenblatt._awkward import is_awkward
+
+            if is_awkward(values):
+                import awkward as ak
+
+                values = ak.to_numpy(ak.flatten(values, axis=None))
+            return as_1d_float(np.ravel(values), name, allow_empty=True)
+
+        x_arr, y_arr = flat(x, "x"), flat(y, "y")
+        (x_lo, x_hi), (y_lo, y_hi) = self.domain_
+        x_out = (x_arr < x_lo) | (x_arr > x_hi)
+        y_out = (y_arr < y_lo) | (y_arr > y_hi)
+        return OutsideCounts(
+            x_below=int((x_arr < x_lo).sum()),
+            x_above=int((x_arr > x_hi).sum()),
+            y_below=int((y_arr < y_lo).sum()),
+            y_above=int((y_arr > y_hi).sum()),
+            total=int((x_out | y_out).sum()) if len(x_arr) == len(y_arr) else -1,
+        )
+
+    def save(self, path: str | Path) -> None:
+        """Write the fitted transform to a versioned JSON file (no code, no pickle)."""
+        from rosenblatt.serialization import save
+
+        save(self, path)
+
+    def is_fitted(self) -> bool:
+        """Return whether :meth:`fit` has been called."""
+        return hasattr(self, "domain_")
+
+    def _check_fitted(self) -> None:
+        if not self.is_fitted():
+            msg = (
+                f"this {type(self).__name__} is not fitted yet: call fit(x, y) on the "
+                "defining background sample first"
+            )
+            raise NotFittedError(msg)
+
+    @abstractmethod
+    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+        """Learn the state from validated flat arrays."""
+
+    @abstractmethod
+    def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Evaluate ``gamma`` on validated flat arrays."""
+
+    @abstractmethod
+    def get_state(self) -> dict[str, Any]:
+        """Return hyper-parameters and learned state as JSON-compatible data."""
+
+    @classmethod
+    @abstractmethod
+    def from_state(cls, state: dict[str, Any]) -> ConditionalCDFTransform:
+        """Rebuild a fitted transform from :meth:`get_state` output (validated)."""

@@ -1,0 +1,355 @@
+"""Irregular Grid Interpolation (IRGI) of the conditional CDF."""
+
+from __future__ import annotations
+
+import numbers
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rosenblatt.transforms._base import ConditionalCDFTransform
+from rosenblatt.transforms._bisection import bisect_segments, max_depth
+
+if TYPE_CHECKING:
+    import boost_histogram as bh
+    import hist
+
+__all__ = ["IRGI"]
+
+Domain = tuple[tuple[float, float], tuple[float, float]]
+
+
+class IRGI(ConditionalCDFTransform):
+    """Irregular Grid Interpolation estimate of ``gamma(x, y) = P(Y <= y | X = x)``.
+
+    The defining sample is bisected recursively to depth ``depth + 1`` in ``x``
+    by summed weight: the even-indexed edges are the ``2**depth + 1`` column
+    centres (the outer two on the domain edges), the odd-indexed edges and the
+    domain ends the column boundaries. Each column is bisected again in ``y``
+    to depth ``depth``; the cumulative sums of the bin contents, normalised per
+    column, are the conditional CDF at the ``y`` edges of the column. ``gamma``
+    is linear in ``y`` between the edges of a column and linear in ``x``
+    between column centres.
+
+    Parameters
+    ----------
+    depth
+        Bisection depth ``d`` (the paper's single free parameter). A sample of
+        ``N`` events supports ``d`` up to ``floor((log2 N - 1) / 2)``.
+    domain
+        ``((x_min, x_max), (y_min, y_max))``; by default the range of the
+        defining sample. Defining events outside the domain are an error.
+
+    Attributes
+    ----------
+    x_centres_ : numpy.ndarray
+        ``x`` of the ``2**d + 1`` columns' interpolation vertices.
+    x_boundaries_ : numpy.ndarray
+        The ``2**d + 2`` column boundaries.
+    y_edges_ : numpy.ndarray
+        ``(2**d + 1, 2**d + 1)``: per column, the ``y`` edges (vertices).
+    cdf_ : numpy.ndarray
+        Same shape: the normalised cumulative weight below each edge.
+    column_weight_ : numpy.ndarray
+        Summed weight of each column.
+
+    Notes
+    -----
+    Ties in ``y`` (a saturated score) are exact: an edge that falls on a tied
+    value carries the weight strictly below it, so ``gamma`` is continuous and
+    the tied events share one value, except at the upper domain edge, where
+    ``gamma = 1``. ``y`` below (above) the domain gives 0 (1); ``x`` beyond the
+    domain is evaluated at the nearest column centre.
+    """
+
+    kind: ClassVar[str] = "irgi"
+
+    x_centres_: NDArray[np.float64]
+    x_boundaries_: NDArray[np.float64]
+    y_edges_: NDArray[np.float64]
+    cdf_: NDArray[np.float64]
+    column_weight_: NDArray[np.float64]
+
+    def __init__(self, depth: int = 7, domain: Domain | None = None) -> None:
+        self.depth = depth
+        self.domain = domain
+
+    def __repr__(self) -> str:
+        domain = "" if self.domain is None else f", domain={self.domain!r}"
+        return f"IRGI(depth={self.depth!r}{domain})"
+
+    @staticmethod
+    def max_depth(n_events: int) -> int:
+        """Largest depth a defining sample of ``n_events`` events supports."""
+        return max_depth(n_events)
+
+    # ------------------------------------------------------------------ fit
+    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+        depth = self._checked_depth(len(x))
+        domain = self._resolve_domain(x, y)
+        (x_lo, x_hi), (y_lo, y_hi) = domain
+        weight = np.ones_like(x) if w is None else w
+
+        order = np.argsort(x, kind="stable")
+        xs, ys, ws = x[order], y[order], weight[order]
+        n = len(xs)
+        cumulative = np.concatenate(([0.0], np.cumsum(ws)))
+
+        # x: bisection to depth + 1; even edges are centres, odd edges boundaries
+        cells = bisect_segments(cumulative, np.array([0, n]), depth + 1)
+        split = cells[1:-1]
+        x_edges = np.concatenate(([x_lo], 0.5 * (xs[split - 1] + xs[split]), [x_hi]))
+        centres = x_edges[0::2]
+        boundaries = np.concatenate(([x_lo], x_edges[1::2], [x_hi]))
+        if np.any(np.diff(boundaries) <= 0) or np.any(np.diff(centres) <= 0):
+            values, counts = np.unique(xs, return_counts=True)
+            msg = (
+                f"x has too many tied values for depth {depth}: {int(counts.max())} of {n} "
+                f"events share x = {values[np.argmax(counts)]:g}, so IRGI columns coincide; "
+                "use a smaller depth or KDE"
+            )
+            raise ValueError(msg)
+        column_bounds = np.concatenate(([0], cells[1::2], [n]))
+
+        # y: sort inside each column, bisect each column to depth
+        column_of = np.repeat(np.arange(len(centres)), np.diff(column_bounds))
+        inner = np.lexsort((ys, column_of))
+        ys, ws = ys[inner], ws[inner]
+        cumulative = np.concatenate(([0.0], np.cumsum(ws)))
+        column_weight = cumulative[column_bounds[1:]] - cumulative[column_bounds[:-1]]
+        if np.any(column_weight <= 0):
+            bad = int(np.flatnonzero(column_weight <= 0)[0])
+            msg = (
+                f"{int((column_weight <= 0).sum())} IRGI column(s) have a non-positive total "
+                f"weight (first: column {bad}, x in [{boundaries[bad]:g}, {boundaries[bad + 1]:g}], "
+                f"weight {column_weight[bad]:g}); use a smaller depth or check the weights"
+            )
+            raise ValueError(msg)
+        rows = bisect_segments(cumulative, column_bounds, depth)
+        n_col, n_edge = len(centres), 2**depth + 1
+        rows = rows[:-1].reshape(n_col, n_edge - 1)
+        y_edges = np.empty((n_col, n_edge))
+        y_edges[:, 0] = y_lo
+        y_edges[:, -1] = y_hi
+        y_edges[:, 1:-1] = 0.5 * (ys[rows[:, 1:] - 1] + ys[rows[:, 1:]])
+
+        # weight strictly below each edge, per column
+        cdf = np.empty_like(y_edges)
+        for k in range(n_col):
+            start, stop = column_bounds[k], column_bounds[k + 1]
+            below = start + np.searchsorted(ys[start:stop], y_edges[k], side="left")
+            cdf[k] = (cumulative[below] - cumulative[start]) / column_weight[k]
+        cdf[:, 0] = 0.0
+        cdf[:, -1] = 1.0
+        if np.any(np.diff(cdf, axis=1) < 0):
+            msg = (
+                "negative weights make a bin of the IRGI grid negative, so gamma would not "
+                "be monotone in y; use a smaller depth"
+            )
+            raise ValueError(msg)
+
+        self.domain_ = domain
+        self.depth_ = depth
+        self.x_centres_ = centres
+        self.x_boundaries_ = boundaries
+        self.y_edges_ = y_edges
+        self.cdf_ = cdf
+        self.column_weight_ = column_weight
+
+    def _checked_depth(self, n_events: int) -> int:
+        depth = self.depth
+        if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 0:
+            msg = f"depth must be a non-negative integer, got {depth!r}"
+            raise ValueError(msg)
+        largest = max_depth(n_events)
+        if depth > largest:
+            msg = (
+                f"too few events for IRGI depth {depth}: it needs at least {2 ** (2 * depth + 1)} "
+                f"events, the sample has {n_events}; the largest depth this sample supports is "
+                f"{largest}"
+            )
+            raise ValueError(msg)
+        return int(depth)
+
+    def _resolve_domain(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> Domain:
+        for values, name in ((x, "x"), (y, "y")):
+            if values.min() == values.max():
+                msg = (
+                    f"{name} is constant ({len(values)} events all equal {values[0]:g}): "
+                    "there is no conditional distribution to estimate"
+                )
+                raise ValueError(msg)
+        if self.domain is None:
+            return ((float(x.min()), float(x.max())), (float(y.min()), float(y.max())))
+        try:
+            (x_lo, x_hi), (y_lo, y_hi) = (tuple(map(float, axis)) for axis in self.domain)
+        except (TypeError, ValueError) as err:
+            msg = f"domain must be ((x_min, x_max), (y_min, y_max)), got {self.domain!r}"
+            raise ValueError(msg) from err
+        for lo, hi, values, name in ((x_lo, x_hi, x, "x"), (y_lo, y_hi, y, "y")):
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+                msg = f"domain of {name} must be finite with min < max, got ({lo}, {hi})"
+                raise ValueError(msg)
+            n_out = int(((values < lo) | (values > hi)).sum())
+            if n_out:
+                msg = (
+                    f"{n_out} defining event(s) have {name} outside the domain [{lo:g}, {hi:g}]; "
+                    "widen the domain or leave it to the sample range"
+                )
+                raise ValueError(msg)
+        return ((x_lo, x_hi), (y_lo, y_hi))
+
+    # ------------------------------------------------------------ transform
+    def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        centres = self.x_centres_
+        column = np.clip(np.searchsorted(centres, x, side="right") - 1, 0, len(centres) - 2)
+        left, right = centres[column], centres[column + 1]
+        t = np.clip((x - left) / (right - left), 0.0, 1.0)
+        return (1.0 - t) * self._column_cdf(column, y) + t * self._column_cdf(column + 1, y)
+
+    def _column_cdf(self, column: NDArray[np.intp], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Piecewise-linear CDF of each event's column at its ``y``."""
+        edges, cdf = self.y_edges_.ravel(), self.cdf_.ravel()
+        n_edge = self.y_edges_.shape[1]
+        row = column * n_edge
+        # number of edges <= y in the column (branch-free binary search)
+        count = np.zeros(len(y), dtype=np.intp)
+        step = 1 << int(np.floor(np.log2(n_edge)))
+        while step:
+            candidate = count + step
+            ok = candidate <= n_edge
+            ok[ok] &= edges[row[ok] + candidate[ok] - 1] <= y[ok]
+            count = np.where(ok, candidate, count)
+            step >>= 1
+        lower = np.clip(count - 1, 0, n_edge - 2) + row
+        e0, e1 = edges[lower], edges[lower + 1]
+        c0, c1 = cdf[lower], cdf[lower + 1]
+        width = e1 - e0
+        frac = np.divide(y - e0, width, out=np.zeros_like(y), where=width > 0)
+        out = c0 + (c1 - c0) * np.clip(frac, 0.0, 1.0)
+        out[count == 0] = 0.0
+        out[count == n_edge] = 1.0
+        return out
+
+    # ------------------------------------------------------------ grid views
+    @property
+    def x_axis(self) -> bh.axis.Variable:
+        """The column boundaries as a boost-histogram ``Variable`` axis."""
+        import boost_histogram as bh
+
+        self._check_fitted()
+        return bh.axis.Variable(self.x_boundaries_, metadata="x")
+
+    def y_axis(self, column: int) -> bh.axis.Variable:
+        """The ``y`` edges of one column as a ``Variable`` axis (tied edges merged)."""
+        import boost_histogram as bh
+
+        self._check_fitted()
+        return bh.axis.Variable(np.unique(self.y_edges_[column]), metadata="y")
+
+    @property
+    def y_axes(self) -> list[bh.axis.Variable]:
+        """One ``Variable`` axis of ``y`` edges per column."""
+        return [self.y_axis(k) for k in range(len(self.x_centres_))]
+
+    def column_histograms(self) -> list[hist.Hist]:
+        """The defining sample's weight in the IRGI bins, one ``hist.Hist`` per column.
+
+        These are the histogram matrix ``H`` of the method: the bins of column
+        ``k`` hold (up to ties) equal weight.
+        """
+        import hist as hist_module
+
+        self._check_fitted()
+        out = []
+        for k in range(len(self.x_centres_)):
+            edges = self.y_edges_[k]
+            keep = np.concatenate((np.diff(edges) > 0, [True]))
+            content = np.diff(self.cdf_[k][keep]) * self.column_weight_[k]
+            h = hist_module.Hist(
+                hist_module.axis.Variable(edges[keep], name="y", label="y"),
+                storage=hist_module.storage.Double(),
+                name=f"column {k}",
+            )
+            h.view()[...] = content
+            out.append(h)
+        return out
+
+    def column_weight_histogram(self) -> hist.Hist:
+        """Summed defining weight per column on the ``x`` column-boundary axis."""
+        import hist as hist_module
+
+        self._check_fitted()
+        h = hist_module.Hist(
+            hist_module.axis.Variable(self.x_boundaries_, name="x", label="x"),
+            storage=hist_module.storage.Double(),
+        )
+        h.view()[...] = self.column_weight_
+        return h
+
+    def vertices(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The interpolation vertices ``(x, y)``: column centres times their ``y`` edges."""
+        self._check_fitted()
+        xs = np.repeat(self.x_centres_, self.y_edges_.shape[1])
+        return xs, self.y_edges_.ravel().copy()
+
+    # -------------------------------------------------------- serialisation
+    def get_state(self) -> dict[str, Any]:
+        """Hyper-parameters and learned state as JSON-compatible data."""
+        self._check_fitted()
+        return {
+            "params": {"depth": int(self.depth_), "domain": _domain_list(self.domain)},
+            "domain": _domain_list(self.domain_),
+            "n_events": int(self.n_events_),
+            "sum_weight": float(self.sum_weight_),
+            "x_centres": self.x_centres_.tolist(),
+            "x_boundaries": self.x_boundaries_.tolist(),
+            "y_edges": self.y_edges_.tolist(),
+            "cdf": self.cdf_.tolist(),
+            "column_weight": self.column_weight_.tolist(),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> IRGI:
+        """Rebuild a fitted IRGI from :meth:`get_state` output, checking every invariant."""
+        from rosenblatt.serialization import SchemaError, check_array, check_domain
+
+        params = state["params"]
+        depth = params["depth"]
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 30:
+            msg = f"IRGI depth must be an integer in [0, 30], got {depth!r}"
+            raise SchemaError(msg)
+        n_col = 2**depth + 1
+        obj = cls(depth=depth, domain=None if params["domain"] is None else check_domain(params["domain"]))
+        obj.domain_ = check_domain(state["domain"])
+        obj.depth_ = depth
+        obj.x_centres_ = check_array(state["x_centres"], "x_centres", (n_col,), increasing=True)
+        obj.x_boundaries_ = check_array(
+            state["x_boundaries"], "x_boundaries", (n_col + 1,), increasing=True
+        )
+        obj.y_edges_ = check_array(state["y_edges"], "y_edges", (n_col, n_col), nondecreasing=True)
+        obj.cdf_ = check_array(state["cdf"], "cdf", (n_col, n_col), nondecreasing=True, unit=True)
+        obj.column_weight_ = check_array(state["column_weight"], "column_weight", (n_col,))
+        if np.any(obj.column_weight_ <= 0):
+            msg = "column_weight must be positive"
+            raise SchemaError(msg)
+        if np.any(obj.cdf_[:, 0] != 0) or np.any(obj.cdf_[:, -1] != 1):
+            msg = "cdf must start at 0 and end at 1 in every column"
+            raise SchemaError(msg)
+        (x_lo, x_hi), (y_lo, y_hi) = obj.domain_
+        if obj.x_centres_[0] != x_lo or obj.x_centres_[-1] != x_hi:
+            msg = "x_centres must start and end on the x domain"
+            raise SchemaError(msg)
+        if np.any(obj.y_edges_[:, 0] != y_lo) or np.any(obj.y_edges_[:, -1] != y_hi):
+            msg = "y_edges must start and end on the y domain in every column"
+            raise SchemaError(msg)
+        obj.n_events_ = int(state["n_events"])
+        obj.sum_weight_ = float(state["sum_weight"])
+        return obj
+
+
+def _domain_list(domain: Domain | None) -> list[list[float]] | None:
+    if domain is None:
+        return None
+    return [[float(v) for v in axis] for axis in domain]

@@ -1,0 +1,184 @@
+"""Kernel Density Estimation (KDE) of the conditional CDF."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rosenblatt.transforms._base import ConditionalCDFTransform
+from rosenblatt.transforms._gauss_transform import ConditionalGaussTransform, direct_conditional_cdf
+
+__all__ = ["KDE", "absolute_sigma"]
+
+Method = Literal["fast", "direct"]
+
+
+def absolute_sigma(x: NDArray[np.float64], weight: NDArray[np.float64] | None = None) -> float:
+    """The typical length scale ``sigma_a`` of a sample along ``x``.
+
+    ``sigma_a**2 = 2 / (N (N - 1)) * sum_{i<j} (x_i - x_j)**2``, which equals
+    twice the unbiased variance. With weights the pair sum is weighted by
+    ``w_i w_j`` and normalised by ``sum_{i != j} w_i w_j = W**2 - sum w**2``,
+    which reduces to the formula above for unit weights and does not depend on
+    the scale of the weights.
+    """
+    if weight is None:
+        return float(math.sqrt(2.0 * np.var(x, ddof=1))) if len(x) > 1 else 0.0
+    total = float(weight.sum())
+    mean = float(np.dot(weight, x)) / total
+    spread = float(np.dot(weight, (x - mean) ** 2))
+    pairs = total * total - float(np.dot(weight, weight))
+    if pairs <= 0:
+        return 0.0
+    return math.sqrt(max(2.0 * total * spread / pairs, 0.0))
+
+
+class KDE(ConditionalCDFTransform):
+    """Gaussian-kernel estimate of ``gamma(x, y) = P(Y <= y | X = x)``.
+
+    ``gamma(x, y) = sum_i w_i H(y - y_i) K(x - x_i) / sum_i w_i K(x - x_i)`` with
+    the Heaviside step ``H`` (``H(0) = 1``) and a Gaussian ``K`` of width
+    ``sigma_r * sigma_a`` (see :func:`absolute_sigma`).
+
+    Parameters
+    ----------
+    sigma_r
+        Kernel width relative to ``sigma_a`` (the paper's free parameter).
+    method
+        ``"fast"`` (default): an exact expansion of the kernel sums, ``O(N log N)``
+        to prepare and ``O(log N)`` per event, equal to the direct sum to far
+        better than 1e-9. ``"direct"``: the ``O(M N)`` sum of the formula.
+
+    Notes
+    -----
+    ``gamma`` depends on ``y`` only through the order of the defining scores,
+    so it is unchanged by any strictly increasing map of ``y``. ``x`` outside
+    the defining sample's range is evaluated at the nearest end of the range;
+    ``y`` below (above) every defining score gives 0 (1).
+    """
+
+    kind: ClassVar[str] = "kde"
+
+    x_: NDArray[np.float64]
+    y_: NDArray[np.float64]
+    weight_: NDArray[np.float64] | None
+    sigma_a_: float
+    bandwidth_: float
+
+    def __init__(self, sigma_r: float = 0.05, method: Method = "fast") -> None:
+        self.sigma_r = sigma_r
+        self.method = method
+
+    def __repr__(self) -> str:
+        method = "" if self.method == "fast" else f", method={self.method!r}"
+        return f"KDE(sigma_r={self.sigma_r!r}{method})"
+
+    def _checked_params(self) -> tuple[float, Method]:
+        sigma_r = self.sigma_r
+        if isinstance(sigma_r, bool) or not isinstance(sigma_r, (int, float, np.floating)):
+            msg = f"sigma_r must be a positive number, got {sigma_r!r}"
+            raise ValueError(msg)
+        if not (math.isfinite(sigma_r) and sigma_r > 0):
+            msg = f"sigma_r must be a positive finite number, got {sigma_r!r}"
+            raise ValueError(msg)
+        if self.method not in ("fast", "direct"):
+            msg = f"method must be 'fast' or 'direct', got {self.method!r}"
+            raise ValueError(msg)
+        return float(sigma_r), self.method
+
+    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+        sigma_r, _ = self._checked_params()
+        if len(x) < 2:
+            msg = f"KDE needs at least two defining events, got {len(x)}"
+            raise ValueError(msg)
+        sigma_a = absolute_sigma(x, w)
+        if not sigma_a > 0:
+            msg = f"x is constant ({len(x)} events all equal {x[0]:g}): sigma_a is zero"
+            raise ValueError(msg)
+        self._set_state(x, y, w, sigma_r, sigma_a)
+
+    def _set_state(
+        self,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        w: NDArray[np.float64] | None,
+        sigma_r: float,
+        sigma_a: float,
+    ) -> None:
+        self.x_, self.y_, self.weight_ = x.copy(), y.copy(), None if w is None else w.copy()
+        self.sigma_a_ = sigma_a
+        self.bandwidth_ = sigma_r * sigma_a
+        self.domain_ = ((float(x.min()), float(x.max())), (float(y.min()), float(y.max())))
+        self._engine: ConditionalGaussTransform | None = None
+
+    def _weights(self) -> NDArray[np.float64]:
+        return np.ones_like(self.x_) if self.weight_ is None else self.weight_
+
+    def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        _, method = self._checked_params()
+        (x_lo, x_hi), _ = self.domain_
+        x = np.clip(x, x_lo, x_hi)
+        if len(x) == 0:
+            return np.empty(0)
+        if method == "direct":
+            gamma = direct_conditional_cdf(self.x_, self.y_, self._weights(), self.bandwidth_, x, y)
+        else:
+            if self._engine is None:
+                self._engine = ConditionalGaussTransform(
+                    self.x_, self.y_, self._weights(), self.bandwidth_
+                )
+            gamma = self._engine(x, y)
+        if not np.all(np.isfinite(gamma)):
+            n_bad = int((~np.isfinite(gamma)).sum())
+            msg = (
+                f"the kernel-weighted sum of the defining weights is not positive at {n_bad} "
+                "event(s): negative weights dominate there; use a wider sigma_r"
+            )
+            raise ValueError(msg)
+        return gamma
+
+    def get_state(self) -> dict[str, Any]:
+        """Hyper-parameters and the defining sample as JSON-compatible data."""
+        self._check_fitted()
+        return {
+            "params": {"sigma_r": float(self.sigma_r), "method": self.method},
+            "sigma_a": self.sigma_a_,
+            "x": self.x_.tolist(),
+            "y": self.y_.tolist(),
+            "weight": None if self.weight_ is None else self.weight_.tolist(),
+            "n_events": int(self.n_events_),
+            "sum_weight": float(self.sum_weight_),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> KDE:
+        """Rebuild a fitted KDE from :meth:`get_state` output, checking it."""
+        from rosenblatt.serialization import SchemaError, check_array
+
+        params = state["params"]
+        obj = cls(sigma_r=params["sigma_r"], method=params["method"])
+        try:
+            sigma_r, _ = obj._checked_params()
+        except ValueError as err:
+            raise SchemaError(str(err)) from err
+        n = len(state["x"])
+        if n < 2:
+            msg = "a KDE state needs at least two defining events"
+            raise SchemaError(msg)
+        x = check_array(state["x"], "x", (n,))
+        y = check_array(state["y"], "y", (n,))
+        w = None if state["weight"] is None else check_array(state["weight"], "weight", (n,))
+        if w is not None and not w.sum() > 0:
+            msg = "weight must have a positive sum"
+            raise SchemaError(msg)
+        sigma_a = absolute_sigma(x, w)
+        if sigma_a != state["sigma_a"]:
+            msg = f"sigma_a {state['sigma_a']!r} does not match the defining sample ({sigma_a!r})"
+            raise SchemaError(msg)
+        obj._set_state(x, y, w, sigma_r, sigma_a)
+        obj.n_events_ = n
+        obj.sum_weight_ = float(n if w is None else w.sum())
+        return obj
