@@ -150,7 +150,7 @@ def _flat_column(table: Any, name: str) -> NDArray[Any]:
 
 
 def _finite_column(table: Any, name: str, where: str) -> NDArray[np.float64]:
-    values = np.asarray(_flat_column(table, name), dtype=np.float64)
+    values = np.array(_flat_column(table, name), dtype=np.float64)  # a writable copy
     bad = ~np.isfinite(values)
     if bad.any():
         msg = (

@@ -59,7 +59,10 @@ def bisect_segments(
             n_small = int(np.count_nonzero(hi - lo < 2))
             msg = f"{n_small} bisection cell(s) hold fewer than two events and cannot be split"
             raise ValueError(msg)
+        # a split exactly at half the weight must not depend on rounding (or the
+        # scale of the weights): accept crossings within a tiny fraction of it
         target = 0.5 * (cumulative[lo] + cumulative[hi])
+        target -= 1e-9 * np.abs(cumulative[hi] - cumulative[lo])
         mid = np.searchsorted(running_max, target, side="left")
         mid = np.clip(mid, lo + 1, hi - 1)
         out = np.empty(2 * len(lo) + 1, dtype=np.intp)

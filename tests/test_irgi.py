@@ -1,0 +1,183 @@
+"""IRGI: the grid of the method, checked against a direct recursive construction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import bivariate_normal
+
+import rosenblatt as rb
+
+
+def reference_bisection(values: np.ndarray, levels: int) -> list[float]:
+    """Interior edges of a plain recursive median bisection of sorted ``values``."""
+    if levels == 0:
+        return []
+    mid = (len(values) + 1) // 2
+    edge = 0.5 * (values[mid - 1] + values[mid])
+    return [
+        *reference_bisection(values[:mid], levels - 1),
+        edge,
+        *reference_bisection(values[mid:], levels - 1),
+    ]
+
+
+def reference_gamma(x: np.ndarray, y: np.ndarray, depth: int, xq: float, yq: float) -> float:
+    """gamma of the method written out event by event (unit weights, distinct values)."""
+    order = np.argsort(x)
+    xs, ys = x[order], y[order]
+    x_edges = [xs[0], *reference_bisection(xs, depth + 1), xs[-1]]
+    centres = x_edges[0::2]
+    boundaries = [xs[0], *x_edges[1::2], xs[-1]]
+    columns = []
+    for k in range(len(centres)):
+        inside = (xs >= boundaries[k]) & (xs <= boundaries[k + 1])
+        col = np.sort(ys[inside])
+        edges = [y.min(), *reference_bisection(col, depth), y.max()]
+        cdf = [np.mean(col < e) for e in edges]
+        cdf[0], cdf[-1] = 0.0, 1.0
+        columns.append((edges, cdf))
+    k = min(max(int(np.searchsorted(centres, xq, side="right")) - 1, 0), len(centres) - 2)
+    t = min(max((xq - centres[k]) / (centres[k + 1] - centres[k]), 0.0), 1.0)
+    g0 = np.interp(yq, *columns[k])
+    g1 = np.interp(yq, *columns[k + 1])
+    return float((1 - t) * g0 + t * g1)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_matches_reference_construction(depth: int) -> None:
+    x, y = bivariate_normal(2**(2 * depth + 3) + 37, seed=depth)
+    t = rb.IRGI(depth).fit(x, y)
+    rng = np.random.default_rng(5)
+    xq, yq = rng.normal(size=200), rng.normal(size=200)
+    expected = [reference_gamma(x, y, depth, a, b) for a, b in zip(xq, yq)]
+    np.testing.assert_allclose(t.transform(xq, yq), expected, atol=1e-12)
+
+
+def test_grid_shape_and_equal_occupancy() -> None:
+    x, y = bivariate_normal(2**15, seed=1)
+    depth = 5
+    t = rb.IRGI(depth).fit(x, y)
+    n_col = 2**depth + 1
+    assert t.x_centres_.shape == (n_col,)
+    assert t.x_boundaries_.shape == (n_col + 1,)
+    assert t.y_edges_.shape == (n_col, 2**depth + 1)
+    # outer columns are half-columns centred on the domain edges
+    assert t.x_centres_[0] == x.min()
+    assert t.x_centres_[-1] == x.max()
+    np.testing.assert_allclose(t.column_weight_[1:-1], 2**15 / 2**depth, atol=1)
+    np.testing.assert_allclose(t.column_weight_[[0, -1]], 2**15 / 2 ** (depth + 1), atol=1)
+    # equal occupancy in y inside every column
+    np.testing.assert_allclose(np.diff(t.cdf_, axis=1), 1 / 2**depth, atol=2 / t.column_weight_.min())
+    assert np.all(t.x_boundaries_[1:-1] > t.x_centres_[:-1])
+    assert np.all(t.x_boundaries_[1:-1] < t.x_centres_[1:])
+
+
+def test_grid_as_histograms() -> None:
+    x, y = bivariate_normal(4096, seed=2)
+    t = rb.IRGI(3).fit(x, y)
+    assert len(t.x_axis) == 2**3 + 1
+    assert [len(ax) for ax in t.y_axes] == [2**3] * (2**3 + 1)
+    hists = t.column_histograms()
+    total = sum(h.sum() for h in hists)
+    assert total == pytest.approx(4096)
+    # refilling the defining events on each column's axis gives the same contents
+    column = np.searchsorted(t.x_boundaries_, x, side="right") - 1
+    column = np.clip(column, 0, len(hists) - 1)
+    for k, h in enumerate(hists):
+        counts, _ = np.histogram(y[column == k], bins=h.axes[0].edges)
+        np.testing.assert_array_equal(counts, h.values())
+    xs, ys = t.vertices()
+    assert xs.shape == ys.shape == (9 * 9,)
+    assert t.column_weight_histogram().sum() == pytest.approx(4096)
+
+
+def test_max_depth_from_sample_size() -> None:
+    assert rb.IRGI.max_depth(100_000) == 7
+    assert rb.IRGI.max_depth(2**17) == 8
+    assert rb.IRGI.max_depth(2**17 - 1) == 7
+    x, y = bivariate_normal(100_000, seed=0)
+    with pytest.raises(ValueError, match="largest depth this sample supports is 7"):
+        rb.IRGI(8).fit(x, y)
+    rb.IRGI(7).fit(x, y)
+
+
+def test_saturated_scores() -> None:
+    rng = np.random.default_rng(4)
+    n = 20_000
+    x = rng.normal(3000, 400, n)
+    y = rng.uniform(0, 1, n)
+    u = rng.uniform(size=n)
+    y[u < 0.3] = 1.0
+    y[u > 0.8] = 0.0
+    t = rb.IRGI(5).fit(x, y)
+    g = t.transform(x, y)
+    assert np.all(np.isfinite(g))
+    assert np.all((g >= 0) & (g <= 1))
+    assert np.all(g[y == 1.0] == 1.0)
+    assert np.all(g[y == 0.0] == 0.0)
+    ys = np.linspace(0, 1, 501)
+    for x0 in (2500.0, 3000.0, 3600.0):
+        assert np.all(np.diff(t.transform(np.full_like(ys, x0), ys)) >= 0)
+    for h in t.column_histograms():
+        assert np.all(np.diff(h.axes[0].edges) > 0)
+
+
+def test_weights_scale_invariant_and_unit_weights_equal_unweighted() -> None:
+    x, y = bivariate_normal(8192, seed=6)
+    xq, yq = bivariate_normal(1000, seed=7)
+    plain = rb.IRGI(4).fit(x, y).transform(xq, yq)
+    np.testing.assert_array_equal(rb.IRGI(4).fit(x, y, np.ones_like(x)).transform(xq, yq), plain)
+    np.testing.assert_allclose(
+        rb.IRGI(4).fit(x, y, np.full_like(x, 0.37)).transform(xq, yq), plain, atol=1e-12
+    )
+
+
+def test_weights_shift_the_grid() -> None:
+    x, y = bivariate_normal(8192, seed=8)
+    w = np.where(x > 0, 3.0, 1.0)
+    t = rb.IRGI(3).fit(x, y, w)
+    # equal occupancy is in summed weight: the weighted median of x is the middle boundary
+    middle = t.x_centres_[len(t.x_centres_) // 2]
+    assert w[x < middle].sum() == pytest.approx(w.sum() / 2, rel=1e-3)
+
+
+def test_negative_weights() -> None:
+    rng = np.random.default_rng(9)
+    x, y = bivariate_normal(16384, seed=9)
+    w = np.where(rng.uniform(size=len(x)) < 0.1, -0.5, 1.0)
+    t = rb.IRGI(4).fit(x, y, w)
+    g = t.transform(x, y)
+    assert np.all((g >= 0) & (g <= 1))
+    assert np.all(t.column_weight_ > 0)
+
+
+def test_column_with_non_positive_weight_is_an_error() -> None:
+    x, y = bivariate_normal(4096, seed=10)
+    # one huge weight followed in x by negative weights: no split of the last
+    # column can keep its weight positive
+    rank = np.argsort(np.argsort(x))
+    w = np.where(rank > 3000, -2.0, 1.0)
+    w[rank == 3000] = 3000.0
+    with pytest.raises(ValueError, match="non-positive total weight"):
+        rb.IRGI(3).fit(x, y, w)
+
+
+def test_column_ecdf_is_exact_at_its_centre() -> None:
+    x, y = bivariate_normal(2**13, seed=12)
+    t = rb.IRGI(4).fit(x, y)
+    column = np.clip(np.searchsorted(t.x_boundaries_, x, side="right") - 1, 0, 2**4)
+    for k in range(1, 2**4):
+        ys = y[column == k]
+        g = t.transform(np.full_like(ys, t.x_centres_[k]), ys)
+        for level in t.cdf_[k, 1:-1]:
+            assert np.mean(g < level - 1e-12) == pytest.approx(level, abs=1e-9)
+
+
+def test_explicit_domain() -> None:
+    x, y = bivariate_normal(4096, seed=11)
+    t = rb.IRGI(3, domain=((-10, 10), (-10, 10))).fit(x, y)
+    assert t.x_centres_[0] == -10
+    assert t.y_edges_[0, -1] == 10
+    with pytest.raises(ValueError, match="outside the domain"):
+        rb.IRGI(3, domain=((-1, 1), (-10, 10))).fit(x, y)
