@@ -21,7 +21,7 @@ def fitted(request: pytest.FixtureRequest, small_sample: tuple[np.ndarray, np.nd
 
 
 def test_values_in_unit_interval(fitted) -> None:
-    t, x, y = fitted
+    t, _, _ = fitted
     rng = np.random.default_rng(0)
     xq = rng.uniform(-6, 6, 5000)
     yq = rng.uniform(-6, 6, 5000)

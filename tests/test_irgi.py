@@ -50,7 +50,7 @@ def test_matches_reference_construction(depth: int) -> None:
     t = rb.IRGI(depth).fit(x, y)
     rng = np.random.default_rng(5)
     xq, yq = rng.normal(size=200), rng.normal(size=200)
-    expected = [reference_gamma(x, y, depth, a, b) for a, b in zip(xq, yq)]
+    expected = [reference_gamma(x, y, depth, a, b) for a, b in zip(xq, yq, strict=True)]
     np.testing.assert_allclose(t.transform(xq, yq), expected, atol=1e-12)
 
 

@@ -36,8 +36,14 @@ __all__ = [
     "OutsideCounts",
     "SchemaError",
     "__version__",
+    "background_rejection",
+    "distance_correlation",
+    "distance_correlation_sqr",
+    "inverse_jsd",
     "load",
-    *_METRICS,
+    "permutation_test",
+    "roc_auc",
+    "roc_curve",
 ]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["is_awkward", "apply_flat"]
+__all__ = ["apply_flat", "is_awkward"]
 
 
 def is_awkward(values: Any) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["as_1d_float", "as_weight", "check_same_length", "check_finite"]
+__all__ = ["as_1d_float", "as_weight", "check_finite", "check_same_length"]
 
 
 def as_1d_float(values: Any, name: str, *, allow_empty: bool = False) -> NDArray[np.float64]:

@@ -71,7 +71,7 @@ class _SortedPair:
 
     ``x_sorted`` ascending, ``y_by_x`` and ``prob_by_x`` follow the same order,
     ``y_rank`` is the ordinal rank (0 ... n-1, ties broken arbitrarily) of each
-    ``y_by_x`` entry. Both coordinates are centred and divided by their range,
+    ``y_by_x`` entry. Both coordinates are mapped onto [-1, 1] (shift and scale),
     which leaves dCor² unchanged; ``x_scale`` and ``y_scale`` undo it for dCov².
     """
 
@@ -83,18 +83,22 @@ class _SortedPair:
     y_scale: float
     x_constant: bool
     y_constant: bool
-    has_negative_weight: bool
 
 
 def _standardise(values: FloatArray, support: NDArray[np.bool_]) -> tuple[FloatArray, float, bool]:
-    """Centre ``values`` and divide by their range over the events in ``support``."""
+    """Map the range of ``values`` over the events in ``support`` onto [-1, 1].
+
+    Returns the mapped values, the factor that undoes the scaling, and whether
+    the values are constant on ``support``. Halves are taken before
+    differences so that no intermediate overflows.
+    """
     on_support = values[support]
     low, high = float(on_support.min()), float(on_support.max())
     if low == high:
         return np.zeros_like(values), 1.0, True
-    centre = 0.5 * (low + high)
-    scale = high - low
-    return (values - centre) / scale, scale, False
+    half_range = 0.5 * high - 0.5 * low
+    centre = 0.5 * low + 0.5 * high
+    return (0.5 * values - 0.5 * centre) / (0.5 * half_range), half_range, False
 
 
 def _prepare_pair(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None) -> _SortedPair:
@@ -112,11 +116,9 @@ def _prepare_pair(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None) -> _Sort
     if w is None:
         prob = np.full(n_events, 1.0 / n_events)
         support = np.ones(n_events, dtype=bool)
-        has_negative = False
     else:
         prob = w / math.fsum(w)
         support = w != 0
-        has_negative = bool((w < 0).any())
     x_std, x_scale, x_constant = _standardise(x_arr, support)
     y_std, y_scale, y_constant = _standardise(y_arr, support)
     order = np.argsort(x_std)
@@ -132,7 +134,6 @@ def _prepare_pair(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None) -> _Sort
         y_scale=y_scale,
         x_constant=x_constant,
         y_constant=y_constant,
-        has_negative_weight=has_negative,
     )
 
 
@@ -418,27 +419,23 @@ def _dependence_terms(
     return dcov_sqr, dvar_x_sqr, dvar_y_sqr
 
 
+#: Distance variances below this, in units of the squared half-range of the
+#: variable, are rounding noise: the weights concentrate on a single value.
+_VARIANCE_FLOOR = 1e-12
+
+
 def _correlation_from_terms(
     pair: _SortedPair, dcov_sqr: float, dvar_x_sqr: float, dvar_y_sqr: float
 ) -> float:
     """dCor² from the distance covariance and variances of ``pair``."""
     if pair.x_constant or pair.y_constant:
         return 0.0
-    if dvar_x_sqr <= 0 or dvar_y_sqr <= 0:
-        which = "x" if dvar_x_sqr <= 0 else "y"
-        msg = (
-            f"the weighted distance variance of {which} is not positive "
-            f"({min(dvar_x_sqr, dvar_y_sqr):g}, in units of its range squared): "
-            "the negative weights outweigh the positive ones for this variable, "
-            "so the distance correlation is undefined"
-        )
-        raise ValueError(msg)
+    if dvar_x_sqr <= _VARIANCE_FLOOR or dvar_y_sqr <= _VARIANCE_FLOOR:
+        return 0.0
     return dcov_sqr / math.sqrt(dvar_x_sqr * dvar_y_sqr)
 
 
-def distance_covariance_sqr(
-    x: ArrayLike, y: ArrayLike, weight: ArrayLike | None = None
-) -> float:
+def distance_covariance_sqr(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None = None) -> float:
     """Squared distance covariance dCov²(x, y), the V-statistic.
 
     Equal to ``dcor.distance_covariance_sqr(x, y)`` for unweighted
@@ -452,7 +449,7 @@ def distance_covariance_sqr(
         Optional per-event weights. They enter as probabilities
         ``p_i = w_i / sum(w)``, so integer weights reproduce the statistic of
         the sample with each event repeated ``w_i`` times. Negative weights are
-        allowed (total positive); the result may then be negative.
+        allowed (total positive); see :func:`distance_correlation_sqr`.
 
     Returns
     -------
@@ -473,9 +470,7 @@ def distance_covariance_sqr(
     return dcov_sqr * pair.x_scale * pair.y_scale
 
 
-def distance_correlation_sqr(
-    x: ArrayLike, y: ArrayLike, weight: ArrayLike | None = None
-) -> float:
+def distance_correlation_sqr(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None = None) -> float:
     """Squared distance correlation dCor²(x, y): the "DCC" of the paper.
 
     The V-statistic of Székely, Rizzo & Bakirov (2007),
@@ -488,8 +483,8 @@ def distance_correlation_sqr(
     Computed exactly in O(n log n) time and O(n) memory: sort by ``x``,
     prefix sums for the marginal terms, a Fenwick tree over the ranks of ``y``
     for the cross term (numba when installed, otherwise vectorised numpy merge
-    passes). The data are centred and scaled to unit range first, and sums are
-    compensated, so 10^7 events keep full precision.
+    passes). The data are shifted and scaled onto [-1, 1] first and the sums
+    are compensated, so 10^7 events keep full precision.
 
     Parameters
     ----------
@@ -500,16 +495,20 @@ def distance_correlation_sqr(
         every sum over events and pairs: integer weights give exactly the value
         of the sample with each event repeated ``w_i`` times, and zero-weight
         events do not count. Negative weights are allowed as long as the total
-        is positive; the same formula is then evaluated with the signed
-        weights, so the result is no longer guaranteed to lie in [0, 1], and a
-        :class:`ValueError` is raised if a distance variance comes out
-        non-positive.
+        is positive: the same formula is evaluated with the signed weights.
+        Distance covariance and variances are then still non-negative (they
+        are weighted integrals of squared differences of characteristic
+        functions, which needs no positivity), but the Cauchy-Schwarz bound
+        is lost, so dCor² is ``>= 0`` but may exceed 1 when negative weights
+        are large.
 
     Returns
     -------
     float
-        dCor² in [0, 1] (for non-negative weights). If ``x`` or ``y`` is
-        constant over the events with non-zero weight the distance variance
+        dCor², in [0, 1] for non-negative weights. If ``x`` or ``y`` is
+        constant over the events with non-zero weight, or the weights cancel
+        down to one value so that its distance variance falls below 1e-12 of
+        its squared half-range (rounding level), the distance variance
         vanishes and the result is defined as 0, as in ``dcor``.
 
     Raises
@@ -529,10 +528,9 @@ def distance_correlation_sqr(
 def distance_correlation(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None = None) -> float:
     """Distance correlation dCor(x, y), the square root of :func:`distance_correlation_sqr`.
 
-    Equal to ``dcor.distance_correlation(x, y)`` for unweighted data. Rounding
-    can make dCor² of an almost independent sample a tiny negative number;
-    that is returned as 0. With negative weights a genuinely negative dCor²
-    has no square root and raises :class:`ValueError`.
+    Equal to ``dcor.distance_correlation(x, y)`` for unweighted data. dCor² is
+    never negative in exact arithmetic; a rounding-level negative value of an
+    almost independent sample is returned as 0.
 
     Parameters
     ----------
@@ -548,16 +546,7 @@ def distance_correlation(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None = 
     if pair.x_constant or pair.y_constant:
         return 0.0
     terms = _dependence_terms(pair.x_sorted, pair.y_by_x, pair.prob_by_x, pair.y_rank)
-    value = _correlation_from_terms(pair, *terms)
-    if value < 0:
-        if pair.has_negative_weight and value < -1e-12:
-            msg = (
-                f"the squared distance correlation is negative ({value:g}) because of "
-                "negative weights, so it has no square root; use distance_correlation_sqr"
-            )
-            raise ValueError(msg)
-        return 0.0
-    return math.sqrt(value)
+    return math.sqrt(max(_correlation_from_terms(pair, *terms), 0.0))
 
 
 # ---------------------------------------------------------------------------
@@ -663,9 +652,7 @@ def permutation_test(
         return PermutationTestResult(0.0, 0.0, 0.0, 1.0, n_permutations)
 
     def correlation(shuffle: IntArray) -> float:
-        terms = _dependence_terms(
-            pair.x_sorted, pair.y_by_x, pair.prob_by_x, pair.y_rank, shuffle
-        )
+        terms = _dependence_terms(pair.x_sorted, pair.y_by_x, pair.prob_by_x, pair.y_rank, shuffle)
         return _correlation_from_terms(pair, *terms)
 
     statistic = correlation(_NO_SHUFFLE)
@@ -903,6 +890,33 @@ def _jsd_base2(first: FloatArray, second: FloatArray) -> float:
     return float(nats) / math.log(2.0)
 
 
+def _x_axis(bins: int | Sequence[float] | Any, x_background: FloatArray) -> Any:
+    """The ``hist`` axis described by ``bins`` (see :func:`inverse_jsd`)."""
+    import hist  # noqa: PLC0415
+
+    if isinstance(bins, bool):
+        msg = f"bins must be a number of bins, bin edges or an axis, got {bins!r}"
+        raise TypeError(msg)
+    if isinstance(bins, (int, np.integer)):
+        if bins < 1:
+            msg = f"bins must be at least 1, got {bins}"
+            raise ValueError(msg)
+        low, high = float(x_background.min()), float(x_background.max())
+        if low == high:
+            high = low + 1.0
+        return hist.axis.Regular(int(bins), low, float(np.nextafter(high, np.inf)))
+    if hasattr(bins, "edges"):
+        return bins
+    edges = np.asarray(bins, dtype=np.float64)
+    if edges.ndim != 1 or edges.size < 2 or not np.all(np.isfinite(edges)):
+        msg = f"bins edges must be at least two finite numbers, got {edges.size} value(s)"
+        raise ValueError(msg)
+    if not np.all(np.diff(edges) > 0):
+        msg = f"bins edges must be strictly increasing, {int((np.diff(edges) <= 0).sum())} are not"
+        raise ValueError(msg)
+    return hist.axis.Variable(edges)
+
+
 def inverse_jsd(
     x: ArrayLike,
     label: ArrayLike,
@@ -968,19 +982,7 @@ def inverse_jsd(
     w_bkg = np.ones(x_bkg.size) if w is None else w[background]
     passing = score_arr[background] >= threshold
 
-    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
-        if bins < 1:
-            msg = f"bins must be at least 1, got {bins}"
-            raise ValueError(msg)
-        low, high = float(x_bkg.min()), float(x_bkg.max())
-        if low == high:
-            high = low + 1.0
-        axis = hist.axis.Regular(int(bins), low, np.nextafter(high, np.inf), flow=True)
-    elif hasattr(bins, "edges"):
-        axis = bins
-    else:
-        axis = hist.axis.Variable(np.asarray(bins, dtype=np.float64), flow=True)
-
+    axis = _x_axis(bins, x_bkg)
     edges = np.asarray(axis.edges, dtype=np.float64)
     outside = (x_bkg < edges[0]) | (x_bkg >= edges[-1])
     if outside.any():

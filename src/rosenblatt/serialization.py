@@ -65,7 +65,7 @@ def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTrans
 
     try:
         document = json.loads(text, parse_constant=reject_constant)
-    except json.JSONDecodeError as err:
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         msg = f"{source} is not valid JSON: {err}"
         raise SchemaError(msg) from err
     if not isinstance(document, dict):

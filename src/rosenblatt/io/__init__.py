@@ -75,8 +75,7 @@ def event_format(path: str | os.PathLike[str]) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in EVENT_FORMATS:
         raise ValueError(
-            f"{path}: unknown event file extension {suffix!r}; "
-            f"use one of {sorted(EVENT_FORMATS)}"
+            f"{path}: unknown event file extension {suffix!r}; use one of {sorted(EVENT_FORMATS)}"
         )
     return EVENT_FORMATS[suffix]
 
@@ -124,7 +123,7 @@ def read_events(path: str | os.PathLike[str], **options: Any) -> ak.Array:
     """
     fmt = event_format(path)
     module = importlib.import_module(f"{__name__}.{fmt}")
-    return getattr(module, f"read_{fmt}")(path, **options)  # type: ignore[no-any-return]
+    return getattr(module, f"read_{fmt}")(path, **options)
 
 
 def iter_events(
@@ -143,7 +142,7 @@ def iter_events(
     """
     fmt = event_format(path)
     module = importlib.import_module(f"{__name__}.{fmt}")
-    return getattr(module, f"iter_{fmt}")(path, chunk_size=chunk_size, **options)  # type: ignore[no-any-return]
+    return getattr(module, f"iter_{fmt}")(path, chunk_size=chunk_size, **options)
 
 
 def __getattr__(name: str) -> Any:

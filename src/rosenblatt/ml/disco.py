@@ -125,7 +125,7 @@ class _PairAbsProductSum(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, x: torch.Tensor, y: torch.Tensor, p: torch.Tensor, block: int
     ) -> torch.Tensor:
         ctx.save_for_backward(x, y, p)
@@ -140,7 +140,7 @@ class _PairAbsProductSum(torch.autograd.Function):
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(  # type: ignore[override]
+    def backward(
         ctx: Any, grad_total: torch.Tensor
     ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None, None]:
         x, y, p = ctx.saved_tensors

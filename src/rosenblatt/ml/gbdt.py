@@ -37,6 +37,9 @@ class GBDTOptions:
         Fraction of features considered per split; below 1 the seed changes
         the model (at 1, fewer than 2x10^5 training events give the same
         model for every seed).
+    n_threads
+        OpenMP threads of the fit (``None``: scikit-learn's default, all
+        cores); 1 avoids oversubscription when other work shares the cores.
     """
 
     max_iter: int = 200
@@ -45,6 +48,7 @@ class GBDTOptions:
     min_samples_leaf: int = 20
     l2_regularization: float = 0.0
     max_features: float = 1.0
+    n_threads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ class TreeEnsemble:
     @classmethod
     def from_sklearn(cls, classifier: Any, n_trees: int | None = None) -> TreeEnsemble:
         """Export the first ``n_trees`` trees (default all) of a fitted binary classifier."""
-        predictors = classifier._predictors  # noqa: SLF001 - no public access to the trees
+        predictors = classifier._predictors  # the trees have no public accessor
         if len(classifier.classes_) != 2:
             msg = f"only binary classifiers are exported, got {len(classifier.classes_)} classes"
             raise ValueError(msg)
@@ -82,10 +86,12 @@ class TreeEnsemble:
             raise ValueError(msg)
         sizes = np.array([len(node) for node in nodes], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        stacked = np.concatenate(nodes) if nodes else np.empty(0, dtype=predictors[0][0].nodes.dtype)
+        stacked = (
+            np.concatenate(nodes) if nodes else np.empty(0, dtype=predictors[0][0].nodes.dtype)
+        )
         shift = np.repeat(offsets, sizes)
         return cls(
-            baseline=float(np.asarray(classifier._baseline_prediction).ravel()[0]),  # noqa: SLF001
+            baseline=float(np.asarray(classifier._baseline_prediction).ravel()[0]),
             roots=offsets,
             feature=stacked["feature_idx"].astype(np.int64),
             threshold=stacked["num_threshold"].astype(np.float64),
@@ -165,6 +171,7 @@ def fit_gbdt(
     summary (trees fitted and kept, validation loss per iteration).
     """
     from sklearn.ensemble import HistGradientBoostingClassifier
+    from threadpoolctl import threadpool_limits
 
     classifier = HistGradientBoostingClassifier(
         max_iter=options.max_iter,
@@ -176,11 +183,12 @@ def fit_gbdt(
         early_stopping=False,
         random_state=seed,
     )
-    classifier.fit(train_features, train_label, sample_weight=train_weight)
-    val_losses = [
-        _balanced_log_loss(val_label, staged[:, 1], val_weight)
-        for staged in classifier.staged_predict_proba(val_features)
-    ]
+    with threadpool_limits(limits=options.n_threads, user_api="openmp"):
+        classifier.fit(train_features, train_label, sample_weight=train_weight)
+        val_losses = [
+            _balanced_log_loss(val_label, staged[:, 1], val_weight)
+            for staged in classifier.staged_predict_proba(val_features)
+        ]
     n_trees = int(np.argmin(val_losses)) + 1
     summary = {
         "trees_fitted": int(classifier.n_iter_),

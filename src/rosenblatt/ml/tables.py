@@ -277,10 +277,7 @@ def with_columns(table: Table, columns: Mapping[str, NDArray[Any]]) -> Any:
     rows = n_events(loaded)
     for column_name, values in columns.items():
         if len(values) != rows:
-            msg = (
-                f"column {column_name} has {len(values)} values but {where} has "
-                f"{rows} events"
-            )
+            msg = f"column {column_name} has {len(values)} values but {where} has {rows} events"
             raise ValueError(msg)
     if is_awkward(loaded):
         import awkward as ak

@@ -134,7 +134,9 @@ def make_options(kind: str, options: Mapping[str, Any] | CNNOptions | GBDTOption
     return option_class(**dict(options))
 
 
-def balanced_weights(label: NDArray[np.int64], weight: NDArray[np.float64], name: str) -> NDArray[np.float64]:
+def balanced_weights(
+    label: NDArray[np.int64], weight: NDArray[np.float64], name: str
+) -> NDArray[np.float64]:
     """Scale event weights so that signal and background have equal totals (mean 1 per event).
 
     Raises
@@ -294,9 +296,10 @@ class _Objective:
         return bce_sum, dcor
 
 
-def _batches(n: int, batch_size: int, order: Any) -> Iterator[Any]:
+def _batches(n: int, batch_size: int, order: NDArray[np.int64]) -> Iterator[NDArray[np.int64]]:
+    """Consecutive slices of ``order``, each sorted (faster gathers, same loss)."""
     for start in range(0, n, batch_size):
-        yield order[start : start + batch_size]
+        yield np.sort(order[start : start + batch_size])
 
 
 def _train_cnn(
@@ -316,9 +319,7 @@ def _train_cnn(
     assert val.images is not None
     check_images(train.images, "train images")
     check_images(val.images, "validation images")
-    device = torch.device(
-        options.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    )
+    device = torch.device(options.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     objective = _Objective(alpha, options.max_block_bytes)
     train_weight = torch.from_numpy(balanced_weights(train.label, train.weight, "train table"))
     val_weight = torch.from_numpy(balanced_weights(val.label, val.weight, "validation table"))
@@ -347,8 +348,9 @@ def _train_cnn(
         bce_total, dcor_values = 0.0, []
         with torch.no_grad():
             for index in _batches(len(val), options.batch_size, val_order):
-                index = np.sort(index)
-                images, label, weight, mjj = batch_tensors(val, index, val_label, val_weight, val_mjj)
+                images, label, weight, mjj = batch_tensors(
+                    val, index, val_label, val_weight, val_mjj
+                )
                 bce_sum, dcor = objective.terms(network(images), label, weight, mjj)
                 bce_total += float(bce_sum)
                 if dcor is not None:
@@ -378,7 +380,6 @@ def _train_cnn(
             order = torch.randperm(len(train), generator=generator).numpy()
             train_bce, train_weight_sum, train_dcor = 0.0, 0.0, []
             for index in _batches(len(train), options.batch_size, order):
-                index = np.sort(index)
                 images, label, weight, mjj = batch_tensors(
                     train, index, train_label, train_weight, train_mjj
                 )
@@ -415,7 +416,9 @@ def _train_cnn(
         "stopped_early": epoch < options.max_epochs,
         "best_val_loss": best_loss,
         "device": str(device),
-        "n_threads": options.n_threads if options.n_threads is not None else torch.get_num_threads(),
+        "n_threads": options.n_threads
+        if options.n_threads is not None
+        else torch.get_num_threads(),
         "torch_version": torch.__version__,
         "seconds": time.perf_counter() - started,
         "history": history,
@@ -452,7 +455,9 @@ def train_on_arrays(
             msg = f"the gradient boosting has no DisCo term: alpha must be 0, got {alpha:g}"
             raise ValueError(msg)
         if train.substructure is None or val.substructure is None:
-            msg = "the gradient boosting needs the substructure columns (mj1, mj2, tau21_1, tau21_2)"
+            msg = (
+                "the gradient boosting needs the substructure columns (mj1, mj2, tau21_1, tau21_2)"
+            )
             raise ValueError(msg)
         started = time.perf_counter()
         ensemble, summary = fit_gbdt(

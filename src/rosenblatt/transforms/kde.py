@@ -80,7 +80,7 @@ class KDE(ConditionalCDFTransform):
         sigma_r = self.sigma_r
         if isinstance(sigma_r, bool) or not isinstance(sigma_r, (int, float, np.floating)):
             msg = f"sigma_r must be a positive number, got {sigma_r!r}"
-            raise ValueError(msg)
+            raise TypeError(msg)
         if not (math.isfinite(sigma_r) and sigma_r > 0):
             msg = f"sigma_r must be a positive finite number, got {sigma_r!r}"
             raise ValueError(msg)
@@ -162,7 +162,7 @@ class KDE(ConditionalCDFTransform):
         obj = cls(sigma_r=params["sigma_r"], method=params["method"])
         try:
             sigma_r, _ = obj._checked_params()
-        except ValueError as err:
+        except (TypeError, ValueError) as err:
             raise SchemaError(str(err)) from err
         n = len(state["x"])
         if n < 2:

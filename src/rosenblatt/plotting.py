@@ -1,0 +1,122 @@
+"""Figures of the studies, drawn with mplhep on hist objects."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from rosenblatt.transforms import IRGI
+
+__all__ = [
+    "figure",
+    "plot_dcc_scan",
+    "plot_irgi_grid",
+    "plot_plane",
+    "save_figure",
+]
+
+
+def figure(ncols: int = 1, width: float = 7.0, height: float = 6.0) -> tuple[Figure, Any]:
+    """A new figure in the mplhep ROOT style (non-interactive backend)."""
+    import matplotlib as mpl
+
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
+    import mplhep
+
+    plt.style.use(mplhep.style.ROOT)
+    return plt.subplots(1, ncols, figsize=(width * ncols, height))
+
+
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """Save ``fig`` as PNG and close it."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def plot_plane(
+    ax: Axes,
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    *,
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+    bins: int = 100,
+    signal: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    xlabel: str = "x",
+    ylabel: str = "y",
+) -> None:
+    """Background as a 2D histogram (log colour) and signal as contour lines."""
+    import hist
+    import mplhep
+    from matplotlib.colors import LogNorm
+
+    h = hist.Hist(
+        hist.axis.Regular(bins, *x_range, name="x", label=xlabel),
+        hist.axis.Regular(bins, *y_range, name="y", label=ylabel),
+    ).fill(x=x, y=y)
+    mplhep.hist2dplot(h, ax=ax, norm=LogNorm(), cmap="Blues", cbarextend=False)
+    if signal is not None:
+        s = hist.Hist(h.axes[0], h.axes[1]).fill(x=signal[0], y=signal[1])
+        values = s.values().T
+        if values.max() > 0:
+            centres = (h.axes[0].centers, h.axes[1].centers)
+            levels = values.max() * np.array([0.05, 0.3, 0.7])
+            ax.contour(*centres, values, levels=levels, colors="tab:orange", linewidths=1.2)
+            ax.plot([], [], color="tab:orange", label="signal")
+            ax.legend(loc="upper left")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
+def plot_irgi_grid(ax: Axes, transform: IRGI, *, vertex_size: float = 6.0) -> None:
+    """Column boundaries, per-column ``y`` edges (black) and vertices (red) of an IRGI grid."""
+    boundaries = transform.x_boundaries_
+    edges = transform.y_edges_
+    (_, _), (y_lo, y_hi) = transform.domain_
+    ax.vlines(boundaries, y_lo, y_hi, colors="black", linewidths=0.6)
+    for k in range(len(transform.x_centres_)):
+        ax.hlines(edges[k, 1:-1], boundaries[k], boundaries[k + 1], colors="black", linewidths=0.4)
+    xs, ys = transform.vertices()
+    ax.scatter(xs, ys, s=vertex_size, color="tab:red", zorder=3, label="vertices")
+
+
+def plot_dcc_scan(
+    ax: Axes,
+    parameter: Sequence[float],
+    dcc: NDArray[np.float64],
+    *,
+    dcc_xy: NDArray[np.float64],
+    floor: NDArray[np.float64] | None = None,
+    xlabel: str,
+    log_x: bool = False,
+) -> None:
+    """dCor^2 versus a transform parameter, one line per sub-sample.
+
+    ``dcc`` has shape ``(n_subsamples, n_parameters)``; dashed lines give each
+    sub-sample's dCor^2 before the transform, the grey band the permutation floor.
+    """
+    colours = [f"C{i}" for i in range(dcc.shape[0])]
+    for i, colour in enumerate(colours):
+        ax.plot(parameter, dcc[i], marker="o", ms=4, color=colour, label=f"sub-sample {i + 1}")
+        ax.axhline(dcc_xy[i], color=colour, ls="--", lw=1)
+    if floor is not None:
+        ax.axhspan(float(np.min(floor)), float(np.max(floor)), color="grey", alpha=0.3, label="permutation floor")
+    ax.set_yscale("log")
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(r"dCor$^2$(x, $\gamma$)")
+    ax.legend(fontsize="small", ncol=2)

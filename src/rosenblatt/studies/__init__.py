@@ -1,0 +1,25 @@
+"""The paper's studies as functions driven by a configuration, one module each."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+__all__ = ["STUDIES", "run_study"]
+
+#: ``study:`` key of a configuration -> module in this package
+STUDIES = {"blobs": "blobs", "lhco": "lhco"}
+
+
+def run_study(config: dict[str, Any], output: str | Path | None = None) -> Path:
+    """Run the study a configuration describes and return its results folder."""
+    kind = config["study"]
+    if kind not in STUDIES:
+        msg = f"unknown study {kind!r} in {config.get('_path', 'the configuration')}; known: {sorted(STUDIES)}"
+        raise ValueError(msg)
+    module = importlib.import_module(f"rosenblatt.studies.{STUDIES[kind]}")
+    folder = Path(output) if output is not None else Path("results") / config["name"]
+    folder.mkdir(parents=True, exist_ok=True)
+    module.run(config, folder)
+    return folder

@@ -1,0 +1,89 @@
+"""KDE: the paper's kernel formula, its bandwidth, and its invariances."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import bivariate_normal
+
+import rosenblatt as rb
+from rosenblatt.transforms import absolute_sigma
+
+
+def test_absolute_sigma_is_the_pair_formula() -> None:
+    x, _ = bivariate_normal(300, seed=1)
+    i, j = np.triu_indices(len(x), k=1)
+    expected = np.sqrt(2 / (len(x) * (len(x) - 1)) * np.sum((x[i] - x[j]) ** 2))
+    assert absolute_sigma(x) == pytest.approx(expected, rel=1e-12)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, len(x))
+    pair_w = w[i] * w[j]
+    expected_w = np.sqrt(np.sum(pair_w * (x[i] - x[j]) ** 2) / np.sum(pair_w))
+    assert absolute_sigma(x, w) == pytest.approx(expected_w, rel=1e-12)
+    assert absolute_sigma(x, 7 * w) == pytest.approx(expected_w, rel=1e-12)
+
+
+def test_formula_written_out() -> None:
+    x, y = bivariate_normal(500, seed=3)
+    t = rb.KDE(0.2).fit(x, y)
+    h = 0.2 * absolute_sigma(x)
+    for xq, yq in [(0.1, 0.2), (-1.5, -0.4), (2.0, 2.5), (0.0, y[17])]:
+        k = np.exp(-((xq - x) ** 2) / (2 * h * h))
+        expected = np.sum(k * (y <= yq)) / np.sum(k)
+        assert t.transform([xq], [yq])[0] == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("method", ["fast", "direct"])
+def test_invariant_under_increasing_map_of_y(method: str) -> None:
+    x, y = bivariate_normal(3000, seed=4)
+    xq, yq = bivariate_normal(500, seed=5)
+    base = rb.KDE(0.1, method=method).fit(x, y).transform(xq, yq)
+    for f in (np.exp, lambda v: v**3, lambda v: 1 / (1 + np.exp(-3 * v))):
+        mapped = rb.KDE(0.1, method=method).fit(x, f(y)).transform(xq, f(yq))
+        np.testing.assert_array_equal(mapped, base)
+
+
+def test_integer_weights_equal_replication() -> None:
+    x, y = bivariate_normal(2000, seed=6)
+    counts = np.random.default_rng(7).integers(1, 4, len(x))
+    x_rep, y_rep = np.repeat(x, counts), np.repeat(y, counts)
+    xq, yq = bivariate_normal(400, seed=8)
+    replicated = rb.KDE(0.1).fit(x_rep, y_rep)
+    # same absolute kernel width on both sides
+    sigma_r = replicated.bandwidth_ / absolute_sigma(x, counts.astype(float))
+    weighted = rb.KDE(sigma_r).fit(x, y, counts)
+    assert weighted.bandwidth_ == pytest.approx(replicated.bandwidth_, rel=1e-12)
+    np.testing.assert_allclose(weighted.transform(xq, yq), replicated.transform(xq, yq), atol=1e-10)
+
+
+def test_ties_in_y_are_exact() -> None:
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=5000)
+    y = np.clip(rng.normal(0.5 + 0.2 * x, 0.4), 0.0, 1.0)
+    t = rb.KDE(0.05).fit(x, y)
+    g = t.transform(x, y)
+    assert np.all(np.isfinite(g))
+    assert np.all(g[y == 1.0] == 1.0)
+    # H(0) = 1: an event exactly at a defining score counts that score
+    direct = rb.KDE(0.05, method="direct").fit(x, y).transform(x[:300], y[:300])
+    np.testing.assert_allclose(g[:300], direct, atol=1e-10)
+
+
+def test_negative_weights() -> None:
+    x, y = bivariate_normal(4000, seed=10)
+    w = np.where(np.random.default_rng(11).uniform(size=len(x)) < 0.1, -0.3, 1.0)
+    g = rb.KDE(0.1).fit(x, y, w).transform(x[:500], y[:500])
+    direct = rb.KDE(0.1, method="direct").fit(x, y, w).transform(x[:500], y[:500])
+    np.testing.assert_allclose(g, direct, atol=1e-9)
+
+
+@pytest.mark.parametrize("sigma_r", [0.0, -1.0, float("nan"), float("inf"), "0.1", True])
+def test_bad_sigma_r(sigma_r) -> None:
+    x, y = bivariate_normal(100, seed=12)
+    with pytest.raises((TypeError, ValueError), match="sigma_r"):
+        rb.KDE(sigma_r).fit(x, y)
+
+
+def test_bad_method() -> None:
+    x, y = bivariate_normal(100, seed=12)
+    with pytest.raises(ValueError, match="method"):
+        rb.KDE(0.1, method="approximate").fit(x, y)  # type: ignore[arg-type]

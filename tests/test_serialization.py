@@ -1,0 +1,114 @@
+"""Saved transforms: versioned JSON, bit-identical after loading, safe against tampering."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import bivariate_normal
+
+import rosenblatt as rb
+from rosenblatt.serialization import SCHEMA_VERSION
+
+
+@pytest.fixture(params=["irgi", "kde", "irgi-weighted", "kde-weighted"])
+def fitted(request: pytest.FixtureRequest):
+    x, y = bivariate_normal(3000, seed=2)
+    w = np.random.default_rng(3).uniform(0.2, 2.0, len(x)) if "weighted" in request.param else None
+    t = rb.IRGI(3, domain=((-6, 6), (-6, 6))) if request.param.startswith("irgi") else rb.KDE(0.07)
+    return t.fit(x, y, w)
+
+
+def test_round_trip_bit_identical(fitted, tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    fitted.save(path)
+    loaded = rb.load(path)
+    assert type(loaded) is type(fitted)
+    xq, yq = bivariate_normal(2000, seed=4)
+    xq = np.concatenate((xq, [-9.0, 9.0]))
+    yq = np.concatenate((yq, [0.0, 9.0]))
+    np.testing.assert_array_equal(loaded.transform(xq, yq), fitted.transform(xq, yq))
+    assert loaded.domain_ == fitted.domain_
+
+
+def test_file_is_plain_versioned_json(fitted, tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    fitted.save(path)
+    document = json.loads(path.read_text())
+    assert document["format"] == "rosenblatt-transform"
+    assert document["schema_version"] == SCHEMA_VERSION
+    assert document["kind"] == fitted.kind
+
+
+def _tamper(fitted, tmp_path: Path, edit) -> Path:
+    path = tmp_path / "t.json"
+    fitted.save(path)
+    document = json.loads(path.read_text())
+    edit(document)
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_newer_schema_version(fitted, tmp_path: Path) -> None:
+    path = _tamper(fitted, tmp_path, lambda d: d.update(schema_version=SCHEMA_VERSION + 1))
+    with pytest.raises(rb.SchemaError, match="upgrade rosenblatt"):
+        rb.load(path)
+
+
+def test_unknown_kind_and_format(fitted, tmp_path: Path) -> None:
+    with pytest.raises(rb.SchemaError, match="unknown transform kind"):
+        rb.load(_tamper(fitted, tmp_path, lambda d: d.update(kind="os.system")))
+    with pytest.raises(rb.SchemaError, match="not a saved rosenblatt transform"):
+        rb.load(_tamper(fitted, tmp_path, lambda d: d.pop("format")))
+
+
+def test_not_json(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(b"\x80\x04\x95 pickle bytes")
+    with pytest.raises(rb.SchemaError, match="not valid JSON"):
+        rb.load(path)
+
+
+def test_nan_in_file(tmp_path: Path) -> None:
+    x, y = bivariate_normal(3000, seed=2)
+    path = tmp_path / "t.json"
+    rb.IRGI(2).fit(x, y).save(path)
+    path.write_text(path.read_text().replace('"cdf":[[0.0', '"cdf":[[NaN', 1))
+    with pytest.raises(rb.SchemaError, match="non-finite"):
+        rb.load(path)
+
+
+IRGI_TAMPERING = {
+    "non-monotone y edges": lambda s: s["y_edges"][2].__setitem__(3, s["y_edges"][2][1] - 1),
+    "cdf above one": lambda s: s["cdf"][1].__setitem__(4, 1.5),
+    "non-monotone cdf": lambda s: s["cdf"][1].__setitem__(2, 0.99),
+    "shape": lambda s: s["x_centres"].pop(),
+    "depth": lambda s: s["params"].__setitem__("depth", 40),
+    "string values": lambda s: s.__setitem__("cdf", "[[0, 1]]"),
+    "unsorted centres": lambda s: s["x_centres"].reverse(),
+    "missing key": lambda s: s.pop("cdf"),
+}
+
+
+@pytest.mark.parametrize("edit", IRGI_TAMPERING.values(), ids=IRGI_TAMPERING.keys())
+def test_tampered_irgi(tmp_path: Path, edit) -> None:
+    x, y = bivariate_normal(3000, seed=2)
+    t = rb.IRGI(3).fit(x, y)
+    with pytest.raises(rb.SchemaError):
+        rb.load(_tamper(t, tmp_path, lambda d: edit(d["state"])))
+
+
+def test_tampered_kde(tmp_path: Path) -> None:
+    x, y = bivariate_normal(300, seed=2)
+    t = rb.KDE(0.1).fit(x, y)
+    with pytest.raises(rb.SchemaError, match="sigma_a"):
+        rb.load(_tamper(t, tmp_path, lambda d: d["state"]["x"].__setitem__(0, 99.0)))
+    with pytest.raises(rb.SchemaError, match="sigma_r"):
+        rb.load(_tamper(t, tmp_path, lambda d: d["state"]["params"].__setitem__("sigma_r", -1)))
+
+
+def test_unfitted_cannot_be_saved(tmp_path: Path) -> None:
+    with pytest.raises(rb.NotFittedError):
+        rb.IRGI(3).save(tmp_path / "t.json")
