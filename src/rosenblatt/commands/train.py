@@ -58,7 +58,10 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("config", type=Path, help="YAML config of the scan")
     parser.add_argument(
-        "--workers", type=int, default=None, help="parallel training processes (overrides the config)"
+        "--workers",
+        type=int,
+        default=None,
+        help="parallel training processes (overrides the config)",
     )
     parser.add_argument(
         "--output", type=Path, default=None, help="output directory (overrides the config)"
@@ -74,9 +77,10 @@ def load_config(path: Path) -> dict[str, Any]:
     ------
     FileNotFoundError
         If the config does not exist.
+    TypeError
+        If the file does not hold a mapping.
     ValueError
-        On unknown keys, a missing ``samples`` or ``output`` section, or values
-        of the wrong type.
+        On unknown keys or a missing ``samples`` or ``output`` section.
     """
     import yaml
 
@@ -86,7 +90,7 @@ def load_config(path: Path) -> dict[str, Any]:
     config = yaml.safe_load(path.read_text()) or {}
     if not isinstance(config, Mapping):
         msg = f"{path}: the config must be a mapping of keys, got {type(config).__name__}"
-        raise ValueError(msg)
+        raise TypeError(msg)
     unknown = sorted(set(config) - _KEYS)
     if unknown:
         msg = f"{path}: unknown key(s) {', '.join(unknown)} (valid: {', '.join(sorted(_KEYS))})"
@@ -115,9 +119,7 @@ def load_config(path: Path) -> dict[str, Any]:
         "kind": kind,
         "seeds": [int(s) for s in seeds],
         "baseline": bool(config.get("baseline", kind == "cnn")),
-        "alphas": [float(a) for a in (config.get("alphas") or default_alphas)]
-        if "alphas" not in config or config["alphas"]
-        else [],
+        "alphas": [float(a) for a in (config.get("alphas", default_alphas) or [])],
         "workers": int(config.get("workers", 1)),
         "training": dict(config.get("training") or {}),
     }

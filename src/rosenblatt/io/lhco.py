@@ -26,7 +26,7 @@ import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import awkward as ak
 import numpy as np
@@ -38,8 +38,7 @@ if TYPE_CHECKING:
     import os
 
     import tables
-
-_Writer = TypeVar("_Writer", bound="LHCOWriter")
+    from typing_extensions import Self
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -379,7 +378,7 @@ class LHCOWriter:
         if self._handle.isopen:
             self._handle.close()
 
-    def __enter__(self: _Writer) -> _Writer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

@@ -28,7 +28,7 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import awkward as ak
 import numpy as np
@@ -38,8 +38,7 @@ from rosenblatt.io import EventFileError, check_input_file
 
 if TYPE_CHECKING:
     import uproot
-
-_Writer = TypeVar("_Writer", bound="RootWriter")
+    from typing_extensions import Self
 
 __all__ = [
     "CHUNKS_TREE",
@@ -269,7 +268,7 @@ class RootWriter:
             self._handle["summary"] = json.dumps(self._summary, sort_keys=True)
         self._handle.close()
 
-    def __enter__(self: _Writer) -> _Writer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
