@@ -189,8 +189,11 @@ def test_bivariate_normal_matches_population_value() -> None:
     rng = np.random.default_rng(31)
     x, y = rng.multivariate_normal([0.0, 0.0], [[1.0, rho], [rho, 1.0]], size=20_000).T
     population = (
-        rho * math.asin(rho) + math.sqrt(1 - rho**2) - rho * math.asin(rho / 2)
-        - math.sqrt(4 - rho**2) + 1
+        rho * math.asin(rho)
+        + math.sqrt(1 - rho**2)
+        - rho * math.asin(rho / 2)
+        - math.sqrt(4 - rho**2)
+        + 1
     ) / (1 + math.pi / 3 - math.sqrt(3))
     assert population == pytest.approx(0.30, abs=0.005)
     assert metrics.distance_correlation_sqr(x, y) == pytest.approx(population, abs=0.02)
@@ -459,9 +462,7 @@ def test_inverse_jsd_equals_direct_computation() -> None:
         mass[~passing & mass_in], edges, weights=weight_background[~passing & mass_in]
     )
     expected = 1.0 / reference_jsd_bits(pass_hist, fail_hist)
-    value = metrics.inverse_jsd(
-        x[keep], label[keep], score[keep], 0.5, weight[keep], bins=edges
-    )
+    value = metrics.inverse_jsd(x[keep], label[keep], score[keep], 0.5, weight[keep], bins=edges)
     assert value == pytest.approx(expected, rel=1e-10)
     hist = pytest.importorskip("hist")
     axis_value = metrics.inverse_jsd(
