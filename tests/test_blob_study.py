@@ -55,4 +55,4 @@ def test_summary_numbers(study: Path) -> None:
     # the IRGI error against the exact conditional CDF falls with depth
     rms = summary["irgi"]["rms_exact"]
     assert rms[0] > rms[2] > rms[4]
-    assert [c["held"] for c in summary["claims"]][0] is True
+    assert summary["claims"][0]["held"] is True

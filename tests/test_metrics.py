@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -155,6 +156,19 @@ def test_numba_and_numpy_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
             metrics.distance_covariance_sqr(x, y, weight),
         )
     np.testing.assert_allclose(values["numba"], values["numpy"], rtol=1e-11)
+
+
+def test_works_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "numba", None)
+    metrics._compiled_terms_loop.cache_clear()
+    try:
+        assert metrics._compiled_terms_loop() is None
+        x, y = dependent_sample(300, seed=37, ties=True)
+        assert metrics.distance_correlation_sqr(x, y) == pytest.approx(
+            dcor.distance_correlation_sqr(x, y, method="naive"), abs=1e-9
+        )
+    finally:
+        metrics._compiled_terms_loop.cache_clear()
 
 
 # --- distance correlation: invariances and known values ------------------------------

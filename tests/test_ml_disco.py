@@ -63,7 +63,7 @@ def test_blockwise_equals_direct_in_value_and_gradient(max_block_bytes: int) -> 
     grads_blockwise = torch.autograd.grad(blockwise, inputs)
     direct = distance_correlation_sqr_direct(*inputs)
     grads_direct = torch.autograd.grad(direct, inputs)
-    assert float(blockwise) == pytest.approx(float(direct), abs=1e-12)
+    assert blockwise.item() == pytest.approx(direct.item(), abs=1e-12)
     for got, expected in zip(grads_blockwise, grads_direct, strict=True):
         scale = float(expected.abs().max())
         assert scale > 0
@@ -86,7 +86,7 @@ def test_gradient_is_finite_on_a_large_float32_batch() -> None:
     logits = torch.tensor(np.log(score / (1 - score)), dtype=torch.float32, requires_grad=True)
     value = distance_correlation_sqr(torch.tensor(mjj), torch.sigmoid(logits))
     (gradient,) = torch.autograd.grad(value, logits)
-    assert 0 < float(value) < 1
+    assert 0 < value.item() < 1
     assert torch.isfinite(gradient).all()
     assert float(gradient.abs().max()) > 0
 
@@ -96,7 +96,7 @@ def test_constant_score_gives_zero_with_zero_gradient() -> None:
     score = torch.full((50,), 0.5, dtype=torch.float64, requires_grad=True)
     value = distance_correlation_sqr(torch.tensor(mjj), score)
     (gradient,) = torch.autograd.grad(value, score)
-    assert float(value) == 0.0
+    assert value.item() == 0.0
     assert torch.equal(gradient, torch.zeros(50, dtype=torch.float64))
 
 

@@ -63,13 +63,13 @@ def plot_plane(
     import mplhep
     from matplotlib.colors import LogNorm
 
-    h = hist.Hist(
+    h: hist.Hist = hist.Hist(
         hist.axis.Regular(bins, *x_range, name="x", label=xlabel),
         hist.axis.Regular(bins, *y_range, name="y", label=ylabel),
     ).fill(x=x, y=y)
     mplhep.hist2dplot(h, ax=ax, norm=LogNorm(), cmap="Blues", cbarextend=False)
     if signal is not None:
-        s = hist.Hist(h.axes[0], h.axes[1]).fill(x=signal[0], y=signal[1])
+        s: hist.Hist = hist.Hist(h.axes[0], h.axes[1]).fill(x=signal[0], y=signal[1])
         values = s.values().T
         if values.max() > 0:
             centres = (h.axes[0].centers, h.axes[1].centers)

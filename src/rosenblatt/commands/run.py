@@ -15,7 +15,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
     parser = subparsers.add_parser(
         "run",
-        help="run a study (default: %s) and write results/<name>/" % DEFAULT_CONFIG,
+        help=f"run a study (default: {DEFAULT_CONFIG}) and write results/<name>/",
         description="Run a study from a YAML configuration and write its report, "
         "summary.json and figures to results/<name>/.",
     )

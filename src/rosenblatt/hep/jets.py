@@ -9,13 +9,15 @@ particles give events without jets.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import awkward as ak
+import fastjet
 import numpy as np
+import vector
 
-if TYPE_CHECKING:
-    import fastjet
+vector.register_awkward()
+
 
 #: accepted ``algorithm`` names -> attribute of the :mod:`fastjet` module
 ALGORITHMS = {
@@ -60,7 +62,8 @@ def particles_to_momentum4d(particles: ak.Array) -> ak.Array:
     Raises
     ------
     ValueError
-        If a field is missing or the array is not one list of particles per event.
+        If a field is missing, the array is not one list of particles per event,
+        or a value is NaN or infinite.
     """
     particles = ak.Array(particles)
     missing = [name for name in PARTICLE_FIELDS if name not in ak.fields(particles)]
@@ -75,13 +78,19 @@ def particles_to_momentum4d(particles: ak.Array) -> ak.Array:
             f"got {particles.ndim} dimensions (type {particles.type})"
         )
     pt = ak.values_astype(particles.pt, np.float64)
+    eta = ak.values_astype(particles.eta, np.float64)
+    phi = ak.values_astype(particles.phi, np.float64)
+    finite = np.isfinite(ak.flatten(pt)) & np.isfinite(ak.flatten(eta))
+    finite = ak.to_numpy(finite & np.isfinite(ak.flatten(phi)))
+    if not np.all(finite):
+        counts = ak.to_numpy(ak.num(pt, axis=1))
+        bad_events = np.unique(np.repeat(np.arange(len(counts)), counts)[~finite])
+        raise ValueError(
+            f"particles: {int(np.sum(~finite))} particle(s) in {len(bad_events)} event(s) have "
+            f"non-finite pt, eta or phi (first event index {int(bad_events[0])})"
+        )
     return ak.zip(
-        {
-            "pt": pt,
-            "eta": ak.values_astype(particles.eta, np.float64),
-            "phi": ak.values_astype(particles.phi, np.float64),
-            "mass": ak.zeros_like(pt),
-        },
+        {"pt": pt, "eta": eta, "phi": phi, "mass": ak.zeros_like(pt)},
         with_name="Momentum4D",
     )
 
@@ -106,10 +115,6 @@ def cluster_sequence(
     fastjet.ClusterSequence
         The clustering history of all events (awkward interface).
     """
-    import fastjet  # noqa: PLC0415  (optional dependency of the ``hep`` extra)
-    import vector  # noqa: PLC0415
-
-    vector.register_awkward()
     if algorithm not in ALGORITHMS:
         raise ValueError(
             f"algorithm: unknown jet algorithm {algorithm!r}; choose one of {sorted(ALGORITHMS)}"
@@ -165,9 +170,7 @@ def cluster_jets_with_constituents(
     return ClusteredJets(jets=jets[order], constituents=constituents[order])
 
 
-def cluster_jets(
-    particles: ak.Array, radius: float = 1.0, algorithm: str = "antikt"
-) -> ak.Array:
+def cluster_jets(particles: ak.Array, radius: float = 1.0, algorithm: str = "antikt") -> ak.Array:
     """Cluster the particles of each event into jets, sorted by decreasing pT.
 
     Parameters

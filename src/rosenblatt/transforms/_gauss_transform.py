@@ -19,6 +19,9 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._jit import compiled
+from rosenblatt.transforms._kernels import gauss_expansion
+
 __all__ = ["ConditionalGaussTransform", "direct_conditional_cdf"]
 
 #: number of Hermite terms of the expansion
@@ -132,6 +135,14 @@ class ConditionalGaussTransform:
 
     def _expand(self, t: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
         rank = np.searchsorted(self.y_sorted, y, side="right")
+        kernel = compiled(gauss_expansion, parallel=True)
+        if kernel is not None:
+            out = np.empty(len(t))
+            kernel(
+                t, rank.astype(np.int64), self.key, self.cumulative, self.box_start.astype(np.int64),
+                self.box_total, self.stride, REACH, out,
+            )
+            return out
         home = np.floor(t).astype(np.int64)
         num = np.zeros(len(t))
         den = np.zeros(len(t))

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._jit import compiled
 from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms._bisection import bisect_segments, max_depth
+from rosenblatt.transforms._kernels import irgi_evaluate
 
 if TYPE_CHECKING:
     import boost_histogram as bh
@@ -202,6 +204,12 @@ class IRGI(ConditionalCDFTransform):
 
     # ------------------------------------------------------------ transform
     def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        kernel = compiled(irgi_evaluate, parallel=True)
+        if kernel is not None:
+            out = np.empty(len(x))
+            n_edge = self.y_edges_.shape[1]
+            kernel(self.x_centres_, self.y_edges_.ravel(), self.cdf_.ravel(), n_edge, x, y, out)
+            return out
         centres = self.x_centres_
         column = np.clip(np.searchsorted(centres, x, side="right") - 1, 0, len(centres) - 2)
         left, right = centres[column], centres[column + 1]

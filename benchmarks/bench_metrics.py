@@ -1,0 +1,171 @@
+"""Speed and memory of the weighted O(n log n) distance correlation.
+
+Compares ``rosenblatt.metrics.distance_correlation_sqr`` with weights against
+``dcor.distance_correlation_sqr(method="mergesort")`` without weights on the
+same events, measured in the same run, and times the permutation test with
+one and with two threads. Peak memory is how far one call lifts the peak
+resident set size of a fresh process above its size before the call (numba's
+allocations are invisible to tracemalloc). Linux only.
+
+Run::
+
+    python benchmarks/bench_metrics.py            # 10^5 and 10^6 events
+    python benchmarks/bench_metrics.py --sizes 100000 --repeats 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+
+def sample(n_events: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Correlated pair (rho = 0.6) with weights uniform in [0.5, 1.5]."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n_events)
+    y = 0.6 * x + 0.8 * rng.normal(size=n_events)
+    return x, y, rng.uniform(0.5, 1.5, size=n_events)
+
+
+def best_time(function: Callable[[], object], repeats: int) -> float:
+    """Smallest wall time of ``repeats`` calls, in seconds."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def peak_rss_mib() -> float:
+    """Peak resident set size of this process so far, MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def current_rss_mib() -> float:
+    """Resident set size of this process now, MiB (from /proc/self/statm)."""
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        resident_pages = int(statm.read().split()[1])
+    return resident_pages * resource.getpagesize() / 2**20
+
+
+def memory_probe(method: str, n_events: int) -> None:
+    """Print how far one call lifts the peak RSS above the RSS before it, as JSON.
+
+    Runs in a fresh process. If an earlier transient peak (imports) exceeds
+    the call's own, the figure overstates the call's memory, never understates.
+    """
+    from rosenblatt import metrics
+
+    x, y, weight = sample(n_events)
+    if method == "numpy":
+        metrics._NUMBA_ENABLED = False
+    small = slice(0, 100)
+    if method == "dcor":
+        import dcor
+
+        dcor.distance_correlation_sqr(x[small], y[small], method="mergesort")
+        before = current_rss_mib()
+        dcor.distance_correlation_sqr(x, y, method="mergesort")
+    else:
+        metrics.distance_correlation_sqr(x[small], y[small], weight[small])
+        before = current_rss_mib()
+        metrics.distance_correlation_sqr(x, y, weight)
+    after = peak_rss_mib()
+    print(json.dumps({"growth_mib": after - before, "peak_mib": after}))
+
+
+def measure_memory(method: str, n_events: int) -> dict[str, float]:
+    completed = subprocess.run(
+        [sys.executable, __file__, "--memory-probe", method, str(n_events)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, float] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--permutation-events", type=int, default=100_000)
+    parser.add_argument("--permutations", type=int, default=100)
+    parser.add_argument("--memory-probe", nargs=2, metavar=("METHOD", "N"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_probe:
+        memory_probe(args.memory_probe[0], int(args.memory_probe[1]))
+        return 0
+
+    import dcor
+
+    from rosenblatt import metrics
+
+    warm_x, warm_y, warm_w = sample(100)
+    metrics.distance_correlation_sqr(warm_x, warm_y, warm_w)
+    dcor.distance_correlation_sqr(warm_x, warm_y, method="mergesort")
+
+    print("weighted dCor^2 (rosenblatt) vs unweighted dCor^2 (dcor mergesort), same events")
+    header = (
+        f"{'events':>9} {'method':<26} {'time [s]':>9} {'ratio to dcor':>14} "
+        f"{'call peak [MiB]':>16} {'process peak [MiB]':>19} {'|diff| unweighted':>18}"
+    )
+    print(header)
+    print("-" * len(header))
+    for n_events in args.sizes:
+        x, y, weight = sample(n_events)
+        repeats = args.repeats if n_events <= 200_000 else max(1, args.repeats - 1)
+        reference = dcor.distance_correlation_sqr(x, y, method="mergesort")
+        dcor_time = best_time(
+            lambda x=x, y=y: dcor.distance_correlation_sqr(x, y, method="mergesort"), repeats
+        )
+        rows = [("dcor mergesort, unweighted", "dcor", dcor_time, 0.0)]
+        for method in ("numba", "numpy"):
+            metrics._NUMBA_ENABLED = method == "numba"
+            ours = metrics.distance_correlation_sqr(x, y)
+            elapsed = best_time(
+                lambda x=x, y=y, weight=weight: metrics.distance_correlation_sqr(x, y, weight),
+                repeats,
+            )
+            rows.append((f"rosenblatt {method}, weighted", method, elapsed, abs(ours - reference)))
+        metrics._NUMBA_ENABLED = True
+        for label, method, elapsed, difference in rows:
+            memory = measure_memory(method, n_events)
+            print(
+                f"{n_events:>9} {label:<26} {elapsed:>9.3f} {elapsed / dcor_time:>14.3f} "
+                f"{memory['growth_mib']:>16.1f} {memory['peak_mib']:>19.1f} {difference:>18.1e}"
+            )
+
+    print()
+    n_events = args.permutation_events
+    x, y, weight = sample(n_events, seed=1)
+    print(f"permutation test, {args.permutations} permutations of {n_events} weighted events")
+    header = f"{'threads':>7} {'time [s]':>9} {'per permutation [ms]':>21} {'speed-up':>9}"
+    print(header)
+    print("-" * len(header))
+    single = None
+    for n_jobs in (1, 2):
+        start = time.perf_counter()
+        result = metrics.permutation_test(
+            x, y, weight, n_permutations=args.permutations, seed=0, n_jobs=n_jobs
+        )
+        elapsed = time.perf_counter() - start
+        single = elapsed if single is None else single
+        print(
+            f"{n_jobs:>7} {elapsed:>9.2f} {1e3 * elapsed / args.permutations:>21.1f} "
+            f"{single / elapsed:>9.2f}"
+        )
+    print(f"statistic {result.statistic:.4g}, floor {result.floor:.3g} +- {result.floor_std:.2g}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,85 @@
+"""The leading dijet pair: its invariant mass and the masses of its two jets.
+
+Jets are :mod:`vector` ``Momentum4D`` records sorted by decreasing pT (as
+:func:`rosenblatt.hep.jets.cluster_jets` returns them). The *leading dijet* is
+the pair of the two hardest jets; ``mj1`` is the mass of the heavier of the
+two and ``mj2`` the mass of the lighter.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import awkward as ak
+import numpy as np
+import vector
+from numpy.typing import NDArray
+
+vector.register_awkward()
+
+
+class LeadingDijet(NamedTuple):
+    """The two leading jets of events that have at least two jets.
+
+    Attributes
+    ----------
+    has_two_jets : numpy.ndarray of bool
+        Per input event, whether it has at least two jets.
+    heavier, lighter : awkward.Array
+        ``Momentum4D`` records, one per event with two jets: the heavier and the
+        lighter of its two leading jets.
+    heavier_index : numpy.ndarray of int
+        Per event with two jets, the position (0 or 1) of the heavier jet among
+        the two leading jets.
+    """
+
+    has_two_jets: NDArray[np.bool_]
+    heavier: ak.Array
+    lighter: ak.Array
+    heavier_index: NDArray[np.int64]
+
+
+def leading_dijet(jets: ak.Array) -> LeadingDijet:
+    """Select the two leading jets of each event and order them by mass.
+
+    Parameters
+    ----------
+    jets : awkward.Array
+        ``Momentum4D`` records, events x jets, sorted by decreasing pT.
+
+    Returns
+    -------
+    LeadingDijet
+        The selection mask and the heavier and lighter jet of the selected
+        events (ties in mass go to the harder jet).
+    """
+    has_two_jets = ak.to_numpy(ak.num(jets, axis=1) >= 2)
+    pair = jets[has_two_jets][:, :2]
+    first, second = pair[:, 0], pair[:, 1]
+    second_heavier = ak.to_numpy(second.mass > first.mass)
+    heavier_index = second_heavier.astype(np.int64)
+    heavier = ak.where(second_heavier, second, first)
+    lighter = ak.where(second_heavier, first, second)
+    return LeadingDijet(
+        has_two_jets=has_two_jets,
+        heavier=ak.with_name(heavier, "Momentum4D"),
+        lighter=ak.with_name(lighter, "Momentum4D"),
+        heavier_index=heavier_index,
+    )
+
+
+def invariant_mass(first: ak.Array, second: ak.Array) -> NDArray[np.float64]:
+    """Return the invariant mass of two four-momenta, event by event.
+
+    Parameters
+    ----------
+    first, second : awkward.Array
+        ``Momentum4D`` records, one per event.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``sqrt(max((p1 + p2)^2, 0))`` in GeV (float64).
+    """
+    mass_squared = ak.to_numpy((first + second).tau2).astype(np.float64)
+    return np.sqrt(np.maximum(mass_squared, 0.0))
