@@ -22,6 +22,7 @@ accumulator
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -95,7 +96,7 @@ def join_tables(tables: Iterable[ak.Array]) -> ak.Array:
     )
     if not chunks:
         return empty_table()
-    for before, after in zip(chunks, chunks[1:], strict=False):
+    for before, after in itertools.pairwise(chunks):
         same_file = str(before["file"][-1]) == str(after["file"][0])
         if same_file and int(before["entry"][-1]) >= int(after["entry"][0]):
             raise ValueError(
@@ -134,9 +135,7 @@ class DijetProcessor(processor.ProcessorABC):
                 f"{list(PARTICLE_BRANCHES.values())}"
             )
         n_events = len(events)
-        particles = ak.zip(
-            {field: events[branch] for field, branch in PARTICLE_BRANCHES.items()}
-        )
+        particles = ak.zip({field: events[branch] for field, branch in PARTICLE_BRANCHES.items()})
         label = (
             ak.to_numpy(events["label"])
             if "label" in events.fields
@@ -187,4 +186,3 @@ def check_cutflow(cutflow: dict[str, dict[str, int]]) -> None:
             raise RuntimeError(
                 f"cut flow of {dataset!r}: {counts[read]} events read but {accounted} accounted for"
             )
-

@@ -28,6 +28,7 @@ from coffea import processor
 from coffea.nanoevents import BaseSchema
 
 from processors.dijet import (
+    PARTICLE_BRANCHES,
     DijetProcessor,
     check_cutflow,
     chunk_accumulator,
@@ -143,7 +144,11 @@ def make_executor(
     if name == "iterative":
         yield processor.IterativeExecutor(status=progress)
     elif name == "futures":
-        yield processor.FuturesExecutor(workers=int(workers), status=progress)
+        from loky import ProcessPoolExecutor
+
+        # one pool for all the work of a run: the workers start (import) once
+        with ProcessPoolExecutor(max_workers=int(workers)) as pool:
+            yield processor.FuturesExecutor(pool=pool, workers=int(workers), status=progress)
     else:
         from dask.distributed import Client, LocalCluster
 
@@ -164,9 +169,9 @@ def make_executor(
                 yield processor.DaskExecutor(client=client, status=progress)
 
 
-def _datasets_of(inputs: Sequence[str | os.PathLike[str]] | Mapping[str, Sequence[Any]]) -> dict[
-    str, list[str]
-]:
+def _datasets_of(
+    inputs: Sequence[str | os.PathLike[str]] | Mapping[str, Sequence[Any]],
+) -> dict[str, list[str]]:
     """Return ``{dataset: [file, ...]}``; a bare list of files is named by file stem."""
     if isinstance(inputs, Mapping):
         return {str(dataset): [str(path) for path in paths] for dataset, paths in inputs.items()}
@@ -174,6 +179,31 @@ def _datasets_of(inputs: Sequence[str | os.PathLike[str]] | Mapping[str, Sequenc
     for path in inputs:
         datasets.setdefault(Path(path).stem, []).append(str(path))
     return datasets
+
+
+def _check_root_file(path: str) -> None:
+    """Raise if ``path`` has no ``Events`` tree with entries and particle branches."""
+    import uproot
+
+    from rosenblatt.io import EventFileError
+
+    try:
+        handle = uproot.open(path)
+    except Exception as err:
+        raise EventFileError(
+            f"{path}: not a readable ROOT file: {type(err).__name__}: {err}"
+        ) from err
+    with handle:
+        if ROOT_TREE not in handle:
+            raise EventFileError(f"{path}: no TTree {ROOT_TREE!r}; the file has {handle.keys()}")
+        tree = handle[ROOT_TREE]
+        missing = [branch for branch in PARTICLE_BRANCHES.values() if branch not in tree]
+        if missing:
+            raise EventFileError(
+                f"{path}: the tree {ROOT_TREE!r} lacks the particle branch(es) {missing}"
+            )
+        if tree.num_entries == 0:
+            raise EventFileError(f"{path}: the tree {ROOT_TREE!r} holds no events")
 
 
 def _check_inputs(datasets: Mapping[str, Sequence[str]]) -> None:
@@ -184,7 +214,9 @@ def _check_inputs(datasets: Mapping[str, Sequence[str]]) -> None:
     for paths in datasets.values():
         for path in paths:
             check_input_file(path)
-            if not path.lower().endswith(_ROOT_SUFFIXES + _LHCO_SUFFIXES):
+            if path.lower().endswith(_ROOT_SUFFIXES):
+                _check_root_file(path)
+            elif not path.lower().endswith(_LHCO_SUFFIXES):
                 raise ValueError(
                     f"{path}: the feature processor reads ROOT files ({', '.join(_ROOT_SUFFIXES)}) "
                     f"and LHC Olympics HDF5 files ({', '.join(_LHCO_SUFFIXES)}), "
@@ -256,7 +288,10 @@ def run_dijet(
     outputs: list[dict[str, Any]] = []
     with make_executor(executor, workers, scheduler=scheduler, progress=progress) as pool:
         if root_fileset:
-            runner = processor.Runner(executor=pool, schema=BaseSchema, chunksize=int(chunksize))
+            # the Runner stores its processor in a dask executor: give it its own copy
+            runner = processor.Runner(
+                executor=pool.copy(), schema=BaseSchema, chunksize=int(chunksize)
+            )
             root_output = runner(root_fileset, DijetProcessor(radius=radius), treename=ROOT_TREE)
             outputs.append(dict(root_output))
         if lhco_items:

@@ -22,7 +22,7 @@ from rosenblatt.io import read_events
 from rosenblatt.io.lhco import LHCOWriter, lhco_info
 from rosenblatt.io.root import RESUME_SUFFIX, RootWriter, root_info
 
-SIGNAL_EVENTS = 40
+SIGNAL_EVENTS = 30
 BACKGROUND_EVENTS = 20
 
 
@@ -168,7 +168,7 @@ def test_particles_are_visible_accepted_and_ordered(
         assert np.all(counts > 50)
         assert np.all(counts <= 700)
         pt = ak.flatten(events.pt)
-        assert ak.all(pt > 0)
+        assert ak.all(pt > 0.5)
         assert ak.all(abs(ak.flatten(events.eta)) < 2.5)
         assert ak.all(abs(ak.flatten(events.phi)) <= np.pi)
         assert ak.all(events.pt[:, 1:] <= events.pt[:, :-1])
@@ -218,30 +218,6 @@ def test_events_do_not_depend_on_the_number_of_workers(signal_events: ak.Array) 
 
 
 @pytest.mark.parametrize("suffix", [".h5", ".root"])
-def test_file_holds_the_in_memory_events_and_the_counts(
-    tmp_path: Path, suffix: str, signal_events: ak.Array
-) -> None:
-    path = tmp_path / f"wprime{suffix}"
-    summary = generate_file(path, "wprime", 12, seed=11, chunk_size=10, progress=False)
-    assert_same_events(read_events(path), signal_events[:12])
-    info = lhco_info(path) if suffix == ".h5" else root_info(path)
-    chunks = info["chunks"]
-    assert list(chunks["chunk"]) == [0, 1]
-    assert list(chunks["n_events"]) == [10, 2]
-    assert np.all(chunks["n_generated"] >= chunks["n_events"])
-    assert np.all(chunks["sigma_pb"] > 0)
-    assert np.all(chunks["sigma_err_pb"] > 0)
-    assert info["settings"]["process"] == "wprime"
-    assert info["settings"]["seed"] == 11
-    assert info["summary"]["n_passed"] == summary.n_events == 12
-    assert info["summary"]["n_generated"] == summary.n_generated == chunks["n_generated"].sum()
-    assert info["summary"]["complete"]
-    assert summary.sigma_pb == pytest.approx(
-        np.average(chunks["sigma_pb"], weights=chunks["n_generated"])
-    )
-
-
-@pytest.mark.parametrize("suffix", [".h5", ".root"])
 def test_an_interrupted_run_resumes_without_losing_or_duplicating(
     tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch, signal_events: ak.Array
 ) -> None:
@@ -275,12 +251,44 @@ def test_an_interrupted_run_resumes_without_losing_or_duplicating(
     assert not (tmp_path / f"run{suffix}{RESUME_SUFFIX}").exists()
 
 
-def test_a_complete_file_is_left_as_it_is(tmp_path: Path) -> None:
-    path = tmp_path / "done.h5"
-    first = generate_file(path, "wprime", 5, seed=3, chunk_size=5, progress=False)
-    again = generate_file(path, "wprime", 5, seed=3, chunk_size=5, progress=False)
-    assert again == first
-    assert len(read_events(path)) == 5
+@pytest.mark.parametrize("suffix", [".h5", ".root"])
+def test_file_holds_the_events_and_counts_and_grows_on_request(
+    tmp_path: Path, suffix: str, signal_events: ak.Array
+) -> None:
+    path = tmp_path / f"wprime{suffix}"
+    options = {"seed": 11, "chunk_size": 10, "workers": 1, "progress": False}
+    info_of = lhco_info if suffix == ".h5" else root_info
+
+    summary = generate_file(path, "wprime", 12, **options)  # type: ignore[arg-type]
+    assert_same_events(read_events(path), signal_events[:12])
+    info = info_of(path)
+    chunks = info["chunks"]
+    assert list(chunks["chunk"]) == [0, 1]
+    assert list(chunks["n_events"]) == [10, 2]
+    assert np.all(chunks["n_generated"] >= chunks["n_events"])
+    assert np.all(chunks["sigma_pb"] > 0)
+    assert np.all(chunks["sigma_err_pb"] > 0)
+    assert info["settings"]["process"] == "wprime"
+    assert info["settings"]["seed"] == 11
+    assert info["summary"]["n_passed"] == summary.n_events == 12
+    assert info["summary"]["n_generated"] == summary.n_generated == chunks["n_generated"].sum()
+    assert info["summary"]["complete"]
+    assert summary.sigma_pb == pytest.approx(
+        np.average(chunks["sigma_pb"], weights=chunks["n_generated"])
+    )
+
+    # more events: the full first chunk stays, the rest is generated
+    grown = generate_file(path, "wprime", 25, **options)  # type: ignore[arg-type]
+    info = info_of(path)
+    assert list(info["chunks"]["n_events"]) == [10, 10, 5]
+    assert list(info["chunks"]["n_generated"][:1]) == list(chunks["n_generated"][:1])
+    assert info["settings"]["n_events"] == grown.n_events == 25
+    assert_same_events(read_events(path), signal_events[:25])
+
+    # a complete file is left as it is; fewer events are refused
+    assert generate_file(path, "wprime", 25, **options) == grown  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="holds a run of 25 events, 20 requested"):
+        generate_file(path, "wprime", 20, **options)  # type: ignore[arg-type]
 
 
 def test_resuming_with_other_settings_is_refused_unless_overwriting(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rosenblatt.ml.cnn import TrackImageCNN, check_images  # noqa: E402
+from rosenblatt.ml.cnn import TrackImageCNN, check_images
 
 
 def sparse_images(n: int, seed: int) -> np.ndarray:

@@ -8,8 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import rosenblatt.metrics as rbm  # noqa: E402
-from rosenblatt.ml.disco import (  # noqa: E402
+import rosenblatt.metrics as rbm
+from rosenblatt.ml.disco import (
     distance_correlation_sqr,
     distance_correlation_sqr_direct,
 )

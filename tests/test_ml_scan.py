@@ -12,8 +12,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rosenblatt.ml import TrainedModel, plan_scan, run_scan  # noqa: E402
-from rosenblatt.ml.scan import PAPER_ALPHAS, ModelSpec  # noqa: E402
+from rosenblatt.ml import TrainedModel, plan_scan, run_scan
+from rosenblatt.ml.scan import PAPER_ALPHAS, ModelSpec
 
 FAST = {"max_epochs": 1, "batch_size": 64, "n_threads": 1}
 
@@ -95,9 +95,7 @@ def samples(tmp_path) -> dict:
 
 def test_scan_saves_models_and_writes_scores_back(samples, tmp_path) -> None:
     output = tmp_path / "scan"
-    result = run_scan(
-        samples, output, seeds=[0, 1], alphas=[2.0], options=FAST, progress=False
-    )
+    result = run_scan(samples, output, seeds=[0, 1], alphas=[2.0], options=FAST, progress=False)
     names = ["baseline_s0", "baseline_s1", "disco_a2_s0", "disco_a2_s1"]
     assert result.trained == names
     assert [m["name"] for m in result.models] == names
@@ -142,15 +140,22 @@ def test_interrupted_scan_retrains_only_unfinished_models(samples, tmp_path) -> 
 def test_other_options_in_the_same_directory_are_an_error(samples, tmp_path) -> None:
     output = tmp_path / "scan"
     run_scan(samples, output, seeds=[0], alphas=[], options=FAST, progress=False)
-    with pytest.raises(ValueError, match="baseline_s0.json was trained with other settings"):
+    with pytest.raises(ValueError, match=r"baseline_s0.json was trained with other settings"):
         run_scan(
-            samples, output, seeds=[0], alphas=[], options={**FAST, "batch_size": 32}, progress=False
+            samples,
+            output,
+            seeds=[0],
+            alphas=[],
+            options={**FAST, "batch_size": 32},
+            progress=False,
         )
 
 
 def test_awkward_samples_get_new_arrays_with_the_scores(samples, tmp_path) -> None:
     samples["validation"] = ak.Array(samples["validation"].to_dict("list"))
-    result = run_scan(samples, tmp_path / "scan", seeds=[0], alphas=[], options=FAST, progress=False)
+    result = run_scan(
+        samples, tmp_path / "scan", seeds=[0], alphas=[], options=FAST, progress=False
+    )
     scored = result.samples["validation"]
     assert "score_baseline_s0" in scored.fields
     assert len(scored["score_baseline_s0"]) == len(samples["validation"])

@@ -74,7 +74,9 @@ def test_columns_are_written_back_one_value_per_event(frame, tmp_path) -> None:
             updated = pq.read_table(table).to_pandas()
         elif name == "pandas":
             assert updated is table
-        got = ak.to_numpy(updated["score_a"]) if name == "awkward" else np.asarray(updated["score_a"])
+        got = (
+            ak.to_numpy(updated["score_a"]) if name == "awkward" else np.asarray(updated["score_a"])
+        )
         np.testing.assert_array_equal(got, scores, err_msg=name)
         # writing again replaces the column rather than adding a second one
         again = with_columns(table if name in ("path", "str") else updated, {"score_a": 1 - scores})
@@ -85,7 +87,7 @@ def test_columns_are_written_back_one_value_per_event(frame, tmp_path) -> None:
 
 
 def test_missing_column_is_named(frame) -> None:
-    with pytest.raises(KeyError, match="sample 'train' lacks the column.*tau21_2"):
+    with pytest.raises(KeyError, match=r"sample 'train' lacks the column.*tau21_2"):
         event_arrays(frame.drop(columns="tau21_2"), substructure=True, name="sample 'train'")
 
 
@@ -108,12 +110,12 @@ def test_non_finite_values_are_counted(frame) -> None:
 
 def test_labels_must_be_binary(frame) -> None:
     frame.loc[[0, 1], "label"] = 2
-    with pytest.raises(ValueError, match="label must be 0 .* 2 of 20 events are not"):
+    with pytest.raises(ValueError, match=r"label must be 0 .* 2 of 20 events are not"):
         event_arrays(frame)
 
 
 def test_score_column_length_is_checked(frame, tmp_path) -> None:
-    with pytest.raises(ValueError, match="score_a has 3 values but .* has 20 events"):
+    with pytest.raises(ValueError, match=r"score_a has 3 values but .* has 20 events"):
         with_columns(frame, {"score_a": np.zeros(3)})
     with pytest.raises(FileNotFoundError, match="does not exist"):
         event_arrays(tmp_path / "missing.parquet")

@@ -8,9 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rosenblatt.metrics import distance_correlation_sqr, roc_auc  # noqa: E402
-from rosenblatt.ml import CNNOptions, TrainedModel, train_classifier  # noqa: E402
-from rosenblatt.ml.training import balanced_weights, make_options  # noqa: E402
+from rosenblatt.metrics import distance_correlation_sqr, roc_auc
+from rosenblatt.ml import CNNOptions, TrainedModel, train_classifier
+from rosenblatt.ml.training import balanced_weights, make_options
 
 FAST = {"max_epochs": 2, "batch_size": 64, "n_threads": 1}
 
@@ -151,7 +151,7 @@ def test_bad_arguments_are_named(tables) -> None:
     train, val = tables
     with pytest.raises(ValueError, match="kind must be one of cnn, gbdt, got 'svm'"):
         train_classifier(train, val, kind="svm")
-    with pytest.raises(ValueError, match="unknown training option.*epochs"):
+    with pytest.raises(ValueError, match=r"unknown training option.*epochs"):
         make_options("cnn", {"epochs": 3})
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         CNNOptions(batch_size=0)

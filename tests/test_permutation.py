@@ -150,3 +150,14 @@ def test_constant_input_and_bad_arguments() -> None:
         metrics.permutation_test(x, x, n_jobs=0)
     with pytest.raises(ValueError, match=r"^y has 1 NaN"):
         metrics.permutation_test(x, np.r_[np.nan, x[1:]])
+
+
+def test_progress_bar_does_not_change_the_result(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tqdm")
+    rng = np.random.default_rng(29)
+    x = rng.normal(size=300)
+    y = rng.normal(size=300)
+    quiet = metrics.permutation_test(x, y, n_permutations=6, seed=2)
+    shown = metrics.permutation_test(x, y, n_permutations=6, seed=2, progress=True)
+    assert shown == quiet
+    assert "permutations" in capsys.readouterr().err

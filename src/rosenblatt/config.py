@@ -8,7 +8,7 @@ from typing import Any
 __all__ = ["DEFAULT_CONFIG", "find_config", "load_config"]
 
 #: configuration run by ``rosenblatt run`` without argument
-DEFAULT_CONFIG = "blobs"
+DEFAULT_CONFIG = "lhco-quick"
 
 
 def _config_dirs() -> list[Path]:

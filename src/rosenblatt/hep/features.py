@@ -188,7 +188,5 @@ def event_table(
         },
         depth_limit=1,
     )
-    cutflow = dict(
-        zip(CUTFLOW_STEPS, (n_events, n_events - n_selected, n_selected), strict=True)
-    )
+    cutflow = dict(zip(CUTFLOW_STEPS, (n_events, n_events - n_selected, n_selected), strict=True))
     return table, cutflow

@@ -35,7 +35,13 @@ import awkward as ak
 import numpy as np
 from numpy.typing import NDArray
 
-from rosenblatt.hep.particles import ETA_MAX, MAX_PARTICLES, make_events, visible_final_state
+from rosenblatt.hep.particles import (
+    ETA_MAX,
+    MAX_PARTICLES,
+    PT_MIN,
+    make_events,
+    visible_final_state,
+)
 from rosenblatt.hep.pythia_settings import (
     CENTER_OF_MASS_ENERGY,
     DEFAULT_PTHAT_MIN,
@@ -97,6 +103,8 @@ class GenerationSettings:
         ``PhaseSpace:pTHatMin`` of the ``qcd`` process in GeV.
     eta_max : float, default 2.5
         Particle acceptance ``|eta| < eta_max``.
+    pt_min : float, default 0.5
+        Particle threshold ``pt > pt_min`` in GeV.
     max_particles : int, default 700
         Particles kept per event (the hardest).
     trigger_pt_min : float, default 1200
@@ -111,6 +119,7 @@ class GenerationSettings:
     chunk_size: int = DEFAULT_CHUNK_SIZE
     pthat_min: float = DEFAULT_PTHAT_MIN
     eta_max: float = ETA_MAX
+    pt_min: float = PT_MIN
     max_particles: int = MAX_PARTICLES
     trigger_pt_min: float = TRIGGER_PT_MIN
     trigger_radius: float = TRIGGER_RADIUS
@@ -131,6 +140,8 @@ class GenerationSettings:
         for name in ("pthat_min", "eta_max", "trigger_radius"):
             if not float(getattr(self, name)) > 0:
                 raise ValueError(f"{name}: must be a positive number, got {getattr(self, name)!r}")
+        if not float(self.pt_min) >= 0:
+            raise ValueError(f"pt_min: must be >= 0 GeV, got {self.pt_min!r}")
         if not float(self.trigger_pt_min) >= 0:
             raise ValueError(f"trigger_pt_min: must be >= 0 GeV, got {self.trigger_pt_min!r}")
 
@@ -278,7 +289,9 @@ def generate_chunk(settings: GenerationSettings, index: int) -> GeneratedChunk:
         efficiency = max(n_passed, 1) / n_generated if n_generated else 0.5
         batch_size = int(np.clip(np.ceil(1.2 * needed / efficiency), _MIN_BATCH, _MAX_BATCH))
         batch = pythia.nextBatch(batch_size)
-        visible = visible_final_state(batch, settings.eta_max, settings.max_particles)
+        visible = visible_final_state(
+            batch, settings.eta_max, settings.pt_min, settings.max_particles
+        )
         passed = np.flatnonzero(
             passes_trigger(visible.particles, settings.trigger_pt_min, settings.trigger_radius)
         )
@@ -461,9 +474,17 @@ def generate_file(
                 stale.unlink()
     if output.exists() or (partial is not None and partial.exists()):
         existing = partial if partial is not None and partial.exists() else output
-        stored = info_of(existing)["settings"]
-        _check_same_settings(output, stored, settings.to_dict())
-        writer = writer_class.resume(output)
+        info = info_of(existing)
+        n_kept = _reusable_chunks(output, info, settings)
+        finished = (
+            existing == output
+            and n_kept == len(settings.chunk_sizes())
+            and info["n_events"] == n_events
+            and info["summary"].get("complete") is True
+        )
+        if finished:
+            return GenerationSummary.from_records(info["chunks"])
+        writer = writer_class.resume(output, max_chunks=n_kept, settings=settings.to_dict())
     else:
         writer = writer_class.create(output, settings.to_dict(), CHUNK_FIELDS)
     sizes = settings.chunk_sizes()
@@ -497,16 +518,36 @@ def _format_tools(file_format: str, output: Path) -> tuple[Any, Any, Path | None
     return lhco.LHCOWriter, lhco.lhco_info, None
 
 
-def _check_same_settings(
-    output: Path, stored: Mapping[str, Any], wanted: Mapping[str, Any]
-) -> None:
+def _reusable_chunks(output: Path, info: Mapping[str, Any], settings: GenerationSettings) -> int:
+    """Return how many leading chunks of an existing file belong to the run ``settings``.
+
+    The settings must agree except for ``n_events``, which may grow: since a
+    chunk with fewer events is the beginning of the same chunk with more, the
+    chunks whose size still matches are kept and the rest is generated.
+    """
+    stored = dict(info["settings"])
+    wanted = settings.to_dict()
     differences = [
         f"{name}: {stored.get(name)!r} in the file, {wanted.get(name)!r} requested"
         for name in sorted(set(stored) | set(wanted))
-        if stored.get(name) != wanted.get(name)
+        if name != "n_events" and stored.get(name) != wanted.get(name)
     ]
     if differences:
         raise ValueError(
             f"{output}: exists with other settings ({'; '.join(differences)}); "
             "choose another output file or overwrite it"
         )
+    if int(stored["n_events"]) > settings.n_events:
+        raise ValueError(
+            f"{output}: holds a run of {stored['n_events']} events, {settings.n_events} "
+            "requested; fewer events would drop some, so choose another output file or "
+            "overwrite it"
+        )
+    kept = 0
+    for stored_size, size in zip(
+        info["chunks"].get("n_events", []), settings.chunk_sizes(), strict=False
+    ):
+        if int(stored_size) != size:
+            break
+        kept += 1
+    return kept

@@ -274,11 +274,26 @@ class LHCOWriter:
         return cls(handle)
 
     @classmethod
-    def resume(cls, path: str | os.PathLike[str]) -> LHCOWriter:
+    def resume(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        max_chunks: int | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> LHCOWriter:
         """Open ``path`` to append more chunks, dropping a partly written last chunk.
 
         The events beyond the last chunk recorded in ``generation/chunks`` (written
         before an interruption could record their chunk) are removed.
+
+        Parameters
+        ----------
+        path : path-like
+            File written chunk by chunk by this writer.
+        max_chunks : int, optional
+            Keep only the first ``max_chunks`` chunks (default: all).
+        settings : mapping, optional
+            New settings to store (default: keep the stored ones).
 
         Raises
         ------
@@ -309,7 +324,10 @@ class LHCOWriter:
                 )
             writer = cls(handle)
             chunks = handle.get_node(f"/{METADATA_GROUP}/chunks")
-            expected = int(chunks.col("n_events").sum()) if chunks.nrows else 0
+            if max_chunks is not None and chunks.nrows > max_chunks:
+                chunks.remove_rows(max_chunks)
+            sizes = chunks.col("n_events") if chunks.nrows else np.zeros(0, dtype=np.int64)
+            expected = int(sizes.sum())
             present = writer._values.nrows
             if present < expected:
                 raise EventFileError(
@@ -319,7 +337,11 @@ class LHCOWriter:
             if present > expected:
                 writer._values.truncate(expected)
                 writer._index.truncate(expected)
-                handle.flush()
+            if settings is not None:
+                handle.get_node(f"/{METADATA_GROUP}")._v_attrs["settings"] = json.dumps(
+                    dict(settings), sort_keys=True
+                )
+            handle.flush()
         except BaseException:
             handle.close()
             raise

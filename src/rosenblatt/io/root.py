@@ -144,13 +144,28 @@ class RootWriter:
             raise
 
     @classmethod
-    def resume(cls, path: str | os.PathLike[str]) -> RootWriter:
+    def resume(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        max_chunks: int | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> RootWriter:
         """Reopen ``path`` to append more chunks, keeping its complete chunks only.
 
         uproot cannot extend a TTree of an existing file, so the complete chunks
         are copied, chunk by chunk, into a new file at ``path``; meanwhile the
         original waits at ``path + ".resume"`` (a later resume starts from it
         again if this one is interrupted) and is removed once copied.
+
+        Parameters
+        ----------
+        path : path-like
+            File written chunk by chunk by this writer.
+        max_chunks : int, optional
+            Keep only the first ``max_chunks`` chunks (default: all).
+        settings : mapping, optional
+            New settings to store (default: keep the stored ones).
 
         Raises
         ------
@@ -174,11 +189,14 @@ class RootWriter:
                     )
                 chunk_fields = {name: str(values.dtype) for name, values in info["chunks"].items()}
                 chunk_fields.pop("n_events")
-                writer = cls.create(file_path, info["settings"], chunk_fields)
+                stored = info["settings"] if settings is None else settings
+                writer = cls.create(file_path, stored, chunk_fields)
                 try:
                     tree = source[EVENTS_TREE]
                     first = 0
                     n_chunks = len(info["chunks"]["n_events"])
+                    if max_chunks is not None:
+                        n_chunks = min(n_chunks, max_chunks)
                     for i in range(n_chunks):
                         last = first + int(info["chunks"]["n_events"][i])
                         if last > tree.num_entries:

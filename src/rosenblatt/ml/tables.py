@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,8 +38,9 @@ IMAGE_SHAPE = (36, 36)
 #: the jet-substructure columns of the gradient-boosting classifier
 SUBSTRUCTURE_COLUMNS = ("mj1", "mj2", "tau21_1", "tau21_2")
 
-#: anything :func:`load_table` accepts
-Table = Union["str", "os.PathLike[str]", Any]
+#: anything :func:`load_table` accepts: a pandas DataFrame, an awkward Array,
+#: a pyarrow Table, or a parquet path (``str`` or ``os.PathLike``)
+Table = Any
 
 
 @dataclass(frozen=True)

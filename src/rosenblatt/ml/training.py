@@ -196,7 +196,8 @@ class TrainedModel:
         if self.kind == "cnn":
             import torch
 
-            torch.save(self.model.state_dict(), stem.with_suffix(".pt"))
+            state = {key: value.cpu() for key, value in self.model.state_dict().items()}
+            torch.save(state, stem.with_suffix(".pt"))
         else:
             self.model.save(stem.with_suffix(".npz"))
         metadata_path = stem.with_suffix(".json")
@@ -221,7 +222,8 @@ class TrainedModel:
             from rosenblatt.ml.cnn import TrackImageCNN
 
             network = TrackImageCNN()
-            network.load_state_dict(torch.load(stem.with_suffix(".pt"), weights_only=True))
+            state = torch.load(stem.with_suffix(".pt"), map_location="cpu", weights_only=True)
+            network.load_state_dict(state)
             network.eval()
             return cls(kind, network, metadata)
         if kind == "gbdt":
