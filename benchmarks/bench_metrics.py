@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -75,7 +76,7 @@ def memory_probe(method: str, n_events: int) -> None:
 
     x, y, weight = sample(n_events)
     if method == "numpy":
-        metrics._NUMBA_ENABLED = False
+        os.environ["ROSENBLATT_NO_NUMBA"] = "1"
     small = slice(0, 100)
     if method == "dcor":
         import dcor
@@ -119,7 +120,9 @@ def main() -> int:
     import dcor
 
     from rosenblatt import metrics
+    from rosenblatt._jit import numba_enabled
 
+    methods = ("numba", "numpy") if numba_enabled() else ("numpy",)
     warm_x, warm_y, warm_w = sample(100)
     metrics.distance_correlation_sqr(warm_x, warm_y, warm_w)
     dcor.distance_correlation_sqr(warm_x, warm_y, method="mergesort")
@@ -139,15 +142,15 @@ def main() -> int:
             lambda x=x, y=y: dcor.distance_correlation_sqr(x, y, method="mergesort"), repeats
         )
         rows = [("dcor mergesort, unweighted", "dcor", dcor_time, 0.0)]
-        for method in ("numba", "numpy"):
-            metrics._NUMBA_ENABLED = method == "numba"
+        for method in methods:
+            os.environ["ROSENBLATT_NO_NUMBA"] = "0" if method == "numba" else "1"
             ours = metrics.distance_correlation_sqr(x, y)
             elapsed = best_time(
                 lambda x=x, y=y, weight=weight: metrics.distance_correlation_sqr(x, y, weight),
                 repeats,
             )
             rows.append((f"rosenblatt {method}, weighted", method, elapsed, abs(ours - reference)))
-        metrics._NUMBA_ENABLED = True
+        os.environ["ROSENBLATT_NO_NUMBA"] = "0"
         for label, method, elapsed, difference in rows:
             memory = measure_memory(method, n_events)
             print(

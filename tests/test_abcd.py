@@ -23,7 +23,9 @@ def sample() -> dict[str, np.ndarray]:
 def test_counts_equal_direct_counting(sample) -> None:
     x0 = np.linspace(2.0, 3.7, 18)
     y0 = np.linspace(0.1, 0.85, 16)
-    h = abcd_histogram(sample["x"], sample["y"], sample["label"], x0=x0, y0=y0, weight=sample["weight"])
+    h = abcd_histogram(
+        sample["x"], sample["y"], sample["label"], x0=x0, y0=y0, weight=sample["weight"]
+    )
     scan = closure_scan(h)
     np.testing.assert_allclose(scan.x0, x0)
     np.testing.assert_allclose(scan.y0, y0)
@@ -66,7 +68,9 @@ def test_dependent_background_does_not_close() -> None:
     n = 50_000
     x = rng.uniform(0, 1, n)
     y = np.clip(x + rng.normal(0, 0.2, n), 0, 1)
-    scan = closure_scan(abcd_histogram(x, y, np.zeros(n, int), x0=[0.4, 0.5, 0.6], y0=[0.4, 0.5, 0.6]))
+    scan = closure_scan(
+        abcd_histogram(x, y, np.zeros(n, int), x0=[0.4, 0.5, 0.6], y0=[0.4, 0.5, 0.6])
+    )
     assert np.all(np.abs(scan.pull) > 5)
     assert scan.fraction_below(1e-2) == 0.0
 

@@ -32,7 +32,9 @@ def test_doubly_jagged_and_sliced(fitted) -> None:
     ya = ak.unflatten(ak.unflatten(y, [4, 6, 10, 20]), [2, 0, 2], axis=0)
     g = fitted.transform(xa[1:], ya[1:])
     assert ak.to_list(ak.num(g, axis=2)) == [[], [10, 20]]
-    np.testing.assert_array_equal(ak.to_numpy(ak.flatten(g, axis=None)), fitted.transform(x[10:], y[10:]))
+    np.testing.assert_array_equal(
+        ak.to_numpy(ak.flatten(g, axis=None)), fitted.transform(x[10:], y[10:])
+    )
 
 
 def test_event_level_x_broadcasts_to_jets(fitted) -> None:

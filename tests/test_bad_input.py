@@ -8,7 +8,10 @@ from conftest import bivariate_normal
 
 import rosenblatt as rb
 
-ESTIMATORS = [pytest.param(lambda: rb.IRGI(2), id="irgi"), pytest.param(lambda: rb.KDE(0.1), id="kde")]
+ESTIMATORS = [
+    pytest.param(lambda: rb.IRGI(2), id="irgi"),
+    pytest.param(lambda: rb.KDE(0.1), id="kde"),
+]
 
 
 @pytest.fixture(params=ESTIMATORS)

@@ -15,7 +15,12 @@ SMOKE = {
     "name": "blobs-smoke",
     "seed": 1,
     "background": {"rho": 0.6, "n_defining": 8192, "n_testing": 8000},
-    "signal": {"mean": [1.5, 2.5], "cov": [[0.25, -0.1], [-0.1, 0.25]], "n_defining": 2000, "n_testing": 2000},
+    "signal": {
+        "mean": [1.5, 2.5],
+        "cov": [[0.25, -0.1], [-0.1, 0.25]],
+        "n_defining": 2000,
+        "n_testing": 2000,
+    },
     "n_subsamples": 2,
     "permutations": 20,
     "irgi": {"depths": [1, 2, 3, 4, 5, 6]},
@@ -34,7 +39,14 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_outputs_written(study: Path) -> None:
-    for name in ("summary.json", "report.md", "samples.png", "irgi_d3.png", "dcc_vs_depth.png", "dcc_vs_sigma_r.png"):
+    for name in (
+        "summary.json",
+        "report.md",
+        "samples.png",
+        "irgi_d3.png",
+        "dcc_vs_depth.png",
+        "dcc_vs_sigma_r.png",
+    ):
         assert (study / name).is_file(), name
     report = (study / "report.md").read_text()
     for figure in ("irgi_d3.png", "dcc_vs_depth.png", "dcc_vs_sigma_r.png"):

@@ -13,7 +13,9 @@ pytestmark = pytest.mark.skipif(not numba_enabled(), reason="numba is not instal
 
 
 @pytest.mark.parametrize(
-    "make", [lambda: rb.IRGI(5), lambda: rb.KDE(0.01), lambda: rb.KDE(0.3)], ids=["irgi", "kde-narrow", "kde-wide"]
+    "make",
+    [lambda: rb.IRGI(5), lambda: rb.KDE(0.01), lambda: rb.KDE(0.3)],
+    ids=["irgi", "kde-narrow", "kde-wide"],
 )
 def test_numpy_fallback_equals_numba(make, monkeypatch: pytest.MonkeyPatch) -> None:
     x, y = bivariate_normal(20_000, seed=1)

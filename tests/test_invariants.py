@@ -35,7 +35,9 @@ def test_monotone_in_y_at_fixed_x(fitted) -> None:
     ys = np.linspace(-5, 5, 2001)
     for x0 in (-4.0, -1.3, 0.0, 0.7, 2.5, 5.0):
         g = t.transform(np.full_like(ys, x0), ys)
-        assert np.all(np.diff(g) >= 0), f"not monotone at x={x0}"
+        # KDE's fast evaluation is monotone up to rounding of its kernel expansion
+        tolerance = 1e-14 if isinstance(t, rb.KDE) else 0.0
+        assert np.all(np.diff(g) >= -tolerance), f"not monotone at x={x0}"
         assert g[0] == 0.0
         assert g[-1] == 1.0
 

@@ -46,7 +46,7 @@ def reference_gamma(x: np.ndarray, y: np.ndarray, depth: int, xq: float, yq: flo
 
 @pytest.mark.parametrize("depth", [1, 2, 3])
 def test_matches_reference_construction(depth: int) -> None:
-    x, y = bivariate_normal(2**(2 * depth + 3) + 37, seed=depth)
+    x, y = bivariate_normal(2 ** (2 * depth + 3) + 37, seed=depth)
     t = rb.IRGI(depth).fit(x, y)
     rng = np.random.default_rng(5)
     xq, yq = rng.normal(size=200), rng.normal(size=200)
@@ -68,7 +68,9 @@ def test_grid_shape_and_equal_occupancy() -> None:
     np.testing.assert_allclose(t.column_weight_[1:-1], 2**15 / 2**depth, atol=1)
     np.testing.assert_allclose(t.column_weight_[[0, -1]], 2**15 / 2 ** (depth + 1), atol=1)
     # equal occupancy in y inside every column
-    np.testing.assert_allclose(np.diff(t.cdf_, axis=1), 1 / 2**depth, atol=2 / t.column_weight_.min())
+    np.testing.assert_allclose(
+        np.diff(t.cdf_, axis=1), 1 / 2**depth, atol=2 / t.column_weight_.min()
+    )
     assert np.all(t.x_boundaries_[1:-1] > t.x_centres_[:-1])
     assert np.all(t.x_boundaries_[1:-1] < t.x_centres_[1:])
 

@@ -290,10 +290,8 @@ def test_tau21_matches_the_fastjet_nsubjettiness_contrib(pythia_particles: ak.Ar
     clustered = cluster_jets_with_constituents(pythia_particles)
     leading = ak.flatten(clustered.constituents[:, :2], axis=1)
     leading = leading[ak.num(leading) > 2]
-    momenta = ak.zip(
-        {name: leading[name] for name in ("pt", "eta", "phi", "mass")}, with_name="Momentum4D"
-    )
-    sequence = fastjet.ClusterSequence(momenta, fastjet.JetDefinition(fastjet.kt_algorithm, 1.0))
+    assert ak.fields(leading) == ["px", "py", "pz", "E"]
+    sequence = fastjet.ClusterSequence(leading, fastjet.JetDefinition(fastjet.kt_algorithm, 1.0))
     if not hasattr(sequence, "njettiness"):
         pytest.skip("this fastjet build has no Nsubjettiness contrib")
     with warnings.catch_warnings():
@@ -333,3 +331,52 @@ def test_exclusive_kt_axes_need_enough_constituents() -> None:
         nsubjettiness(constituents, 1, beta=0.0)
     with pytest.raises(ValueError, match="n_axes"):
         nsubjettiness(constituents, 0)
+
+
+def test_momentum_conversions_agree_with_vector(pythia_particles: ak.Array) -> None:
+    from rosenblatt.hep.momenta import as_cartesian, as_collider
+
+    cartesian = as_cartesian(pythia_particles)
+    assert ak.num(cartesian).tolist() == ak.num(pythia_particles).tolist()
+    reference = ak.zip(
+        {
+            "pt": pythia_particles.pt,
+            "eta": pythia_particles.eta,
+            "phi": pythia_particles.phi,
+            "mass": ak.zeros_like(pythia_particles.pt),
+        },
+        with_name="Momentum4D",
+    )
+    for name in ("px", "py", "pz", "E"):
+        np.testing.assert_allclose(
+            ak.to_numpy(ak.flatten(cartesian[name])),
+            ak.to_numpy(ak.flatten(getattr(reference, name))),
+            rtol=1e-12,
+        )
+    back = as_collider(cartesian)
+    for name in ("pt", "eta", "phi"):
+        np.testing.assert_allclose(
+            ak.to_numpy(ak.flatten(back[name])),
+            ak.to_numpy(ak.flatten(pythia_particles[name])),
+            rtol=1e-9,
+            atol=1e-12,
+        )
+    with pytest.raises(ValueError, match="expected fields"):
+        as_cartesian(ak.Array([[{"x": 1.0}]]))
+
+
+def test_event_records_with_jagged_fields_are_accepted(pythia_particles: ak.Array) -> None:
+    from rosenblatt.hep.images import track_images
+
+    events = ak.zip(
+        {
+            "pt": pythia_particles.pt,
+            "eta": pythia_particles.eta,
+            "phi": pythia_particles.phi,
+            "label": np.ones(len(pythia_particles), dtype=np.int32),
+        },
+        depth_limit=1,
+    )
+    assert events.ndim == 1
+    assert ak.to_list(cluster_jets(events)) == ak.to_list(cluster_jets(pythia_particles))
+    np.testing.assert_array_equal(track_images(events), track_images(pythia_particles))

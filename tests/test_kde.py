@@ -22,6 +22,14 @@ def test_absolute_sigma_is_the_pair_formula() -> None:
     assert absolute_sigma(x, 7 * w) == pytest.approx(expected_w, rel=1e-12)
 
 
+def test_direct_method_exactly_monotone() -> None:
+    x, y = bivariate_normal(2000, seed=13)
+    t = rb.KDE(0.1, method="direct").fit(x, y)
+    ys = np.linspace(-5, 5, 3001)
+    for x0 in (-3.0, 0.0, 0.4, 2.2):
+        assert np.all(np.diff(t.transform(np.full_like(ys, x0), ys)) >= 0)
+
+
 def test_formula_written_out() -> None:
     x, y = bivariate_normal(500, seed=3)
     t = rb.KDE(0.2).fit(x, y)

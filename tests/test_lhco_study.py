@@ -13,8 +13,15 @@ pytest.importorskip("pythia8mc")
 pytest.importorskip("torch")
 
 FIGURES = (
-    "dcc_auc_plane.png", "roc.png", "abcd_baseline.png", "abcd_disco.png", "abcd_irgi.png",
-    "abcd_kde.png", "eta_vs_y0.png", "eta_histograms.png", "irgi_grid.png",
+    "dcc_auc_plane.png",
+    "roc.png",
+    "abcd_baseline.png",
+    "abcd_disco.png",
+    "abcd_irgi.png",
+    "abcd_kde.png",
+    "eta_vs_y0.png",
+    "eta_histograms.png",
+    "irgi_grid.png",
 )
 
 
@@ -39,7 +46,16 @@ def test_report_summary_and_figures(study: Path) -> None:
     summary = json.loads((results / "summary.json").read_text())
     for name in ("baseline", "disco", "irgi", "kde"):
         entry = summary[name]
-        for key in ("auc", "dcc", "dcc_floor", "eta_best", "x0", "y0", "frac_eta_below_1e-2", "frac_eta_below_1e-3"):
+        for key in (
+            "auc",
+            "dcc",
+            "dcc_floor",
+            "eta_best",
+            "x0",
+            "y0",
+            "frac_eta_below_1e-2",
+            "frac_eta_below_1e-3",
+        ):
             assert key in entry, (name, key)
         assert 0 <= entry["auc"] <= 1
         assert 2000 <= entry["x0"] <= 3700

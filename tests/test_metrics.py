@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from rosenblatt import metrics
+from rosenblatt._jit import numba_enabled
 
 dcor = pytest.importorskip("dcor")
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
@@ -19,12 +20,20 @@ sklearn_metrics = pytest.importorskip("sklearn.metrics")
 BACKENDS = ["numba", "numpy"]
 
 
+def use_backend(patch: pytest.MonkeyPatch, name: str) -> None:
+    """Select the numba kernel or the numpy fallback for the rest of the test."""
+    if name == "numba":
+        patch.delenv("ROSENBLATT_NO_NUMBA", raising=False)
+        if not numba_enabled():
+            pytest.skip("numba is not installed")
+    else:
+        patch.setenv("ROSENBLATT_NO_NUMBA", "1")
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once with the numba kernel and once with the numpy fallback."""
-    if request.param == "numba":
-        pytest.importorskip("numba")
-    monkeypatch.setattr(metrics, "_NUMBA_ENABLED", request.param == "numba")
+    use_backend(monkeypatch, request.param)
     return str(request.param)
 
 
@@ -151,7 +160,7 @@ def test_numba_and_numpy_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     weight = rng.uniform(-0.1, 2.0, size=x.size)
     values = {}
     for name in BACKENDS:
-        monkeypatch.setattr(metrics, "_NUMBA_ENABLED", name == "numba")
+        use_backend(monkeypatch, name)
         values[name] = (
             metrics.distance_correlation_sqr(x, y, weight),
             metrics.distance_covariance_sqr(x, y, weight),
@@ -160,16 +169,13 @@ def test_numba_and_numpy_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_works_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROSENBLATT_NO_NUMBA", raising=False)
     monkeypatch.setitem(sys.modules, "numba", None)
-    metrics._compiled_terms_loop.cache_clear()
-    try:
-        assert metrics._compiled_terms_loop() is None
-        x, y = dependent_sample(300, seed=37, ties=True)
-        assert metrics.distance_correlation_sqr(x, y) == pytest.approx(
-            dcor.distance_correlation_sqr(x, y, method="naive"), abs=1e-9
-        )
-    finally:
-        metrics._compiled_terms_loop.cache_clear()
+    assert not numba_enabled()
+    x, y = dependent_sample(300, seed=37, ties=True)
+    assert metrics.distance_correlation_sqr(x, y) == pytest.approx(
+        dcor.distance_correlation_sqr(x, y, method="naive"), abs=1e-9
+    )
 
 
 # --- distance correlation: invariances and known values ------------------------------
@@ -280,7 +286,7 @@ def test_property_weighted_dcor_matches_reference(
         expected = naive_weighted_dcor_sqr(x / np.ptp(x), y / np.ptp(y), weight)
     for name in BACKENDS:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(metrics, "_NUMBA_ENABLED", name == "numba")
+            use_backend(patch, name)
             value = metrics.distance_correlation_sqr(scale * x, y, weight)
         assert value == pytest.approx(expected, abs=1e-9)
         assert -1e-9 <= value <= 1 + 1e-9

@@ -10,16 +10,25 @@ import numpy as np
 import pytest
 
 from rosenblatt import metrics
+from rosenblatt._jit import numba_enabled
 
 BACKENDS = ["numba", "numpy"]
+
+
+def use_backend(patch: pytest.MonkeyPatch, name: str) -> None:
+    """Select the numba kernel or the numpy fallback for the rest of the test."""
+    if name == "numba":
+        patch.delenv("ROSENBLATT_NO_NUMBA", raising=False)
+        if not numba_enabled():
+            pytest.skip("numba is not installed")
+    else:
+        patch.setenv("ROSENBLATT_NO_NUMBA", "1")
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once with the numba kernel and once with the numpy fallback."""
-    if request.param == "numba":
-        pytest.importorskip("numba")
-    monkeypatch.setattr(metrics, "_NUMBA_ENABLED", request.param == "numba")
+    use_backend(monkeypatch, request.param)
     return str(request.param)
 
 
@@ -110,7 +119,7 @@ def test_backends_give_the_same_permutations(monkeypatch: pytest.MonkeyPatch) ->
     weight = rng.integers(1, 4, size=1500)
     results = []
     for name in BACKENDS:
-        monkeypatch.setattr(metrics, "_NUMBA_ENABLED", name == "numba")
+        use_backend(monkeypatch, name)
         results.append(metrics.permutation_test(x, y, weight, n_permutations=8, seed=4))
     numba_result, numpy_result = results
     assert numba_result.p_value == numpy_result.p_value

@@ -27,10 +27,9 @@ Weights
 
 from __future__ import annotations
 
-import functools
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rosenblatt._jit import compiled
 from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_same_length
 
 __all__ = [
@@ -54,10 +54,6 @@ __all__ = [
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
-
-#: Use the numba-compiled kernel when numba is importable (the ``fast`` extra).
-#: Set to ``False`` to force the pure-numpy :math:`O(n \log n)` implementation.
-_NUMBA_ENABLED = True
 
 
 # ---------------------------------------------------------------------------
@@ -169,7 +165,10 @@ def _terms_loop(
     y_rank: IntArray,
     shuffle: IntArray,
 ) -> FloatArray:
-    """The twelve event sums that :func:`_dependence_terms` combines, for numba.
+    """The twelve event sums that :func:`_dependence_terms` combines.
+
+    Written as loops for numba (see :mod:`rosenblatt._jit`); without numba,
+    or with ``ROSENBLATT_NO_NUMBA=1``, :func:`_terms_numpy` does the same work.
 
     ``shuffle`` (empty for none) reassigns ``y``: event ``k`` in ``x`` order
     gets ``y_by_x[shuffle[k]]`` and rank ``y_rank[shuffle[k]]``. Sums are
@@ -288,17 +287,6 @@ def _terms_loop(
     return sums + compensation
 
 
-@functools.cache
-def _compiled_terms_loop() -> Callable[..., FloatArray] | None:
-    """Return the numba-compiled :func:`_terms_loop`, or ``None`` without numba."""
-    try:
-        import numba
-    except ImportError:
-        return None
-    compiled: Callable[..., FloatArray] = numba.njit(cache=True, nogil=True)(_terms_loop)
-    return compiled
-
-
 def _marginal_sums_sorted(values: FloatArray, prob: FloatArray) -> FloatArray:
     """``sum_j p_j |v_k - v_j|`` for ascending ``values``, by prefix sums."""
     cum_p = np.cumsum(prob)
@@ -408,19 +396,25 @@ def _dependence_terms(
     shuffle: IntArray = _NO_SHUFFLE,
 ) -> tuple[float, float, float]:
     """Return (dCov², dVar²(x), dVar²(y)) of the standardised sorted sample."""
-    compiled = _compiled_terms_loop() if _NUMBA_ENABLED else None
-    terms = _terms_numpy if compiled is None else compiled
+    kernel = compiled(_terms_loop)
+    terms = _terms_numpy if kernel is None else kernel
     sums = terms(x_sorted, y_by_x, prob, y_rank, shuffle)
-    total, mean_x, mean_y, sxy, sxx, syy, a_mean, b_mean, sab, saa, sbb, concordant = (
+    total, sum_x, sum_y, sxy, sxx, syy, sum_a, sum_b, sab, saa, sbb, concordant = (
         float(v) for v in sums
     )
-    pair_xy = 2.0 * (total * sxy - mean_x * mean_y)
-    pair_xx = 2.0 * (total * sxx - mean_x * mean_x)
-    pair_yy = 2.0 * (total * syy - mean_y * mean_y)
-    cross = 4.0 * concordant - pair_xy
-    dcov_sqr = cross - 2.0 * sab + a_mean * b_mean
-    dvar_x_sqr = pair_xx - 2.0 * saa + a_mean * a_mean
-    dvar_y_sqr = pair_yy - 2.0 * sbb + b_mean * b_mean
+    # Every term is divided by the power of ``total`` that matches its degree
+    # in the probabilities, so rounding in sum(prob) = 1 cancels out.
+    total_2 = total * total
+    total_3 = total_2 * total
+    pair_xy = 2.0 * (total * sxy - sum_x * sum_y) / total_2
+    pair_xx = 2.0 * (total * sxx - sum_x * sum_x) / total_2
+    pair_yy = 2.0 * (total * syy - sum_y * sum_y) / total_2
+    a_mean = sum_a / total_2
+    b_mean = sum_b / total_2
+    cross = 4.0 * concordant / total_2 - pair_xy
+    dcov_sqr = cross - 2.0 * sab / total_3 + a_mean * b_mean
+    dvar_x_sqr = pair_xx - 2.0 * saa / total_3 + a_mean * a_mean
+    dvar_y_sqr = pair_yy - 2.0 * sbb / total_3 + b_mean * b_mean
     return dcov_sqr, dvar_x_sqr, dvar_y_sqr
 
 
@@ -633,6 +627,8 @@ def permutation_test(
     -------
     PermutationTestResult
         The statistic, the permutation floor and its spread, and the p-value.
+        If ``x`` or ``y`` is constant (see :func:`distance_correlation_sqr`)
+        every value is 0 and the p-value is 1.
 
     Raises
     ------
@@ -669,10 +665,8 @@ def permutation_test(
     def permuted(stream_seed: np.int64) -> float:
         return correlation(np.random.default_rng(int(stream_seed)).permutation(n_events))
 
-    iterator: Any
     if workers == 1:
-        iterator = map(permuted, stream_seeds)
-        values = _collect(iterator, n_permutations, progress)
+        values = _collect(map(permuted, stream_seeds), n_permutations, progress)
     else:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             values = _collect(pool.map(permuted, stream_seeds), n_permutations, progress)

@@ -35,6 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 from rosenblatt.hep.dijet import invariant_mass, leading_dijet
 from rosenblatt.hep.images import track_images
 from rosenblatt.hep.jets import cluster_jets_with_constituents
+from rosenblatt.hep.momenta import as_particle_lists
 from rosenblatt.hep.nsubjettiness import tau21
 
 __all__ = [
@@ -83,7 +84,8 @@ def dijet_features(particles: ak.Array, radius: float = JET_RADIUS) -> DijetFeat
     ----------
     particles : awkward.Array
         Records with fields ``pt``, ``eta``, ``phi`` (GeV, massless), one jagged
-        list per event.
+        list per event, or event records with jagged ``pt``, ``eta``, ``phi``
+        fields.
     radius : float, default 1.0
         Anti-kT jet radius.
 
@@ -92,7 +94,7 @@ def dijet_features(particles: ak.Array, radius: float = JET_RADIUS) -> DijetFeat
     DijetFeatures
         The feature records and which events they belong to.
     """
-    particles = ak.Array(particles)
+    particles = as_particle_lists(particles)
     clustered = cluster_jets_with_constituents(particles, radius=radius)
     dijet = leading_dijet(clustered.jets)
     n_selected = int(np.sum(dijet.has_two_jets))
@@ -136,7 +138,8 @@ def event_table(
     ----------
     particles : awkward.Array
         Records with fields ``pt``, ``eta``, ``phi`` (GeV, massless), one jagged
-        list per event.
+        list per event, or event records with jagged ``pt``, ``eta``, ``phi``
+        fields.
     label, weight, entry : array_like
         Per event: truth label (int), weight and entry number in ``file``.
     dataset, file : str

@@ -14,6 +14,8 @@ default) and are written in order, one at a time, so that a file of 10^6
 events never sits in memory. An interrupted :func:`generate_file` resumes
 from the chunks already in the file: rerunning it with the same settings
 keeps the complete chunks, drops a partly written one and writes the rest.
+Rerunning it with more events extends the file in the same way, since a chunk
+with fewer events is the beginning of the same chunk with more.
 
 Each chunk records how many events Pythia generated to find its passing
 events, and Pythia's cross-section estimate with its error; the file keeps one
@@ -354,9 +356,23 @@ def iter_chunks(
         for task in tasks:
             yield _generate_chunk_task(task)
         return
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(processes=min(workers, len(tasks))) as pool:
+    with _process_context().Pool(processes=min(workers, len(tasks))) as pool:
         yield from pool.imap(_generate_chunk_task, tasks)
+
+
+def _process_context() -> Any:
+    """Return the start method of the worker processes.
+
+    ``forkserver`` (POSIX) starts one clean server process that imports the
+    generator, Pythia, FastJet and vector once; the workers are forked from it
+    and start at once. Elsewhere the workers are spawned. Either way a script
+    that runs more than one worker needs the ``if __name__ == "__main__":`` guard.
+    """
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__, "pythia8mc", "fastjet", "vector"])
+        return context
+    return multiprocessing.get_context("spawn")
 
 
 def generate_events(
@@ -386,7 +402,8 @@ def generate_events(
     pthat_min : float, default 1000
         ``PhaseSpace:pTHatMin`` of the ``qcd`` process in GeV.
     workers : int, default 1
-        Worker processes.
+        Worker processes (a script using more than one needs the
+        ``if __name__ == "__main__":`` guard of :mod:`multiprocessing`).
     progress : bool, default False
         Show a progress bar.
 
@@ -437,7 +454,8 @@ def generate_file(
     process, n_events, seed, chunk_size, pthat_min
         As :func:`generate_events`.
     workers : int, optional
-        Worker processes (default: one per core).
+        Worker processes (default: one per core; a script using more than one
+        needs the ``if __name__ == "__main__":`` guard of :mod:`multiprocessing`).
     overwrite : bool, default False
         Start over even if ``path`` holds part of this run.
     progress : bool, default True

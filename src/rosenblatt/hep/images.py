@@ -22,6 +22,8 @@ import awkward as ak
 import boost_histogram as bh
 import numpy as np
 
+from rosenblatt.hep.momenta import as_particle_lists
+
 #: number of pixels along pseudorapidity and azimuth
 IMAGE_BINS = 36
 
@@ -71,7 +73,7 @@ def track_images(
     ----------
     particles : awkward.Array
         Records with fields ``pt``, ``eta``, ``phi`` (GeV), one jagged list per
-        event.
+        event, or event records with jagged ``pt``, ``eta``, ``phi`` fields.
     n_eta, n_phi : int, default 36
         Number of pixels along pseudorapidity and azimuth.
     eta_max : float, default 2.5
@@ -93,7 +95,7 @@ def track_images(
     >>> images.shape, float(images.sum())
     ((1, 1296), 10.0)
     """
-    particles = ak.Array(particles)
+    particles = as_particle_lists(particles)
     missing = [name for name in ("pt", "eta", "phi") if name not in ak.fields(particles)]
     if missing:
         raise ValueError(

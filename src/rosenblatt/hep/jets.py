@@ -14,10 +14,14 @@ from typing import NamedTuple
 import awkward as ak
 import fastjet
 import numpy as np
-import vector
 
-vector.register_awkward()
-
+from rosenblatt.hep.momenta import (
+    PARTICLE_FIELDS,
+    as_cartesian,
+    as_collider,
+    as_particle_lists,
+    flat_components,
+)
 
 #: accepted ``algorithm`` names -> attribute of the :mod:`fastjet` module
 ALGORITHMS = {
@@ -25,8 +29,6 @@ ALGORITHMS = {
     "kt": "kt_algorithm",
     "cambridge": "cambridge_algorithm",
 }
-
-PARTICLE_FIELDS = ("pt", "eta", "phi")
 
 
 class ClusteredJets(NamedTuple):
@@ -38,8 +40,8 @@ class ClusteredJets(NamedTuple):
         ``Momentum4D`` records (``pt, eta, phi, mass``), events x jets, sorted by
         decreasing ``pt``.
     constituents : awkward.Array
-        ``Momentum4D`` records (``pt, eta, phi, mass``), events x jets x
-        particles, in the same jet order as ``jets``.
+        ``Momentum4D`` records (``px, py, pz, E``, the coordinates FastJet
+        works in), events x jets x particles, in the same jet order as ``jets``.
     """
 
     jets: ak.Array
@@ -47,17 +49,18 @@ class ClusteredJets(NamedTuple):
 
 
 def particles_to_momentum4d(particles: ak.Array) -> ak.Array:
-    """Return massless particles as float64 :mod:`vector` ``Momentum4D`` records.
+    """Return massless particles as float64 cartesian :mod:`vector` ``Momentum4D`` records.
 
     Parameters
     ----------
     particles : awkward.Array
-        Records with fields ``pt``, ``eta``, ``phi``, one jagged list per event.
+        Records with fields ``pt``, ``eta``, ``phi``, one jagged list per event
+        (or event records with jagged ``pt``, ``eta``, ``phi`` fields).
 
     Returns
     -------
     awkward.Array
-        ``Momentum4D`` records with fields ``pt, eta, phi, mass`` (mass 0).
+        ``Momentum4D`` records with fields ``px, py, pz, E`` (massless).
 
     Raises
     ------
@@ -65,7 +68,7 @@ def particles_to_momentum4d(particles: ak.Array) -> ak.Array:
         If a field is missing, the array is not one list of particles per event,
         or a value is NaN or infinite.
     """
-    particles = ak.Array(particles)
+    particles = as_particle_lists(particles)
     missing = [name for name in PARTICLE_FIELDS if name not in ak.fields(particles)]
     if missing:
         raise ValueError(
@@ -77,22 +80,16 @@ def particles_to_momentum4d(particles: ak.Array) -> ak.Array:
             f"particles: expected one list of particles per event (2 dimensions), "
             f"got {particles.ndim} dimensions (type {particles.type})"
         )
-    pt = ak.values_astype(particles.pt, np.float64)
-    eta = ak.values_astype(particles.eta, np.float64)
-    phi = ak.values_astype(particles.phi, np.float64)
-    finite = np.isfinite(ak.flatten(pt)) & np.isfinite(ak.flatten(eta))
-    finite = ak.to_numpy(finite & np.isfinite(ak.flatten(phi)))
+    pt, eta, phi = flat_components(particles, PARTICLE_FIELDS)
+    finite = np.isfinite(pt) & np.isfinite(eta) & np.isfinite(phi)
     if not np.all(finite):
-        counts = ak.to_numpy(ak.num(pt, axis=1))
+        counts = ak.to_numpy(ak.num(particles, axis=1))
         bad_events = np.unique(np.repeat(np.arange(len(counts)), counts)[~finite])
         raise ValueError(
             f"particles: {int(np.sum(~finite))} particle(s) in {len(bad_events)} event(s) have "
             f"non-finite pt, eta or phi (first event index {int(bad_events[0])})"
         )
-    return ak.zip(
-        {"pt": pt, "eta": eta, "phi": phi, "mass": ak.zeros_like(pt)},
-        with_name="Momentum4D",
-    )
+    return as_cartesian(ak.zip({name: particles[name] for name in PARTICLE_FIELDS}))
 
 
 def cluster_sequence(
@@ -125,24 +122,6 @@ def cluster_sequence(
     return fastjet.ClusterSequence(particles_to_momentum4d(particles), definition)
 
 
-def as_ptetaphim(momenta: ak.Array) -> ak.Array:
-    """Return four-momenta as ``Momentum4D`` records with fields ``pt, eta, phi, mass``.
-
-    The mass is ``sqrt(max(E^2 - p^2, 0))``: rounding can make ``E^2 - p^2`` of a
-    (nearly) massless jet slightly negative, which is set to mass 0 instead of NaN.
-    """
-    mass_squared = momenta.tau2
-    return ak.zip(
-        {
-            "pt": momenta.pt,
-            "eta": momenta.eta,
-            "phi": momenta.phi,
-            "mass": np.sqrt(ak.where(mass_squared > 0, mass_squared, 0.0)),
-        },
-        with_name="Momentum4D",
-    )
-
-
 def cluster_jets_with_constituents(
     particles: ak.Array, radius: float = 1.0, algorithm: str = "antikt"
 ) -> ClusteredJets:
@@ -161,11 +140,12 @@ def cluster_jets_with_constituents(
     Returns
     -------
     ClusteredJets
-        ``jets`` (events x jets) and ``constituents`` (events x jets x particles).
+        ``jets`` (``pt, eta, phi, mass``, events x jets) and ``constituents``
+        (``px, py, pz, E``, events x jets x particles).
     """
     sequence = cluster_sequence(particles, radius=radius, algorithm=algorithm)
-    jets = as_ptetaphim(sequence.inclusive_jets())
-    constituents = as_ptetaphim(sequence.constituents())
+    jets = as_collider(sequence.inclusive_jets())
+    constituents = sequence.constituents()
     order = ak.argsort(jets.pt, axis=1, ascending=False, stable=True)
     return ClusteredJets(jets=jets[order], constituents=constituents[order])
 

@@ -31,10 +31,9 @@ import warnings
 import awkward as ak
 import fastjet
 import numpy as np
-import vector
+from numpy.typing import NDArray
 
-vector.register_awkward()
-
+from rosenblatt.hep.momenta import CARTESIAN_FIELDS, as_cartesian, flat_components
 
 #: kT radius of the exclusive reclustering; FastJet's ``max_allowable_R``, so
 #: that the beam distance never wins and exactly ``N`` subjets of all
@@ -46,51 +45,29 @@ TAU21_WHEN_TAU1_IS_ZERO = 1.0
 
 
 def _jets_by_particles(constituents: ak.Array) -> tuple[ak.Array, ak.Array | None]:
-    """Return constituents as a jets x particles array and the jets per event.
+    """Return constituents as cartesian jets x particles records and the jets per event.
 
-    ``constituents`` may be jets x particles (returned unchanged with ``None``)
-    or events x jets x particles (the jet lists are joined; the second value
-    holds the number of jets per event to restore the event structure).
+    ``constituents`` may be jets x particles (the second value is ``None``) or
+    events x jets x particles (the jet lists are joined; the second value holds
+    the number of jets per event to restore the event structure).
     """
     constituents = ak.Array(constituents)
-    missing = [name for name in ("pt", "eta", "phi") if name not in ak.fields(constituents)]
-    if missing:
+    if constituents.ndim not in (2, 3):
         raise ValueError(
-            f"constituents: missing field(s) {missing}; expected records with fields "
-            f"pt, eta, phi (and optionally mass), got {ak.fields(constituents)}"
+            "constituents: expected jets x particles (2 dimensions) or events x jets x "
+            f"particles (3 dimensions), got {constituents.ndim} dimensions ({constituents.type})"
         )
-    if constituents.ndim == 2:
-        return constituents, None
-    if constituents.ndim == 3:
-        return ak.flatten(constituents, axis=1), ak.num(constituents, axis=1)
-    raise ValueError(
-        "constituents: expected jets x particles (2 dimensions) or events x jets x "
-        f"particles (3 dimensions), got {constituents.ndim} dimensions ({constituents.type})"
-    )
-
-
-def _as_momentum4d(constituents: ak.Array) -> ak.Array:
-    """Return constituents as float64 ``Momentum4D`` records (massless unless ``mass``)."""
-    pt = ak.values_astype(constituents.pt, np.float64)
-    mass = (
-        ak.values_astype(constituents.mass, np.float64)
-        if "mass" in ak.fields(constituents)
-        else ak.zeros_like(pt)
-    )
-    return ak.zip(
-        {
-            "pt": pt,
-            "eta": ak.values_astype(constituents.eta, np.float64),
-            "phi": ak.values_astype(constituents.phi, np.float64),
-            "mass": mass,
-        },
-        with_name="Momentum4D",
-    )
+    try:
+        momenta = as_cartesian(constituents)
+    except ValueError as err:
+        raise ValueError(f"constituents: {err}") from None
+    if momenta.ndim == 2:
+        return momenta, None
+    return ak.flatten(momenta, axis=1), ak.num(momenta, axis=1)
 
 
 def _exclusive_kt_sequence(momenta: ak.Array) -> fastjet.ClusterSequence:
     """Recluster jets x particles ``Momentum4D`` records with the exclusive kT definition."""
-
     definition = fastjet.JetDefinition(fastjet.kt_algorithm, EXCLUSIVE_KT_RADIUS)
     return fastjet.ClusterSequence(momenta, definition)
 
@@ -109,7 +86,8 @@ def exclusive_kt_axes(constituents: ak.Array, n_axes: int) -> ak.Array:
     Parameters
     ----------
     constituents : awkward.Array
-        Records with fields ``pt``, ``eta``, ``phi`` (and optionally ``mass``),
+        Four-momentum records (``px, py, pz, E`` or ``pt, eta, phi`` and
+        optionally ``mass``),
         jets x particles. Every jet must have at least ``n_axes`` constituents.
     n_axes : int
         Number of axes (exclusive subjets) per jet.
@@ -125,10 +103,9 @@ def exclusive_kt_axes(constituents: ak.Array, n_axes: int) -> ak.Array:
         If a jet has fewer than ``n_axes`` constituents.
     """
     _check_parameters(n_axes, 1.0, 1.0)
-    jets, _ = _jets_by_particles(constituents)
-    if jets.ndim != 2:
-        raise ValueError(f"constituents: expected jets x particles, got {jets.type}")
-    momenta = _as_momentum4d(jets)
+    momenta, jets_per_event = _jets_by_particles(constituents)
+    if jets_per_event is not None:
+        raise ValueError(f"constituents: expected jets x particles, got {constituents.type}")
     too_few = ak.to_numpy(ak.num(momenta, axis=1) < n_axes)
     if np.any(too_few):
         raise ValueError(
@@ -140,22 +117,21 @@ def exclusive_kt_axes(constituents: ak.Array, n_axes: int) -> ak.Array:
     return _exclusive_jets(_exclusive_kt_sequence(momenta), n_axes)
 
 
-def _rapidity_phi(momenta: ak.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Return flat numpy rapidity and azimuth of ``Momentum4D`` records."""
-    flat = ak.flatten(momenta, axis=1)
-    return ak.to_numpy(flat.rapidity), ak.to_numpy(flat.phi)
+def _pt_rapidity_phi(momenta: ak.Array) -> tuple[NDArray[np.float64], ...]:
+    """Return flat pT, rapidity and azimuth of cartesian ``Momentum4D`` records."""
+    px, py, pz, energy = flat_components(momenta, CARTESIAN_FIELDS)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rapidity = 0.5 * np.log((energy + pz) / (energy - pz))
+    return np.hypot(px, py), rapidity, np.arctan2(py, px)
 
 
 def _tau_from_axes(
     momenta: ak.Array, axes: ak.Array, n_axes: int, beta: float, r0: float
-) -> np.ndarray:
+) -> NDArray[np.float64]:
     """Return tau_N of jets (jets x particles) given their axes (jets x ``n_axes``)."""
     counts = ak.to_numpy(ak.num(momenta, axis=1))
-    flat = ak.flatten(momenta, axis=1)
-    pt = ak.to_numpy(flat.pt)
-    rapidity = ak.to_numpy(flat.rapidity)
-    phi = ak.to_numpy(flat.phi)
-    axis_rapidity, axis_phi = _rapidity_phi(axes)
+    pt, rapidity, phi = _pt_rapidity_phi(momenta)
+    _, axis_rapidity, axis_phi = _pt_rapidity_phi(axes)
     axis_rapidity = axis_rapidity.reshape(-1, n_axes)
     axis_phi = axis_phi.reshape(-1, n_axes)
     jet_of_particle = np.repeat(np.arange(len(counts)), counts)
@@ -189,7 +165,8 @@ def nsubjettiness(
     Parameters
     ----------
     constituents : awkward.Array
-        Records with fields ``pt``, ``eta``, ``phi`` (and optionally ``mass``),
+        Four-momentum records (``px, py, pz, E`` or ``pt, eta, phi`` and
+        optionally ``mass``),
         jets x particles or events x jets x particles.
     n_axes : int
         Number of axes N.
@@ -204,8 +181,7 @@ def nsubjettiness(
         tau_N per jet, jets or events x jets (float64, in [0, 1] for ``beta=1``).
     """
     _check_parameters(n_axes, beta, r0)
-    jets, jets_per_event = _jets_by_particles(constituents)
-    momenta = _as_momentum4d(jets)
+    momenta, jets_per_event = _jets_by_particles(constituents)
     tau = np.zeros(len(momenta))
     enough = ak.to_numpy(ak.num(momenta, axis=1) > n_axes)
     if np.any(enough):
@@ -222,7 +198,8 @@ def tau21(constituents: ak.Array, beta: float = 1.0, r0: float = 1.0) -> ak.Arra
     Parameters
     ----------
     constituents : awkward.Array
-        Records with fields ``pt``, ``eta``, ``phi`` (and optionally ``mass``),
+        Four-momentum records (``px, py, pz, E`` or ``pt, eta, phi`` and
+        optionally ``mass``),
         jets x particles or events x jets x particles.
     beta : float, default 1.0
         Angular exponent.
@@ -235,8 +212,7 @@ def tau21(constituents: ak.Array, beta: float = 1.0, r0: float = 1.0) -> ak.Arra
         tau2/tau1 per jet, jets or events x jets (float64, never NaN).
     """
     _check_parameters(1, beta, r0)
-    jets, jets_per_event = _jets_by_particles(constituents)
-    momenta = _as_momentum4d(jets)
+    momenta, jets_per_event = _jets_by_particles(constituents)
     tau1 = np.zeros(len(momenta))
     tau2 = np.zeros(len(momenta))
     counts = ak.to_numpy(ak.num(momenta, axis=1))

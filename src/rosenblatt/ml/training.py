@@ -345,7 +345,7 @@ def _train_cnn(
             mjj[index_t].to(device),
         )
 
-    def validation_loss(network: Any) -> tuple[float, float]:
+    def validation_loss(network: Any) -> tuple[float, float | None]:
         network.eval()
         bce_total, dcor_values = 0.0, []
         with torch.no_grad():
@@ -358,10 +358,12 @@ def _train_cnn(
                 if dcor is not None:
                     dcor_values.append(float(dcor))
         bce = bce_total / float(val_weight.sum())
-        dcor_mean = float(np.mean(dcor_values)) if dcor_values else 0.0
+        if not dcor_values:
+            return bce, None
+        dcor_mean = float(np.mean(dcor_values))
         return bce + alpha * dcor_mean, dcor_mean
 
-    history: list[dict[str, float]] = []
+    history: list[dict[str, float | None]] = []
     started = time.perf_counter()
     with _torch_settings(options.n_threads, device):
         torch.manual_seed(seed)
@@ -400,7 +402,7 @@ def _train_cnn(
                 {
                     "epoch": epoch,
                     "train_bce": train_bce / train_weight_sum,
-                    "train_batch_dcor2": float(np.mean(train_dcor)) if train_dcor else 0.0,
+                    "train_batch_dcor2": float(np.mean(train_dcor)) if train_dcor else None,
                     "val_loss": val_loss,
                     "val_batch_dcor2": val_dcor,
                 }

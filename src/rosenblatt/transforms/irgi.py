@@ -91,12 +91,11 @@ class IRGI(ConditionalCDFTransform):
         depth = self._checked_depth(len(x))
         domain = self._resolve_domain(x, y)
         (x_lo, x_hi), (y_lo, y_hi) = domain
-        weight = np.ones_like(x) if w is None else w
-
-        order = np.argsort(x, kind="stable")
-        xs, ys, ws = x[order], y[order], weight[order]
+        order = np.argsort(x)
+        xs, ys = x[order], y[order]
+        ws = None if w is None else w[order]
         n = len(xs)
-        cumulative = np.concatenate(([0.0], np.cumsum(ws)))
+        cumulative = _cumulative(ws, n)
 
         # x: bisection to depth + 1; even edges are centres, odd edges boundaries
         cells = bisect_segments(cumulative, np.array([0, n]), depth + 1)
@@ -114,11 +113,15 @@ class IRGI(ConditionalCDFTransform):
             raise ValueError(msg)
         column_bounds = np.concatenate(([0], cells[1::2], [n]))
 
-        # y: sort inside each column, bisect each column to depth
-        column_of = np.repeat(np.arange(len(centres)), np.diff(column_bounds))
-        inner = np.lexsort((ys, column_of))
-        ys, ws = ys[inner], ws[inner]
-        cumulative = np.concatenate(([0.0], np.cumsum(ws)))
+        # y: sort inside each column (a segmented sort), bisect each column to depth
+        for start, stop in zip(column_bounds[:-1], column_bounds[1:], strict=True):
+            if ws is None:
+                ys[start:stop].sort()
+            else:
+                inner = np.argsort(ys[start:stop], kind="stable")
+                ys[start:stop] = ys[start:stop][inner]
+                ws[start:stop] = ws[start:stop][inner]
+        cumulative = _cumulative(ws, n)
         column_weight = cumulative[column_bounds[1:]] - cumulative[column_bounds[:-1]]
         if np.any(column_weight <= 0):
             bad = int(np.flatnonzero(column_weight <= 0)[0])
@@ -355,6 +358,13 @@ class IRGI(ConditionalCDFTransform):
         obj.n_events_ = int(state["n_events"])
         obj.sum_weight_ = float(state["sum_weight"])
         return obj
+
+
+def _cumulative(weight: NDArray[np.float64] | None, n: int) -> NDArray[np.float64]:
+    """Summed weight of the first ``i`` events, ``i = 0..n``."""
+    if weight is None:
+        return np.arange(n + 1, dtype=np.float64)
+    return np.concatenate(([0.0], np.cumsum(weight)))
 
 
 def _domain_list(domain: Domain | None) -> list[list[float]] | None:

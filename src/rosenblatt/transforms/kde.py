@@ -50,7 +50,8 @@ class KDE(ConditionalCDFTransform):
     method
         ``"fast"`` (default): an exact expansion of the kernel sums, ``O(N log N)``
         to prepare and ``O(log N)`` per event, equal to the direct sum to far
-        better than 1e-9. ``"direct"``: the ``O(M N)`` sum of the formula.
+        better than 1e-9, and monotone in ``y`` up to rounding (1e-15).
+        ``"direct"``: the ``O(M N)`` sum of the formula, exactly monotone.
 
     Notes
     -----

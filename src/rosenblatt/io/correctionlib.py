@@ -1,0 +1,1040 @@
+"""Fitted transforms as correctionlib (schema v2) corrections, and back.
+
+correctionlib evaluates binned look-up tables and formulas in Python and C++
+but has no interpolation node. A transform is written as one correction of the
+inputs ``x``, ``y`` (real) and the output ``gamma``, laid out as follows:
+
+- an ``x`` binning with edges ``-inf, c_0, ..., c_n, +inf`` over the column
+  centres ``c_k``; beyond the outer centres ``gamma`` is that of the outer
+  column, so ``x`` outside the domain is evaluated at the nearest edge;
+- between two centres a ``transform`` node rewrites ``x`` to
+  ``t = (x - c_k) / (c_(k+1) - c_k)`` in ``[0, 1)``, followed by a ``y``
+  binning over the union of the two columns' ``y`` nodes, with edges
+  ``-inf, y_min, ..., y_max, +inf`` and contents ``0``, one formula per bin,
+  ``1``: ``y`` below the domain gives 0, ``y`` at or above its upper end 1;
+- in each bin ``gamma = (1 - t) (g_0 + s_0 (y - y_b)) + t (g_1 + s_1 (y - y_b))``,
+  linear in ``y`` within each column and linear in ``x`` between them, where
+  ``y_b`` is the lower edge of the bin. The expression is written once as a
+  generic formula; each bin holds only its five parameters.
+
+For :class:`~rosenblatt.IRGI` this is the transform itself: the values agree
+with :meth:`~rosenblatt.IRGI.transform` to rounding (about 1e-16). A
+:class:`~rosenblatt.KDE` is a step function in ``y`` whose steps sit at the
+defining scores, so it is tabulated: ``x`` nodes on a grid refined until the
+interpolation between neighbours is within the tolerance, and per node the
+``y`` nodes of a piecewise-linear approximation of its staircase within the
+tolerance. The largest difference to the KDE, measured on a dense sample of
+points, is written in the correction's description.
+
+The correction's description also carries a line ``rosenblatt-metadata:``
+followed by a JSON object (kind, parameters, domain, defining-sample size,
+measured error), from which :func:`from_correctionlib` rebuilds a
+:class:`TabulatedTransform`. Reading never evaluates expressions from the file:
+only the layout above is accepted, and every edge, parameter and value is
+checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+from tqdm.auto import tqdm
+
+from rosenblatt._version import __version__
+from rosenblatt.serialization import SchemaError
+from rosenblatt.transforms._base import ConditionalCDFTransform
+
+if TYPE_CHECKING:
+    import correctionlib.schemav2
+
+    from rosenblatt.transforms import IRGI, KDE
+
+__all__ = [
+    "DEFAULT_NAME",
+    "LAYOUT",
+    "LAYOUT_VERSION",
+    "TabulatedTransform",
+    "correctionlib_document",
+    "from_correctionlib",
+    "read_correctionlib",
+    "to_correctionlib",
+    "write_correctionlib",
+]
+
+#: name of the correction when none is given
+DEFAULT_NAME = "rosenblatt_gamma"
+#: identifies the layout in the metadata line
+LAYOUT = "rosenblatt-correctionlib"
+#: version of the layout written here; older versions stay readable
+LAYOUT_VERSION = 1
+#: starts the metadata line of the correction's description
+METADATA_MARKER = "rosenblatt-metadata: "
+
+#: generic formula 0: gamma in a bin between two columns (``x`` already rewritten to ``t``)
+BILINEAR = "(1-x)*([0]+[1]*(y-[4]))+x*([2]+[3]*(y-[4]))"
+#: generic formula 1: the rewrite of ``x`` into ``t`` between two column centres
+X_TO_T = "(x-[0])/[1]"
+#: generic formula 2: gamma beyond the outer columns, of ``y`` only (TFormula names its
+#: first variable ``x``)
+LINEAR = "[0]+[1]*(x-[2])"
+GENERIC_FORMULAS: tuple[dict[str, Any], ...] = (
+    {"nodetype": "formula", "expression": BILINEAR, "parser": "TFormula", "variables": ["x", "y"]},
+    {"nodetype": "formula", "expression": X_TO_T, "parser": "TFormula", "variables": ["x"]},
+    {"nodetype": "formula", "expression": LINEAR, "parser": "TFormula", "variables": ["y"]},
+)
+#: number of parameters of each generic formula
+N_PARAMETERS = (5, 2, 3)
+
+#: slack allowed on values read back (they are rounded sums of exact node values)
+VALUE_SLACK = 1e-9
+#: elements of the largest temporary array of the KDE tabulation
+BLOCK_ELEMENTS = 2_000_000
+
+
+# --------------------------------------------------------------------- grid
+@dataclasses.dataclass(frozen=True)
+class ColumnCDF:
+    """A piecewise-linear conditional CDF at one ``x`` node.
+
+    Segment ``j`` covers ``[nodes[j], nodes[j + 1])`` (the last one ends at
+    ``y_max``) and goes linearly from ``start[j]`` to ``end[j]``.
+    """
+
+    nodes: NDArray[np.float64]
+    start: NDArray[np.float64]
+    end: NDArray[np.float64]
+
+    def pieces(
+        self, lower: NDArray[np.float64], upper: NDArray[np.float64], y_max: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Value at ``lower`` and slope of the segment holding each bin ``[lower, upper)``.
+
+        Every bin lies inside one segment. A bin that holds a single floating
+        point number gets slope 0: its value at ``lower`` is all there is.
+        """
+        seg = np.searchsorted(self.nodes, lower, side="right") - 1
+        left = self.nodes[seg]
+        right = np.append(self.nodes, y_max)[seg + 1]
+        start, end = self.start[seg], self.end[seg]
+        width = right - left
+        value = start + (end - start) * ((lower - left) / width)
+        with np.errstate(over="ignore"):
+            slope = (end - start) / width
+        slope[np.nextafter(lower, np.inf) >= upper] = 0.0
+        if not np.all(np.isfinite(slope)):
+            msg = (
+                f"{int((~np.isfinite(slope)).sum())} segment(s) of a column are too narrow "
+                "for a finite slope"
+            )
+            raise ValueError(msg)
+        return value, slope
+
+
+@dataclasses.dataclass(frozen=True)
+class _Table:
+    """The bins of the correction: what is written, read and evaluated."""
+
+    x_nodes: NDArray[np.float64]
+    #: per group (below x_0, each interval between nodes, above x_n): finite y edges
+    y_edges: list[NDArray[np.float64]]
+    #: per group: (bins, 3) for the outer groups, (bins, 5) between nodes
+    params: list[NDArray[np.float64]]
+
+    @property
+    def n_bins(self) -> int:
+        return sum(len(p) for p in self.params)
+
+    @property
+    def y_range(self) -> tuple[float, float]:
+        return float(self.y_edges[0][0]), float(self.y_edges[0][-1])
+
+
+def _table(x_nodes: NDArray[np.float64], columns: list[ColumnCDF], y_max: float) -> _Table:
+    """Tabulate ``gamma`` from piecewise-linear columns at ``x_nodes``."""
+    y_edges: list[NDArray[np.float64]] = []
+    params: list[NDArray[np.float64]] = []
+
+    def outer(column: ColumnCDF) -> None:
+        edges = np.append(column.nodes, y_max)
+        value, slope = column.pieces(column.nodes, edges[1:], y_max)
+        y_edges.append(edges)
+        params.append(np.column_stack((value, slope, column.nodes)))
+
+    outer(columns[0])
+    for left, right in itertools.pairwise(columns):
+        lower = np.union1d(left.nodes, right.nodes)
+        edges = np.append(lower, y_max)
+        g0, s0 = left.pieces(lower, edges[1:], y_max)
+        g1, s1 = right.pieces(lower, edges[1:], y_max)
+        y_edges.append(edges)
+        params.append(np.column_stack((g0, s0, g1, s1, lower)))
+    outer(columns[-1])
+    return _Table(np.asarray(x_nodes, dtype=np.float64), y_edges, params)
+
+
+def _evaluate(table: _Table, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Evaluate the table as correctionlib does (same bins, same arithmetic)."""
+    nodes = table.x_nodes
+    out = np.empty(len(x))
+    group = np.searchsorted(nodes, x, side="right")
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(len(nodes) + 2))
+    for g in range(len(nodes) + 1):
+        index = order[bounds[g] : bounds[g + 1]]
+        if len(index) == 0:
+            continue
+        edges, params = table.y_edges[g], table.params[g]
+        yg = y[index]
+        where = np.searchsorted(edges, yg, side="right")
+        values = np.where(where == 0, 0.0, 1.0)
+        inside = (where > 0) & (where < len(edges))
+        p = params[where[inside] - 1]
+        dy = yg[inside] - p[:, -1]
+        if g in (0, len(nodes)):
+            values[inside] = p[:, 0] + p[:, 1] * dy
+        else:
+            lo = nodes[g - 1]
+            t = (x[index][inside] - lo) / (nodes[g] - lo)
+            values[inside] = (1 - t) * (p[:, 0] + p[:, 1] * dy) + t * (p[:, 2] + p[:, 3] * dy)
+        out[index] = values
+    return out
+
+
+# ------------------------------------------------------------------ IRGI
+def _irgi_columns(transform: IRGI) -> list[ColumnCDF]:
+    """IRGI's columns as they evaluate: tied edges merged, top tie jumping to 1 at y_max."""
+    y_max = transform.domain_[1][1]
+    columns = []
+    for edges, cdf in zip(transform.y_edges_, transform.cdf_, strict=True):
+        below = edges < y_max
+        e, c = edges[below], cdf[below]
+        last = np.append(e[1:] != e[:-1], True)
+        first = np.insert(e[1:] != e[:-1], 0, True)
+        top = cdf[np.argmax(edges >= y_max)]
+        columns.append(ColumnCDF(e[last], c[last], np.append(c[first][1:], top)))
+    return columns
+
+
+# ------------------------------------------------------------------- KDE
+class _KDESteps:
+    """A KDE's conditional CDF at any ``x`` on every defining score (its step points)."""
+
+    def __init__(self, transform: KDE) -> None:
+        order = np.argsort(transform.y_, kind="stable")
+        ys = transform.y_[order]
+        self.x = transform.x_[order]
+        self.w = np.ones(len(ys)) if transform.weight_ is None else transform.weight_[order]
+        self.last = np.flatnonzero(np.append(ys[1:] != ys[:-1], True))
+        #: the distinct defining scores
+        self.levels = ys[self.last]
+        self.scale = 1.0 / (2.0 * transform.bandwidth_**2)
+        self.block = max(1, BLOCK_ELEMENTS // len(ys))
+
+    def cdf(self, xq: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``gamma(xq[i], levels[j])`` as an array ``(len(xq), len(levels))``."""
+        out = np.empty((len(xq), len(self.levels)))
+        for start in range(0, len(xq), self.block):
+            exponent = (xq[start : start + self.block, None] - self.x[None, :]) ** 2 * self.scale
+            exponent -= exponent.min(axis=1, keepdims=True)
+            cumulative = np.cumsum(np.exp(-exponent) * self.w, axis=1)
+            total = cumulative[:, -1:]
+            if not np.all(total > 0):
+                msg = (
+                    "the kernel-weighted sum of the defining weights is not positive at "
+                    f"{int((~(total > 0)).sum())} x node(s): negative weights dominate there"
+                )
+                raise ValueError(msg)
+            out[start : start + self.block] = cumulative[:, self.last] / total
+        return out
+
+    def blocks(self, xq: NDArray[np.float64]) -> Iterator[tuple[int, NDArray[np.float64]]]:
+        """``cdf`` of consecutive blocks of ``xq``, with the first index of each."""
+        for start in range(0, len(xq), self.block):
+            yield start, self.cdf(xq[start : start + self.block])
+
+
+def _kde_x_nodes(
+    steps: _KDESteps, lo: float, hi: float, spacing: float, tolerance: float, max_nodes: int
+) -> NDArray[np.float64]:
+    """A grid of ``x`` nodes refined until linear interpolation is within ``tolerance``.
+
+    Each interval is bisected while ``gamma`` at its midpoint differs from the
+    mean of its ends by more than ``tolerance`` at any defining score.
+    """
+    n_start = max(2, math.ceil((hi - lo) / spacing) + 1)
+    if n_start > max_nodes:
+        msg = (
+            f"the KDE table needs at least {n_start} x nodes (more than max_x_nodes = "
+            f"{max_nodes}); use a larger x_step or raise max_x_nodes"
+        )
+        raise ValueError(msg)
+    nodes = np.linspace(lo, hi, n_start)
+    nodes[-1] = hi
+    accepted = [nodes]
+    n_nodes = n_start
+    a, b = nodes[:-1], nodes[1:]
+    while len(a):
+        mid = 0.5 * (a + b)
+        error = np.concatenate(
+            [
+                np.abs(
+                    steps.cdf(mid[s : s + len(fa)]) - 0.5 * (fa + steps.cdf(b[s : s + len(fa)]))
+                ).max(axis=1)
+                for s, fa in steps.blocks(a)
+            ]
+        )
+        split = (error > tolerance) & (mid > a) & (mid < b)
+        new = mid[split]
+        n_nodes += len(new)
+        if n_nodes > max_nodes:
+            msg = (
+                f"the KDE table needs more than max_x_nodes = {max_nodes} x nodes for a "
+                f"tolerance of {tolerance:g} in x; use a larger tolerance or raise max_x_nodes"
+            )
+            raise ValueError(msg)
+        accepted.append(new)
+        a, b = np.concatenate((a[split], new)), np.concatenate((new, b[split]))
+    return np.unique(np.concatenate(accepted))
+
+
+def _staircase_vertices(
+    levels: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """Vertices of the staircase between the first and the last defining score.
+
+    At each score ``u_j`` the staircase jumps from ``F_(j-1)``, its value at the
+    largest float below ``u_j``, to ``F_j``; between the vertices it is
+    linear. Returns the positions and the index ``j`` of each vertex's value.
+    """
+    m = len(levels)
+    if m < 2:
+        return np.empty(0), np.empty(0, dtype=np.intp)
+    position = np.empty(2 * m - 2)
+    source = np.empty(2 * m - 2, dtype=np.intp)
+    position[0::2] = levels[:-1]
+    position[1::2] = np.nextafter(levels[1:], -np.inf)
+    source[0::2] = source[1::2] = np.arange(m - 1)
+    keep = np.insert(position[1:] > position[:-1], 0, True)
+    return position[keep], source[keep]
+
+
+def _simplify(
+    position: NDArray[np.float64], values: NDArray[np.float64], tolerance: float
+) -> list[NDArray[np.intp]]:
+    """Vertices to keep per row so that linear interpolation stays within ``tolerance``.
+
+    Every row of ``values`` is a polyline over ``position``; segments are split
+    at their farthest vertex until none is farther than ``tolerance`` from its
+    chord (Ramer-Douglas-Peucker), all rows and segments at once.
+    """
+    n_rows, n_vertices = values.shape
+    if n_vertices <= 2:
+        return [np.arange(n_vertices)] * n_rows
+    flat = values.ravel()
+    row_start = np.arange(n_rows) * n_vertices
+    kept = np.sort(np.concatenate((row_start, row_start + n_vertices - 1)))
+    active = (row_start[:, None] + np.arange(1, n_vertices - 1)).ravel()
+    while len(active):
+        right = np.searchsorted(kept, active)
+        a, b = kept[right - 1], kept[right]
+        pa = position[a % n_vertices]
+        pb = position[b % n_vertices]
+        chord = flat[a] + (flat[b] - flat[a]) * ((position[active % n_vertices] - pa) / (pb - pa))
+        deviation = np.abs(chord - flat[active])
+        starts = np.flatnonzero(np.insert(right[1:] != right[:-1], 0, True))
+        worst = np.repeat(
+            np.maximum.reduceat(deviation, starts), np.diff(np.append(starts, len(right)))
+        )
+        still_open = worst > tolerance
+        farthest = np.flatnonzero(still_open & (deviation == worst))
+        if len(farthest) == 0:
+            break
+        farthest = farthest[np.insert(right[farthest][1:] != right[farthest][:-1], 0, True)]
+        kept = np.union1d(kept, active[farthest])
+        still_open[farthest] = False
+        active = active[still_open]
+    rows = kept // n_vertices
+    return np.split(kept % n_vertices, np.searchsorted(rows, np.arange(1, n_rows)))
+
+
+def _kde_columns(
+    steps: _KDESteps, x_nodes: NDArray[np.float64], tolerance: float, progress: bool
+) -> list[ColumnCDF]:
+    """Piecewise-linear approximations of the KDE's staircase at every ``x`` node."""
+    position, source = _staircase_vertices(steps.levels)
+    columns: list[ColumnCDF] = []
+    rows = max(1, BLOCK_ELEMENTS // max(len(position), 1))
+    bar = tqdm(total=len(x_nodes), desc="KDE columns", unit="node", disable=not progress)
+    for start in range(0, len(x_nodes), rows):
+        cdf = steps.cdf(x_nodes[start : start + rows])
+        if np.any(np.diff(cdf, axis=1) < 0):
+            msg = (
+                "the KDE's gamma decreases with y at some x (negative weights): it is not a "
+                "conditional CDF and cannot be tabulated"
+            )
+            raise ValueError(msg)
+        values = cdf[:, source]
+        for row, keep in zip(values, _simplify(position, values, tolerance), strict=True):
+            v = row[keep]
+            columns.append(ColumnCDF(position[keep], v, np.append(v[1:], v[-1:])))
+        bar.update(len(cdf))
+    bar.close()
+    return columns
+
+
+def _check_points(
+    transform: ConditionalCDFTransform, n_points: int, seed: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Points to measure the table's error: the domain box and where ``gamma`` has kinks.
+
+    A quarter is uniform over the domain widened by 5% on each side. The rest
+    sit exactly on, or at the largest float below, the ``y`` values where
+    ``gamma`` jumps or bends (the defining scores of a KDE, the edges of an
+    IRGI), half of them at ``x`` uniform over the widened domain and half at
+    or near the ``x`` nodes of the transform.
+    """
+    from rosenblatt.transforms import IRGI, KDE
+
+    rng = np.random.default_rng(seed)
+    (x_lo, x_hi), (y_lo, y_hi) = transform.domain_
+    dx, dy = 0.05 * (x_hi - x_lo), 0.05 * (y_hi - y_lo) or 1.0
+    x = rng.uniform(x_lo - dx, x_hi + dx, n_points)
+    y = rng.uniform(y_lo - dy, y_hi + dy, n_points)
+    if isinstance(transform, KDE):
+        x_special, y_special, spread = transform.x_, transform.y_, transform.bandwidth_
+    elif isinstance(transform, IRGI):
+        x_special, y_special, spread = transform.x_centres_, transform.y_edges_.ravel(), 0.0
+    else:
+        return x, y
+    quarter = n_points // 4
+    special = y_special[rng.integers(0, len(y_special), n_points - quarter)]
+    below = rng.random(len(special)) < 0.5
+    special[below] = np.nextafter(special[below], -np.inf)
+    y[quarter:] = special
+    near = x_special[rng.integers(0, len(x_special), n_points - 3 * quarter)]
+    x[3 * quarter :] = near + rng.normal(0.0, spread, len(near)) * (rng.random(len(near)) < 0.5)
+    return x, y
+
+
+# ------------------------------------------------------------- the export
+@dataclasses.dataclass(frozen=True)
+class _Export:
+    table: _Table
+    metadata: dict[str, Any]
+    description: str
+
+
+def _export(
+    transform: ConditionalCDFTransform,
+    *,
+    tolerance: float,
+    x_step: float,
+    n_check: int,
+    max_x_nodes: int,
+    max_bins: int,
+    progress: bool,
+    seed: int,
+) -> _Export:
+    from rosenblatt.transforms import IRGI, KDE
+
+    if not transform.is_fitted():
+        msg = f"this {type(transform).__name__} is not fitted yet: fit it before exporting it"
+        raise ValueError(msg)
+    if isinstance(transform, TabulatedTransform):
+        return _Export(transform.table_, dict(transform.metadata_), transform.description_)
+    if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
+        msg = f"tolerance must be a number in (0, 1), got {tolerance!r}"
+        raise ValueError(msg)
+    if not (isinstance(x_step, (int, float)) and x_step > 0):
+        msg = f"x_step must be a positive number, got {x_step!r}"
+        raise ValueError(msg)
+    (x_lo, x_hi), (y_lo, y_hi) = transform.domain_
+    common: dict[str, Any] = {
+        "layout": LAYOUT,
+        "layout_version": LAYOUT_VERSION,
+        "written_by": f"rosenblatt {__version__}",
+        "domain": [[x_lo, x_hi], [y_lo, y_hi]],
+        "n_events": int(transform.n_events_),
+        "sum_weight": float(transform.sum_weight_),
+    }
+    if isinstance(transform, IRGI):
+        table = _table(transform.x_centres_, _irgi_columns(transform), y_hi)
+        what = (
+            f"IRGI of depth {transform.depth_}: linear in y between the edges of each of the "
+            f"{len(transform.x_centres_)} columns, linear in x between column centres; "
+            "exact up to floating-point rounding"
+        )
+        metadata: dict[str, Any] = {"kind": "irgi", "params": {"depth": int(transform.depth_)}}
+    elif isinstance(transform, KDE):
+        table, what, metadata = _tabulate_kde(
+            transform, tolerance, x_step, max_x_nodes, max_bins, progress, n_check, seed
+        )
+    else:
+        msg = (
+            f"cannot export a {type(transform).__name__} to correctionlib; export an IRGI or a KDE"
+        )
+        raise TypeError(msg)
+    if table.n_bins > max_bins:
+        msg = f"the table has {table.n_bins} bins, more than max_bins = {max_bins}"
+        raise ValueError(msg)
+    _check_table(table, "the exported table")
+    if metadata["kind"] == "irgi":
+        x, y = _check_points(transform, n_check, seed)
+        metadata["max_abs_error"] = float(
+            np.max(np.abs(_evaluate(table, x, y) - transform.transform(x, y)), initial=0.0)
+        )
+        metadata["n_check_points"] = int(n_check)
+    metadata = {**common, **metadata, "n_bins": table.n_bins}
+    description = (
+        "gamma(x, y) = P(Y <= y | X = x) of the defining background sample "
+        f"({transform.n_events_} events), the Rosenblatt transform of the score y against x. {what}. "
+        f"Measured max |gamma - rosenblatt| = {metadata['max_abs_error']:.3g} on "
+        f"{metadata['n_check_points']} points. Domain x in [{x_lo:.10g}, {x_hi:.10g}], "
+        f"y in [{y_lo:.10g}, {y_hi:.10g}]: y below it gives 0, y at or above its upper end 1, "
+        "x beyond it is evaluated at the nearest end."
+    )
+    return _Export(table, metadata, description)
+
+
+def _tabulate_kde(
+    transform: KDE,
+    tolerance: float,
+    x_step: float,
+    max_x_nodes: int,
+    max_bins: int,
+    progress: bool,
+    n_check: int,
+    seed: int,
+) -> tuple[_Table, str, dict[str, Any]]:
+    """Tabulate a KDE within ``tolerance``, refining until the measured error is below it."""
+    steps = _KDESteps(transform)
+    (x_lo, x_hi), (_, y_hi) = transform.domain_
+    x, y = _check_points(transform, n_check, seed)
+    exact = transform.transform(x, y)
+    share = 0.4 * tolerance
+    for _ in range(4):
+        x_nodes = _kde_x_nodes(steps, x_lo, x_hi, x_step * transform.bandwidth_, share, max_x_nodes)
+        table = _table(x_nodes, _kde_columns(steps, x_nodes, share, progress), y_hi)
+        if table.n_bins > max_bins:
+            msg = (
+                f"the KDE table needs {table.n_bins} bins for a tolerance of {tolerance:g}, "
+                f"more than max_bins = {max_bins}; use a larger tolerance or raise max_bins"
+            )
+            raise ValueError(msg)
+        error = float(np.max(np.abs(_evaluate(table, x, y) - exact), initial=0.0))
+        if error <= tolerance:
+            break
+        share /= 2
+    else:
+        msg = f"the KDE table reached a max error of {error:.3g}, above the tolerance {tolerance:g}"
+        raise ValueError(msg)
+    what = (
+        f"KDE with sigma_r = {transform.sigma_r:g} (kernel width {transform.bandwidth_:.6g}) "
+        f"tabulated on {len(x_nodes)} x nodes and, per node, the y nodes of a piecewise-linear "
+        f"approximation of its steps; linear in y within each node's segments and in x between "
+        f"nodes, built for a max error of {tolerance:g}"
+    )
+    metadata = {
+        "kind": "kde",
+        "params": {"sigma_r": float(transform.sigma_r), "bandwidth": float(transform.bandwidth_)},
+        "tolerance": float(tolerance),
+        "max_abs_error": error,
+        "n_check_points": int(n_check),
+    }
+    return table, what, metadata
+
+
+def _formula_ref(index: int, parameters: list[float]) -> dict[str, Any]:
+    return {"nodetype": "formularef", "index": index, "parameters": parameters}
+
+
+def _y_binning(
+    edges: NDArray[np.float64], params: NDArray[np.float64], index: int
+) -> dict[str, Any]:
+    return {
+        "nodetype": "binning",
+        "input": "y",
+        "edges": ["-inf", *edges.tolist(), "inf"],
+        "content": [0.0, *(_formula_ref(index, row) for row in params.tolist()), 1.0],
+        "flow": "clamp",
+    }
+
+
+def _correction(export: _Export, name: str) -> dict[str, Any]:
+    table = export.table
+    nodes = table.x_nodes
+    between = [
+        {
+            "nodetype": "transform",
+            "input": "x",
+            "rule": _formula_ref(1, [float(lo), float(hi - lo)]),
+            "content": _y_binning(table.y_edges[k + 1], table.params[k + 1], 0),
+        }
+        for k, (lo, hi) in enumerate(itertools.pairwise(nodes))
+    ]
+    metadata = json.dumps(export.metadata, allow_nan=False, separators=(",", ":"))
+    return {
+        "name": name,
+        "description": f"{export.description}\n{METADATA_MARKER}{metadata}",
+        "version": 1,
+        "inputs": [
+            {
+                "name": "x",
+                "type": "real",
+                "description": "protected observable (e.g. dijet mass in GeV)",
+            },
+            {"name": "y", "type": "real", "description": "classifier score"},
+        ],
+        "output": {"name": "gamma", "type": "real", "description": "decorrelated score in [0, 1]"},
+        "generic_formulas": [dict(f) for f in GENERIC_FORMULAS],
+        "data": {
+            "nodetype": "binning",
+            "input": "x",
+            "edges": ["-inf", *nodes.tolist(), "inf"],
+            "content": [
+                _y_binning(table.y_edges[0], table.params[0], 2),
+                *between,
+                _y_binning(table.y_edges[-1], table.params[-1], 2),
+            ],
+            "flow": "clamp",
+        },
+    }
+
+
+def correctionlib_document(
+    transform: ConditionalCDFTransform,
+    name: str = DEFAULT_NAME,
+    *,
+    tolerance: float = 1e-3,
+    x_step: float = 0.5,
+    n_check: int = 100_000,
+    max_x_nodes: int = 20_000,
+    max_bins: int = 2_000_000,
+    progress: bool = False,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Return the correctionlib (schema v2) JSON document of a fitted transform.
+
+    Parameters
+    ----------
+    transform
+        A fitted :class:`~rosenblatt.IRGI`, :class:`~rosenblatt.KDE` or a
+        :class:`TabulatedTransform` read from such a file.
+    name
+        Name of the correction in the set.
+    tolerance
+        KDE only: largest difference allowed between the table and the KDE.
+        The table is refined until the difference measured on ``n_check``
+        points is below it; halving it roughly doubles the file.
+    x_step
+        KDE only: starting spacing of the ``x`` nodes in kernel widths, before
+        refinement.
+    n_check
+        Points on which the difference to the transform is measured and
+        written in the description (see the module notes).
+    max_x_nodes, max_bins
+        KDE only: limits on the size of the table; a larger table is an error.
+    progress
+        Show a progress bar while tabulating a KDE.
+    seed
+        Seed of the measurement points.
+
+    Returns
+    -------
+    dict
+        Plain JSON data: ``json.dump`` writes it, correctionlib reads it.
+    """
+    if not isinstance(name, str) or not name.strip():
+        msg = f"name must be a non-empty string, got {name!r}"
+        raise ValueError(msg)
+    export = _export(
+        transform,
+        tolerance=tolerance,
+        x_step=x_step,
+        n_check=n_check,
+        max_x_nodes=max_x_nodes,
+        max_bins=max_bins,
+        progress=progress,
+        seed=seed,
+    )
+    return {
+        "schema_version": 2,
+        "description": f"Rosenblatt transform written by rosenblatt {__version__}",
+        "corrections": [_correction(export, name)],
+    }
+
+
+def to_correctionlib(
+    transform: ConditionalCDFTransform, name: str = DEFAULT_NAME, **options: Any
+) -> correctionlib.schemav2.CorrectionSet:
+    """Return a fitted transform as a validated correctionlib ``CorrectionSet``.
+
+    Takes the options of :func:`correctionlib_document`. Needs correctionlib
+    (the ``correctionlib`` extra); ``.to_evaluator()`` of the result evaluates it.
+    """
+    import correctionlib.schemav2 as cs
+
+    return cs.CorrectionSet.model_validate(correctionlib_document(transform, name, **options))
+
+
+def write_correctionlib(
+    transform: ConditionalCDFTransform, path: str | Path, name: str = DEFAULT_NAME, **options: Any
+) -> dict[str, Any]:
+    """Write a fitted transform to ``path`` as a correctionlib JSON file.
+
+    Takes the options of :func:`correctionlib_document`; needs no correctionlib.
+
+    Returns
+    -------
+    dict
+        The metadata written in the correction's description (kind, number of
+        bins, measured max error, ...).
+    """
+    document = correctionlib_document(transform, name, **options)
+    Path(path).write_text(
+        json.dumps(document, allow_nan=False, separators=(",", ":")), encoding="utf-8"
+    )
+    return _read_metadata(document["corrections"][0], str(path))
+
+
+# ----------------------------------------------------------------- import
+class TabulatedTransform(ConditionalCDFTransform):
+    """A transform read from a correctionlib file written by rosenblatt.
+
+    Evaluates the file's bins exactly as correctionlib does, so that
+    :meth:`transform` equals the correction's values to rounding: for an
+    exported IRGI these are the IRGI's values, for a KDE its table. It cannot
+    be fitted; :meth:`save` writes the correctionlib file again.
+
+    Attributes
+    ----------
+    name_ : str
+        Name of the correction.
+    source_kind_ : str
+        Kind of the exported transform (``"irgi"`` or ``"kde"``).
+    metadata_ : dict
+        The metadata of the file (parameters, measured error, ...).
+    max_abs_error_ : float
+        Largest difference to the exported transform measured at export.
+    x_nodes_ : numpy.ndarray
+        The ``x`` nodes (column centres).
+    """
+
+    kind: ClassVar[str] = "tabulated"
+
+    table_: _Table
+    name_: str
+    source_kind_: str
+    metadata_: dict[str, Any]
+    description_: str
+    max_abs_error_: float
+
+    def __repr__(self) -> str:
+        if not self.is_fitted():
+            return "TabulatedTransform()"
+        return f"TabulatedTransform(name={self.name_!r}, source_kind={self.source_kind_!r})"
+
+    @property
+    def x_nodes_(self) -> NDArray[np.float64]:
+        return self.table_.x_nodes
+
+    def _fit(
+        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
+    ) -> None:
+        msg = (
+            "a TabulatedTransform is read from a correctionlib file and cannot be fitted; "
+            "fit an IRGI or KDE"
+        )
+        raise TypeError(msg)
+
+    def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        return _evaluate(self.table_, x, y)
+
+    def save(self, path: str | Path) -> None:
+        """Write the correctionlib file again (the table as read)."""
+        write_correctionlib(self, path, self.name_)
+
+    def get_state(self) -> dict[str, Any]:
+        """The correctionlib document (plain JSON data)."""
+        self._check_fitted()
+        return correctionlib_document(self, self.name_)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> TabulatedTransform:
+        """Rebuild from :meth:`get_state` output (a correctionlib document), checking it."""
+        return from_correctionlib(state)
+
+
+def _fail(where: str, what: str) -> SchemaError:
+    return SchemaError(f"{where}: {what}")
+
+
+def _dict(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(where, f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(where, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _numbers(values: Any, where: str) -> NDArray[np.float64]:
+    items = _list(values, where)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+        raise _fail(where, "expected a list of numbers")
+    arr = np.array(items, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise _fail(where, f"{int((~np.isfinite(arr)).sum())} non-finite number(s)")
+    return arr
+
+
+def _keys(node: dict[str, Any], allowed: set[str], where: str) -> None:
+    extra = set(node) - allowed
+    if extra:
+        raise _fail(where, f"unexpected field(s) {sorted(extra)} in the rosenblatt layout")
+
+
+def _edges(node: dict[str, Any], variable: str, where: str) -> NDArray[np.float64]:
+    """The finite edges of a binning laid out as ``-inf, e_0, ..., e_m, +inf``."""
+    _keys(node, {"nodetype", "input", "edges", "content", "flow"}, where)
+    if node.get("nodetype") != "binning" or node.get("input") != variable:
+        raise _fail(where, f"expected a binning in {variable}")
+    if node.get("flow") != "clamp":
+        raise _fail(where, f"flow must be 'clamp', got {node.get('flow')!r}")
+    edges = _list(node.get("edges"), f"{where}.edges")
+    if len(edges) < 3 or edges[0] != "-inf" or edges[-1] not in ("inf", "+inf"):
+        raise _fail(f"{where}.edges", "must start at '-inf', end at 'inf' and hold a finite edge")
+    finite = _numbers(edges[1:-1], f"{where}.edges")
+    if np.any(np.diff(finite) <= 0):
+        raise _fail(
+            f"{where}.edges", f"{int((np.diff(finite) <= 0).sum())} edge(s) not strictly increasing"
+        )
+    content = _list(node.get("content"), f"{where}.content")
+    if len(content) != len(finite) + 1:
+        raise _fail(f"{where}.content", f"expected {len(finite) + 1} bins, got {len(content)}")
+    return finite
+
+
+def _parameters(node: Any, index: int, where: str) -> NDArray[np.float64]:
+    node = _dict(node, where)
+    _keys(node, {"nodetype", "index", "parameters"}, where)
+    if node.get("nodetype") != "formularef" or node.get("index") != index:
+        raise _fail(where, f"expected a formularef to generic formula {index}")
+    params = _numbers(node.get("parameters"), f"{where}.parameters")
+    if len(params) != N_PARAMETERS[index]:
+        raise _fail(where, f"expected {N_PARAMETERS[index]} parameters, got {len(params)}")
+    return params
+
+
+def _y_group(node: Any, index: int, where: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    node = _dict(node, where)
+    edges = _edges(node, "y", where)
+    content = node["content"]
+    if not (content[0] == 0 and content[-1] == 1) or any(
+        isinstance(c, bool) for c in (content[0], content[-1])
+    ):
+        raise _fail(f"{where}.content", "must be 0 below the y domain and 1 above it")
+    params = np.array(
+        [_parameters(c, index, f"{where}.content[{i + 1}]") for i, c in enumerate(content[1:-1])]
+    )
+    return edges, params.reshape(len(edges) - 1, N_PARAMETERS[index])
+
+
+def _check_table(table: _Table, where: str) -> None:
+    """Check that every bin starts at its edge, stays in [0, 1] and grows with y."""
+    nodes = table.x_nodes
+    if len(nodes) < 2 or len(table.y_edges) != len(nodes) + 1:
+        raise _fail(where, "expected at least two x nodes and one y binning per x bin")
+    y_lo, y_hi = table.y_range
+    for g, (edges, params) in enumerate(zip(table.y_edges, table.params, strict=True)):
+        if g == 0:
+            at = f"{where}, y binning for x < {nodes[0]:.10g}"
+        elif g == len(nodes):
+            at = f"{where}, y binning for x >= {nodes[-1]:.10g}"
+        else:
+            at = f"{where}, y binning for x in [{nodes[g - 1]:.10g}, {nodes[g]:.10g})"
+        if edges[0] != y_lo or edges[-1] != y_hi:
+            raise _fail(at, "every y binning must span the same domain")
+        if len(params) == 0:
+            continue
+        if np.any(params[:, -1] != edges[:-1]):
+            n_bad = int((params[:, -1] != edges[:-1]).sum())
+            raise _fail(at, f"{n_bad} bin(s) whose formula does not start at the bin's edge")
+        width = np.diff(edges)
+        for first, slope in ((0, 1), (2, 3)) if params.shape[1] == 5 else ((0, 1),):
+            start, rate = params[:, first], params[:, slope]
+            end = start + rate * width
+            if np.any(rate < 0) or np.any(start[1:] < end[:-1] - VALUE_SLACK):
+                raise _fail(at, "gamma decreases with y")
+            if np.any(start < -VALUE_SLACK) or np.any(end > 1 + VALUE_SLACK):
+                raise _fail(at, "gamma outside [0, 1]")
+
+
+def _read_metadata(correction: dict[str, Any], where: str) -> dict[str, Any]:
+    description = correction.get("description")
+    if not isinstance(description, str) or METADATA_MARKER not in description:
+        raise _fail(where, f"no '{METADATA_MARKER.strip()}' line: not written by rosenblatt")
+    line = description.split(METADATA_MARKER, 1)[1].split("\n", 1)[0]
+
+    def reject_constant(constant: str) -> float:
+        raise _fail(where, f"non-finite number {constant} in the metadata")
+
+    try:
+        metadata = json.loads(line, parse_constant=reject_constant)
+    except json.JSONDecodeError as err:
+        raise _fail(where, f"the metadata line is not valid JSON ({err})") from err
+    metadata = _dict(metadata, f"{where} metadata")
+    if metadata.get("layout") != LAYOUT:
+        raise _fail(where, f"unknown layout {metadata.get('layout')!r}")
+    version = metadata.get("layout_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise _fail(where, f"layout_version must be a positive integer, got {version!r}")
+    if version > LAYOUT_VERSION:
+        msg = (
+            f"written with layout version {version} ({metadata.get('written_by', 'unknown writer')}); "
+            f"this rosenblatt ({__version__}) reads up to version {LAYOUT_VERSION}: upgrade rosenblatt"
+        )
+        raise _fail(where, msg)
+    if metadata.get("kind") not in ("irgi", "kde"):
+        raise _fail(where, f"unknown transform kind {metadata.get('kind')!r}")
+    for key in ("n_events", "sum_weight", "max_abs_error"):
+        value = metadata.get(key)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not (value >= 0 and math.isfinite(value))
+        ):
+            raise _fail(where, f"metadata {key} must be a non-negative number, got {value!r}")
+    return metadata
+
+
+def _parse(correction: dict[str, Any], where: str) -> tuple[_Table, dict[str, Any], str]:
+    metadata = _read_metadata(correction, where)
+    inputs = _list(correction.get("inputs"), f"{where}.inputs")
+    if [(_dict(v, f"{where}.inputs").get("name"), v.get("type")) for v in inputs] != [
+        ("x", "real"),
+        ("y", "real"),
+    ]:
+        raise _fail(f"{where}.inputs", "expected the real inputs x and y")
+    if _dict(correction.get("output"), f"{where}.output").get("type") != "real":
+        raise _fail(f"{where}.output", "expected a real output")
+    if correction.get("generic_formulas") != [dict(f) for f in GENERIC_FORMULAS]:
+        raise _fail(f"{where}.generic_formulas", "not the formulas of the rosenblatt layout")
+    data = _dict(correction.get("data"), f"{where}.data")
+    nodes = _edges(data, "x", f"{where}.data")
+    if len(nodes) < 2:
+        raise _fail(f"{where}.data.edges", "expected at least two x nodes")
+    content = data["content"]
+    y_edges, params = [], []
+    low = _y_group(content[0], 2, f"{where}.data.content[0]")
+    for k, item in enumerate(content[1:-1]):
+        at = f"{where}.data.content[{k + 1}]"
+        node = _dict(item, at)
+        _keys(node, {"nodetype", "input", "rule", "content"}, at)
+        if node.get("nodetype") != "transform" or node.get("input") != "x":
+            raise _fail(at, "expected a transform of x")
+        rule = _parameters(node.get("rule"), 1, f"{at}.rule")
+        if rule[0] != nodes[k] or rule[1] != nodes[k + 1] - nodes[k]:
+            raise _fail(f"{at}.rule", "does not map the x bin onto [0, 1)")
+        edges, group = _y_group(node.get("content"), 0, f"{at}.content")
+        y_edges.append(edges)
+        params.append(group)
+    high = _y_group(content[-1], 2, f"{where}.data.content[{len(content) - 1}]")
+    table = _Table(nodes, [low[0], *y_edges, high[0]], [low[1], *params, high[1]])
+    _check_table(table, where)
+    y_lo, y_hi = table.y_range
+    if metadata.get("domain") != [[nodes[0], nodes[-1]], [y_lo, y_hi]]:
+        raise _fail(where, "the metadata domain does not match the bins")
+    description = correction["description"].split(f"\n{METADATA_MARKER}", 1)[0]
+    return table, metadata, description
+
+
+def from_correctionlib(
+    document: Any, *, source: str = "<document>", name: str | None = None
+) -> TabulatedTransform:
+    """Rebuild a transform from a correctionlib document written by rosenblatt.
+
+    Parameters
+    ----------
+    document
+        The parsed JSON of the file.
+    source
+        Where the document comes from, for error messages.
+    name
+        The correction to read; by default the only one written by rosenblatt.
+
+    Raises
+    ------
+    SchemaError
+        If the document is not a correctionlib v2 set holding a correction of
+        the rosenblatt layout, or any of its values is out of place.
+    """
+    document = _dict(document, source)
+    version = document.get("schema_version")
+    if version != 2 or isinstance(version, bool):
+        raise _fail(
+            source, f"correctionlib schema version {version!r}; this rosenblatt reads version 2"
+        )
+    corrections = _list(document.get("corrections"), f"{source}.corrections")
+    ours = [
+        c
+        for c in corrections
+        if isinstance(c, dict)
+        and isinstance(c.get("description"), str)
+        and METADATA_MARKER in c["description"]
+    ]
+    names = [c.get("name") for c in ours]
+    if name is not None:
+        ours = [c for c in ours if c.get("name") == name]
+        if not ours:
+            raise _fail(source, f"no correction {name!r} written by rosenblatt; there are {names}")
+    if not ours:
+        raise _fail(
+            source, "no correction written by rosenblatt (no metadata line in any description)"
+        )
+    if len(ours) > 1:
+        raise _fail(
+            source, f"several corrections written by rosenblatt ({names}): pick one with name="
+        )
+    correction = ours[0]
+    where = f"{source}: correction {correction.get('name')!r}"
+    table, metadata, description = _parse(correction, where)
+    obj = TabulatedTransform()
+    obj.table_ = table
+    obj.name_ = str(correction["name"])
+    obj.source_kind_ = metadata["kind"]
+    obj.metadata_ = metadata
+    obj.description_ = description
+    obj.max_abs_error_ = float(metadata["max_abs_error"])
+    obj.domain_ = ((float(table.x_nodes[0]), float(table.x_nodes[-1])), table.y_range)
+    obj.n_events_ = int(metadata["n_events"])
+    obj.sum_weight_ = float(metadata["sum_weight"])
+    return obj
+
+
+def read_correctionlib(path: str | Path, name: str | None = None) -> TabulatedTransform:
+    """Read a correctionlib file written by rosenblatt (see :func:`from_correctionlib`).
+
+    :func:`rosenblatt.load` reads these files too, when they hold one such correction.
+    """
+    path = Path(path)
+
+    def reject_constant(constant: str) -> float:
+        raise _fail(str(path), f"non-finite number {constant}")
+
+    try:
+        document = json.loads(path.read_bytes(), parse_constant=reject_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise _fail(str(path), f"not valid JSON ({err})") from err
+    return from_correctionlib(document, source=str(path), name=name)
