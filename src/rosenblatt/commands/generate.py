@@ -13,10 +13,11 @@ from rosenblatt.hep.pythia_settings import DEFAULT_PTHAT_MIN, PROCESS_LABELS
 DESCRIPTION = """\
 Generate 13 TeV events with Pythia 8 (QCD dijets or W'(3.5 TeV) -> X(500) Y(100) -> qqqq),
 keep those passing the LHC Olympics trigger (an anti-kT R=1.0 jet with pT > 1.2 TeV) and
-write their visible particles to FILE: .h5 in the LHC Olympics R&D layout
-(pandas.read_hdf reads it as the public events_anomalydetection.h5) or .root (TTree Events).
-The same seed gives the same events whatever the number of workers. An interrupted run
-resumes when rerun with the same arguments.
+write their visible particles (|eta| < 2.5, pT > 0.5 GeV, massless, at most 700 per event)
+to FILE: .h5 in the LHC Olympics R&D layout (pandas.read_hdf reads it as the public
+events_anomalydetection.h5) or .root (TTree Events). The same seed gives the same events
+whatever the number of workers. An interrupted run resumes when rerun with the same
+arguments; rerunning with more --events extends the file.
 """
 
 

@@ -40,15 +40,15 @@ import dataclasses
 import itertools
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
-from tqdm.auto import tqdm
 
 from rosenblatt._version import __version__
+from rosenblatt.io._correctionlib_kde import KDESteps, kde_columns, kde_x_nodes
+from rosenblatt.io._correctionlib_numbers import ExactNumbers
 from rosenblatt.serialization import SchemaError
 from rosenblatt.transforms._base import ConditionalCDFTransform
 
@@ -95,8 +95,6 @@ N_PARAMETERS = (5, 2, 3)
 
 #: slack allowed on values read back (they are rounded sums of exact node values)
 VALUE_SLACK = 1e-9
-#: elements of the largest temporary array of the KDE tabulation
-BLOCK_ELEMENTS = 2_000_000
 
 
 # --------------------------------------------------------------------- grid
@@ -223,173 +221,6 @@ def _irgi_columns(transform: IRGI) -> list[ColumnCDF]:
     return columns
 
 
-# ------------------------------------------------------------------- KDE
-class _KDESteps:
-    """A KDE's conditional CDF at any ``x`` on every defining score (its step points)."""
-
-    def __init__(self, transform: KDE) -> None:
-        order = np.argsort(transform.y_, kind="stable")
-        ys = transform.y_[order]
-        self.x = transform.x_[order]
-        self.w = np.ones(len(ys)) if transform.weight_ is None else transform.weight_[order]
-        self.last = np.flatnonzero(np.append(ys[1:] != ys[:-1], True))
-        #: the distinct defining scores
-        self.levels = ys[self.last]
-        self.scale = 1.0 / (2.0 * transform.bandwidth_**2)
-        self.block = max(1, BLOCK_ELEMENTS // len(ys))
-
-    def cdf(self, xq: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``gamma(xq[i], levels[j])`` as an array ``(len(xq), len(levels))``."""
-        out = np.empty((len(xq), len(self.levels)))
-        for start in range(0, len(xq), self.block):
-            exponent = (xq[start : start + self.block, None] - self.x[None, :]) ** 2 * self.scale
-            exponent -= exponent.min(axis=1, keepdims=True)
-            cumulative = np.cumsum(np.exp(-exponent) * self.w, axis=1)
-            total = cumulative[:, -1:]
-            if not np.all(total > 0):
-                msg = (
-                    "the kernel-weighted sum of the defining weights is not positive at "
-                    f"{int((~(total > 0)).sum())} x node(s): negative weights dominate there"
-                )
-                raise ValueError(msg)
-            out[start : start + self.block] = cumulative[:, self.last] / total
-        return out
-
-    def blocks(self, xq: NDArray[np.float64]) -> Iterator[tuple[int, NDArray[np.float64]]]:
-        """``cdf`` of consecutive blocks of ``xq``, with the first index of each."""
-        for start in range(0, len(xq), self.block):
-            yield start, self.cdf(xq[start : start + self.block])
-
-
-def _kde_x_nodes(
-    steps: _KDESteps, lo: float, hi: float, spacing: float, tolerance: float, max_nodes: int
-) -> NDArray[np.float64]:
-    """A grid of ``x`` nodes refined until linear interpolation is within ``tolerance``.
-
-    Each interval is bisected while ``gamma`` at its midpoint differs from the
-    mean of its ends by more than ``tolerance`` at any defining score.
-    """
-    n_start = max(2, math.ceil((hi - lo) / spacing) + 1)
-    if n_start > max_nodes:
-        msg = (
-            f"the KDE table needs at least {n_start} x nodes (more than max_x_nodes = "
-            f"{max_nodes}); use a larger x_step or raise max_x_nodes"
-        )
-        raise ValueError(msg)
-    nodes = np.linspace(lo, hi, n_start)
-    nodes[-1] = hi
-    accepted = [nodes]
-    n_nodes = n_start
-    a, b = nodes[:-1], nodes[1:]
-    while len(a):
-        mid = 0.5 * (a + b)
-        error = np.concatenate(
-            [
-                np.abs(
-                    steps.cdf(mid[s : s + len(fa)]) - 0.5 * (fa + steps.cdf(b[s : s + len(fa)]))
-                ).max(axis=1)
-                for s, fa in steps.blocks(a)
-            ]
-        )
-        split = (error > tolerance) & (mid > a) & (mid < b)
-        new = mid[split]
-        n_nodes += len(new)
-        if n_nodes > max_nodes:
-            msg = (
-                f"the KDE table needs more than max_x_nodes = {max_nodes} x nodes for a "
-                f"tolerance of {tolerance:g} in x; use a larger tolerance or raise max_x_nodes"
-            )
-            raise ValueError(msg)
-        accepted.append(new)
-        a, b = np.concatenate((a[split], new)), np.concatenate((new, b[split]))
-    return np.unique(np.concatenate(accepted))
-
-
-def _staircase_vertices(
-    levels: NDArray[np.float64],
-) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-    """Vertices of the staircase between the first and the last defining score.
-
-    At each score ``u_j`` the staircase jumps from ``F_(j-1)``, its value at the
-    largest float below ``u_j``, to ``F_j``; between the vertices it is
-    linear. Returns the positions and the index ``j`` of each vertex's value.
-    """
-    m = len(levels)
-    if m < 2:
-        return np.empty(0), np.empty(0, dtype=np.intp)
-    position = np.empty(2 * m - 2)
-    source = np.empty(2 * m - 2, dtype=np.intp)
-    position[0::2] = levels[:-1]
-    position[1::2] = np.nextafter(levels[1:], -np.inf)
-    source[0::2] = source[1::2] = np.arange(m - 1)
-    keep = np.insert(position[1:] > position[:-1], 0, True)
-    return position[keep], source[keep]
-
-
-def _simplify(
-    position: NDArray[np.float64], values: NDArray[np.float64], tolerance: float
-) -> list[NDArray[np.intp]]:
-    """Vertices to keep per row so that linear interpolation stays within ``tolerance``.
-
-    Every row of ``values`` is a polyline over ``position``; segments are split
-    at their farthest vertex until none is farther than ``tolerance`` from its
-    chord (Ramer-Douglas-Peucker), all rows and segments at once.
-    """
-    n_rows, n_vertices = values.shape
-    if n_vertices <= 2:
-        return [np.arange(n_vertices)] * n_rows
-    flat = values.ravel()
-    row_start = np.arange(n_rows) * n_vertices
-    kept = np.sort(np.concatenate((row_start, row_start + n_vertices - 1)))
-    active = (row_start[:, None] + np.arange(1, n_vertices - 1)).ravel()
-    while len(active):
-        right = np.searchsorted(kept, active)
-        a, b = kept[right - 1], kept[right]
-        pa = position[a % n_vertices]
-        pb = position[b % n_vertices]
-        chord = flat[a] + (flat[b] - flat[a]) * ((position[active % n_vertices] - pa) / (pb - pa))
-        deviation = np.abs(chord - flat[active])
-        starts = np.flatnonzero(np.insert(right[1:] != right[:-1], 0, True))
-        worst = np.repeat(
-            np.maximum.reduceat(deviation, starts), np.diff(np.append(starts, len(right)))
-        )
-        still_open = worst > tolerance
-        farthest = np.flatnonzero(still_open & (deviation == worst))
-        if len(farthest) == 0:
-            break
-        farthest = farthest[np.insert(right[farthest][1:] != right[farthest][:-1], 0, True)]
-        kept = np.union1d(kept, active[farthest])
-        still_open[farthest] = False
-        active = active[still_open]
-    rows = kept // n_vertices
-    return np.split(kept % n_vertices, np.searchsorted(rows, np.arange(1, n_rows)))
-
-
-def _kde_columns(
-    steps: _KDESteps, x_nodes: NDArray[np.float64], tolerance: float, progress: bool
-) -> list[ColumnCDF]:
-    """Piecewise-linear approximations of the KDE's staircase at every ``x`` node."""
-    position, source = _staircase_vertices(steps.levels)
-    columns: list[ColumnCDF] = []
-    rows = max(1, BLOCK_ELEMENTS // max(len(position), 1))
-    bar = tqdm(total=len(x_nodes), desc="KDE columns", unit="node", disable=not progress)
-    for start in range(0, len(x_nodes), rows):
-        cdf = steps.cdf(x_nodes[start : start + rows])
-        if np.any(np.diff(cdf, axis=1) < 0):
-            msg = (
-                "the KDE's gamma decreases with y at some x (negative weights): it is not a "
-                "conditional CDF and cannot be tabulated"
-            )
-            raise ValueError(msg)
-        values = cdf[:, source]
-        for row, keep in zip(values, _simplify(position, values, tolerance), strict=True):
-            v = row[keep]
-            columns.append(ColumnCDF(position[keep], v, np.append(v[1:], v[-1:])))
-        bar.update(len(cdf))
-    bar.close()
-    return columns
-
-
 def _check_points(
     transform: ConditionalCDFTransform, n_points: int, seed: int
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -427,9 +258,40 @@ def _check_points(
 # ------------------------------------------------------------- the export
 @dataclasses.dataclass(frozen=True)
 class _Export:
+    """A table with what is written about it, and how its numbers are written."""
+
     table: _Table
     metadata: dict[str, Any]
     description: str
+    numbers: ExactNumbers
+
+
+def _positions(table: _Table) -> set[float]:
+    """The numbers that place bins: edges, formula offsets and the rewrite of ``x``."""
+    values = set(table.x_nodes.tolist()) | set(np.diff(table.x_nodes).tolist())
+    for edges in table.y_edges:
+        values.update(edges.tolist())
+    return values
+
+
+def _check_readable(table: _Table, numbers: ExactNumbers) -> int:
+    """Check that correctionlib reads every binning's edges in order; count inexact numbers."""
+    read = np.vectorize(numbers.read, otypes=[np.float64])
+    for edges in (table.x_nodes, *table.y_edges):
+        if len(edges) > 1 and np.any(np.diff(read(edges)) <= 0):
+            msg = (
+                "correctionlib would read two bin edges out of order (they are a few floats "
+                "apart and have no decimal form it reads exactly); the table cannot be written"
+            )
+            raise ValueError(msg)
+    return sum(not numbers.is_exact(v) for v in _positions(table))
+
+
+def _measured_error(
+    table: _Table, transform: ConditionalCDFTransform, n_check: int, seed: int
+) -> float:
+    x, y = _check_points(transform, n_check, seed)
+    return float(np.max(np.abs(_evaluate(table, x, y) - transform.transform(x, y)), initial=0.0))
 
 
 def _export(
@@ -448,64 +310,77 @@ def _export(
     if not transform.is_fitted():
         msg = f"this {type(transform).__name__} is not fitted yet: fit it before exporting it"
         raise ValueError(msg)
+    numbers = ExactNumbers()
     if isinstance(transform, TabulatedTransform):
-        return _Export(transform.table_, dict(transform.metadata_), transform.description_)
-    if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
-        msg = f"tolerance must be a number in (0, 1), got {tolerance!r}"
-        raise ValueError(msg)
-    if not (isinstance(x_step, (int, float)) and x_step > 0):
-        msg = f"x_step must be a positive number, got {x_step!r}"
+        stored = {
+            **transform.metadata_,
+            "inexact_numbers": _check_readable(transform.table_, numbers),
+        }
+        return _Export(transform.table_, stored, transform.description_, numbers)
+    for value, label, upper in ((tolerance, "tolerance", 1.0), (x_step, "x_step", math.inf)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < upper:
+            msg = f"{label} must be a number in (0, {upper:g}), got {value!r}"
+            raise ValueError(msg)
+    if isinstance(n_check, bool) or not isinstance(n_check, int) or n_check < 4:
+        msg = f"n_check must be an integer >= 4, got {n_check!r}"
         raise ValueError(msg)
     (x_lo, x_hi), (y_lo, y_hi) = transform.domain_
-    common: dict[str, Any] = {
-        "layout": LAYOUT,
-        "layout_version": LAYOUT_VERSION,
-        "written_by": f"rosenblatt {__version__}",
-        "domain": [[x_lo, x_hi], [y_lo, y_hi]],
-        "n_events": int(transform.n_events_),
-        "sum_weight": float(transform.sum_weight_),
-    }
     if isinstance(transform, IRGI):
         table = _table(transform.x_centres_, _irgi_columns(transform), y_hi)
+        error = _measured_error(table, transform, n_check, seed)
         what = (
-            f"IRGI of depth {transform.depth_}: linear in y between the edges of each of the "
-            f"{len(transform.x_centres_)} columns, linear in x between column centres; "
+            f"IRGI of depth {transform.depth_}: linear in y between the edges of each of its "
+            f"{len(transform.x_centres_)} columns and linear in x between column centres, "
             "exact up to floating-point rounding"
         )
         metadata: dict[str, Any] = {"kind": "irgi", "params": {"depth": int(transform.depth_)}}
     elif isinstance(transform, KDE):
-        table, what, metadata = _tabulate_kde(
-            transform, tolerance, x_step, max_x_nodes, max_bins, progress, n_check, seed
+        table, error, what = _tabulate_kde(
+            transform, numbers, tolerance, x_step, max_x_nodes, max_bins, progress, n_check, seed
         )
+        metadata = {
+            "kind": "kde",
+            "params": {"sigma_r": float(transform.sigma_r), "bandwidth": transform.bandwidth_},
+            "tolerance": float(tolerance),
+        }
     else:
-        msg = (
-            f"cannot export a {type(transform).__name__} to correctionlib; export an IRGI or a KDE"
-        )
+        msg = f"cannot export a {type(transform).__name__}; export an IRGI or a KDE"
         raise TypeError(msg)
     if table.n_bins > max_bins:
         msg = f"the table has {table.n_bins} bins, more than max_bins = {max_bins}"
         raise ValueError(msg)
     _check_table(table, "the exported table")
-    if metadata["kind"] == "irgi":
-        x, y = _check_points(transform, n_check, seed)
-        metadata["max_abs_error"] = float(
-            np.max(np.abs(_evaluate(table, x, y) - transform.transform(x, y)), initial=0.0)
-        )
-        metadata["n_check_points"] = int(n_check)
-    metadata = {**common, **metadata, "n_bins": table.n_bins}
+    inexact = _check_readable(table, numbers)
+    metadata = {
+        "layout": LAYOUT,
+        "layout_version": LAYOUT_VERSION,
+        "written_by": f"rosenblatt {__version__}",
+        **metadata,
+        "domain": [[x_lo, x_hi], [y_lo, y_hi]],
+        "n_events": int(transform.n_events_),
+        "sum_weight": float(transform.sum_weight_),
+        "n_bins": table.n_bins,
+        "max_abs_error": error,
+        "n_check_points": n_check,
+        "inexact_numbers": inexact,
+    }
+    reading = "Edges and offsets are written in decimal forms that correctionlib reads exactly" + (
+        f", except {inexact} read up to 2 units in the last place off." if inexact else "."
+    )
     description = (
         "gamma(x, y) = P(Y <= y | X = x) of the defining background sample "
-        f"({transform.n_events_} events), the Rosenblatt transform of the score y against x. {what}. "
-        f"Measured max |gamma - rosenblatt| = {metadata['max_abs_error']:.3g} on "
-        f"{metadata['n_check_points']} points. Domain x in [{x_lo:.10g}, {x_hi:.10g}], "
-        f"y in [{y_lo:.10g}, {y_hi:.10g}]: y below it gives 0, y at or above its upper end 1, "
-        "x beyond it is evaluated at the nearest end."
+        f"({transform.n_events_} events): the Rosenblatt transform of the score y against x. "
+        f"{what}. Measured max |gamma - rosenblatt| = {error:.3g} on {n_check} points. "
+        f"Domain x in [{x_lo:.10g}, {x_hi:.10g}], y in [{y_lo:.10g}, {y_hi:.10g}]: y below "
+        "it gives 0, y at or above its upper end 1, x beyond it is evaluated at the nearest "
+        f"end. {reading}"
     )
-    return _Export(table, metadata, description)
+    return _Export(table, metadata, description, numbers)
 
 
 def _tabulate_kde(
     transform: KDE,
+    numbers: ExactNumbers,
     tolerance: float,
     x_step: float,
     max_x_nodes: int,
@@ -513,16 +388,20 @@ def _tabulate_kde(
     progress: bool,
     n_check: int,
     seed: int,
-) -> tuple[_Table, str, dict[str, Any]]:
-    """Tabulate a KDE within ``tolerance``, refining until the measured error is below it."""
-    steps = _KDESteps(transform)
+) -> tuple[_Table, float, str]:
+    """Tabulate a KDE, refining until the error measured on the check points is within bounds.
+
+    Returns the table, the measured error and a description.
+    """
+    steps = KDESteps(transform)
     (x_lo, x_hi), (_, y_hi) = transform.domain_
     x, y = _check_points(transform, n_check, seed)
     exact = transform.transform(x, y)
     share = 0.4 * tolerance
     for _ in range(4):
-        x_nodes = _kde_x_nodes(steps, x_lo, x_hi, x_step * transform.bandwidth_, share, max_x_nodes)
-        table = _table(x_nodes, _kde_columns(steps, x_nodes, share, progress), y_hi)
+        x_nodes = kde_x_nodes(steps, x_lo, x_hi, x_step * transform.bandwidth_, share, max_x_nodes)
+        columns = [ColumnCDF(*c) for c in kde_columns(steps, x_nodes, share, numbers, progress)]
+        table = _table(x_nodes, columns, y_hi)
         if table.n_bins > max_bins:
             msg = (
                 f"the KDE table needs {table.n_bins} bins for a tolerance of {tolerance:g}, "
@@ -534,22 +413,18 @@ def _tabulate_kde(
             break
         share /= 2
     else:
-        msg = f"the KDE table reached a max error of {error:.3g}, above the tolerance {tolerance:g}"
+        msg = (
+            f"the KDE table reached a max error of {error:.3g}, above the tolerance "
+            f"{tolerance:g}, after refining three times"
+        )
         raise ValueError(msg)
     what = (
         f"KDE with sigma_r = {transform.sigma_r:g} (kernel width {transform.bandwidth_:.6g}) "
-        f"tabulated on {len(x_nodes)} x nodes and, per node, the y nodes of a piecewise-linear "
-        f"approximation of its steps; linear in y within each node's segments and in x between "
-        f"nodes, built for a max error of {tolerance:g}"
+        f"tabulated on {len(x_nodes)} x nodes: at each node a piecewise-linear approximation "
+        "of its steps in y, linear in x between nodes, built for a max error of "
+        f"{tolerance:g}"
     )
-    metadata = {
-        "kind": "kde",
-        "params": {"sigma_r": float(transform.sigma_r), "bandwidth": float(transform.bandwidth_)},
-        "tolerance": float(tolerance),
-        "max_abs_error": error,
-        "n_check_points": int(n_check),
-    }
-    return table, what, metadata
+    return table, error, what
 
 
 def _formula_ref(index: int, parameters: list[float]) -> dict[str, Any]:
@@ -609,9 +484,9 @@ def _correction(export: _Export, name: str) -> dict[str, Any]:
     }
 
 
-def correctionlib_document(
+def _build(
     transform: ConditionalCDFTransform,
-    name: str = DEFAULT_NAME,
+    name: str,
     *,
     tolerance: float = 1e-3,
     x_step: float = 0.5,
@@ -620,38 +495,7 @@ def correctionlib_document(
     max_bins: int = 2_000_000,
     progress: bool = False,
     seed: int = 0,
-) -> dict[str, Any]:
-    """Return the correctionlib (schema v2) JSON document of a fitted transform.
-
-    Parameters
-    ----------
-    transform
-        A fitted :class:`~rosenblatt.IRGI`, :class:`~rosenblatt.KDE` or a
-        :class:`TabulatedTransform` read from such a file.
-    name
-        Name of the correction in the set.
-    tolerance
-        KDE only: largest difference allowed between the table and the KDE.
-        The table is refined until the difference measured on ``n_check``
-        points is below it; halving it roughly doubles the file.
-    x_step
-        KDE only: starting spacing of the ``x`` nodes in kernel widths, before
-        refinement.
-    n_check
-        Points on which the difference to the transform is measured and
-        written in the description (see the module notes).
-    max_x_nodes, max_bins
-        KDE only: limits on the size of the table; a larger table is an error.
-    progress
-        Show a progress bar while tabulating a KDE.
-    seed
-        Seed of the measurement points.
-
-    Returns
-    -------
-    dict
-        Plain JSON data: ``json.dump`` writes it, correctionlib reads it.
-    """
+) -> tuple[dict[str, Any], _Export]:
     if not isinstance(name, str) or not name.strip():
         msg = f"name must be a non-empty string, got {name!r}"
         raise ValueError(msg)
@@ -665,11 +509,46 @@ def correctionlib_document(
         progress=progress,
         seed=seed,
     )
-    return {
+    document = {
         "schema_version": 2,
         "description": f"Rosenblatt transform written by rosenblatt {__version__}",
         "corrections": [_correction(export, name)],
     }
+    return document, export
+
+
+def correctionlib_document(
+    transform: ConditionalCDFTransform, name: str = DEFAULT_NAME, **options: Any
+) -> dict[str, Any]:
+    """Return the correctionlib (schema v2) document of a fitted transform as plain data.
+
+    Parameters
+    ----------
+    transform
+        A fitted :class:`~rosenblatt.IRGI`, :class:`~rosenblatt.KDE` or a
+        :class:`TabulatedTransform` read from such a file.
+    name
+        Name of the correction in the set.
+    **options
+        ``tolerance`` (KDE only, default 1e-3): largest difference allowed
+        between the table and the KDE; the table is refined until the
+        difference measured on the check points is below it, and a smaller
+        tolerance makes a larger file. ``x_step`` (KDE only, default 0.5):
+        starting spacing of the ``x`` nodes in kernel widths.
+        ``n_check`` (default 100000): number of points on which the difference
+        to the transform is measured and written in the description.
+        ``max_x_nodes``, ``max_bins`` (KDE only, default 20000 and 2000000):
+        limits on the table, beyond which export is an error. ``progress``:
+        show a progress bar while tabulating a KDE. ``seed``: seed of the
+        check points.
+
+    Notes
+    -----
+    ``json.dumps`` of this document writes numbers that correctionlib may
+    read up to 2 units in the last place off; :func:`write_correctionlib`
+    writes them in forms it reads exactly.
+    """
+    return _build(transform, name, **options)[0]
 
 
 def to_correctionlib(
@@ -677,8 +556,11 @@ def to_correctionlib(
 ) -> correctionlib.schemav2.CorrectionSet:
     """Return a fitted transform as a validated correctionlib ``CorrectionSet``.
 
-    Takes the options of :func:`correctionlib_document`. Needs correctionlib
-    (the ``correctionlib`` extra); ``.to_evaluator()`` of the result evaluates it.
+    Takes the options of :func:`correctionlib_document` and needs correctionlib
+    (the ``correctionlib`` extra). Evaluate files written by
+    :func:`write_correctionlib` for values exact to rounding: correctionlib
+    may read the bin edges of the model's own JSON up to 2 units in the last
+    place off.
     """
     import correctionlib.schemav2 as cs
 
@@ -690,7 +572,9 @@ def write_correctionlib(
 ) -> dict[str, Any]:
     """Write a fitted transform to ``path`` as a correctionlib JSON file.
 
-    Takes the options of :func:`correctionlib_document`; needs no correctionlib.
+    Takes the options of :func:`correctionlib_document`; needs no
+    correctionlib. Bin edges and formula offsets are written in decimal forms
+    that correctionlib reads exactly.
 
     Returns
     -------
@@ -698,11 +582,11 @@ def write_correctionlib(
         The metadata written in the correction's description (kind, number of
         bins, measured max error, ...).
     """
-    document = correctionlib_document(transform, name, **options)
-    Path(path).write_text(
-        json.dumps(document, allow_nan=False, separators=(",", ":")), encoding="utf-8"
-    )
-    return _read_metadata(document["corrections"][0], str(path))
+    document, export = _build(transform, name, **options)
+    text = json.dumps(document, allow_nan=False, separators=(",", ":"))
+    text = export.numbers.dumps(text, _positions(export.table))
+    Path(path).write_text(text, encoding="utf-8")
+    return dict(export.metadata)
 
 
 # ----------------------------------------------------------------- import

@@ -6,17 +6,26 @@ cannot stack three convolutions on a 36x36 input (a stride-12 layer already
 leaves 3x3 or less), so this network keeps the three-convolutions-plus-one-dense
 shape with strides that shrink the image gradually::
 
-    input                                    1 x 36 x 36
-    conv 4x4, stride 2, padding 1, ReLU      8 x 18 x 18
-    conv 4x4, stride 2, padding 1, ReLU     16 x  9 x  9
-    conv 3x3, stride 3, no padding, ReLU    32 x  3 x  3
-    dense 288 -> 1                          logit
+    input                                    1 x 36 x 36   (eta x phi)
+    conv 4x4, stride 2, ReLU                 8 x 18 x 18
+    conv 4x4, stride 2, ReLU                16 x  9 x  9
+    conv 3x3, stride 1, ReLU                32 x  9 x  9
+    maximum over the 9 x 9 positions        32
+    dense 32 -> 1                           logit
 
-About 0.25 M multiply-adds per image and 7 k parameters: narrow layers, since
-the CPU cost of small convolutions grows faster than their width (16/32/32
-channels train 2.5 times slower per event for no gain on these images). An
-epoch over 10^4 images takes a few seconds on one CPU core (see
-``benchmarks/bench_training.py``).
+Every convolution pads its input by one pixel: periodically along phi (the
+image is the unrolled cylinder, so pixel column 0 neighbours column 35; 36,
+18 and 9 columns each cover the full turn) and with zeros along eta. The
+maximum over positions makes the score independent of where the jets sit in
+the event, which the events' rotational symmetry in phi and the spread of jet
+rapidities call for: with a position-dependent dense layer on the 3x3 map of a
+stride-3 third convolution instead, the same budget reached a validation AUC
+of 0.77 instead of 0.88 (2000 Pythia events per class, 15 epochs).
+
+About 0.58 M multiply-adds per image and 7 k parameters, narrow so an epoch
+over 10^4 images takes seconds on one CPU core (see
+``benchmarks/bench_training.py``); 16/32/32 channels gained 0.02 in AUC on the
+same events for twice the time.
 
 Input normalisation: each pixel (the scalar sum of track pT in the bin, GeV) is
 replaced by ``log1p(pixel)``, which compresses the few hard pixels of a jet
@@ -34,6 +43,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 from torch import nn
+from torch.nn import functional
 
 from rosenblatt.ml.tables import IMAGE_SHAPE
 
@@ -41,7 +51,8 @@ __all__ = ["ARCHITECTURE", "TrackImageCNN", "check_images"]
 
 #: a short description stored in the metadata of every trained network
 ARCHITECTURE = (
-    "conv(1->8,k4,s2,p1)-relu-conv(8->16,k4,s2,p1)-relu-conv(16->32,k3,s3)-relu-dense(288->1); "
+    "conv(1->8,k4,s2)-relu-conv(8->16,k4,s2)-relu-conv(16->32,k3,s1)-relu-maxpool(all)-"
+    "dense(32->1); padding 1 periodic in phi, zero in eta; "
     "input log1p(pixel) standardised with training-set mean and std"
 )
 
@@ -80,16 +91,14 @@ class TrackImageCNN(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(1, 8, kernel_size=4, stride=2, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(8, 16, kernel_size=4, stride=2, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(16, 32, kernel_size=3, stride=3),
-            nn.ReLU(),
-            nn.Flatten(),
+        self.convolutions = nn.ModuleList(
+            [
+                nn.Conv2d(1, 8, kernel_size=4, stride=2),
+                nn.Conv2d(8, 16, kernel_size=4, stride=2),
+                nn.Conv2d(16, 32, kernel_size=3, stride=1),
+            ]
         )
-        self.dense = nn.Linear(32 * 3 * 3, 1)
+        self.dense = nn.Linear(32, 1)
         self.register_buffer("pixel_mean", torch.zeros(()))
         self.register_buffer("pixel_std", torch.ones(()))
 
@@ -109,5 +118,13 @@ class TrackImageCNN(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """Return the logits ``(n,)`` of raw pixel images ``(n, 36, 36)``."""
-        normalised = (torch.log1p(images) - self.pixel_mean) / self.pixel_std
-        return self.dense(self.features(normalised.unsqueeze(1))).squeeze(1)
+        hidden = ((torch.log1p(images) - self.pixel_mean) / self.pixel_std).unsqueeze(1)
+        for convolution in self.convolutions:
+            hidden = torch.relu(convolution(_pad_cylinder(hidden)))
+        return self.dense(hidden.amax(dim=(2, 3))).squeeze(1)
+
+
+def _pad_cylinder(images: torch.Tensor) -> torch.Tensor:
+    """Pad ``(n, c, eta, phi)`` by one pixel: periodic along phi, zeros along eta."""
+    wrapped = torch.cat([images[..., -1:], images, images[..., :1]], dim=-1)
+    return functional.pad(wrapped, (0, 0, 1, 1))

@@ -43,8 +43,21 @@ def _count_le(row: NDArray[np.float64], start: int, n: int, value: float) -> int
 
 
 @_helper
-def _column_cdf(edges: NDArray[np.float64], cdf: NDArray[np.float64], start: int, n_edge: int, y: float) -> float:
-    count = _count_le(edges, start, n_edge, y)
+def _count_le_near(row: NDArray[np.float64], start: int, n: int, value: float, guess: int) -> int:
+    """As :func:`_count_le`, walking from ``guess``: fast when the answer is close to it."""
+    count = min(max(guess, 0), n)
+    while count < n and row[start + count] <= value:
+        count += 1
+    while count > 0 and row[start + count - 1] > value:
+        count -= 1
+    return count
+
+
+@_helper
+def _interpolate(
+    edges: NDArray[np.float64], cdf: NDArray[np.float64], start: int, n_edge: int, count: int, y: float
+) -> float:
+    """The column's piecewise-linear CDF at ``y``, given the number of its edges <= ``y``."""
     if count == 0:
         return 0.0
     if count == n_edge:
@@ -75,8 +88,14 @@ def irgi_evaluate(
         left = centres[column]
         t = (xi - left) / (centres[column + 1] - left)
         t = min(max(t, 0.0), 1.0)
-        g0 = _column_cdf(edges, cdf, column * n_edge, n_edge, y[i])
-        g1 = _column_cdf(edges, cdf, (column + 1) * n_edge, n_edge, y[i])
+        yi = y[i]
+        start0 = column * n_edge
+        start1 = start0 + n_edge
+        # neighbouring columns have similar edges: search the second from the first
+        count0 = _count_le(edges, start0, n_edge, yi)
+        count1 = _count_le_near(edges, start1, n_edge, yi, count0)
+        g0 = _interpolate(edges, cdf, start0, n_edge, count0, yi)
+        g1 = _interpolate(edges, cdf, start1, n_edge, count1, yi)
         out[i] = (1.0 - t) * g0 + t * g1
 
 
