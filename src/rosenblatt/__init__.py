@@ -20,9 +20,11 @@ from rosenblatt.serialization import SchemaError, load
 from rosenblatt.transforms import IRGI, KDE, NotFittedError, OutsideCounts
 
 _METRICS = (
+    "PermutationTestResult",
     "background_rejection",
     "distance_correlation",
     "distance_correlation_sqr",
+    "distance_covariance_sqr",
     "inverse_jsd",
     "permutation_test",
     "roc_auc",
@@ -34,11 +36,13 @@ __all__ = [
     "KDE",
     "NotFittedError",
     "OutsideCounts",
+    "PermutationTestResult",
     "SchemaError",
     "__version__",
     "background_rejection",
     "distance_correlation",
     "distance_correlation_sqr",
+    "distance_covariance_sqr",
     "inverse_jsd",
     "load",
     "permutation_test",
