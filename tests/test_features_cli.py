@@ -36,6 +36,7 @@ def read_table(path: Path) -> ak.Array:
     return ak.from_parquet(str(path))
 
 
+@pytest.mark.slow
 def test_all_executors_give_the_same_table(
     event_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -38,6 +38,21 @@ def test_architecture_is_three_convolutions_and_one_dense_layer() -> None:
     assert dense[0].out_features == 1
 
 
+def test_score_is_invariant_under_phi_rotations_by_the_total_stride() -> None:
+    """Periodic phi padding and the maximum over positions: rotating the event in phi
+    by a multiple of 4 pixels (the product of the strides) leaves the logit unchanged."""
+    torch.manual_seed(3)
+    network = TrackImageCNN().eval()
+    images = torch.from_numpy(sparse_images(8, seed=3))
+    with torch.no_grad():
+        logits = network(images)
+        for shift in (4, 8, 20, -12):
+            rotated = network(torch.roll(images, shifts=shift, dims=2))
+            assert torch.equal(rotated, logits), shift
+        # a shift that is not a multiple of the stride changes the sampling grid
+        assert not torch.equal(network(torch.roll(images, shifts=1, dims=2)), logits)
+
+
 def test_input_scale_is_the_mean_and_std_of_log1p_pixels() -> None:
     images = sparse_images(200, seed=1)
     network = TrackImageCNN()

@@ -24,7 +24,14 @@ defining scores, so it is tabulated: ``x`` nodes on a grid refined until the
 interpolation between neighbours is within the tolerance, and per node the
 ``y`` nodes of a piecewise-linear approximation of its staircase within the
 tolerance. The largest difference to the KDE, measured on a dense sample of
-points, is written in the correction's description.
+points, is written in the correction's description. Every step of the KDE
+larger than the tolerance needs its own bins, so the table grows when the
+kernel holds few events (small samples, narrow kernels, tails in ``x``).
+
+correctionlib reads JSON numbers up to 2 units in the last place off; the
+edges and offsets are written in decimal forms that it reads exactly (see
+:mod:`rosenblatt.io._correctionlib_numbers`), so that a bin edge on a defining
+score or a steep segment evaluates the same in Python, C++ and rosenblatt.
 
 The correction's description also carries a line ``rosenblatt-metadata:``
 followed by a JSON object (kind, parameters, domain, defining-sample size,
@@ -50,7 +57,7 @@ from rosenblatt._version import __version__
 from rosenblatt.io._correctionlib_kde import KDESteps, kde_columns, kde_x_nodes
 from rosenblatt.io._correctionlib_numbers import ExactNumbers
 from rosenblatt.serialization import SchemaError
-from rosenblatt.transforms._base import ConditionalCDFTransform
+from rosenblatt.transforms._base import ConditionalCDFTransform, NotFittedError
 
 if TYPE_CHECKING:
     import correctionlib.schemav2
@@ -229,8 +236,9 @@ def _check_points(
     A quarter is uniform over the domain widened by 5% on each side. The rest
     sit exactly on, or at the largest float below, the ``y`` values where
     ``gamma`` jumps or bends (the defining scores of a KDE, the edges of an
-    IRGI), half of them at ``x`` uniform over the widened domain and half at
-    or near the ``x`` nodes of the transform.
+    IRGI); a third of those at or near the ``x`` of the defining events (KDE)
+    or the column centres (IRGI), the others at ``x`` uniform over the
+    widened domain.
     """
     from rosenblatt.transforms import IRGI, KDE
 
@@ -307,9 +315,12 @@ def _export(
 ) -> _Export:
     from rosenblatt.transforms import IRGI, KDE
 
+    if not isinstance(transform, ConditionalCDFTransform):
+        msg = f"cannot export a {type(transform).__name__}; export a fitted IRGI or KDE"
+        raise TypeError(msg)
     if not transform.is_fitted():
         msg = f"this {type(transform).__name__} is not fitted yet: fit it before exporting it"
-        raise ValueError(msg)
+        raise NotFittedError(msg)
     numbers = ExactNumbers()
     if isinstance(transform, TabulatedTransform):
         stored = {

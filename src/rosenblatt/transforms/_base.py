@@ -134,6 +134,15 @@ class ConditionalCDFTransform(ABC):
 
         save(self, path)
 
+    def to_correctionlib(self, name: str = "rosenblatt_gamma", **options: Any) -> Any:
+        """Return the transform as a correctionlib ``CorrectionSet``.
+
+        See :func:`rosenblatt.io.correctionlib.to_correctionlib` for the options.
+        """
+        from rosenblatt.io.correctionlib import to_correctionlib
+
+        return to_correctionlib(self, name, **options)
+
     def is_fitted(self) -> bool:
         """Return whether :meth:`fit` has been called."""
         return hasattr(self, "domain_")
