@@ -246,6 +246,8 @@ def test_load_round_trip(exported: Exported, tmp_path: Path) -> None:
         loaded.transform(x, y), evaluate_file(path, name, x, y), rtol=0, atol=1e-12
     )
     assert np.max(np.abs(loaded.transform(x, y) - original.transform(x, y))) <= exported.bound
+    with pytest.raises(TypeError, match="cannot be fitted"):
+        loaded.fit(x, y)
     loaded.save(tmp_path / "again.json")
     assert (tmp_path / "again.json").read_bytes() == path.read_bytes()
 
@@ -272,8 +274,8 @@ def test_kde_options_are_checked(kde_exported: Exported, tmp_path: Path) -> None
     kde = kde_exported.transform
     with pytest.raises(ValueError, match="tolerance"):
         write_correctionlib(kde, tmp_path / "k.json", tolerance=0.0)
-    with pytest.raises(ValueError, match="max_bins"):
-        write_correctionlib(kde, tmp_path / "k.json", max_bins=10)
+    with pytest.raises(ValueError, match="max_x_nodes"):
+        write_correctionlib(kde, tmp_path / "k.json", max_x_nodes=5)
     assert not (tmp_path / "k.json").exists()
 
 

@@ -88,7 +88,6 @@ def format_cutflow(cutflow: dict[str, dict[str, int]]) -> str:
 def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt features``; return the exit status."""
     from processors.runner import run_dijet
-
     from rosenblatt.io import EventFileError
     from rosenblatt.io.parquet import write_parquet
 

@@ -9,7 +9,7 @@ import time
 __all__ = ["add_parser", "main"]
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``run`` sub-command."""
     from rosenblatt.config import DEFAULT_CONFIG
 

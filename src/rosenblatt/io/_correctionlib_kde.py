@@ -74,7 +74,13 @@ class KDESteps:
 
 
 def kde_x_nodes(
-    steps: KDESteps, lo: float, hi: float, spacing: float, tolerance: float, max_nodes: int
+    steps: KDESteps,
+    lo: float,
+    hi: float,
+    spacing: float,
+    tolerance: float,
+    max_nodes: int,
+    progress: bool = False,
 ) -> NDArray[np.float64]:
     """``x`` nodes from ``lo`` to ``hi`` refined until linear interpolation is within ``tolerance``.
 
@@ -94,6 +100,7 @@ def kde_x_nodes(
     accepted = [nodes]
     n_nodes = n_start
     a, b = nodes[:-1], nodes[1:]
+    bar = tqdm(desc="KDE x intervals checked", unit="interval", disable=not progress)
     while len(a):
         mid = 0.5 * (a + b)
         error = np.concatenate(
@@ -114,7 +121,9 @@ def kde_x_nodes(
             )
             raise ValueError(msg)
         accepted.append(new)
+        bar.update(len(a))
         a, b = np.concatenate((a[split], new)), np.concatenate((new, b[split]))
+    bar.close()
     return np.unique(np.concatenate(accepted))
 
 

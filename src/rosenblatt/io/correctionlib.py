@@ -410,7 +410,9 @@ def _tabulate_kde(
     exact = transform.transform(x, y)
     share = 0.4 * tolerance
     for _ in range(4):
-        x_nodes = kde_x_nodes(steps, x_lo, x_hi, x_step * transform.bandwidth_, share, max_x_nodes)
+        x_nodes = kde_x_nodes(
+            steps, x_lo, x_hi, x_step * transform.bandwidth_, share, max_x_nodes, progress
+        )
         columns = [ColumnCDF(*c) for c in kde_columns(steps, x_nodes, share, numbers, progress)]
         table = _table(x_nodes, columns, y_hi)
         if table.n_bins > max_bins:

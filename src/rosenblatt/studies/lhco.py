@@ -220,8 +220,10 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         test_scores["disco"] = _scores(test, disco["column"])
     abcd_cfg = config.get("abcd", {})
     mjj_max = float(abcd_cfg.get("mjj_max", 4000.0))
-    x0 = np.linspace(*abcd_cfg.get("x0", [2000.0, 3700.0]), int(abcd_cfg.get("n_x0", 100)))
-    y0 = np.linspace(*abcd_cfg.get("y0", [0.1, 0.85]), int(abcd_cfg.get("n_y0", 100)))
+    x_lo, x_hi = (float(v) for v in abcd_cfg.get("x0", [2000.0, 3700.0]))
+    y_lo, y_hi = (float(v) for v in abcd_cfg.get("y0", [0.1, 0.85]))
+    x0 = np.linspace(x_lo, x_hi, int(abcd_cfg.get("n_x0", 100)))
+    y0 = np.linspace(y_lo, y_hi, int(abcd_cfg.get("n_y0", 100)))
     keep = test_mjj < mjj_max
     n_perm = int(config.get("permutations", 100))
     bkg = test_label == 0
