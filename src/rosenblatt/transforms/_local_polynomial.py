@@ -207,5 +207,6 @@ def local_polynomial_cdf(
 def rearrange(cdf: Array) -> Array:
     """Monotone, ``[0, 1]``-valued rows: each row sorted, clipped, first 0 and last 1."""
     out = np.clip(np.sort(cdf, axis=-1), 0.0, 1.0)
+    out[..., 0] = 0.0
     out[..., -1] = 1.0
     return out
