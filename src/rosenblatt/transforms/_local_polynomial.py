@@ -162,31 +162,44 @@ def kernel_matrices(nodes: Array, bandwidth: Array, n_powers: int) -> list[spars
     return out
 
 
-def local_polynomial_coefficients(matrices: list[sparse.csr_matrix], mass: Array, degree: int) -> Array:
+def local_polynomial_coefficients(
+    matrices: list[sparse.csr_matrix], mass: Array, degree: int
+) -> tuple[Array, NDArray[np.bool_]]:
     """First row of the inverse local moment matrix at every node, ``(n_nodes, degree + 1)``.
+
+    Nodes whose kernel window holds no defining event are returned as a mask
+    (their coefficients are zero): they lie in a gap of the sample and are
+    filled by :func:`fill_gaps`.
 
     Raises
     ------
     ValueError
-        Where the kernel-weighted mass is not positive (negative weights dominate).
+        Where the kernel-weighted mass is not positive although the window
+        holds events (negative weights dominate).
     """
     moments = np.stack([matrices[q] @ mass for q in range(2 * degree + 1)], axis=1)
     total = moments[:, 0]
-    if not np.all(total > 0):
-        n_bad = int((~(total > 0)).sum())
+    empty = (matrices[0] @ (mass != 0).astype(np.float64)) == 0
+    bad = ~(total > 0) & ~empty
+    if bad.any():
         msg = (
-            f"the kernel-weighted sum of the defining weights is not positive at {n_bad} grid "
-            "node(s): negative weights dominate there; use a wider sigma_r"
+            f"the kernel-weighted sum of the defining weights is not positive at {int(bad.sum())} "
+            "grid node(s): negative weights dominate there; use a wider sigma_r"
         )
         raise ValueError(msg)
+    safe = np.where(empty, 1.0, total)
     if degree == 0:
-        return (1.0 / total)[:, None]
-    index = np.arange(degree + 1)
-    matrix = moments[:, index[:, None] + index[None, :]]
-    matrix[:, index[1:], index[1:]] += RIDGE * total[:, None]
-    unit = np.zeros((len(total), degree + 1, 1))
-    unit[:, 0, 0] = 1.0
-    return np.linalg.solve(matrix, unit)[:, :, 0]
+        coefficients = (1.0 / safe)[:, None]
+    else:
+        index = np.arange(degree + 1)
+        matrix = moments[:, index[:, None] + index[None, :]]
+        matrix[empty] = np.eye(degree + 1)
+        matrix[:, index[1:], index[1:]] += RIDGE * safe[:, None]
+        unit = np.zeros((len(total), degree + 1, 1))
+        unit[:, 0, 0] = 1.0
+        coefficients = np.linalg.solve(matrix, unit)[:, :, 0]
+    coefficients[empty] = 0.0
+    return coefficients, empty
 
 
 def local_polynomial_cdf(
@@ -195,12 +208,21 @@ def local_polynomial_cdf(
     """Raw local-polynomial estimate of the weight fraction below each edge, per node.
 
     ``below`` may hold several samples side by side (``(n_nodes, m * n_edges)``),
-    all smoothed with the moments of ``mass``.
+    all smoothed with the moments of ``mass``. Rows of nodes in gaps of the
+    sample are interpolated from the nearest nodes on either side.
     """
-    coefficients = local_polynomial_coefficients(matrices, mass, degree)
+    coefficients, empty = local_polynomial_coefficients(matrices, mass, degree)
     out = coefficients[:, 0:1] * (matrices[0] @ below)
     for q in range(1, degree + 1):
         out += coefficients[:, q : q + 1] * (matrices[q] @ below)
+    if empty.any():
+        filled = np.flatnonzero(~empty)
+        for k in np.flatnonzero(empty):
+            right = int(np.searchsorted(filled, k))
+            lo = filled[max(right - 1, 0)]
+            hi = filled[min(right, len(filled) - 1)]
+            t = 0.0 if hi == lo else (k - lo) / (hi - lo)
+            out[k] = (1.0 - t) * out[lo] + t * out[hi]
     return out
 
 
