@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import time
 
 __all__ = ["add_parser", "main"]
@@ -35,9 +36,14 @@ def main(args: argparse.Namespace) -> int:
     from rosenblatt.studies import run_study
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    config = load_config(args.config)
     start = time.perf_counter()
-    folder = run_study(config, args.output)
+    try:
+        config = load_config(args.config)
+        folder = run_study(config, args.output)
+    except (OSError, ValueError, KeyError) as err:
+        reason = f"missing configuration key {err}" if isinstance(err, KeyError) else str(err)
+        print(f"rosenblatt run: error: {reason}", file=sys.stderr)
+        return 2
     elapsed = time.perf_counter() - start
     logging.getLogger("rosenblatt").info(
         "study %r done in %.1f s: see %s", config["name"], elapsed, folder / "report.md"
