@@ -31,6 +31,7 @@ __all__ = [
     "KERNEL_REACH",
     "bin_sample",
     "fold_histograms",
+    "interval_moments",
     "kernel_matrices",
     "local_polynomial_cdf",
     "node_grid",
@@ -132,6 +133,26 @@ def fold_histograms(
     mass = counts.sum(axis=2)
     below = np.cumsum(counts[:, :, :n_edges], axis=2)
     return mass, below
+
+
+def interval_moments(
+    x: Array, weight: Array | None, nodes: Array, fold: NDArray[np.intp] | None = None, n_folds: int = 1
+) -> Array:
+    """Second-order binned weight per fold and interval between nodes, ``(n_folds, 3, n_nodes - 1)``.
+
+    For the events of interval ``j`` (between ``nodes[j]`` and ``nodes[j + 1]``)
+    at fraction ``f`` of the way: the sums of ``w (1 - f)**2``, ``2 w f (1 - f)``
+    and ``w f**2``. With them, the sum over events of the square of a function
+    interpolated linearly between nodes is exact.
+    """
+    n_intervals = len(nodes) - 1
+    left, share = _linear_binning(x, nodes)
+    w = np.ones(len(x)) if weight is None else weight
+    index = left if fold is None else fold * n_intervals + left
+    size = n_folds * n_intervals
+    terms = [w * (1.0 - share) ** 2, 2.0 * w * share * (1.0 - share), w * share**2]
+    out = np.stack([np.bincount(index, weights=t, minlength=size) for t in terms])
+    return out.reshape(3, n_folds, n_intervals).transpose(1, 0, 2)
 
 
 def bin_sample(x: Array, y: Array, weight: Array | None, nodes: Array, edges: Array) -> tuple[Array, Array]:
