@@ -69,9 +69,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table", help="feature table (parquet) instead of generating events")
     parser.add_argument("--events-per-class", type=int, default=300)
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[10_000, 2048, 512])
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[10_000, 2048, 512, 256])
     parser.add_argument("--alpha", type=float, default=3.0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=2, help="best of this many epochs")
     args = parser.parse_args()
 
     import torch
@@ -87,13 +88,20 @@ def main() -> None:
 
     def epoch_seconds(alpha: float, batch_size: int) -> float:
         options = {"max_epochs": 1, "batch_size": batch_size, "n_threads": args.threads}
-        model = train_on_arrays(train, val, alpha=alpha, seed=0, options=options)
-        return float(model.metadata["seconds"])
+        return min(
+            float(
+                train_on_arrays(train, val, alpha=alpha, seed=0, options=options).metadata[
+                    "seconds"
+                ]
+            )
+            for _ in range(args.repeats)
+        )
 
     epoch_seconds(0.0, 512)  # warm-up
     print(
         f"CNN training, {TRAIN_EVENTS} events ({len(arrays)} distinct real events), "
-        f"{args.threads} thread(s), torch {torch.__version__}"
+        f"{args.threads} thread(s), best of {args.repeats}, alpha {args.alpha:g}, "
+        f"torch {torch.__version__}"
     )
     header = (
         f"{'batch':>6} {'s/epoch/1e4 BCE':>16} {'s/epoch/1e4 DisCo':>18} "

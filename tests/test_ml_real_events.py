@@ -46,7 +46,9 @@ def test_baseline_cnn_separates_signal_from_background(real_samples) -> None:
         seed=0,
         options={"max_epochs": 30, "batch_size": 32, "patience": 6, "n_threads": 1},
     )
-    assert model.metadata["val_auc"] > 0.7
+    # a score without information has AUC 0.5 with a standard error of
+    # sqrt((n_s + n_b + 1) / (12 n_s n_b)) = 0.041 for 100 + 100 validation events
+    assert model.metadata["val_auc"] > 0.5 + 3 * 0.041
     scores = model.predict(real_samples["validation"])
     assert scores.shape == (len(real_samples["validation"]),)
     assert np.all((scores >= 0) & (scores <= 1))

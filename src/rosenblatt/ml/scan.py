@@ -12,7 +12,8 @@ Model names: ``baseline_s<seed>``, ``disco_a<alpha>_s<seed>`` (``alpha`` as
 ``%g``: ``disco_a3.5_s2``) and ``gbdt_s<seed>``.
 
 Resuming: a model whose metadata file exists (with the same kind, alpha, seed,
-options and sample sizes) is not trained again, so an interrupted scan
+options and sample sizes; the thread count and device may differ) is not
+trained again, so an interrupted scan
 continues where it stopped; a metadata file written with other options is an
 error rather than silently mixed in.
 """
@@ -58,6 +59,9 @@ _IDENTITY_KEYS = (
     "train_events",
     "val_events",
 )
+
+#: options that change where and how fast a model trains, not which model it is
+_EXECUTION_OPTIONS = ("n_threads", "device", "max_block_bytes")
 
 #: the metadata collected in ``scan.json``
 _SUMMARY_KEYS = (
@@ -250,10 +254,15 @@ def _identity(spec: ModelSpec, options: Any, n_train: int, n_val: int) -> dict[s
         "alpha": 0.0 if spec.alpha is None else spec.alpha,
         "seed": spec.seed,
         "training_seed": spec.training_seed,
-        "options": asdict(options),
+        "options": _model_options(asdict(options)),
         "train_events": n_train,
         "val_events": n_val,
     }
+
+
+def _model_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options that define a model, without where and how fast it runs."""
+    return {key: value for key, value in options.items() if key not in _EXECUTION_OPTIONS}
 
 
 def _finished(spec: ModelSpec, models_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | None:
@@ -263,6 +272,7 @@ def _finished(spec: ModelSpec, models_dir: Path, identity: dict[str, Any]) -> di
         return None
     metadata = json.loads(path.read_text())
     stored = {key: metadata.get(key) for key in _IDENTITY_KEYS}
+    stored["options"] = _model_options(stored["options"] or {})
     # JSON turns tuples into lists; compare through the same round trip
     if stored != json.loads(json.dumps(identity)):
         differing = [
@@ -418,7 +428,9 @@ def run_scan(
         :class:`~rosenblatt.ml.gbdt.GBDTOptions` or a mapping of their fields).
     n_workers
         Parallel training processes, each with one torch thread; 1 trains in
-        this process.
+        this process. The workers are started with ``spawn``, so a script
+        that calls this with ``n_workers > 1`` must do so under
+        ``if __name__ == "__main__":``.
     progress
         Show a progress bar over models.
 

@@ -30,9 +30,11 @@ from scipy import sparse
 __all__ = [
     "KERNEL_REACH",
     "bin_sample",
+    "compress_columns",
     "fold_histograms",
     "interval_moments",
     "kernel_matrices",
+    "linear_binning",
     "local_polynomial_cdf",
     "node_grid",
     "rearrange",
@@ -94,19 +96,25 @@ def y_edges(y_sorted: Array, cumulative: Array, n_bins: int) -> Array:
     return np.unique(np.concatenate(([y_sorted[0]], inner, [y_sorted[-1]])))
 
 
-def _linear_binning(x: Array, nodes: Array) -> tuple[NDArray[np.intp], Array]:
-    """Left node of each ``x`` and its share ``f`` for the right node (``1 - f`` for the left)."""
-    left = np.clip(np.searchsorted(nodes, x, side="right") - 1, 0, len(nodes) - 2)
+def linear_binning(x: Array, nodes: Array) -> tuple[NDArray[np.intp], Array]:
+    """Left node of each ``x`` on a regular grid, and its share ``f`` for the right node.
+
+    The left node receives ``1 - f``; ``x`` beyond the grid goes to the nearest end.
+    """
+    n = len(nodes)
+    lo, hi = nodes[0], nodes[-1]
+    position = (np.clip(x, lo, hi) - lo) * ((n - 1) / (hi - lo))
+    left = np.minimum(position.astype(np.intp), n - 2)
     share = np.clip((x - nodes[left]) / (nodes[left + 1] - nodes[left]), 0.0, 1.0)
     return left, share
 
 
 def fold_histograms(
-    x: Array,
-    y: Array,
+    binning: tuple[NDArray[np.intp], Array],
+    column: NDArray[np.intp],
     weight: Array | None,
-    nodes: Array,
-    edges: Array,
+    n_nodes: int,
+    n_edges: int,
     fold: NDArray[np.intp] | None = None,
     n_folds: int = 1,
 ) -> tuple[Array, Array]:
@@ -114,29 +122,38 @@ def fold_histograms(
 
     Parameters
     ----------
-    x, y, weight
-        The sample (``weight`` ``None`` for unit weights).
-    nodes, edges
-        The ``x`` nodes and the ``y`` edges.
+    binning
+        :func:`linear_binning` of the events' ``x`` on the ``n_nodes`` nodes.
+    column
+        Number of edges ``<= y`` of each event (``numpy.searchsorted(edges, y, "right")``).
+    weight
+        Event weights (``None`` for unit weights).
+    n_nodes, n_edges
+        Numbers of ``x`` nodes and ``y`` edges.
     fold, n_folds
         Fold of each event in ``range(n_folds)``; ``None`` puts all in one.
     """
-    n_nodes, n_edges = len(nodes), len(edges)
-    left, share = _linear_binning(x, nodes)
-    column = np.searchsorted(edges, y, side="right")  # y < edges[k]  <=>  k >= column
-    w = np.ones(len(x)) if weight is None else weight
-    base = column if fold is None else fold * (n_nodes * (n_edges + 1)) + column
-    size = n_folds * n_nodes * (n_edges + 1)
-    counts = np.bincount(base + left * (n_edges + 1), weights=w * (1.0 - share), minlength=size)
-    counts += np.bincount(base + (left + 1) * (n_edges + 1), weights=w * share, minlength=size)
-    counts = counts.reshape(n_folds, n_nodes, n_edges + 1)
+    left, share = binning
+    w = np.ones(len(left)) if weight is None else weight
+    stride = n_edges + 1
+    base = column if fold is None else fold * (n_nodes * stride) + column
+    base = base + left * stride
+    size = n_folds * n_nodes * stride
+    w_right = w * share
+    counts = np.bincount(base, weights=w - w_right, minlength=size)
+    counts += np.bincount(base + stride, weights=w_right, minlength=size)
+    counts = counts.reshape(n_folds, n_nodes, stride)
     mass = counts.sum(axis=2)
     below = np.cumsum(counts[:, :, :n_edges], axis=2)
     return mass, below
 
 
 def interval_moments(
-    x: Array, weight: Array | None, nodes: Array, fold: NDArray[np.intp] | None = None, n_folds: int = 1
+    binning: tuple[NDArray[np.intp], Array],
+    weight: Array | None,
+    n_nodes: int,
+    fold: NDArray[np.intp] | None = None,
+    n_folds: int = 1,
 ) -> Array:
     """Second-order binned weight per fold and interval between nodes, ``(n_folds, 3, n_nodes - 1)``.
 
@@ -145,19 +162,21 @@ def interval_moments(
     and ``w f**2``. With them, the sum over events of the square of a function
     interpolated linearly between nodes is exact.
     """
-    n_intervals = len(nodes) - 1
-    left, share = _linear_binning(x, nodes)
-    w = np.ones(len(x)) if weight is None else weight
+    left, share = binning
+    n_intervals = n_nodes - 1
+    w = np.ones(len(left)) if weight is None else weight
     index = left if fold is None else fold * n_intervals + left
     size = n_folds * n_intervals
-    terms = [w * (1.0 - share) ** 2, 2.0 * w * share * (1.0 - share), w * share**2]
+    right = w * share
+    terms = [(w - right) * (1.0 - share), 2.0 * right * (1.0 - share), right * share]
     out = np.stack([np.bincount(index, weights=t, minlength=size) for t in terms])
     return out.reshape(3, n_folds, n_intervals).transpose(1, 0, 2)
 
 
 def bin_sample(x: Array, y: Array, weight: Array | None, nodes: Array, edges: Array) -> tuple[Array, Array]:
     """Binned weight of the whole sample: ``mass[j]`` and ``below[j, k]``."""
-    mass, below = fold_histograms(x, y, weight, nodes, edges)
+    column = np.searchsorted(edges, y, side="right")
+    mass, below = fold_histograms(linear_binning(x, nodes), column, weight, len(nodes), len(edges))
     return mass[0], below[0]
 
 
@@ -247,9 +266,51 @@ def local_polynomial_cdf(
     return out
 
 
-def rearrange(cdf: Array) -> Array:
-    """Monotone, ``[0, 1]``-valued rows: each row sorted, clipped, first 0 and last 1."""
+def rearrange(cdf: Array, *, pin_ends: bool = True) -> Array:
+    """Monotone, ``[0, 1]``-valued rows: each row sorted and clipped.
+
+    With ``pin_ends`` the rows span the whole ``y`` domain: the first value is
+    set to 0 and the last to 1.
+    """
     out = np.clip(np.sort(cdf, axis=-1), 0.0, 1.0)
-    out[..., 0] = 0.0
-    out[..., -1] = 1.0
+    if pin_ends:
+        out[..., 0] = 0.0
+        out[..., -1] = 1.0
     return out
+
+
+def compress_columns(edges: Array, cdf: Array, n_levels: int) -> tuple[Array, Array]:
+    """Per-column ``y`` edges keeping a piecewise-linear CDF within about ``1 / n_levels``.
+
+    A column keeps, of the shared ``edges``, its first and last, each edge at
+    which its CDF reaches a new multiple of ``1 / n_levels``, and the edge
+    before any step larger than ``1 / n_levels`` (a tie in ``y``), so that such
+    a step stays as sharp as on the full grid. Columns with fewer edges are
+    padded with copies of their last edge.
+
+    Parameters
+    ----------
+    edges
+        The shared edges, increasing, ``(n_edges,)``.
+    cdf
+        Monotone rows from 0 to 1, ``(n_columns, n_edges)``.
+    n_levels
+        Number of levels.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(column_edges, column_cdf)``, both ``(n_columns, n_kept)``.
+    """
+    level = np.floor(cdf * n_levels)
+    keep = np.zeros(cdf.shape, dtype=bool)
+    keep[:, 1:] = level[:, 1:] != level[:, :-1]
+    keep[:, :-1] |= np.diff(cdf, axis=1) > 1.0 / n_levels
+    keep[:, 0] = True
+    keep[:, -1] = True
+    n_kept = keep.sum(axis=1)
+    width = int(n_kept.max())
+    order = np.argsort(~keep, axis=1, kind="stable")[:, :width]
+    pad = np.arange(width)[None, :] >= n_kept[:, None]
+    order[pad] = cdf.shape[1] - 1
+    return edges[order], np.take_along_axis(cdf, order, axis=1)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import boost_histogram as bh
     import hist
 
-__all__ = ["IRGI"]
+__all__ = ["IRGI", "column_grid_cdf"]
 
 Domain = tuple[tuple[float, float], tuple[float, float]]
 
@@ -207,41 +207,7 @@ class IRGI(ConditionalCDFTransform):
 
     # ------------------------------------------------------------ transform
     def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
-        kernel = compiled(irgi_evaluate, parallel=True)
-        if kernel is not None:
-            out = np.empty(len(x))
-            n_edge = self.y_edges_.shape[1]
-            kernel(self.x_centres_, self.y_edges_.ravel(), self.cdf_.ravel(), n_edge, x, y, out)
-            return out
-        centres = self.x_centres_
-        column = np.clip(np.searchsorted(centres, x, side="right") - 1, 0, len(centres) - 2)
-        left, right = centres[column], centres[column + 1]
-        t = np.clip((x - left) / (right - left), 0.0, 1.0)
-        return (1.0 - t) * self._column_cdf(column, y) + t * self._column_cdf(column + 1, y)
-
-    def _column_cdf(self, column: NDArray[np.intp], y: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Piecewise-linear CDF of each event's column at its ``y``."""
-        edges, cdf = self.y_edges_.ravel(), self.cdf_.ravel()
-        n_edge = self.y_edges_.shape[1]
-        row = column * n_edge
-        # number of edges <= y in the column (branch-free binary search)
-        count = np.zeros(len(y), dtype=np.intp)
-        step = 1 << int(np.floor(np.log2(n_edge)))
-        while step:
-            candidate = count + step
-            ok = candidate <= n_edge
-            ok[ok] &= edges[row[ok] + candidate[ok] - 1] <= y[ok]
-            count = np.where(ok, candidate, count)
-            step >>= 1
-        lower = np.clip(count - 1, 0, n_edge - 2) + row
-        e0, e1 = edges[lower], edges[lower + 1]
-        c0, c1 = cdf[lower], cdf[lower + 1]
-        width = e1 - e0
-        frac = np.divide(y - e0, width, out=np.zeros_like(y), where=width > 0)
-        out = c0 + (c1 - c0) * np.clip(frac, 0.0, 1.0)
-        out[count == 0] = 0.0
-        out[count == n_edge] = 1.0
-        return out
+        return column_grid_cdf(self.x_centres_, self.y_edges_, self.cdf_, x, y)
 
     # ------------------------------------------------------------ grid views
     @property
@@ -358,6 +324,59 @@ class IRGI(ConditionalCDFTransform):
         obj.n_events_ = int(state["n_events"])
         obj.sum_weight_ = float(state["sum_weight"])
         return obj
+
+
+def column_grid_cdf(
+    centres: NDArray[np.float64],
+    y_edges: NDArray[np.float64],
+    cdf: NDArray[np.float64],
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Bilinear interpolation of a grid of columns: IRGI's evaluation of ``gamma``.
+
+    Column ``k`` at ``x = centres[k]`` holds a CDF that is linear in ``y``
+    between its edges ``y_edges[k]`` (0 below the first, 1 at and above the
+    last); ``gamma`` is linear in ``x`` between neighbouring centres and
+    constant beyond the outer ones.
+    """
+    kernel = compiled(irgi_evaluate, parallel=True)
+    if kernel is not None:
+        out = np.empty(len(x))
+        n_edge = y_edges.shape[1]
+        kernel(centres, np.ascontiguousarray(y_edges).ravel(), np.ascontiguousarray(cdf).ravel(), n_edge, x, y, out)
+        return out
+    column = np.clip(np.searchsorted(centres, x, side="right") - 1, 0, len(centres) - 2)
+    left, right = centres[column], centres[column + 1]
+    t = np.clip((x - left) / (right - left), 0.0, 1.0)
+    return (1.0 - t) * _column_cdf(y_edges, cdf, column, y) + t * _column_cdf(y_edges, cdf, column + 1, y)
+
+
+def _column_cdf(
+    y_edges: NDArray[np.float64], cdf_grid: NDArray[np.float64], column: NDArray[np.intp], y: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Piecewise-linear CDF of each event's column at its ``y``."""
+    edges, cdf = y_edges.ravel(), cdf_grid.ravel()
+    n_edge = y_edges.shape[1]
+    row = column * n_edge
+    # number of edges <= y in the column (branch-free binary search)
+    count = np.zeros(len(y), dtype=np.intp)
+    step = 1 << int(np.floor(np.log2(n_edge)))
+    while step:
+        candidate = count + step
+        ok = candidate <= n_edge
+        ok[ok] &= edges[row[ok] + candidate[ok] - 1] <= y[ok]
+        count = np.where(ok, candidate, count)
+        step >>= 1
+    lower = np.clip(count - 1, 0, n_edge - 2) + row
+    e0, e1 = edges[lower], edges[lower + 1]
+    c0, c1 = cdf[lower], cdf[lower + 1]
+    width = e1 - e0
+    frac = np.divide(y - e0, width, out=np.zeros_like(y), where=width > 0)
+    out = c0 + (c1 - c0) * np.clip(frac, 0.0, 1.0)
+    out[count == 0] = 0.0
+    out[count == n_edge] = 1.0
+    return out
 
 
 def _cumulative(weight: NDArray[np.float64] | None, n: int) -> NDArray[np.float64]:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms._gauss_transform import ConditionalGaussTransform, direct_conditional_cdf
+
+if TYPE_CHECKING:
+    from rosenblatt.transforms.selection import Selection
 
 __all__ = ["KDE", "absolute_sigma"]
 
@@ -46,12 +49,28 @@ class KDE(ConditionalCDFTransform):
     Parameters
     ----------
     sigma_r
-        Kernel width relative to ``sigma_a`` (the paper's free parameter).
+        Kernel width relative to ``sigma_a`` (the paper's free parameter), or
+        ``"auto"``: chosen from the defining sample by ``folds``-fold
+        cross-validation of the integrated Brier score of the conditional CDF
+        (:func:`~rosenblatt.transforms.selection.select_bandwidth`, scoring
+        this estimate binned on a grid of a quarter kernel width).
     method
         ``"fast"`` (default): an exact expansion of the kernel sums, ``O(N log N)``
         to prepare and ``O(log N)`` per event, equal to the direct sum to far
         better than 1e-9, and monotone in ``y`` up to rounding (1e-15).
         ``"direct"``: the ``O(M N)`` sum of the formula, exactly monotone.
+    folds, seed
+        Cross-validation folds and the seed of their random assignment
+        (``sigma_r="auto"`` only); the choice is deterministic given both.
+
+    Attributes
+    ----------
+    sigma_r_ : float
+        The kernel width used, relative to ``sigma_a_``.
+    bandwidth_ : float
+        The kernel width used, in units of ``x``.
+    selection_ : Selection or None
+        With ``sigma_r="auto"``: the widths tried and their scores.
 
     Notes
     -----
@@ -67,28 +86,44 @@ class KDE(ConditionalCDFTransform):
     y_: NDArray[np.float64]
     weight_: NDArray[np.float64] | None
     sigma_a_: float
+    sigma_r_: float
     bandwidth_: float
+    selection_: Selection | None
 
-    def __init__(self, sigma_r: float = 0.05, method: Method = "fast") -> None:
+    def __init__(
+        self,
+        sigma_r: float | Literal["auto"] = 0.05,
+        method: Method = "fast",
+        *,
+        folds: int = 5,
+        seed: int = 0,
+    ) -> None:
         self.sigma_r = sigma_r
         self.method = method
+        self.folds = folds
+        self.seed = seed
 
     def __repr__(self) -> str:
         method = "" if self.method == "fast" else f", method={self.method!r}"
         return f"KDE(sigma_r={self.sigma_r!r}{method})"
 
-    def _checked_params(self) -> tuple[float, Method]:
+    def _checked_params(self) -> tuple[float | None, Method]:
+        """``(sigma_r, method)``; ``sigma_r`` is ``None`` for ``"auto"``."""
         sigma_r = self.sigma_r
-        if isinstance(sigma_r, bool) or not isinstance(sigma_r, (int, float, np.floating)):
-            msg = f"sigma_r must be a positive number, got {sigma_r!r}"
+        if isinstance(sigma_r, str) and sigma_r == "auto":
+            chosen: float | None = None
+        elif isinstance(sigma_r, bool) or not isinstance(sigma_r, (int, float, np.floating)):
+            msg = f"sigma_r must be a positive number or 'auto', got {sigma_r!r}"
             raise TypeError(msg)
-        if not (math.isfinite(sigma_r) and sigma_r > 0):
-            msg = f"sigma_r must be a positive finite number, got {sigma_r!r}"
+        elif not (math.isfinite(sigma_r) and sigma_r > 0):
+            msg = f"sigma_r must be a positive finite number or 'auto', got {sigma_r!r}"
             raise ValueError(msg)
+        else:
+            chosen = float(sigma_r)
         if self.method not in ("fast", "direct"):
             msg = f"method must be 'fast' or 'direct', got {self.method!r}"
             raise ValueError(msg)
-        return float(sigma_r), self.method
+        return chosen, self.method
 
     def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
         sigma_r, _ = self._checked_params()
@@ -99,7 +134,17 @@ class KDE(ConditionalCDFTransform):
         if not sigma_a > 0:
             msg = f"x is constant ({len(x)} events all equal {x[0]:g}): sigma_a is zero"
             raise ValueError(msg)
+        selection = None
+        if sigma_r is None:
+            from rosenblatt.transforms.selection import check_folds, check_seed, select_bandwidth
+
+            selection = select_bandwidth(
+                x, y, w, degree=0, sigma_a=sigma_a,
+                folds=check_folds(self.folds, len(x)), seed=check_seed(self.seed),
+            )
+            sigma_r = selection.chosen
         self._set_state(x, y, w, sigma_r, sigma_a)
+        self.selection_ = selection
 
     def _set_state(
         self,
@@ -111,6 +156,7 @@ class KDE(ConditionalCDFTransform):
     ) -> None:
         self.x_, self.y_, self.weight_ = x.copy(), y.copy(), None if w is None else w.copy()
         self.sigma_a_ = sigma_a
+        self.sigma_r_ = sigma_r
         self.bandwidth_ = sigma_r * sigma_a
         self.domain_ = ((float(x.min()), float(x.max())), (float(y.min()), float(y.max())))
         self._engine: ConditionalGaussTransform | None = None
@@ -144,8 +190,8 @@ class KDE(ConditionalCDFTransform):
     def get_state(self) -> dict[str, Any]:
         """Hyper-parameters and the defining sample as JSON-compatible data."""
         self._check_fitted()
-        return {
-            "params": {"sigma_r": float(self.sigma_r), "method": self.method},
+        state: dict[str, Any] = {
+            "params": {"sigma_r": float(self.sigma_r_), "method": self.method},
             "sigma_a": self.sigma_a_,
             "x": self.x_.tolist(),
             "y": self.y_.tolist(),
@@ -153,18 +199,37 @@ class KDE(ConditionalCDFTransform):
             "n_events": int(self.n_events_),
             "sum_weight": float(self.sum_weight_),
         }
+        if self.selection_ is not None:
+            # the chosen width stays in params, so that any reader evaluates the same KDE
+            state["selection"] = self.selection_.to_dict()
+            state["params"]["folds"] = int(self.folds)
+            state["params"]["seed"] = int(self.seed)
+        return state
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> KDE:
         """Rebuild a fitted KDE from :meth:`get_state` output, checking it."""
         from rosenblatt.serialization import SchemaError, check_array
 
+        from rosenblatt.transforms.selection import Selection
+
         params = state["params"]
         obj = cls(sigma_r=params["sigma_r"], method=params["method"])
         try:
             sigma_r, _ = obj._checked_params()
+            if sigma_r is None:
+                msg = "a saved KDE must hold the numeric sigma_r it evaluates with"
+                raise ValueError(msg)
         except (TypeError, ValueError) as err:
             raise SchemaError(str(err)) from err
+        selection = None
+        if state.get("selection") is not None:
+            selection = Selection.from_dict(state["selection"])
+            if selection.chosen != sigma_r:
+                msg = f"sigma_r {sigma_r!r} is not the selection's choice {selection.chosen!r}"
+                raise SchemaError(msg)
+            obj.sigma_r = "auto"
+            obj.folds, obj.seed = params["folds"], params["seed"]
         n = len(state["x"])
         if n < 2:
             msg = "a KDE state needs at least two defining events"
@@ -180,6 +245,7 @@ class KDE(ConditionalCDFTransform):
             msg = f"sigma_a {state['sigma_a']!r} does not match the defining sample ({sigma_a!r})"
             raise SchemaError(msg)
         obj._set_state(x, y, w, sigma_r, sigma_a)
+        obj.selection_ = selection
         obj.n_events_ = n
         obj.sum_weight_ = float(n if w is None else w.sum())
         return obj

@@ -1,0 +1,428 @@
+"""Automatic choice of a transform's free parameter from the defining sample alone.
+
+The parameter (IRGI's depth, a kernel width ``sigma_r``) is chosen by k-fold
+cross-validation of a proper score of the conditional CDF: the integrated
+Brier score
+
+``S = (1 / W) sum_i w_i (1 / T) sum_k (gamma(x_i, t_k) - [y_i < t_k])**2``
+
+of the held-out events ``(x_i, y_i, w_i)`` at ``T`` thresholds ``t_k``, the
+inner quantiles of the defining scores. For any fixed thresholds its
+expectation is the mean squared distance of ``gamma`` to the true conditional
+CDF (averaged over ``x`` and the thresholds) plus a constant, so the
+parameter with the lowest score is the one whose ``gamma`` is closest to the
+truth. The folds are drawn from a seeded generator, so the choice is
+reproducible.
+
+Two implementations share the score:
+
+- :func:`cross_validate` fits the transform on each training fold and
+  evaluates it at the held-out events (any transform; used for IRGI);
+- :func:`select_bandwidth` bins the sample once per candidate width and
+  scores the kernel estimates of all folds from the binned weights without
+  refitting (:class:`~rosenblatt.KDE` and :class:`~rosenblatt.transforms.grid_kde.GridKDE`),
+  searching the width from coarse to fine and placing the choice at the
+  minimum of a parabola through the three best scores (in ``log sigma_r``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rosenblatt.transforms import _local_polynomial as lp
+
+if TYPE_CHECKING:
+    from rosenblatt.transforms._base import ConditionalCDFTransform
+
+__all__ = [
+    "DEFAULT_FOLDS",
+    "DEFAULT_THRESHOLDS",
+    "Selection",
+    "brier_thresholds",
+    "cross_validate",
+    "fold_labels",
+    "select_bandwidth",
+]
+
+Array = NDArray[np.float64]
+
+#: number of cross-validation folds
+DEFAULT_FOLDS = 5
+#: number of score thresholds (inner quantiles of the defining scores)
+DEFAULT_THRESHOLDS = 64
+#: held-out events scored per fold at most by :func:`cross_validate`
+MAX_HELD_OUT = 4000
+#: first, coarse grid of ``sigma_r`` of :func:`select_bandwidth`
+COARSE_SIGMA_R = (0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56)
+#: the coarse grid is extended by factors of 2 up to these ends while the best is on its edge
+SIGMA_R_LIMITS = (0.0025, 20.48)
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The outcome of an automatic parameter choice.
+
+    Attributes
+    ----------
+    parameter
+        Name of the chosen parameter (``"depth"`` or ``"sigma_r"``).
+    values
+        The values tried, increasing.
+    scores
+        Their cross-validated integrated Brier scores (lower is better).
+    chosen
+        The value used: the best tried value, or for a continuous parameter
+        the minimum of the parabola through the best score and its neighbours.
+    folds, seed
+        Number of folds and seed of their random assignment.
+    n_thresholds
+        Number of score thresholds.
+    """
+
+    parameter: str
+    values: tuple[float, ...]
+    scores: tuple[float, ...]
+    chosen: float
+    folds: int
+    seed: int
+    n_thresholds: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible data, read back by :meth:`from_dict`."""
+        return {
+            "parameter": self.parameter,
+            "values": [float(v) for v in self.values],
+            "scores": [float(v) for v in self.scores],
+            "chosen": float(self.chosen),
+            "folds": int(self.folds),
+            "seed": int(self.seed),
+            "n_thresholds": int(self.n_thresholds),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Selection:
+        """Rebuild from :meth:`to_dict` output, checking it (:class:`~rosenblatt.SchemaError`)."""
+        from rosenblatt.serialization import SchemaError, check_array
+
+        if not isinstance(data, dict):
+            msg = f"selection must be an object, got {type(data).__name__}"
+            raise SchemaError(msg)
+        try:
+            n = len(data["values"])
+            values = check_array(data["values"], "selection values", (n,), increasing=True)
+            scores = check_array(data["scores"], "selection scores", (n,))
+            chosen = check_array(data["chosen"], "selection chosen", ())
+            parameter, folds, seed, n_thresholds = (
+                data["parameter"], data["folds"], data["seed"], data["n_thresholds"]
+            )
+        except (KeyError, TypeError) as err:
+            msg = f"malformed selection ({type(err).__name__}: {err})"
+            raise SchemaError(msg) from err
+        if parameter not in ("depth", "sigma_r"):
+            msg = f"selection parameter must be 'depth' or 'sigma_r', got {parameter!r}"
+            raise SchemaError(msg)
+        for name, value in (("folds", folds), ("seed", seed), ("n_thresholds", n_thresholds)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                msg = f"selection {name} must be a non-negative integer, got {value!r}"
+                raise SchemaError(msg)
+        if n == 0 or not values[0] <= float(chosen) <= values[-1]:
+            msg = "selection chosen must lie within the values tried"
+            raise SchemaError(msg)
+        return cls(parameter, tuple(values.tolist()), tuple(scores.tolist()), float(chosen), folds, seed, n_thresholds)
+
+    @property
+    def best_index(self) -> int:
+        """Index of the lowest score among :attr:`values`."""
+        return int(np.argmin(self.scores))
+
+
+def fold_labels(n_events: int, folds: int, seed: int) -> NDArray[np.intp]:
+    """Fold of each event: a seeded random permutation, equal-sized folds (to one event)."""
+    check_folds(folds, n_events)
+    return np.asarray(np.random.default_rng(seed).permutation(n_events) % folds, dtype=np.intp)
+
+
+def check_folds(folds: Any, n_events: int) -> int:
+    """Validate a number of folds for a sample of ``n_events`` events."""
+    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
+        msg = f"folds must be an integer >= 2, got {folds!r}"
+        raise ValueError(msg)
+    if n_events < 2 * folds:
+        msg = (
+            f"too few events for {folds}-fold cross-validation: {n_events} defining events, "
+            f"at least {2 * folds} are needed; give the parameter a value instead of 'auto'"
+        )
+        raise ValueError(msg)
+    return int(folds)
+
+
+def check_seed(seed: Any) -> int:
+    """Validate a seed: a non-negative integer."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        msg = f"seed must be a non-negative integer, got {seed!r}"
+        raise ValueError(msg)
+    return int(seed)
+
+
+def brier_thresholds(
+    y: Array, weight: Array | None, n_thresholds: int = DEFAULT_THRESHOLDS, order: NDArray[np.intp] | None = None
+) -> Array:
+    """The inner weighted quantiles ``k / (n_thresholds + 1)`` of the scores, ties merged.
+
+    ``order`` is ``numpy.argsort(y, kind="stable")`` when already known.
+    """
+    if order is None:
+        order = np.argsort(y, kind="stable")
+    cumulative = _cumulative(None if weight is None else weight[order], len(y))
+    edges = lp.y_edges(y[order], cumulative, n_thresholds + 1)
+    return edges[1:-1]
+
+
+def cross_validate(
+    make: Callable[[Any], ConditionalCDFTransform],
+    values: Sequence[Any],
+    x: Array,
+    y: Array,
+    weight: Array | None,
+    *,
+    parameter: str,
+    folds: int = DEFAULT_FOLDS,
+    seed: int = 0,
+    n_thresholds: int = DEFAULT_THRESHOLDS,
+) -> Selection:
+    """Cross-validated integrated Brier score of ``make(value)`` for each value.
+
+    Each fold is held out in turn; the transform is fitted on the others and
+    scored on at most :data:`MAX_HELD_OUT` held-out events (a seeded random
+    subset). The value with the lowest mean score is chosen.
+
+    Parameters
+    ----------
+    make
+        Returns an unfitted transform for a parameter value.
+    values
+        Parameter values to try (numbers, increasing).
+    x, y, weight
+        The defining sample (validated, flat float64).
+    parameter
+        Name of the parameter, stored in the result.
+    folds, seed, n_thresholds
+        Number of folds, seed of their assignment, number of score thresholds.
+    """
+    n = len(x)
+    check_folds(folds, n)
+    check_seed(seed)
+    label = fold_labels(n, folds, seed)
+    thresholds = brier_thresholds(y, weight, n_thresholds)
+    rng = np.random.default_rng([seed, 1])
+    totals = np.zeros(len(values))
+    held_weight = 0.0
+    for fold in range(folds):
+        train = label != fold
+        held = np.flatnonzero(~train)
+        if len(held) > MAX_HELD_OUT:
+            held = np.sort(rng.choice(held, MAX_HELD_OUT, replace=False))
+        xh, yh = x[held], y[held]
+        wh = np.ones(len(held)) if weight is None else weight[held]
+        held_weight += float(wh.sum())
+        xq = np.repeat(xh, len(thresholds))
+        yq = np.tile(thresholds, len(held))
+        below = (yh[:, None] < thresholds[None, :]).astype(np.float64)
+        for i, value in enumerate(values):
+            transform = make(value).fit(x[train], y[train], None if weight is None else weight[train])
+            gamma = transform.transform(xq, yq).reshape(len(held), len(thresholds))
+            totals[i] += float(np.dot(wh, ((gamma - below) ** 2).mean(axis=1)))
+    scores = totals / held_weight
+    best = int(np.argmin(scores))
+    return Selection(
+        parameter,
+        tuple(float(v) for v in values),
+        tuple(scores.tolist()),
+        float(values[best]),
+        folds,
+        seed,
+        len(thresholds),
+    )
+
+
+class _BinnedFolds:
+    """Binned folds of a sample, scoring a kernel width without refitting."""
+
+    def __init__(
+        self,
+        x: Array,
+        y: Array,
+        weight: Array | None,
+        *,
+        degree: int,
+        sigma_a: float,
+        folds: int,
+        seed: int,
+        nodes_per_bandwidth: float,
+        max_nodes: int,
+        n_thresholds: int,
+        y_order: NDArray[np.intp] | None,
+    ) -> None:
+        self.x, self.y, self.weight = x, y, weight
+        self.degree, self.sigma_a, self.folds = degree, sigma_a, folds
+        self.nodes_per_bandwidth, self.max_nodes = nodes_per_bandwidth, max_nodes
+        self.label = fold_labels(len(x), folds, seed)
+        self.thresholds = brier_thresholds(y, weight, n_thresholds, y_order)
+        self.column = np.searchsorted(self.thresholds, y, side="right")
+        self.total_weight = float(len(x) if weight is None else weight.sum())
+        # the bias of a width-h estimate falls as h**2 (degree 0, 1) or h**4 (2, 3):
+        # its best width for the training size is larger by this factor
+        exponent = 1.0 / 5.0 if degree < 2 else 1.0 / 9.0
+        self.train_scale = (folds / (folds - 1)) ** exponent
+        self.scores: dict[float, float] = {}
+
+    def score(self, sigma_r: float) -> float:
+        """Cross-validated integrated Brier score of the estimate of width ``sigma_r``."""
+        if sigma_r in self.scores:
+            return self.scores[sigma_r]
+        bandwidth = sigma_r * self.sigma_a * self.train_scale
+        x_lo, x_hi = float(self.x.min()), float(self.x.max())
+        nodes = lp.node_grid(x_lo, x_hi, bandwidth / self.nodes_per_bandwidth, self.max_nodes)
+        edges = self.thresholds
+        binning = lp.linear_binning(self.x, nodes)
+        mass, below = lp.fold_histograms(
+            binning, self.column, self.weight, len(nodes), len(edges), self.label, self.folds
+        )
+        quadratic = lp.interval_moments(binning, self.weight, len(nodes), self.label, self.folds)
+        matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 2 * self.degree + 1)
+        mass_all, below_all = mass.sum(axis=0), below.sum(axis=0)
+        total = 0.0
+        for fold in range(self.folds):
+            cdf = lp.rearrange(
+                lp.local_polynomial_cdf(matrices, mass_all - mass[fold], below_all - below[fold], self.degree),
+                pin_ends=False,
+            )
+            a, b, c = quadratic[fold]
+            square = (
+                np.dot(a, np.einsum("jk,jk->j", cdf[:-1], cdf[:-1]))
+                + np.dot(b, np.einsum("jk,jk->j", cdf[:-1], cdf[1:]))
+                + np.dot(c, np.einsum("jk,jk->j", cdf[1:], cdf[1:]))
+            )
+            total += square - 2.0 * float(np.einsum("jk,jk->", cdf, below[fold])) + float(below[fold].sum())
+        result = total / (self.total_weight * len(edges))
+        self.scores[sigma_r] = result
+        return result
+
+
+def select_bandwidth(
+    x: Array,
+    y: Array,
+    weight: Array | None,
+    *,
+    degree: int,
+    sigma_a: float,
+    folds: int = DEFAULT_FOLDS,
+    seed: int = 0,
+    nodes_per_bandwidth: float = 4.0,
+    max_nodes: int = 20_000,
+    n_thresholds: int = DEFAULT_THRESHOLDS,
+    candidates: Sequence[float] | None = None,
+    y_order: NDArray[np.intp] | None = None,
+) -> Selection:
+    """Choose the kernel width ``sigma_r`` of a binned local-polynomial estimate of degree ``degree``.
+
+    Each fold's estimate is computed from the binned weight of the other folds
+    (the weight of all folds minus its own), on a grid of
+    ``nodes_per_bandwidth`` ``x`` nodes per kernel width, and scored at the
+    held-out events with their exact ``x`` (linear interpolation between
+    nodes, as the fitted estimate is evaluated). Each training fold holds
+    ``(folds - 1) / folds`` of the sample, for which the best width is larger:
+    the widths are scaled up accordingly while scoring.
+
+    Without ``candidates``, ``sigma_r`` is searched on factors of 2 from
+    :data:`COARSE_SIGMA_R` (extended while the best is on an edge), refined
+    by factors of ``2**0.5`` and ``2**0.25`` around the best, and the choice
+    is the minimum of the parabola in ``log sigma_r`` through the best score
+    and its two neighbours. With ``candidates``, the best of those is chosen.
+    ``y_order`` is ``numpy.argsort(y, kind="stable")`` when already known.
+    """
+    n = len(x)
+    check_folds(folds, n)
+    check_seed(seed)
+    binned = _BinnedFolds(
+        x, y, weight, degree=degree, sigma_a=sigma_a, folds=folds, seed=seed,
+        nodes_per_bandwidth=nodes_per_bandwidth, max_nodes=max_nodes, n_thresholds=n_thresholds,
+        y_order=y_order,
+    )
+    span = float(x.max() - x.min()) * nodes_per_bandwidth / sigma_a
+    smallest = span / (max_nodes - 1)  # finer widths need more nodes than allowed
+
+    def feasible(value: float) -> bool:
+        return value >= smallest
+
+    if candidates is not None:
+        values = sorted({float(v) for v in candidates})
+        if not values or not all(math.isfinite(v) and v > 0 for v in values):
+            msg = f"sigma_r candidates must be positive finite numbers, got {candidates!r}"
+            raise ValueError(msg)
+        for value in values:
+            binned.score(value)
+        chosen = min(values, key=binned.scores.__getitem__)
+    else:
+        chosen = _coarse_to_fine(binned, feasible)
+    values = sorted(binned.scores)
+    return Selection(
+        "sigma_r",
+        tuple(values),
+        tuple(binned.scores[v] for v in values),
+        chosen,
+        folds,
+        seed,
+        len(binned.thresholds),
+    )
+
+
+def _coarse_to_fine(binned: _BinnedFolds, feasible: Callable[[float], bool]) -> float:
+    """Search ``sigma_r`` by factors 2, 2**0.5, 2**0.25 and a parabola through the best three."""
+    grid = [v for v in COARSE_SIGMA_R if feasible(v)]
+    if not grid:
+        grid = [COARSE_SIGMA_R[-1]]
+    for value in grid:
+        binned.score(value)
+    lo_limit, hi_limit = SIGMA_R_LIMITS
+    while True:
+        values = sorted(binned.scores)
+        best = min(values, key=binned.scores.__getitem__)
+        if best == values[0] and best / 2 >= lo_limit and feasible(best / 2):
+            binned.score(best / 2)
+        elif best == values[-1] and best * 2 <= hi_limit:
+            binned.score(best * 2)
+        else:
+            break
+    for step in (2.0**0.5, 2.0**0.25):
+        best = min(binned.scores, key=binned.scores.__getitem__)
+        for value in (best / step, best * step):
+            if lo_limit <= value <= hi_limit and feasible(value):
+                binned.score(value)
+    values = sorted(binned.scores)
+    scores = [binned.scores[v] for v in values]
+    i = int(np.argmin(scores))
+    if i == 0 or i == len(values) - 1:
+        return values[i]
+    u = np.log(values[i - 1 : i + 2])
+    s = np.asarray(scores[i - 1 : i + 2])
+    # vertex of the parabola through three points
+    denominator = (u[0] - u[1]) * (u[0] - u[2]) * (u[1] - u[2])
+    a = (u[2] * (s[1] - s[0]) + u[1] * (s[0] - s[2]) + u[0] * (s[2] - s[1])) / denominator
+    b = (u[2] ** 2 * (s[0] - s[1]) + u[1] ** 2 * (s[2] - s[0]) + u[0] ** 2 * (s[1] - s[2])) / denominator
+    if not a > 0:
+        return values[i]
+    vertex = float(np.clip(-b / (2.0 * a), u[0], u[2]))
+    return float(math.exp(vertex))
+
+
+def _cumulative(weight: Array | None, n: int) -> Array:
+    if weight is None:
+        return np.arange(n + 1, dtype=np.float64)
+    return np.concatenate(([0.0], np.cumsum(weight)))
