@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -16,6 +16,8 @@ from rosenblatt.transforms._kernels import irgi_evaluate
 if TYPE_CHECKING:
     import boost_histogram as bh
     import hist
+
+    from rosenblatt.transforms.selection import Selection
 
 __all__ = ["IRGI", "column_grid_cdf"]
 
@@ -38,10 +40,17 @@ class IRGI(ConditionalCDFTransform):
     ----------
     depth
         Bisection depth ``d`` (the paper's single free parameter). A sample of
-        ``N`` events supports ``d`` up to ``floor((log2 N - 1) / 2)``.
+        ``N`` events supports ``d`` up to ``floor((log2 N - 1) / 2)``. Or
+        ``"auto"``: the depth from 1 to the largest a training fold supports
+        with the best ``folds``-fold cross-validated integrated Brier score
+        of the conditional CDF on the defining sample
+        (:func:`~rosenblatt.transforms.selection.cross_validate`).
     domain
         ``((x_min, x_max), (y_min, y_max))``; by default the range of the
         defining sample. Defining events outside the domain are an error.
+    folds, seed
+        Cross-validation folds and the seed of their random assignment
+        (``depth="auto"`` only); the choice is deterministic given both.
 
     Attributes
     ----------
@@ -55,6 +64,10 @@ class IRGI(ConditionalCDFTransform):
         Same shape: the normalised cumulative weight below each edge.
     column_weight_ : numpy.ndarray
         Summed weight of each column.
+    depth_ : int
+        The depth used.
+    selection_ : Selection or None
+        With ``depth="auto"``: the depths tried and their scores.
 
     Notes
     -----
@@ -73,9 +86,21 @@ class IRGI(ConditionalCDFTransform):
     cdf_: NDArray[np.float64]
     column_weight_: NDArray[np.float64]
 
-    def __init__(self, depth: int = 7, domain: Domain | None = None) -> None:
+    depth_: int
+    selection_: Selection | None
+
+    def __init__(
+        self,
+        depth: int | Literal["auto"] = 7,
+        domain: Domain | None = None,
+        *,
+        folds: int = 5,
+        seed: int = 0,
+    ) -> None:
         self.depth = depth
         self.domain = domain
+        self.folds = folds
+        self.seed = seed
 
     def __repr__(self) -> str:
         domain = "" if self.domain is None else f", domain={self.domain!r}"
@@ -88,8 +113,47 @@ class IRGI(ConditionalCDFTransform):
 
     # ------------------------------------------------------------------ fit
     def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
-        depth = self._checked_depth(len(x))
-        domain = self._resolve_domain(x, y)
+        selection = None
+        if isinstance(self.depth, str) and self.depth == "auto":
+            domain = self._resolve_domain(x, y)
+            selection = self._select_depth(x, y, w, domain)
+            depth = int(selection.chosen)
+        else:
+            depth = self._checked_depth(len(x))
+            domain = self._resolve_domain(x, y)
+        self._fit_grid(x, y, w, depth, domain)
+        self.selection_ = selection
+
+    def _select_depth(
+        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None, domain: Domain
+    ) -> Selection:
+        """Cross-validate depths 1 to the largest the smallest training fold supports."""
+        from rosenblatt.transforms.selection import check_folds, check_seed, cross_validate
+
+        folds = check_folds(self.folds, len(x))
+        seed = check_seed(self.seed)
+        n_train = len(x) - -(-len(x) // folds)
+        largest = max_depth(n_train)
+        if largest < 1:
+            msg = (
+                f"too few events for depth='auto': a training fold of {n_train} events supports "
+                f"no depth >= 1 (depth 1 needs {2**3} events); give a depth instead"
+            )
+            raise ValueError(msg)
+        return cross_validate(
+            lambda depth: IRGI(depth=int(depth), domain=domain),
+            list(range(1, largest + 1)),
+            x, y, w, parameter="depth", folds=folds, seed=seed, skip_failures=True,
+        )
+
+    def _fit_grid(
+        self,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        w: NDArray[np.float64] | None,
+        depth: int,
+        domain: Domain,
+    ) -> None:
         (x_lo, x_hi), (y_lo, y_hi) = domain
         order = np.argsort(x)
         xs, ys = x[order], y[order]
@@ -165,7 +229,7 @@ class IRGI(ConditionalCDFTransform):
     def _checked_depth(self, n_events: int) -> int:
         depth = self.depth
         if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 0:
-            msg = f"depth must be a non-negative integer, got {depth!r}"
+            msg = f"depth must be a non-negative integer or 'auto', got {depth!r}"
             raise ValueError(msg)
         largest = max_depth(n_events)
         if depth > largest:
@@ -275,7 +339,7 @@ class IRGI(ConditionalCDFTransform):
     def get_state(self) -> dict[str, Any]:
         """Hyper-parameters and learned state as JSON-compatible data."""
         self._check_fitted()
-        return {
+        state: dict[str, Any] = {
             "params": {"depth": int(self.depth_), "domain": _domain_list(self.domain)},
             "domain": _domain_list(self.domain_),
             "n_events": int(self.n_events_),
@@ -286,6 +350,12 @@ class IRGI(ConditionalCDFTransform):
             "cdf": self.cdf_.tolist(),
             "column_weight": self.column_weight_.tolist(),
         }
+        if self.selection_ is not None:
+            # the chosen depth stays in params, so that any reader evaluates the same grid
+            state["selection"] = self.selection_.to_dict()
+            state["params"]["folds"] = int(self.folds)
+            state["params"]["seed"] = int(self.seed)
+        return state
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> IRGI:
@@ -323,6 +393,16 @@ class IRGI(ConditionalCDFTransform):
             raise SchemaError(msg)
         obj.n_events_ = int(state["n_events"])
         obj.sum_weight_ = float(state["sum_weight"])
+        obj.selection_ = None
+        if state.get("selection") is not None:
+            from rosenblatt.transforms.selection import Selection
+
+            obj.selection_ = Selection.from_dict(state["selection"])
+            if obj.selection_.chosen != depth:
+                msg = f"depth {depth} is not the selection's choice {obj.selection_.chosen:g}"
+                raise SchemaError(msg)
+            obj.depth = "auto"
+            obj.folds, obj.seed = params["folds"], params["seed"]
         return obj
 
 

@@ -95,11 +95,12 @@ class Selection:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible data, read back by :meth:`from_dict`."""
+        kind = int if self.parameter == "depth" else float
         return {
             "parameter": self.parameter,
-            "values": [float(v) for v in self.values],
+            "values": [kind(v) for v in self.values],
             "scores": [float(v) for v in self.scores],
-            "chosen": float(self.chosen),
+            "chosen": kind(self.chosen),
             "folds": int(self.folds),
             "seed": int(self.seed),
             "n_thresholds": int(self.n_thresholds),
@@ -134,6 +135,14 @@ class Selection:
         if n == 0 or not values[0] <= float(chosen) <= values[-1]:
             msg = "selection chosen must lie within the values tried"
             raise SchemaError(msg)
+        if parameter == "depth":
+            if np.any(values != np.round(values)) or float(chosen) not in values:
+                msg = "selection of a depth must hold integers and choose one of them"
+                raise SchemaError(msg)
+            return cls(
+                parameter, tuple(int(v) for v in values), tuple(scores.tolist()), int(chosen),
+                folds, seed, n_thresholds,
+            )
         return cls(parameter, tuple(values.tolist()), tuple(scores.tolist()), float(chosen), folds, seed, n_thresholds)
 
     @property
@@ -195,6 +204,7 @@ def cross_validate(
     folds: int = DEFAULT_FOLDS,
     seed: int = 0,
     n_thresholds: int = DEFAULT_THRESHOLDS,
+    skip_failures: bool = False,
 ) -> Selection:
     """Cross-validated integrated Brier score of ``make(value)`` for each value.
 
@@ -214,6 +224,10 @@ def cross_validate(
         Name of the parameter, stored in the result.
     folds, seed, n_thresholds
         Number of folds, seed of their assignment, number of score thresholds.
+    skip_failures
+        Leave out the values for which a fit raises :class:`ValueError` on
+        some training fold (for example an IRGI depth that too many tied
+        ``x`` values forbid); the error is raised if every value fails.
     """
     n = len(x)
     check_folds(folds, n)
@@ -222,6 +236,7 @@ def cross_validate(
     thresholds = brier_thresholds(y, weight, n_thresholds)
     rng = np.random.default_rng([seed, 1])
     totals = np.zeros(len(values))
+    failed: dict[int, ValueError] = {}
     held_weight = 0.0
     for fold in range(folds):
         train = label != fold
@@ -235,16 +250,27 @@ def cross_validate(
         yq = np.tile(thresholds, len(held))
         below = (yh[:, None] < thresholds[None, :]).astype(np.float64)
         for i, value in enumerate(values):
-            transform = make(value).fit(x[train], y[train], None if weight is None else weight[train])
+            if i in failed:
+                continue
+            try:
+                transform = make(value).fit(x[train], y[train], None if weight is None else weight[train])
+            except ValueError as err:
+                if not skip_failures:
+                    raise
+                failed[i] = err
+                continue
             gamma = transform.transform(xq, yq).reshape(len(held), len(thresholds))
             totals[i] += float(np.dot(wh, ((gamma - below) ** 2).mean(axis=1)))
-    scores = totals / held_weight
+    kept = [i for i in range(len(values)) if i not in failed]
+    if not kept:
+        raise failed[0]
+    scores = totals[kept] / held_weight
     best = int(np.argmin(scores))
     return Selection(
         parameter,
-        tuple(float(v) for v in values),
+        tuple(values[i] for i in kept),
         tuple(scores.tolist()),
-        float(values[best]),
+        values[kept[best]],
         folds,
         seed,
         len(thresholds),
