@@ -22,7 +22,9 @@ CNN training
 * Reproducibility: the seed fixes the initial weights and the batch order;
   training runs with ``torch.use_deterministic_algorithms(True)`` and a fixed
   number of threads, so the same seed on the same machine gives identical
-  weights. The global torch random state and settings are restored afterwards.
+  weights on the CPU (on a GPU, an operation without a deterministic kernel
+  warns instead). The global torch random state and settings are restored
+  afterwards.
 * Device: CUDA when available (``device=None``), else the CPU.
 
 The metadata of a model records the seed, alpha, epochs, the validation AUC
@@ -266,19 +268,21 @@ def _torch_settings(n_threads: int | None, device: Any) -> Iterator[None]:
 
     previous_threads = torch.get_num_threads()
     previous_deterministic = torch.are_deterministic_algorithms_enabled()
+    previous_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     previous_cudnn = torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
     if device.type == "cuda":
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
     if n_threads is not None:
         torch.set_num_threads(n_threads)
-    torch.use_deterministic_algorithms(True)
+    # on a GPU an operation without a deterministic kernel warns instead of failing
+    torch.use_deterministic_algorithms(True, warn_only=device.type != "cpu")
     try:
         cuda_devices = [device.index or 0] if device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda_devices):
             yield
     finally:
-        torch.use_deterministic_algorithms(previous_deterministic)
+        torch.use_deterministic_algorithms(previous_deterministic, warn_only=previous_warn_only)
         torch.set_num_threads(previous_threads)
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = previous_cudnn
 

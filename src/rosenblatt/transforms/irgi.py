@@ -94,7 +94,7 @@ class IRGI(ConditionalCDFTransform):
         depth: int | Literal["auto"] = 7,
         domain: Domain | None = None,
         *,
-        folds: int = 5,
+        folds: int = 10,
         seed: int = 0,
     ) -> None:
         self.depth = depth

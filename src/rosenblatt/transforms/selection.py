@@ -56,8 +56,8 @@ Array = NDArray[np.float64]
 DEFAULT_FOLDS = 5
 #: number of score thresholds (inner quantiles of the defining scores)
 DEFAULT_THRESHOLDS = 64
-#: held-out events scored per fold at most by :func:`cross_validate`
-MAX_HELD_OUT = 4000
+#: held-out events scored at most by :func:`cross_validate` (summed over the folds)
+MAX_HELD_OUT = 20_000
 #: first, coarse grid of ``sigma_r`` of :func:`select_bandwidth`
 COARSE_SIGMA_R = (0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56)
 #: the coarse grid is extended by factors of 2 up to these ends while the best is on its edge
@@ -209,8 +209,12 @@ def cross_validate(
     """Cross-validated integrated Brier score of ``make(value)`` for each value.
 
     Each fold is held out in turn; the transform is fitted on the others and
-    scored on at most :data:`MAX_HELD_OUT` held-out events (a seeded random
-    subset). The value with the lowest mean score is chosen.
+    scored on at most ``MAX_HELD_OUT / folds`` of the held-out events (a
+    seeded random subset). The thresholds of an event are the scores of the
+    ``n_thresholds`` held-out events nearest to it in ``x`` (itself left
+    out): a sample of its conditional distribution, so that the score weighs
+    ``y`` as the events do, and independent of both the event and the fit.
+    The value with the lowest mean score is chosen.
 
     Parameters
     ----------
@@ -233,22 +237,30 @@ def cross_validate(
     check_folds(folds, n)
     check_seed(seed)
     label = fold_labels(n, folds, seed)
-    thresholds = brier_thresholds(y, weight, n_thresholds)
     rng = np.random.default_rng([seed, 1])
     totals = np.zeros(len(values))
     failed: dict[int, ValueError] = {}
     held_weight = 0.0
+    n_used = n_thresholds
     for fold in range(folds):
         train = label != fold
         held = np.flatnonzero(~train)
-        if len(held) > MAX_HELD_OUT:
-            held = np.sort(rng.choice(held, MAX_HELD_OUT, replace=False))
-        xh, yh = x[held], y[held]
-        wh = np.ones(len(held)) if weight is None else weight[held]
+        held = held[np.argsort(x[held], kind="stable")]
+        n_held = len(held)
+        n_used = min(n_thresholds, n_held - 1)
+        position = np.arange(n_held)
+        n_scored = -(-MAX_HELD_OUT // folds)
+        if n_held > n_scored:
+            position = np.sort(rng.choice(n_held, n_scored, replace=False))
+        start = np.clip(position - n_used // 2, 0, n_held - n_used - 1)
+        window = start[:, None] + np.arange(n_used + 1)[None, :]
+        window = window[window != position[:, None]].reshape(len(position), n_used)
+        thresholds = y[held[window]]
+        scored = held[position]
+        wh = np.ones(len(scored)) if weight is None else weight[scored]
         held_weight += float(wh.sum())
-        xq = np.repeat(xh, len(thresholds))
-        yq = np.tile(thresholds, len(held))
-        below = (yh[:, None] < thresholds[None, :]).astype(np.float64)
+        xq = np.repeat(x[scored], n_used)
+        below = (y[scored][:, None] <= thresholds).astype(np.float64)
         for i, value in enumerate(values):
             if i in failed:
                 continue
@@ -259,7 +271,7 @@ def cross_validate(
                     raise
                 failed[i] = err
                 continue
-            gamma = transform.transform(xq, yq).reshape(len(held), len(thresholds))
+            gamma = transform.transform(xq, thresholds.ravel()).reshape(len(scored), n_used)
             totals[i] += float(np.dot(wh, ((gamma - below) ** 2).mean(axis=1)))
     kept = [i for i in range(len(values)) if i not in failed]
     if not kept:
@@ -273,7 +285,7 @@ def cross_validate(
         values[kept[best]],
         folds,
         seed,
-        len(thresholds),
+        n_used,
     )
 
 
