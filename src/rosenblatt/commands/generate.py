@@ -7,8 +7,7 @@ import os
 import sys
 from typing import Any
 
-from rosenblatt.hep.generation import DEFAULT_CHUNK_SIZE
-from rosenblatt.hep.pythia_settings import DEFAULT_PTHAT_MIN, PROCESS_LABELS
+from rosenblatt.hep.pythia_settings import DEFAULT_CHUNK_SIZE, DEFAULT_PTHAT_MIN, PROCESS_LABELS
 
 DESCRIPTION = """\
 Generate 13 TeV events with Pythia 8 (QCD dijets or W'(3.5 TeV) -> X(500) Y(100) -> qqqq),

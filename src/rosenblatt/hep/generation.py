@@ -46,6 +46,7 @@ from rosenblatt.hep.particles import (
 )
 from rosenblatt.hep.pythia_settings import (
     CENTER_OF_MASS_ENERGY,
+    DEFAULT_CHUNK_SIZE,
     DEFAULT_PTHAT_MIN,
     PROCESS_LABELS,
     PYTHIA_SEED_MAX,
@@ -64,9 +65,6 @@ __all__ = [
     "generate_file",
     "iter_chunks",
 ]
-
-#: passing events per chunk (the unit of parallel work, writing and resuming)
-DEFAULT_CHUNK_SIZE = 1000
 
 #: per-chunk record written to the file (besides ``n_events``, the passing events)
 CHUNK_FIELDS: dict[str, str] = {

@@ -37,6 +37,9 @@ CENTER_OF_MASS_ENERGY = 13000.0
 #: default ``PhaseSpace:pTHatMin`` of the ``qcd`` process in GeV
 DEFAULT_PTHAT_MIN = 1000.0
 
+#: passing events per chunk (the unit of parallel work, writing and resuming)
+DEFAULT_CHUNK_SIZE = 1000
+
 #: largest seed Pythia accepts for ``Random:seed``
 PYTHIA_SEED_MAX = 900_000_000
 
