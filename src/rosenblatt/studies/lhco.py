@@ -12,6 +12,7 @@ closure test over a grid of cuts.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -126,9 +127,15 @@ def _train(config: dict[str, Any], data_dir: Path, samples: dict[str, Any]) -> t
     from rosenblatt.ml import run_scan
 
     classifier = config["classifier"]
+    # models are cached per training setting: a changed configuration trains anew
+    setting = json.dumps(
+        {"classifier": classifier, "disco": config.get("disco"), "partition": config["partition"], "seed": config.get("seed")},
+        sort_keys=True,
+    )
+    scan_dir = data_dir / f"scan-{hashlib.sha256(setting.encode()).hexdigest()[:12]}"
     result = run_scan(
         samples,
-        data_dir / "scan",
+        scan_dir,
         train="train",
         validation="validation",
         kind=classifier.get("kind", "cnn"),
