@@ -108,10 +108,16 @@ def plot_dcc_scan(
     ``dcc`` has shape ``(n_subsamples, n_parameters)``; dashed lines give each
     sub-sample's dCor^2 before the transform, the grey band the permutation floor.
     """
-    colours = [f"C{i}" for i in range(dcc.shape[0])]
-    for i, colour in enumerate(colours):
-        ax.plot(parameter, dcc[i], marker="o", ms=4, color=colour, label=f"sub-sample {i + 1}")
-        ax.axhline(dcc_xy[i], color=colour, ls="--", lw=1)
+    if dcc.shape[0] > 8:
+        # many sub-samples: their median and range
+        ax.fill_between(parameter, dcc.min(axis=0), dcc.max(axis=0), color="C0", alpha=0.3, label=f"{dcc.shape[0]} sub-samples: range")
+        ax.plot(parameter, np.median(dcc, axis=0), marker="o", ms=4, color="C0", label="median")
+        ax.axhline(float(np.median(dcc_xy)), color="C0", ls="--", lw=1, label="before the transform")
+    else:
+        for i in range(dcc.shape[0]):
+            colour = f"C{i}"
+            ax.plot(parameter, dcc[i], marker="o", ms=4, color=colour, label=f"sub-sample {i + 1}")
+            ax.axhline(dcc_xy[i], color=colour, ls="--", lw=1)
     if floor is not None:
         ax.axhspan(float(np.min(floor)), float(np.max(floor)), color="grey", alpha=0.3, label="permutation floor")
     ax.set_yscale("log")

@@ -22,6 +22,7 @@ to ``[0, 1]``.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,10 +33,10 @@ __all__ = [
     "bin_sample",
     "compress_columns",
     "fold_histograms",
-    "interval_moments",
     "kernel_matrices",
     "linear_binning",
     "local_polynomial_cdf",
+    "local_polynomial_folds",
     "node_grid",
     "rearrange",
     "y_edges",
@@ -140,37 +141,12 @@ def fold_histograms(
     base = base + left * stride
     size = n_folds * n_nodes * stride
     w_right = w * share
-    counts = np.bincount(base, weights=w - w_right, minlength=size)
+    counts = np.asarray(np.bincount(base, weights=w - w_right, minlength=size), dtype=np.float64)
     counts += np.bincount(base + stride, weights=w_right, minlength=size)
     counts = counts.reshape(n_folds, n_nodes, stride)
     mass = counts.sum(axis=2)
     below = np.cumsum(counts[:, :, :n_edges], axis=2)
     return mass, below
-
-
-def interval_moments(
-    binning: tuple[NDArray[np.intp], Array],
-    weight: Array | None,
-    n_nodes: int,
-    fold: NDArray[np.intp] | None = None,
-    n_folds: int = 1,
-) -> Array:
-    """Second-order binned weight per fold and interval between nodes, ``(n_folds, 3, n_nodes - 1)``.
-
-    For the events of interval ``j`` (between ``nodes[j]`` and ``nodes[j + 1]``)
-    at fraction ``f`` of the way: the sums of ``w (1 - f)**2``, ``2 w f (1 - f)``
-    and ``w f**2``. With them, the sum over events of the square of a function
-    interpolated linearly between nodes is exact.
-    """
-    left, share = binning
-    n_intervals = n_nodes - 1
-    w = np.ones(len(left)) if weight is None else weight
-    index = left if fold is None else fold * n_intervals + left
-    size = n_folds * n_intervals
-    right = w * share
-    terms = [(w - right) * (1.0 - share), 2.0 * right * (1.0 - share), right * share]
-    out = np.stack([np.bincount(index, weights=t, minlength=size) for t in terms])
-    return out.reshape(3, n_folds, n_intervals).transpose(1, 0, 2)
 
 
 def bin_sample(x: Array, y: Array, weight: Array | None, nodes: Array, edges: Array) -> tuple[Array, Array]:
@@ -180,10 +156,11 @@ def bin_sample(x: Array, y: Array, weight: Array | None, nodes: Array, edges: Ar
     return mass[0], below[0]
 
 
-def kernel_matrices(nodes: Array, bandwidth: Array, n_powers: int) -> list[sparse.csr_matrix]:
-    """``W_q[j, l] = K((x_l - x_j) / h_j) ((x_l - x_j) / h_j)**q`` for ``q < n_powers``, sparse.
+def kernel_matrices(nodes: Array, bandwidth: Array, n_powers: int) -> list[Any]:
+    """``W_q[j, l] = K((x_l - x_j) / h_j) ((x_l - x_j) / h_j)**q`` for ``q < n_powers``.
 
     ``K`` is the unnormalised Gaussian ``exp(-u**2 / 2)``, cut at :data:`KERNEL_REACH`.
+    The matrices are sparse (CSR): each row holds the nodes within reach.
     """
     n = len(nodes)
     lo = np.searchsorted(nodes, nodes - KERNEL_REACH * bandwidth, side="left")
@@ -203,7 +180,7 @@ def kernel_matrices(nodes: Array, bandwidth: Array, n_powers: int) -> list[spars
 
 
 def local_polynomial_coefficients(
-    matrices: list[sparse.csr_matrix], mass: Array, degree: int
+    matrices: list[Any], mass: Array, degree: int
 ) -> tuple[Array, NDArray[np.bool_]]:
     """First row of the inverse local moment matrix at every node, ``(n_nodes, degree + 1)``.
 
@@ -243,7 +220,7 @@ def local_polynomial_coefficients(
 
 
 def local_polynomial_cdf(
-    matrices: list[sparse.csr_matrix], mass: Array, below: Array, degree: int
+    matrices: list[Any], mass: Array, below: Array, degree: int
 ) -> Array:
     """Raw local-polynomial estimate of the weight fraction below each edge, per node.
 
@@ -255,14 +232,46 @@ def local_polynomial_cdf(
     out = coefficients[:, 0:1] * (matrices[0] @ below)
     for q in range(1, degree + 1):
         out += coefficients[:, q : q + 1] * (matrices[q] @ below)
-    if empty.any():
-        filled = np.flatnonzero(~empty)
-        for k in np.flatnonzero(empty):
-            right = int(np.searchsorted(filled, k))
-            lo = filled[max(right - 1, 0)]
-            hi = filled[min(right, len(filled) - 1)]
-            t = 0.0 if hi == lo else (k - lo) / (hi - lo)
-            out[k] = (1.0 - t) * out[lo] + t * out[hi]
+    return _fill_gaps(out, empty)
+
+
+def _fill_gaps(rows: Array, empty: NDArray[np.bool_]) -> Array:
+    """Rows of nodes in gaps of the sample, interpolated from the nearest filled rows."""
+    if not empty.any():
+        return rows
+    filled = np.flatnonzero(~empty)
+    if len(filled) == 0:
+        msg = "no grid node has defining events within its kernel window"
+        raise ValueError(msg)
+    for k in np.flatnonzero(empty):
+        right = int(np.searchsorted(filled, k))
+        lo = filled[max(right - 1, 0)]
+        hi = filled[min(right, len(filled) - 1)]
+        t = 0.0 if hi == lo else (k - lo) / (hi - lo)
+        rows[k] = (1.0 - t) * rows[lo] + t * rows[hi]
+    return rows
+
+
+def local_polynomial_folds(matrices: list[Any], mass: Array, below: Array, degree: int) -> Array:
+    """Raw estimates of every fold from the binned weight of the others, ``(folds, n_nodes, n_edges)``.
+
+    ``mass`` is ``(folds, n_nodes)`` and ``below`` ``(folds, n_nodes, n_edges)``:
+    the binned weight of each fold. The estimate of fold ``f`` uses the
+    weight of all folds minus its own; the kernel sums of all folds are
+    computed in one product per power.
+    """
+    n_folds, n_nodes, n_edges = below.shape
+    stacked = below.transpose(1, 0, 2).reshape(n_nodes, n_folds * n_edges)
+    sums = [(matrices[q] @ stacked).reshape(n_nodes, n_folds, n_edges) for q in range(degree + 1)]
+    totals = [s.sum(axis=1) for s in sums]
+    mass_all = mass.sum(axis=0)
+    out = np.empty((n_folds, n_nodes, n_edges))
+    for fold in range(n_folds):
+        coefficients, empty = local_polynomial_coefficients(matrices, mass_all - mass[fold], degree)
+        estimate = coefficients[:, 0:1] * (totals[0] - sums[0][:, fold])
+        for q in range(1, degree + 1):
+            estimate += coefficients[:, q : q + 1] * (totals[q] - sums[q][:, fold])
+        out[fold] = _fill_gaps(estimate, empty)
     return out
 
 

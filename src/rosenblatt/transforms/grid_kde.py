@@ -14,7 +14,6 @@ from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms.irgi import column_grid_cdf
 from rosenblatt.transforms.kde import absolute_sigma
 from rosenblatt.transforms.selection import (
-    DEFAULT_FOLDS,
     Selection,
     check_folds,
     check_seed,
@@ -112,7 +111,7 @@ class GridKDE(ConditionalCDFTransform):
         *,
         y_levels: int = 512,
         nodes_per_bandwidth: float = 4.0,
-        folds: int = DEFAULT_FOLDS,
+        folds: int = 10,
         seed: int = 0,
         max_nodes: int = 20_000,
     ) -> None:

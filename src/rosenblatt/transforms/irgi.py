@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import numbers
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -178,7 +179,7 @@ class IRGI(ConditionalCDFTransform):
         column_bounds = np.concatenate(([0], cells[1::2], [n]))
 
         # y: sort inside each column (a segmented sort), bisect each column to depth
-        for start, stop in zip(column_bounds[:-1], column_bounds[1:], strict=True):
+        for start, stop in itertools.pairwise(column_bounds):
             if ws is None:
                 ys[start:stop].sort()
             else:

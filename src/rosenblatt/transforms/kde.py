@@ -95,7 +95,7 @@ class KDE(ConditionalCDFTransform):
         sigma_r: float | Literal["auto"] = 0.05,
         method: Method = "fast",
         *,
-        folds: int = 5,
+        folds: int = 10,
         seed: int = 0,
     ) -> None:
         self.sigma_r = sigma_r
@@ -210,7 +210,6 @@ class KDE(ConditionalCDFTransform):
     def from_state(cls, state: dict[str, Any]) -> KDE:
         """Rebuild a fitted KDE from :meth:`get_state` output, checking it."""
         from rosenblatt.serialization import SchemaError, check_array
-
         from rosenblatt.transforms.selection import Selection
 
         params = state["params"]

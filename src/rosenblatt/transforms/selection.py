@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt.transforms import _local_polynomial as lp
+from rosenblatt.transforms._brier import weighted_brier
 
 if TYPE_CHECKING:
     from rosenblatt.transforms._base import ConditionalCDFTransform
@@ -53,13 +54,15 @@ __all__ = [
 Array = NDArray[np.float64]
 
 #: number of cross-validation folds
-DEFAULT_FOLDS = 5
+DEFAULT_FOLDS = 10
 #: number of score thresholds (inner quantiles of the defining scores)
 DEFAULT_THRESHOLDS = 64
 #: held-out events scored at most by :func:`cross_validate` (summed over the folds)
 MAX_HELD_OUT = 20_000
+#: width of the pilot estimate that weighs the score thresholds, for 10**5 events
+PILOT_SIGMA_R = 0.1
 #: first, coarse grid of ``sigma_r`` of :func:`select_bandwidth`
-COARSE_SIGMA_R = (0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56)
+COARSE_SIGMA_R = (0.04, 0.08, 0.16, 0.32, 0.64, 1.28)
 #: the coarse grid is extended by factors of 2 up to these ends while the best is on its edge
 SIGMA_R_LIMITS = (0.0025, 20.48)
 
@@ -290,7 +293,14 @@ def cross_validate(
 
 
 class _BinnedFolds:
-    """Binned folds of a sample, scoring a kernel width without refitting."""
+    """Folds of a sample whose kernel estimates are computed from binned weight.
+
+    The training estimate of each fold is the local-polynomial estimate from
+    the binned weight of the other folds, on the shared thresholds; it is
+    interpolated linearly in ``x`` to the held-out events as a fitted
+    estimate is. The thresholds of a held-out event are weighted by a pilot
+    estimate of its conditional distribution (see :meth:`_pilot_weights`).
+    """
 
     def __init__(
         self,
@@ -313,42 +323,67 @@ class _BinnedFolds:
         self.label = fold_labels(len(x), folds, seed)
         self.thresholds = brier_thresholds(y, weight, n_thresholds, y_order)
         self.column = np.searchsorted(self.thresholds, y, side="right")
-        self.total_weight = float(len(x) if weight is None else weight.sum())
+        self.event_weight = np.ones(len(x)) if weight is None else weight
+        self.total_weight = float(self.event_weight.sum())
         # the bias of a width-h estimate falls as h**2 (degree 0, 1) or h**4 (2, 3):
         # its best width for the training size is larger by this factor
         exponent = 1.0 / 5.0 if degree < 2 else 1.0 / 9.0
         self.train_scale = (folds / (folds - 1)) ** exponent
+        self.pilot, self.pilot_binning = self._pilot_weights()
         self.scores: dict[float, float] = {}
+
+    def _nodes(self, bandwidth: float) -> Array:
+        x_lo, x_hi = float(self.x.min()), float(self.x.max())
+        spacing = max(bandwidth / self.nodes_per_bandwidth, (x_hi - x_lo) / (self.max_nodes - 1))
+        return lp.node_grid(x_lo, x_hi, spacing, self.max_nodes)
+
+    def _training_cdfs(
+        self,
+        binning: tuple[NDArray[np.intp], Array],
+        n_nodes: int,
+        matrices: list[Any],
+        column: NDArray[np.intp],
+        n_edges: int,
+        degree: int,
+    ) -> Array:
+        """Each fold's training estimate, ``(folds, n_nodes, n_edges)``, monotone, not pinned."""
+        mass, below = lp.fold_histograms(binning, column, self.weight, n_nodes, n_edges, self.label, self.folds)
+        return lp.rearrange(lp.local_polynomial_folds(matrices, mass, below, degree), pin_ends=False)
+
+    def _pilot_weights(self) -> tuple[Array, tuple[NDArray[np.intp], Array]]:
+        """Per fold and pilot node, the weight of each threshold; and the events' pilot binning.
+
+        The pilot of a fold is the Gaussian-kernel estimate from the other
+        folds, of width :data:`PILOT_SIGMA_R` (scaled to the sample size as
+        ``N**(-1/5)``), of the probability that ``y`` falls between the
+        midpoints around each threshold. The same for every candidate and
+        independent of the held-out scores, it keeps the score proper while
+        weighing ``y`` as the held-out events do.
+        """
+        t = self.thresholds
+        middle = 0.5 * (t[1:] + t[:-1])
+        bandwidth = PILOT_SIGMA_R * (len(self.x) / 1e5) ** (-0.2) * self.sigma_a
+        nodes = self._nodes(bandwidth)
+        binning = lp.linear_binning(self.x, nodes)
+        matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 1)
+        column = np.searchsorted(middle, self.y, side="right")
+        cdf = self._training_cdfs(binning, len(nodes), matrices, column, len(middle), 0)
+        return np.diff(cdf, axis=2, prepend=0.0, append=1.0), binning
 
     def score(self, sigma_r: float) -> float:
         """Cross-validated integrated Brier score of the estimate of width ``sigma_r``."""
         if sigma_r in self.scores:
             return self.scores[sigma_r]
         bandwidth = sigma_r * self.sigma_a * self.train_scale
-        x_lo, x_hi = float(self.x.min()), float(self.x.max())
-        nodes = lp.node_grid(x_lo, x_hi, bandwidth / self.nodes_per_bandwidth, self.max_nodes)
-        edges = self.thresholds
+        nodes = self._nodes(bandwidth)
         binning = lp.linear_binning(self.x, nodes)
-        mass, below = lp.fold_histograms(
-            binning, self.column, self.weight, len(nodes), len(edges), self.label, self.folds
-        )
-        quadratic = lp.interval_moments(binning, self.weight, len(nodes), self.label, self.folds)
         matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 2 * self.degree + 1)
-        mass_all, below_all = mass.sum(axis=0), below.sum(axis=0)
-        total = 0.0
-        for fold in range(self.folds):
-            cdf = lp.rearrange(
-                lp.local_polynomial_cdf(matrices, mass_all - mass[fold], below_all - below[fold], self.degree),
-                pin_ends=False,
-            )
-            a, b, c = quadratic[fold]
-            square = (
-                np.dot(a, np.einsum("jk,jk->j", cdf[:-1], cdf[:-1]))
-                + np.dot(b, np.einsum("jk,jk->j", cdf[:-1], cdf[1:]))
-                + np.dot(c, np.einsum("jk,jk->j", cdf[1:], cdf[1:]))
-            )
-            total += square - 2.0 * float(np.einsum("jk,jk->", cdf, below[fold])) + float(below[fold].sum())
-        result = total / (self.total_weight * len(edges))
+        cdf = self._training_cdfs(binning, len(nodes), matrices, self.column, len(self.thresholds), self.degree)
+        total = weighted_brier(
+            cdf, self.pilot, self.label, binning[0], binning[1], self.pilot_binning[0],
+            self.pilot_binning[1], self.column, self.event_weight,
+        )
+        result = total / self.total_weight
         self.scores[sigma_r] = result
         return result
 
