@@ -44,6 +44,8 @@ __all__ = [
 
 #: kernel windows end at this many bandwidths (the Gaussian is 1.5e-8 there)
 KERNEL_REACH = 6.0
+#: tolerance, in levels, of :func:`compress_columns`
+LEVEL_TOLERANCE = 1e-6
 #: ridge added to the slope and curvature terms of the local moment matrix,
 #: relative to its zeroth moment: negligible where the window holds data on
 #: several nodes, it keeps the fit defined where it does not
@@ -311,7 +313,9 @@ def compress_columns(edges: Array, cdf: Array, n_levels: int) -> tuple[Array, Ar
     tuple of numpy.ndarray
         ``(column_edges, column_cdf)``, both ``(n_columns, n_kept)``.
     """
-    level = np.floor(cdf * n_levels)
+    # a value within rounding of a multiple counts as reaching it (values clipped to
+    # exactly 0 or 1 sit on one), so that rounding never moves a kept edge
+    level = np.floor(cdf * n_levels + LEVEL_TOLERANCE)
     keep = np.zeros(cdf.shape, dtype=bool)
     keep[:, 1:] = level[:, 1:] != level[:, :-1]
     keep[:, :-1] |= np.diff(cdf, axis=1) > 1.0 / n_levels
