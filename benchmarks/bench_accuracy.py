@@ -137,7 +137,7 @@ def print_timing(n: int, repeats: int, seed: int) -> None:
         "IRGI d=7 (paper)": lambda: rb.IRGI(7),
         "IRGI auto": lambda: rb.IRGI("auto"),
         "KDE auto": lambda: rb.KDE("auto"),
-        "GridKDE p=2 auto": lambda: GridKDE(),
+        "GridKDE p=2 auto": GridKDE,
         "GridKDE p=2 sigma_r=0.3": lambda: GridKDE(0.3),
     }
     load = os.getloadavg()

@@ -253,3 +253,30 @@ def test_numpy_path_equals_compiled_path(monkeypatch: pytest.MonkeyPatch) -> Non
     plain = GridKDE(folds=3).fit(x, y)
     assert plain.sigma_r_ == pytest.approx(compiled.sigma_r_, rel=1e-9)
     np.testing.assert_allclose(plain.transform(xq, yq), compiled.transform(xq, yq), rtol=0, atol=1e-12)
+
+
+def test_blocks_equal_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y = CASES["skewed"].sample(20_000, seed=40)
+    x = np.concatenate((x, [40.0]))  # a gap in x: nodes without events are interpolated
+    y = np.concatenate((y, [3.0]))
+    bandwidth = 0.05 * absolute_sigma(x)
+    nodes = lp.node_grid(float(x.min()), float(x.max()), bandwidth / 4, 100_000)
+    edges = lp.y_edges(np.sort(y), np.arange(len(y) + 1.0), 600)
+    mass, below = lp.bin_sample(x, y, None, nodes, edges)
+    matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 5)
+    one = lp.compress_columns(edges, lp.rearrange(lp.local_polynomial_cdf(matrices, mass, below, 2)), 64)
+    monkeypatch.setattr(lp, "BLOCK_NODES", 37)
+    blocked = lp.local_polynomial_columns(matrices, mass, below, 2, edges, 64)
+    assert len(nodes) > 3 * 37
+    for a, b in zip(one, blocked, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_negative_weights() -> None:
+    """Weights independent of y given x leave the conditional CDF unchanged."""
+    x, y = bivariate_normal(40_000, seed=41)
+    w = np.where(np.random.default_rng(42).uniform(size=len(x)) < 0.1, -0.3, 1.0)
+    xq, yq = bivariate_normal(4000, seed=43)
+    g = GridKDE(0.3).fit(x, y, w).transform(xq, yq)
+    assert np.all((g >= 0) & (g <= 1))
+    assert rms(g, exact_gamma(xq, yq)) < 0.012

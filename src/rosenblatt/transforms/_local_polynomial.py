@@ -36,6 +36,7 @@ __all__ = [
     "kernel_matrices",
     "linear_binning",
     "local_polynomial_cdf",
+    "local_polynomial_columns",
     "local_polynomial_folds",
     "node_grid",
     "rearrange",
@@ -44,6 +45,8 @@ __all__ = [
 
 #: kernel windows end at this many bandwidths (the Gaussian is 1.5e-8 there)
 KERNEL_REACH = 6.0
+#: nodes per block of :func:`local_polynomial_columns`
+BLOCK_NODES = 256
 #: tolerance, in levels, of :func:`compress_columns`
 LEVEL_TOLERANCE = 1e-6
 #: ridge added to the slope and curvature terms of the local moment matrix,
@@ -275,6 +278,48 @@ def local_polynomial_folds(matrices: list[Any], mass: Array, below: Array, degre
             estimate += coefficients[:, q : q + 1] * (totals[q] - sums[q][:, fold])
         out[fold] = _fill_gaps(estimate, empty)
     return out
+
+
+def local_polynomial_columns(
+    matrices: list[Any], mass: Array, below: Array, degree: int, edges: Array, n_levels: int
+) -> tuple[Array, Array]:
+    """The monotone estimate at every node, compressed per column (see :func:`compress_columns`).
+
+    Equal to ``compress_columns(edges, rearrange(local_polynomial_cdf(...)), n_levels)``,
+    computed in blocks of :data:`BLOCK_NODES` nodes so that the temporary
+    arrays stay small on long grids.
+    """
+    coefficients, empty = local_polynomial_coefficients(matrices, mass, degree)
+    filled = np.flatnonzero(~empty)
+    if len(filled) == 0:
+        msg = "no grid node has defining events within its kernel window"
+        raise ValueError(msg)
+
+    def raw(rows: NDArray[np.intp]) -> Array:
+        out = coefficients[rows, 0:1] * (matrices[0][rows] @ below)
+        for q in range(1, degree + 1):
+            out += coefficients[rows, q : q + 1] * (matrices[q][rows] @ below)
+        return np.asarray(out)
+
+    kept_edges, kept_cdf = [], []
+    n_nodes = len(mass)
+    for start in range(0, n_nodes, BLOCK_NODES):
+        rows = np.arange(start, min(start + BLOCK_NODES, n_nodes))
+        block = raw(rows)
+        for i in np.flatnonzero(empty[rows]):
+            k = rows[i]
+            right = int(np.searchsorted(filled, k))
+            lo, hi = filled[max(right - 1, 0)], filled[min(right, len(filled) - 1)]
+            t = 0.0 if hi == lo else (k - lo) / (hi - lo)
+            pair = raw(np.array([lo, hi]))
+            block[i] = (1.0 - t) * pair[0] + t * pair[1]
+        e, c = compress_columns(edges, rearrange(block), n_levels)
+        kept_edges.append(e)
+        kept_cdf.append(c)
+    width = max(e.shape[1] for e in kept_edges)
+    column_edges = np.vstack([np.pad(e, ((0, 0), (0, width - e.shape[1])), mode="edge") for e in kept_edges])
+    column_cdf = np.vstack([np.pad(c, ((0, 0), (0, width - c.shape[1])), mode="edge") for c in kept_cdf])
+    return column_edges, column_cdf
 
 
 def rearrange(cdf: Array, *, pin_ends: bool = True) -> Array:

@@ -85,12 +85,14 @@ class GridKDE(ConditionalCDFTransform):
     Notes
     -----
     The estimate is monotone in ``y`` and in ``[0, 1]`` by construction.
-    Ties in ``y`` are exact as for IRGI: a tied value is an edge of every
-    column, where the CDF is the weight strictly below it, so tied events
-    share one value; at the upper domain edge ``gamma = 1``. ``gamma``
-    depends on ``y`` only through the order of the defining scores. ``y``
-    below (above) the domain gives 0 (1); ``x`` beyond the domain is
-    evaluated at the nearest edge.
+    Ties in ``y`` are treated as by IRGI: a tied value is an edge of the
+    shared grid, where the CDF is the weight strictly below it, and stays an
+    edge of every column in which it holds more than ``1 / y_levels`` of the
+    weight, so that the step of the tie stays sharp; at the upper domain edge
+    ``gamma = 1``. The edges depend on ``y`` only through the order of the
+    defining scores (``gamma`` is linear in ``y`` between them). ``y`` below
+    (above) the domain gives 0 (1); ``x`` beyond the domain is evaluated at
+    the nearest edge.
     """
 
     kind: ClassVar[str] = "grid_kde"
@@ -192,8 +194,7 @@ class GridKDE(ConditionalCDFTransform):
         fine = lp.y_edges(y[order], cumulative, n_fine)
         mass, below = lp.bin_sample(x, y, w, nodes, fine)
         matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 2 * degree + 1)
-        cdf = lp.rearrange(lp.local_polynomial_cdf(matrices, mass, below, degree))
-        column_edges, column_cdf = lp.compress_columns(fine, cdf, levels)
+        column_edges, column_cdf = lp.local_polynomial_columns(matrices, mass, below, degree, fine, levels)
 
         self.domain_ = ((float(x.min()), float(x.max())), (float(y.min()), float(y.max())))
         self.sigma_r_ = float(sigma_r)

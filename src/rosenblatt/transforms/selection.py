@@ -1,27 +1,33 @@
 """Automatic choice of a transform's free parameter from the defining sample alone.
 
 The parameter (IRGI's depth, a kernel width ``sigma_r``) is chosen by k-fold
-cross-validation of a proper score of the conditional CDF: the integrated
-Brier score
+cross-validation of a proper score of the conditional CDF, the Brier score
+integrated over thresholds ``t`` of the score,
 
-``S = (1 / W) sum_i w_i (1 / T) sum_k (gamma(x_i, t_k) - [y_i < t_k])**2``
+``S = (1 / W) sum_i w_i sum_k omega_ik (gamma(x_i, t_k) - [y_i < t_k])**2``,
 
-of the held-out events ``(x_i, y_i, w_i)`` at ``T`` thresholds ``t_k``, the
-inner quantiles of the defining scores. For any fixed thresholds its
-expectation is the mean squared distance of ``gamma`` to the true conditional
-CDF (averaged over ``x`` and the thresholds) plus a constant, so the
+of the held-out events ``(x_i, y_i, w_i)``, ``gamma`` fitted on the other
+folds. For thresholds and weights ``omega`` that do not depend on the
+held-out ``y_i`` nor on the parameter, the expectation of ``S`` is the mean
+squared distance of ``gamma`` to the true conditional CDF, averaged over the
+events' ``x`` and over ``t`` with the weights ``omega``, plus a constant: the
 parameter with the lowest score is the one whose ``gamma`` is closest to the
-truth. The folds are drawn from a seeded generator, so the choice is
-reproducible.
+truth. The thresholds are spread like the conditional distribution of ``y``
+at ``x_i``, so that the score weighs the errors as the root mean square of
+``gamma`` over the events does. The folds are drawn from a seeded generator:
+the choice is reproducible.
 
-Two implementations share the score:
+Two implementations:
 
 - :func:`cross_validate` fits the transform on each training fold and
-  evaluates it at the held-out events (any transform; used for IRGI);
+  evaluates it at held-out events, with the scores of their nearest
+  held-out neighbours in ``x`` as thresholds (any transform; used for IRGI);
 - :func:`select_bandwidth` bins the sample once per candidate width and
-  scores the kernel estimates of all folds from the binned weights without
-  refitting (:class:`~rosenblatt.KDE` and :class:`~rosenblatt.transforms.grid_kde.GridKDE`),
-  searching the width from coarse to fine and placing the choice at the
+  computes the kernel estimates of all folds from the binned weights without
+  refitting (:class:`~rosenblatt.KDE` and
+  :class:`~rosenblatt.transforms.grid_kde.GridKDE`), at quantiles of ``y``
+  weighted by a pilot estimate of each event's conditional distribution;
+  it searches the width from coarse to fine and places the choice at the
   minimum of a parabola through the three best scores (in ``log sigma_r``).
 """
 
@@ -63,6 +69,8 @@ MAX_HELD_OUT = 20_000
 PILOT_SIGMA_R = 0.1
 #: first, coarse grid of ``sigma_r`` of :func:`select_bandwidth`
 COARSE_SIGMA_R = (0.04, 0.08, 0.16, 0.32, 0.64, 1.28)
+#: factors of the refinements around the best after the coarse grid
+REFINEMENT_STEPS = (2.0**0.5,)
 #: the coarse grid is extended by factors of 2 up to these ends while the best is on its edge
 SIGMA_R_LIMITS = (0.0025, 20.48)
 
@@ -415,7 +423,7 @@ def select_bandwidth(
 
     Without ``candidates``, ``sigma_r`` is searched on factors of 2 from
     :data:`COARSE_SIGMA_R` (extended while the best is on an edge), refined
-    by factors of ``2**0.5`` and ``2**0.25`` around the best, and the choice
+    by factors of :data:`REFINEMENT_STEPS` around the best, and the choice
     is the minimum of the parabola in ``log sigma_r`` through the best score
     and its two neighbours. With ``candidates``, the best of those is chosen.
     ``y_order`` is ``numpy.argsort(y, kind="stable")`` when already known.
@@ -457,7 +465,7 @@ def select_bandwidth(
 
 
 def _coarse_to_fine(binned: _BinnedFolds, feasible: Callable[[float], bool]) -> float:
-    """Search ``sigma_r`` by factors 2, 2**0.5, 2**0.25 and a parabola through the best three."""
+    """Search ``sigma_r`` by factors of 2, then :data:`REFINEMENT_STEPS`, and a parabola through the best three."""
     grid = [v for v in COARSE_SIGMA_R if feasible(v)]
     if not grid:
         grid = [COARSE_SIGMA_R[-1]]
@@ -473,7 +481,7 @@ def _coarse_to_fine(binned: _BinnedFolds, feasible: Callable[[float], bool]) -> 
             binned.score(best * 2)
         else:
             break
-    for step in (2.0**0.5, 2.0**0.25):
+    for step in REFINEMENT_STEPS:
         best = min(binned.scores, key=binned.scores.__getitem__)
         for value in (best / step, best * step):
             if lo_limit <= value <= hi_limit and feasible(value):
