@@ -45,7 +45,7 @@ def automatic(n: int) -> dict[str, Factory]:
     """The paper's defaults and every automatic configuration."""
     paper_depth = min(7, rb.IRGI.max_depth(n))
     return {
-        f"IRGI d={paper_depth} (paper)": lambda: rb.IRGI(paper_depth),
+        "IRGI d=7 (paper; 6 below 32768 events)": lambda: rb.IRGI(paper_depth),
         "IRGI auto": lambda: rb.IRGI("auto"),
         "KDE 0.05 (paper)": lambda: rb.KDE(0.05),
         "KDE auto": lambda: rb.KDE("auto"),

@@ -66,7 +66,7 @@ def outcome(function: Callable[[], Any], name: str) -> Any:
         with no_hang():
             return function()
     except DOCUMENTED_ERRORS as err:
-        assert name in str(err), f"{type(err).__name__} does not name {name!r}: {err}"
+        assert name in str(err), f"{type(err).__name__} does not name {name!r}: {err}"  # noqa: PT017
         return None
 
 
@@ -78,7 +78,7 @@ def outcome_in_child(function: Callable[[], Any], name: str) -> Any:
     def child() -> None:
         try:
             sender.send(("ok", outcome(function, name)))
-        except BaseException as err:  # reported to the parent, which fails the case
+        except BaseException as err:  # noqa: BLE001 (reported to the parent, which fails the case)
             sender.send(("raised", f"{type(err).__name__}: {err}"))
 
     process = context.Process(target=child)
@@ -89,7 +89,9 @@ def outcome_in_child(function: Callable[[], Any], name: str) -> Any:
         process.join()
         raise AssertionError(f"{name}: no result after {HANG_SECONDS + 10} s: the reader hangs")
     if process.exitcode != 0 or not receiver.poll():
-        raise AssertionError(f"{name}: the reader crashed the process (exit code {process.exitcode})")
+        raise AssertionError(
+            f"{name}: the reader crashed the process (exit code {process.exitcode})"
+        )
     status, value = receiver.recv()
     assert status == "ok", value
     return value
@@ -124,8 +126,28 @@ def byte_mutation(data: bytes, seed: int) -> bytes:
 
 
 HOSTILE_VALUES: list[Any] = [
-    None, True, False, 0, -1, 1, 2**70, -(2**70), 0.5, -0.5, 1e-300, 1e308, -1e308,
-    "", "NaN", "os.system", [], {}, [0.0, 1.0], [1.0, 0.0], [[0.0, 1.0]], {"a": 1},
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1,
+    2**70,
+    -(2**70),
+    0.5,
+    -0.5,
+    1e-300,
+    1e308,
+    -1e308,
+    "",
+    "NaN",
+    "os.system",
+    [],
+    {},
+    [0.0, 1.0],
+    [1.0, 0.0],
+    [[0.0, 1.0]],
+    {"a": 1},
 ]
 
 
@@ -158,7 +180,9 @@ def structural_mutation(document: dict[str, Any], seed: int) -> str:
         value = parent[key]
         if action == "delete":
             del parent[key]
-        elif action == "perturb" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        elif (
+            action == "perturb" and isinstance(value, (int, float)) and not isinstance(value, bool)
+        ):
             factor = float(rng.choice([-1.0, 0.0, 0.5, 1.0 + 1e-12, 2.0, 1e300]))
             offset = float(rng.choice([0.0, 1e-9, -1.0, 1e6]))
             parent[key] = value * factor + offset
@@ -191,15 +215,17 @@ def saved_transforms() -> dict[str, tuple[str, rb.IRGI | rb.KDE]]:
     weight = np.random.default_rng(6).uniform(0.5, 1.5, len(x))
     irgi = rb.IRGI(2).fit(x, y, weight)
     kde = rb.KDE(0.3).fit(x[:60], y[:60])
-    return Catalogue({
-        "irgi": (dumps(irgi), irgi),
-        "kde": (dumps(kde), kde),
-        "irgi-correctionlib": (json.dumps(correctionlib_document(irgi, "gamma")), irgi),
-        "kde-correctionlib": (
-            json.dumps(correctionlib_document(kde, "gamma", tolerance=3e-2, progress=False)),
-            kde,
-        ),
-    })
+    return Catalogue(
+        {
+            "irgi": (dumps(irgi), irgi),
+            "kde": (dumps(kde), kde),
+            "irgi-correctionlib": (json.dumps(correctionlib_document(irgi, "gamma")), irgi),
+            "kde-correctionlib": (
+                json.dumps(correctionlib_document(kde, "gamma", tolerance=3e-2, progress=False)),
+                kde,
+            ),
+        }
+    )
 
 
 TRANSFORM_FILES = ["irgi", "kde", "irgi-correctionlib", "kde-correctionlib"]
@@ -317,7 +343,9 @@ def check_events(events: Any) -> None:
 )
 @FUZZ
 @given(seed=SEEDS)
-def test_readers_survive_mutated_files(event_files, fuzz_directory: Path, suffix: str, seed: int) -> None:
+def test_readers_survive_mutated_files(
+    event_files, fuzz_directory: Path, suffix: str, seed: int
+) -> None:
     original, events = event_files[suffix]
     mutated = byte_mutation(original, seed)
     path = fuzz_directory / f"mutated{suffix}"
@@ -330,11 +358,12 @@ def test_readers_survive_mutated_files(event_files, fuzz_directory: Path, suffix
 
 
 @pytest.mark.xfail(
-    strict=True, reason="serialization.loads tests `kind in registry` before checking it is a string"
+    strict=True,
+    reason="serialization.loads tests `kind in registry` before checking it is a string",
 )
 @pytest.mark.parametrize("kind", [[], {}, ["irgi"]])
 def test_kind_of_another_json_type_is_a_schema_error(saved_transforms, kind: Any) -> None:
     document = json.loads(saved_transforms["irgi"][0])
     document["kind"] = kind
-    with pytest.raises(SchemaError, match="fuzzed.json: unknown transform kind"):
+    with pytest.raises(SchemaError, match=r"fuzzed\.json: unknown transform kind"):
         loads(json.dumps(document), source="fuzzed.json")

@@ -99,7 +99,11 @@ def fit_or_documented_error(transform: rb.IRGI | rb.KDE, sample: Sample) -> bool
     KDE with negative weights is left to :func:`test_kde_negative_weights_dominating_locally`.
     """
     assume(
-        not (isinstance(transform, rb.KDE) and sample.weight is not None and np.any(sample.weight < 0))
+        not (
+            isinstance(transform, rb.KDE)
+            and sample.weight is not None
+            and np.any(sample.weight < 0)
+        )
     )
     try:
         transform.fit(sample.x, sample.y, sample.weight)
@@ -122,7 +126,9 @@ def fit_or_documented_error(transform: rb.IRGI | rb.KDE, sample: Sample) -> bool
     return True
 
 
-def query_points(sample: Sample, rng: np.random.Generator, n: int = 64) -> tuple[np.ndarray, np.ndarray]:
+def query_points(
+    sample: Sample, rng: np.random.Generator, n: int = 64
+) -> tuple[np.ndarray, np.ndarray]:
     """Queries inside, on the edges of and far outside the defining sample."""
     x_lo, x_hi = sample.x.min(), sample.x.max()
     y_lo, y_hi = sample.y.min(), sample.y.max()
@@ -162,7 +168,9 @@ def test_monotone_in_y_at_fixed_x(transform, sample, seed) -> None:
         return
     rng = np.random.default_rng(seed)
     y_lo, y_hi = sample.y.min(), sample.y.max()
-    ys = np.sort(np.concatenate((sample.y, np.linspace(y_lo, y_hi, 101), [y_lo - 1e300, y_hi + 1e300])))
+    ys = np.sort(
+        np.concatenate((sample.y, np.linspace(y_lo, y_hi, 101), [y_lo - 1e300, y_hi + 1e300]))
+    )
     xs = np.concatenate((rng.choice(sample.x, 4), [sample.x.min(), sample.x.max(), -1e300, 1e300]))
     slack = (
         KDE_FAST_MONOTONE_SLACK
@@ -210,7 +218,9 @@ def test_one_value_per_event_in_the_input_structure(transform, sample, counts, s
     grid_y = rng.choice(sample.y, size).reshape(shape)
     gamma_grid = transform.transform(grid_x, grid_y)
     assert gamma_grid.shape == shape
-    np.testing.assert_array_equal(gamma_grid.ravel(), transform.transform(grid_x.ravel(), grid_y.ravel()))
+    np.testing.assert_array_equal(
+        gamma_grid.ravel(), transform.transform(grid_x.ravel(), grid_y.ravel())
+    )
     # a scalar x broadcasts against an array of y
     np.testing.assert_array_equal(
         transform.transform(grid_x.flat[0], grid_y),
@@ -242,7 +252,9 @@ def test_weights_matter_only_up_to_a_common_factor(transform, sample, scale) -> 
         return
     scaled = unfitted_copy(transform).fit(sample.x, sample.y, weight * scale)
     xq, yq = query_points(sample, np.random.default_rng(1), 32)
-    np.testing.assert_allclose(scaled.transform(xq, yq), transform.transform(xq, yq), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        scaled.transform(xq, yq), transform.transform(xq, yq), rtol=0, atol=1e-12
+    )
 
 
 @PROPERTY
@@ -259,7 +271,7 @@ def test_raw_finite_floats_give_a_result_or_a_documented_error(x, data, transfor
     try:
         transform.fit(x, y)
     except ValueError as err:
-        assert str(err)
+        assert str(err)  # noqa: PT017
         return
     gamma = transform.transform(x, y)
     assert gamma.shape == x.shape
@@ -282,7 +294,7 @@ def test_kde_negative_weights_dominating_locally(method: str) -> None:
     try:
         gamma = t.transform(xq, np.full_like(xq, y[7]))
     except ValueError as err:  # the documented refusal, naming the events affected
-        assert "negative weights dominate" in str(err)
+        assert "negative weights dominate" in str(err)  # noqa: PT017
     else:
         assert np.all((gamma >= 0.0) & (gamma <= 1.0)), gamma[(gamma < 0) | (gamma > 1)]
 
@@ -299,7 +311,7 @@ def test_kde_huge_x_is_fitted_or_refused_clearly(method: str) -> None:
     try:
         t = rb.KDE(0.02, method=method).fit(x, y)
     except ValueError as err:
-        assert "x" in str(err)
+        assert "x" in str(err)  # noqa: PT017
         return
     assert np.isfinite(t.sigma_a_)
     gamma = t.transform(x, y)

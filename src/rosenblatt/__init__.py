@@ -17,7 +17,7 @@ from typing import Any
 
 from rosenblatt._version import __version__
 from rosenblatt.serialization import SchemaError, load
-from rosenblatt.transforms import IRGI, KDE, NotFittedError, OutsideCounts
+from rosenblatt.transforms import IRGI, KDE, GridKDE, NotFittedError, OutsideCounts
 
 _METRICS = (
     "PermutationTestResult",
@@ -34,6 +34,7 @@ _METRICS = (
 __all__ = [
     "IRGI",
     "KDE",
+    "GridKDE",
     "NotFittedError",
     "OutsideCounts",
     "PermutationTestResult",

@@ -34,9 +34,9 @@ class SchemaError(ValueError):
 
 
 def _registry() -> dict[str, type[ConditionalCDFTransform]]:
-    from rosenblatt.transforms import IRGI, KDE
+    from rosenblatt.transforms import IRGI, KDE, GridKDE
 
-    return {cls.kind: cls for cls in (IRGI, KDE)}
+    return {cls.kind: cls for cls in (IRGI, KDE, GridKDE)}
 
 
 def dumps(transform: ConditionalCDFTransform) -> str:

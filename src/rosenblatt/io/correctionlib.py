@@ -62,7 +62,7 @@ from rosenblatt.transforms._base import ConditionalCDFTransform, NotFittedError
 if TYPE_CHECKING:
     import correctionlib.schemav2
 
-    from rosenblatt.transforms import IRGI, KDE
+    from rosenblatt.transforms import IRGI, KDE, GridKDE
 
 __all__ = [
     "DEFAULT_NAME",
@@ -240,7 +240,7 @@ def _check_points(
     or the column centres (IRGI), the others at ``x`` uniform over the
     widened domain.
     """
-    from rosenblatt.transforms import IRGI, KDE
+    from rosenblatt.transforms import IRGI, KDE, GridKDE
 
     rng = np.random.default_rng(seed)
     (x_lo, x_hi), (y_lo, y_hi) = transform.domain_
@@ -249,7 +249,7 @@ def _check_points(
     y = rng.uniform(y_lo - dy, y_hi + dy, n_points)
     if isinstance(transform, KDE):
         x_special, y_special, spread = transform.x_, transform.y_, transform.bandwidth_
-    elif isinstance(transform, IRGI):
+    elif isinstance(transform, (IRGI, GridKDE)):
         x_special, y_special, spread = transform.x_centres_, transform.y_edges_.ravel(), 0.0
     else:
         return x, y
@@ -313,7 +313,7 @@ def _export(
     progress: bool,
     seed: int,
 ) -> _Export:
-    from rosenblatt.transforms import IRGI, KDE
+    from rosenblatt.transforms import IRGI, KDE, GridKDE
 
     if not isinstance(transform, ConditionalCDFTransform):
         msg = f"cannot export a {type(transform).__name__}; export a fitted IRGI or KDE"
@@ -345,13 +345,25 @@ def _export(
             "exact up to floating-point rounding"
         )
         metadata: dict[str, Any] = {"kind": "irgi", "params": {"depth": int(transform.depth_)}}
+    elif isinstance(transform, GridKDE):
+        table = _table(transform.x_centres_, _irgi_columns(transform), y_hi)
+        error = _measured_error(table, transform, n_check, seed)
+        what = (
+            f"GridKDE (sigma_r = {transform.sigma_r_:g}, degree {transform.degree_}) on its "
+            f"{len(transform.x_centres_)} x nodes, linear in y between the edges of each node's "
+            "column and linear in x between nodes, exact up to floating-point rounding"
+        )
+        metadata = {
+            "kind": "grid_kde",
+            "params": {"sigma_r": float(transform.sigma_r_), "degree": int(transform.degree_)},
+        }
     elif isinstance(transform, KDE):
         table, error, what = _tabulate_kde(
             transform, numbers, tolerance, x_step, max_x_nodes, max_bins, progress, n_check, seed
         )
         metadata = {
             "kind": "kde",
-            "params": {"sigma_r": float(transform.sigma_r), "bandwidth": transform.bandwidth_},
+            "params": {"sigma_r": float(transform.sigma_r_), "bandwidth": transform.bandwidth_},
             "tolerance": float(tolerance),
         }
     else:
@@ -432,7 +444,7 @@ def _tabulate_kde(
         )
         raise ValueError(msg)
     what = (
-        f"KDE with sigma_r = {transform.sigma_r:g} (kernel width {transform.bandwidth_:.6g}) "
+        f"KDE with sigma_r = {transform.sigma_r_:g} (kernel width {transform.bandwidth_:.6g}) "
         f"tabulated on {len(x_nodes)} x nodes: at each node a piecewise-linear approximation "
         "of its steps in y, linear in x between nodes, built for a max error of "
         f"{tolerance:g}"
@@ -803,7 +815,7 @@ def _read_metadata(correction: dict[str, Any], where: str) -> dict[str, Any]:
             f"this rosenblatt ({__version__}) reads up to version {LAYOUT_VERSION}: upgrade rosenblatt"
         )
         raise _fail(where, msg)
-    if metadata.get("kind") not in ("irgi", "kde"):
+    if metadata.get("kind") not in ("irgi", "kde", "grid_kde"):
         raise _fail(where, f"unknown transform kind {metadata.get('kind')!r}")
     for key in ("n_events", "sum_weight", "max_abs_error"):
         value = metadata.get(key)

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from rosenblatt.transforms._base import ConditionalCDFTransform, NotFittedError, OutsideCounts
+from rosenblatt.transforms.grid_kde import GridKDE
 from rosenblatt.transforms.irgi import IRGI
 from rosenblatt.transforms.kde import KDE, absolute_sigma
 
-__all__ = ["IRGI", "KDE", "ConditionalCDFTransform", "NotFittedError", "OutsideCounts", "absolute_sigma"]
+__all__ = [
+    "IRGI",
+    "KDE",
+    "ConditionalCDFTransform",
+    "GridKDE",
+    "NotFittedError",
+    "OutsideCounts",
+    "absolute_sigma",
+]
