@@ -214,7 +214,7 @@ def _evaluate(table: _Table, x: NDArray[np.float64], y: NDArray[np.float64]) -> 
 
 
 # ------------------------------------------------------------------ IRGI
-def _irgi_columns(transform: IRGI) -> list[ColumnCDF]:
+def _irgi_columns(transform: IRGI | GridKDE) -> list[ColumnCDF]:
     """IRGI's columns as they evaluate: tied edges merged, top tie jumping to 1 at y_max."""
     y_max = transform.domain_[1][1]
     columns = []

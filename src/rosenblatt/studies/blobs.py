@@ -135,6 +135,8 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         score = np.r_[t.transform(x_test, y_test), t.transform(xs_test, ys_test)]
         auc[name] = rb.roc_auc(np.r_[np.zeros(len(y_test)), np.ones(len(ys_test))], score)
 
+    if config.get("variants", False):
+        results["variants"] = _variants(x_def, y_def, x_test, y_test, exact)
     if config.get("whole_sample", False):
         results["dcc_xy_whole_sample"] = rb.distance_correlation_sqr(x_test, y_test)
     summary = {
@@ -155,6 +157,41 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     figures = _figures(folder, summary, fitted, (x_def, y_def, xs_def, ys_def), (x_test, y_test, xs_test, ys_test), config)
     (folder / "report.md").write_text(_report(summary, figures), encoding="utf-8")
     return summary
+
+
+def _variants(
+    x_def: NDArray[np.float64],
+    y_def: NDArray[np.float64],
+    x_test: NDArray[np.float64],
+    y_test: NDArray[np.float64],
+    exact: NDArray[np.float64],
+) -> list[dict[str, Any]]:
+    """Automatic parameters and the bias-corrected GridKDE beside the paper's algorithms."""
+    import time
+
+    candidates = {
+        "IRGI d=7 (paper)": lambda: rb.IRGI(depth=min(7, rb.IRGI.max_depth(len(x_def)))),
+        "KDE sigma_r=0.05 (paper)": lambda: rb.KDE(sigma_r=0.05),
+        "IRGI depth=auto": lambda: rb.IRGI(depth="auto"),
+        "KDE sigma_r=auto": lambda: rb.KDE(sigma_r="auto"),
+        "GridKDE degree 2, sigma_r=auto": lambda: rb.GridKDE(sigma_r="auto", degree=2),
+    }
+    rows = []
+    for name, make in tqdm(candidates.items(), desc="variants", leave=False):
+        start = time.perf_counter()
+        transform = make().fit(x_def, y_def)
+        gamma = transform.transform(x_test, y_test)
+        seconds = time.perf_counter() - start
+        selection = getattr(transform, "selection_", None)
+        rows.append({
+            "estimator": name,
+            "rms_exact": float(np.sqrt(np.mean((gamma - exact) ** 2))),
+            "seconds": seconds,
+            "dcc": rb.distance_correlation_sqr(x_test[:20000], gamma[:20000]),
+            "chosen": None if selection is None else float(selection.chosen),
+            "selection": None if selection is None else {"values": list(selection.values), "scores": list(selection.scores)},
+        })
+    return rows
 
 
 def _claims(summary: dict[str, Any], config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -242,15 +279,45 @@ def _figures(folder: Path, summary: dict[str, Any], fitted: dict[str, dict[float
     ax.set_ylabel(r"RMS($\gamma - \gamma_{exact}$)")
     ax.legend(handles=ax.get_lines() + ax2.get_lines(), loc="upper right")
     figures["rms_exact"] = save_figure(fig, folder / "rms_vs_exact.png").name
+
+    automatic = [row for row in summary.get("variants", []) if row["selection"] is not None]
+    if automatic:
+        fig, axes = figure(ncols=len(automatic), width=5.5)
+        for ax, row in zip(np.atleast_1d(axes), automatic, strict=True):
+            ax.plot(row["selection"]["values"], row["selection"]["scores"], marker="o")
+            ax.axvline(row["chosen"], color="tab:red", label=f"chosen {row['chosen']:.3g}")
+            if "IRGI" not in row["estimator"]:
+                ax.set_xscale("log")
+            ax.set_xlabel(row["estimator"].split(",")[0].replace(" depth=auto", " depth").replace(" sigma_r=auto", r" $\sigma_r$"))
+            ax.set_ylabel("cross-validated Brier score")
+            ax.legend(fontsize="small")
+        figures["selection"] = save_figure(fig, folder / "automatic_selection.png").name
     return figures
 
 
 def _report(summary: dict[str, Any], figures: dict[str, str]) -> str:
-    if summary["n_subsamples"] > 8:
-        table = _summary_table(summary)
-    else:
-        table = _subsample_table(summary)
+    table = _summary_table(summary) if summary["n_subsamples"] > 8 else _subsample_table(summary)
     return _document(summary, figures, table)
+
+
+def _variants_table(summary: dict[str, Any]) -> str:
+    rows = summary.get("variants")
+    if not rows:
+        return ""
+    lines = [
+        "## Automatic parameters and bias-corrected estimators",
+        "",
+        "Fit on the defining sample and transform of the testing sample; RMS against the exact",
+        "conditional CDF on all testing events (a conditional normalizing flow reaches 0.0054 at",
+        "this size after 35 s of training); dCor² on the first 2x10^4 testing events.",
+        "",
+        "| estimator | chosen | RMS | fit + transform [s] | dCor²(x, γ) |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        chosen = "" if row["chosen"] is None else f"{row['chosen']:.4g}"
+        lines.append(f"| {row['estimator']} | {chosen} | {row['rms_exact']:.4f} | {row['seconds']:.2f} | {row['dcc']:.2e} |")
+    return "\n".join(lines)
 
 
 def _summary_table(summary: dict[str, Any]) -> str:
@@ -339,6 +406,8 @@ the permutation p-value.
 {chr(10).join(rms_rows)}
 
 {chr(10).join(kde_rows)}
+
+{_variants_table(summary)}
 
 AUC against the signal blob: y {auc['y']:.4f}, IRGI {auc['irgi']:.4f}, KDE {auc['kde']:.4f}
 (at each method's parameter of lowest mean dCor²).
