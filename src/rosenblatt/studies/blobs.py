@@ -282,15 +282,18 @@ def _figures(folder: Path, summary: dict[str, Any], fitted: dict[str, dict[float
 
     automatic = [row for row in summary.get("variants", []) if row["selection"] is not None]
     if automatic:
-        fig, axes = figure(ncols=len(automatic), width=5.5)
+        fig, axes = figure(ncols=len(automatic), width=6.5)
+        fig.subplots_adjust(wspace=0.45)
         for ax, row in zip(np.atleast_1d(axes), automatic, strict=True):
             ax.plot(row["selection"]["values"], row["selection"]["scores"], marker="o")
             ax.axvline(row["chosen"], color="tab:red", label=f"chosen {row['chosen']:.3g}")
             if "IRGI" not in row["estimator"]:
                 ax.set_xscale("log")
-            ax.set_xlabel(row["estimator"].split(",")[0].replace(" depth=auto", " depth").replace(" sigma_r=auto", r" $\sigma_r$"))
-            ax.set_ylabel("cross-validated Brier score")
+            estimator = row["estimator"].split(" ")[0]
+            ax.set_xlabel(f"{estimator} depth" if estimator == "IRGI" else rf"{estimator} $\sigma_r$")
+            ax.set_title(row["estimator"], fontsize="small")
             ax.legend(fontsize="small")
+        np.atleast_1d(axes)[0].set_ylabel("cross-validated Brier score")
         figures["selection"] = save_figure(fig, folder / "automatic_selection.png").name
     return figures
 
