@@ -132,9 +132,18 @@ class DijetProcessor(processor.ProcessorABC):
         if missing:
             raise ValueError(
                 f"{filename}: missing branch(es) {missing}; expected the particle branches "
-                f"{list(PARTICLE_BRANCHES.values())}"
+                f"{list(PARTICLE_BRANCHES.values())}; the tree has {sorted(events.fields)}"
             )
         n_events = len(events)
+        first_entry = int(metadata.get("entrystart", 0))
+        for branch in PARTICLE_BRANCHES.values():
+            bad = ~ak.to_numpy(ak.all(np.isfinite(events[branch]), axis=1))
+            if bad.any():
+                raise ValueError(
+                    f"{filename}: {int(bad.sum())} event(s) have NaN or infinite {branch} "
+                    f"(first at entry {first_entry + int(np.flatnonzero(bad)[0])}); "
+                    "the file is damaged or was not written by a generator"
+                )
         particles = ak.zip({field: events[branch] for field, branch in PARTICLE_BRANCHES.items()})
         label = (
             ak.to_numpy(events["label"])

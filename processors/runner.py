@@ -104,9 +104,12 @@ def process_lhco_chunk(item: LHCOChunk, radius: float = JET_RADIUS) -> dict[str,
 
 
 def _lhco_chunks(dataset: str, path: str, chunksize: int) -> list[LHCOChunk]:
+    from rosenblatt.io import EventFileError
     from rosenblatt.io.lhco import lhco_info
 
     n_events = int(lhco_info(path)["n_events"])
+    if n_events == 0:
+        raise EventFileError(f"{path}: the LHC Olympics file holds no events")
     return [
         LHCOChunk(dataset, path, start, min(start + chunksize, n_events))
         for start in range(0, n_events, chunksize)
@@ -142,19 +145,19 @@ def make_executor(
     if scheduler is not None and name != "dask":
         raise ValueError(f"scheduler: only the dask executor joins a scheduler, not {name!r}")
     if name == "iterative":
-        yield processor.IterativeExecutor(status=progress)
+        yield processor.IterativeExecutor(status=progress, retries=0)
     elif name == "futures":
         from loky import ProcessPoolExecutor
 
         # one pool for all the work of a run: the workers start (import) once
         with ProcessPoolExecutor(max_workers=int(workers)) as pool:
-            yield processor.FuturesExecutor(pool=pool, workers=int(workers), status=progress)
+            yield processor.FuturesExecutor(pool=pool, workers=int(workers), status=progress, retries=0)
     else:
         from dask.distributed import Client, LocalCluster
 
         if scheduler is not None:
             with Client(scheduler) as client:
-                yield processor.DaskExecutor(client=client, status=progress)
+                yield processor.DaskExecutor(client=client, status=progress, retries=0)
         else:
             with (
                 LocalCluster(
@@ -166,7 +169,7 @@ def make_executor(
                 ) as cluster,
                 Client(cluster) as client,
             ):
-                yield processor.DaskExecutor(client=client, status=progress)
+                yield processor.DaskExecutor(client=client, status=progress, retries=0)
 
 
 def _datasets_of(
@@ -200,7 +203,8 @@ def _check_root_file(path: str) -> None:
         missing = [branch for branch in PARTICLE_BRANCHES.values() if branch not in tree]
         if missing:
             raise EventFileError(
-                f"{path}: the tree {ROOT_TREE!r} lacks the particle branch(es) {missing}"
+                f"{path}: the tree {ROOT_TREE!r} lacks the particle branch(es) {missing}; "
+                f"it has {sorted(tree.keys())}"
             )
         if tree.num_entries == 0:
             raise EventFileError(f"{path}: the tree {ROOT_TREE!r} holds no events")
@@ -292,7 +296,13 @@ def run_dijet(
             runner = processor.Runner(
                 executor=pool.copy(), schema=BaseSchema, chunksize=int(chunksize)
             )
-            root_output = runner(root_fileset, DijetProcessor(radius=radius), treename=ROOT_TREE)
+            try:
+                root_output = runner(root_fileset, DijetProcessor(radius=radius), treename=ROOT_TREE)
+            except ValueError:
+                raise
+            except Exception as err:
+                # coffea re-raises a chunk's error wrapped; surface the original message
+                raise ValueError(_innermost_message(err)) from err
             outputs.append(dict(root_output))
         if lhco_items:
             result = pool(lhco_items, partial(process_lhco_chunk, radius=radius), None)
@@ -304,6 +314,17 @@ def run_dijet(
     )
     check_cutflow(merged["cutflow"])
     return {"table": join_tables(tables), "mjj": merged["mjj"], "cutflow": merged["cutflow"]}
+
+
+def _innermost_message(error: BaseException) -> str:
+    """The message of the deepest cause of ``error`` (coffea wraps a chunk's exception)."""
+    seen = {id(error)}
+    while True:
+        cause = error.__cause__ or error.__context__
+        if cause is None or id(cause) in seen:
+            return str(error)
+        seen.add(id(cause))
+        error = cause
 
 
 def _as_table_list(table: Any) -> list[Any]:

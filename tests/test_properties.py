@@ -279,11 +279,6 @@ def test_raw_finite_floats_give_a_result_or_a_documented_error(x, data, transfor
     assert np.all((gamma >= 0.0) & (gamma <= 1.0))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KDE checks only for a non-finite kernel sum: where negative weights make the "
-    "kernel-weighted sum of the weights tiny or negative, gamma comes out far outside [0, 1]",
-)
 @pytest.mark.parametrize("method", ["fast", "direct"])
 def test_kde_negative_weights_dominating_locally(method: str) -> None:
     rng = np.random.default_rng(0)
@@ -315,4 +310,16 @@ def test_kde_huge_x_is_fitted_or_refused_clearly(method: str) -> None:
         return
     assert np.isfinite(t.sigma_a_)
     gamma = t.transform(x, y)
+    assert np.all((gamma >= 0.0) & (gamma <= 1.0))
+
+
+@pytest.mark.parametrize("method", ["fast", "direct"])
+def test_kde_tiny_width_is_refused_or_evaluated(method: str) -> None:
+    x, y = np.random.default_rng(5).standard_normal((2, 60))
+    try:
+        t = rb.KDE(1e-300, method=method).fit(x, y)
+        gamma = t.transform([0.0, 1.0, x[0]], [0.0, 0.0, y[0]])
+    except ValueError as err:
+        assert "sigma_r" in str(err)  # noqa: PT017
+        return
     assert np.all((gamma >= 0.0) & (gamma <= 1.0))

@@ -94,7 +94,7 @@ def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTrans
         raise SchemaError(msg)
     kind = document.get("kind")
     registry = _registry()
-    if kind not in registry:
+    if not isinstance(kind, str) or kind not in registry:
         msg = f"{source}: unknown transform kind {kind!r}; known: {sorted(registry)}"
         raise SchemaError(msg)
     state = document.get("state")

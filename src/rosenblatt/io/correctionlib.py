@@ -921,7 +921,7 @@ def from_correctionlib(
     table, metadata, description = _parse(correction, where)
     obj = TabulatedTransform()
     obj.table_ = table
-    obj.name_ = str(correction["name"])
+    obj.name_ = str(correction.get("name", ""))
     obj.source_kind_ = metadata["kind"]
     obj.metadata_ = metadata
     obj.description_ = description

@@ -58,7 +58,8 @@ def direct_conditional_cdf(
         kernel = np.exp(-exponent) * w_def[None, :]
         den = kernel.sum(axis=1)
         num = np.where(y_def[None, :] <= yq[:, None], kernel, 0.0).sum(axis=1)
-        out[start : start + block] = num / den
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[start : start + block] = np.where(den > 0, num / den, np.nan)
     return out
 
 
@@ -163,4 +164,5 @@ class ConditionalGaussTransform:
             position = np.searchsorted(self.key, b * self.stride + rank[inside], side="right")
             below = self.cumulative[position] - self.cumulative[self.box_start[b]]
             num[inside] += np.einsum("ij,ij->i", below, h)
-        return np.clip(num / den, 0.0, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(den > 0, num / den, np.nan)

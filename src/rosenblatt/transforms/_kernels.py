@@ -141,4 +141,4 @@ def gauss_expansion(
             for p in range(n_terms):
                 den += box_total[box, p] * hermite[p]
                 num += (cumulative[position, p] - cumulative[start, p]) * hermite[p]
-        out[i] = min(max(num / den, 0.0), 1.0)
+        out[i] = num / den if den > 0 else np.nan

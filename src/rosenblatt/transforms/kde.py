@@ -28,6 +28,10 @@ def absolute_sigma(x: NDArray[np.float64], weight: NDArray[np.float64] | None = 
     which reduces to the formula above for unit weights and does not depend on
     the scale of the weights.
     """
+    scale = float(np.max(np.abs(x))) if len(x) else 0.0
+    if scale > 1e100:
+        # squares of such values overflow: compute in units of the largest
+        return scale * absolute_sigma(x / scale, weight)
     if weight is None:
         return float(math.sqrt(2.0 * np.var(x, ddof=1))) if len(x) > 1 else 0.0
     total = float(weight.sum())
@@ -158,6 +162,13 @@ class KDE(ConditionalCDFTransform):
         self.sigma_a_ = sigma_a
         self.sigma_r_ = sigma_r
         self.bandwidth_ = sigma_r * sigma_a
+        if not 1e-150 < self.bandwidth_ < 1e150:
+            msg = (
+                f"the kernel width sigma_r * sigma_a = {sigma_r:g} * {sigma_a:g} = {self.bandwidth_:g} "
+                "cannot be evaluated in double precision; choose sigma_r so that it lies in "
+                "(1e-150, 1e150)"
+            )
+            raise ValueError(msg)
         self.domain_ = ((float(x.min()), float(x.max())), (float(y.min()), float(y.max())))
         self._engine: ConditionalGaussTransform | None = None
 
@@ -178,14 +189,16 @@ class KDE(ConditionalCDFTransform):
                     self.x_, self.y_, self._weights(), self.bandwidth_
                 )
             gamma = self._engine(x, y)
-        if not np.all(np.isfinite(gamma)):
-            n_bad = int((~np.isfinite(gamma)).sum())
+        # with negative weights the kernel sums can vanish or leave [0, 1]
+        bad = ~np.isfinite(gamma) | (gamma < -1e-9) | (gamma > 1 + 1e-9)
+        if bad.any():
             msg = (
-                f"the kernel-weighted sum of the defining weights is not positive at {n_bad} "
-                "event(s): negative weights dominate there; use a wider sigma_r"
+                f"the kernel-weighted sum of the defining weights is not positive, or gives a "
+                f"value outside [0, 1], at {int(bad.sum())} event(s): negative weights dominate "
+                "there; use a wider sigma_r"
             )
             raise ValueError(msg)
-        return gamma
+        return np.clip(gamma, 0.0, 1.0)
 
     def get_state(self) -> dict[str, Any]:
         """Hyper-parameters and the defining sample as JSON-compatible data."""
