@@ -377,11 +377,6 @@ def test_kind_of_another_json_type_is_a_schema_error(saved_transforms, kind: Any
         loads(json.dumps(document), source="fuzzed.json")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="from_correctionlib reads correction['name'] unchecked: a correction without a "
-    "name raises KeyError instead of SchemaError",
-)
 def test_correction_without_a_name_is_a_schema_error(saved_transforms) -> None:
     document = json.loads(saved_transforms["kde-correctionlib"][0])
     del document["corrections"][0]["name"]

@@ -918,10 +918,12 @@ def from_correctionlib(
         )
     correction = ours[0]
     where = f"{source}: correction {correction.get('name')!r}"
+    if not isinstance(correction.get("name"), str) or not correction["name"]:
+        raise _fail(where, "a correction needs a non-empty string 'name'")
     table, metadata, description = _parse(correction, where)
     obj = TabulatedTransform()
     obj.table_ = table
-    obj.name_ = str(correction.get("name", ""))
+    obj.name_ = str(correction["name"])
     obj.source_kind_ = metadata["kind"]
     obj.metadata_ = metadata
     obj.description_ = description
