@@ -11,7 +11,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["as_1d_float", "as_weight", "check_finite", "check_same_length"]
+__all__ = [
+    "as_1d_float",
+    "as_sigma_r",
+    "as_weight",
+    "check_finite",
+    "check_same_length",
+]
 
 
 def as_1d_float(values: Any, name: str, *, allow_empty: bool = False) -> NDArray[np.float64]:
@@ -97,3 +103,21 @@ def as_weight(weight: Any, n: int, *, name: str = "weight") -> NDArray[np.float6
         )
         raise ValueError(msg)
     return w
+
+
+def as_sigma_r(value: Any) -> float | None:
+    """Validate a relative kernel width: a positive finite number, or ``"auto"`` (``None``)."""
+    import math
+
+    if isinstance(value, str):
+        if value != "auto":
+            msg = f"sigma_r must be a positive number or 'auto', got {value!r}"
+            raise ValueError(msg)
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
+        msg = f"sigma_r must be a positive number or 'auto', got {value!r}"
+        raise TypeError(msg)
+    if not (math.isfinite(value) and value > 0):
+        msg = f"sigma_r must be a positive finite number or 'auto', got {value!r}"
+        raise ValueError(msg)
+    return float(value)

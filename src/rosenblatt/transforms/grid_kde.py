@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._validation import as_sigma_r
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms.irgi import column_grid_cdf
@@ -131,20 +131,7 @@ class GridKDE(ConditionalCDFTransform):
     # ---------------------------------------------------------------- params
     def _checked(self) -> tuple[float | None, int, int, float, int]:
         """``(sigma_r or None for auto, degree, y_levels, nodes_per_bandwidth, max_nodes)``."""
-        sigma_r = self.sigma_r
-        if isinstance(sigma_r, str):
-            if sigma_r != "auto":
-                msg = f"sigma_r must be a positive number or 'auto', got {sigma_r!r}"
-                raise ValueError(msg)
-            chosen: float | None = None
-        elif isinstance(sigma_r, bool) or not isinstance(sigma_r, (int, float, np.floating)):
-            msg = f"sigma_r must be a positive number or 'auto', got {sigma_r!r}"
-            raise TypeError(msg)
-        elif not (math.isfinite(sigma_r) and sigma_r > 0):
-            msg = f"sigma_r must be a positive finite number or 'auto', got {sigma_r!r}"
-            raise ValueError(msg)
-        else:
-            chosen = float(sigma_r)
+        chosen = as_sigma_r(self.sigma_r)
         degree = self.degree
         if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or not 0 <= degree <= 3:
             msg = f"degree must be 0, 1, 2 or 3, got {degree!r}"

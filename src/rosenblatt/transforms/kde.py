@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._validation import as_sigma_r
 from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms._gauss_transform import ConditionalGaussTransform, direct_conditional_cdf
 
@@ -113,17 +114,7 @@ class KDE(ConditionalCDFTransform):
 
     def _checked_params(self) -> tuple[float | None, Method]:
         """``(sigma_r, method)``; ``sigma_r`` is ``None`` for ``"auto"``."""
-        sigma_r = self.sigma_r
-        if isinstance(sigma_r, str) and sigma_r == "auto":
-            chosen: float | None = None
-        elif isinstance(sigma_r, bool) or not isinstance(sigma_r, (int, float, np.floating)):
-            msg = f"sigma_r must be a positive number or 'auto', got {sigma_r!r}"
-            raise TypeError(msg)
-        elif not (math.isfinite(sigma_r) and sigma_r > 0):
-            msg = f"sigma_r must be a positive finite number or 'auto', got {sigma_r!r}"
-            raise ValueError(msg)
-        else:
-            chosen = float(sigma_r)
+        chosen = as_sigma_r(self.sigma_r)
         if self.method not in ("fast", "direct"):
             msg = f"method must be 'fast' or 'direct', got {self.method!r}"
             raise ValueError(msg)
