@@ -338,21 +338,14 @@ def check_events(events: Any) -> None:
 @pytest.mark.parametrize(
     "suffix",
     [
-        pytest.param(
-            ".h5",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="a byte-flipped HDF5 file can crash the HDF5 C library (segmentation fault "
-                "in tables.open_file); the LHCO reader opens it in the calling process",
-            ),
-        ),
+        ".h5",
         ".root",
         ".parquet",
     ],
 )
 @FUZZ
 @given(seed=SEEDS)
-# mutations of the LHCO file that crashed the HDF5 library (569) or raised SystemError (465)
+# mutations of the LHCO file that crash the HDF5 library (569) or make it raise SystemError (465)
 @example(seed=569)
 @example(seed=465)
 def test_readers_survive_mutated_files(
@@ -394,3 +387,15 @@ def test_tiny_saved_kernel_width_is_refused_or_evaluated(saved_transforms) -> No
         assert "fuzzed.json" in str(err)  # noqa: PT017
         return
     check_loaded(loaded)
+
+
+def test_an_hdf5_file_that_crashes_the_library_is_refused_by_name(event_files, fuzz_directory: Path) -> None:
+    original, _ = event_files[".h5"]
+    path = fuzz_directory / "crashes-hdf5.h5"
+    path.write_bytes(byte_mutation(original, 569))
+    with pytest.raises(EventFileError, match=r"crashes-hdf5\.h5: damaged HDF5 file: opening it crashed"):
+        read_events(path)
+    # the reader's own process is unharmed and reads good files
+    good = fuzz_directory / "good.h5"
+    good.write_bytes(original)
+    assert len(read_events(good)) == len(event_files[".h5"][1])

@@ -183,3 +183,36 @@ def test_explicit_domain() -> None:
     assert t.y_edges_[0, -1] == 10
     with pytest.raises(ValueError, match="outside the domain"):
         rb.IRGI(3, domain=((-1, 1), (-10, 10))).fit(x, y)
+
+
+def test_ties_in_x_split_in_input_order_with_and_without_weights() -> None:
+    rng = np.random.default_rng(12)
+    x = np.round(rng.normal(size=20_000) * 3) / 3  # 20-odd distinct values
+    y = 0.5 * x + rng.normal(size=x.size)
+    t = rb.IRGI(2).fit(x, y)
+    weighted = rb.IRGI(2).fit(x, y, np.ones_like(x))
+    for name in ("x_centres_", "x_boundaries_", "y_edges_", "cdf_", "column_weight_"):
+        np.testing.assert_array_equal(getattr(t, name), getattr(weighted, name), err_msg=name)
+    # each column holds the positions of the sorted sample the bisection gave it
+    xs = np.sort(x, kind="stable")
+    order = np.argsort(x, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(t.column_weight_).astype(int)))
+    for k in range(len(t.x_centres_)):
+        column_y = np.sort(y[order[bounds[k] : bounds[k + 1]]])
+        assert xs[bounds[k]] >= t.x_boundaries_[k]
+        # the column's ECDF at its inner edges is the fraction strictly below each edge
+        inner = t.y_edges_[k, 1:-1]
+        expected = np.searchsorted(column_y, inner, side="left") / len(column_y)
+        np.testing.assert_allclose(t.cdf_[k, 1:-1], expected, atol=1e-15)
+
+
+def test_huge_and_tiny_values_fit_and_transform() -> None:
+    rng = np.random.default_rng(13)
+    x = rng.normal(size=4096) * 1e300
+    y = rng.normal(size=4096) * 1e-300
+    t = rb.IRGI(3).fit(x, y)
+    assert np.all(np.isfinite(t.x_boundaries_)) and np.all(np.isfinite(t.y_edges_))
+    g = t.transform(x, y)
+    assert np.all((g >= 0) & (g <= 1))
+    # gamma of the defining sample is uniform to the grid resolution
+    assert np.abs(np.sort(g) - (np.arange(g.size) + 0.5) / g.size).max() < 2.0**-3

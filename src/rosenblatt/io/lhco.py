@@ -22,6 +22,7 @@ for: the 1.1 M-event public file streams chunk by chunk.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -33,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt.io import EventFileError, check_input_file
+from rosenblatt.io._hdf5_probe import check_hdf5_opens
 
 if TYPE_CHECKING:
     import os
@@ -304,9 +306,10 @@ class LHCOWriter:
         import tables
 
         file_path = check_input_file(path)
+        check_hdf5_opens(file_path)
         try:
             handle = tables.open_file(str(file_path), mode="a")
-        except (tables.HDF5ExtError, OSError) as err:
+        except Exception as err:  # noqa: BLE001 - any error of the HDF5 layer means a damaged file
             raise EventFileError(
                 f"{file_path}: cannot be opened to resume ({err}); the file is damaged, "
                 "remove it or start over"
@@ -428,7 +431,7 @@ def lhco_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         metadata), ``chunks`` (dict of per-chunk arrays, empty without metadata)
         and ``summary`` (the running totals, empty without metadata).
     """
-    with _open(path) as handle:
+    with _open(path) as handle, _damaged(path, "its metadata cannot be read"):
         values = _frame_values(handle, None, path)
         summary: dict[str, Any] = {}
         if f"/{METADATA_GROUP}" in handle:
@@ -482,8 +485,9 @@ def iter_lhco(
     if chunk_size < 1:
         raise ValueError(f"chunk_size: must be a positive number of events, got {chunk_size}")
     with _open(path) as handle:
-        values = _frame_values(handle, key, path)
-        n_rows = int(values.shape[0])
+        with _damaged(path, "its event frame cannot be read"):
+            values = _frame_values(handle, key, path)
+            n_rows = int(values.shape[0])
         if n_rows == 0:
             raise EventFileError(f"{path}: holds no events")
         stop = n_rows if stop is None else min(stop, n_rows)
@@ -523,11 +527,26 @@ def _open(path: str | os.PathLike[str]) -> tables.File:
     import tables
 
     file_path = check_input_file(path)
-    try:
+    check_hdf5_opens(file_path)
+    with _damaged(file_path, "not a readable HDF5 file"):
         return tables.open_file(str(file_path), mode="r")
-    except (tables.HDF5ExtError, OSError) as err:
+
+
+@contextlib.contextmanager
+def _damaged(path: Any, what: str) -> Iterator[None]:
+    """Report any error of the HDF5 layer inside the block as an :class:`EventFileError`.
+
+    PyTables raises many kinds of error on a damaged file (``HDF5ExtError``,
+    ``OSError``, ``SystemError``, ``UnicodeDecodeError``, ...); each is reported
+    with the file's name.
+    """
+    try:
+        yield
+    except EventFileError:
+        raise
+    except Exception as err:  # noqa: BLE001 - re-raised with the file's name
         raise EventFileError(
-            f"{file_path}: not a readable HDF5 file (truncated or damaged?): {err}"
+            f"{path}: {what} (truncated or damaged?): {type(err).__name__}: {err}"
         ) from err
 
 
@@ -588,16 +607,12 @@ def _check_columns(n_columns: int, path: Any, group_path: str) -> None:
 def _read_rows(values: Any, first: int, last: int, path: Any) -> NDArray[np.float64]:
     import tables
 
-    try:
+    with _damaged(path, f"entries {first} to {last} cannot be read"):
         if isinstance(values, tables.Table):
             rows = values.read(first, last, field="values_block_0")
         else:
             rows = values[first:last]
-    except (tables.HDF5ExtError, OSError, ValueError) as err:
-        raise EventFileError(
-            f"{path}: entries {first} to {last} cannot be read (truncated or damaged?): {err}"
-        ) from err
-    return np.asarray(rows, dtype=np.float64)
+        return np.asarray(rows, dtype=np.float64)
 
 
 def _read_settings(handle: tables.File) -> dict[str, Any]:

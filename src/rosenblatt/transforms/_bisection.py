@@ -21,7 +21,7 @@ def max_depth(n_events: int) -> int:
 
 
 def bisect_segments(
-    cumulative: NDArray[np.float64], bounds: NDArray[np.intp], levels: int
+    cumulative: NDArray[np.float64] | None, bounds: NDArray[np.intp], levels: int
 ) -> NDArray[np.intp]:
     """Split every segment ``[bounds[i], bounds[i + 1])`` in two, ``levels`` times.
 
@@ -33,7 +33,8 @@ def bisect_segments(
     ----------
     cumulative
         ``cumulative[i]`` is the summed weight of the first ``i`` events of the
-        sorted sample (length ``n + 1``, starting at 0).
+        sorted sample (length ``n + 1``, starting at 0); ``None`` for unit
+        weights (``cumulative[i] = i``).
     bounds
         Increasing event indices delimiting the initial segments, from 0 to ``n``.
     levels
@@ -51,7 +52,7 @@ def bisect_segments(
     """
     # The running maximum is non-decreasing even with negative weights, and its
     # first crossing of a level is the first crossing of the cumulative sum.
-    running_max = np.maximum.accumulate(cumulative)
+    running_max = None if cumulative is None else np.maximum.accumulate(cumulative)
     idx = np.asarray(bounds, dtype=np.intp)
     for _ in range(levels):
         lo, hi = idx[:-1], idx[1:]
@@ -61,9 +62,13 @@ def bisect_segments(
             raise ValueError(msg)
         # a split exactly at half the weight must not depend on rounding (or the
         # scale of the weights): accept crossings within a tiny fraction of it
-        target = 0.5 * (cumulative[lo] + cumulative[hi])
-        target -= 1e-9 * np.abs(cumulative[hi] - cumulative[lo])
-        mid = np.searchsorted(running_max, target, side="left")
+        if running_max is None:
+            target = 0.5 * (lo + hi) - 1e-9 * (hi - lo)
+            mid = np.ceil(target).astype(np.intp)
+        else:
+            target = 0.5 * (cumulative[lo] + cumulative[hi])
+            target -= 1e-9 * np.abs(cumulative[hi] - cumulative[lo])
+            mid = np.searchsorted(running_max, target, side="left")
         mid = np.clip(mid, lo + 1, hi - 1)
         out = np.empty(2 * len(lo) + 1, dtype=np.intp)
         out[0:-1:2] = lo

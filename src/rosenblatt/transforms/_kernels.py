@@ -25,77 +25,119 @@ except ImportError:  # pragma: no cover - numpy path used instead
     def _helper(function: Callable[..., Any]) -> Callable[..., Any]:
         return function
 
-__all__ = ["gauss_expansion", "irgi_evaluate"]
+__all__ = ["column_grid_evaluate", "count_le_indexed", "gauss_expansion", "group_by_key"]
 
 
 @_helper
-def _count_le(row: NDArray[np.float64], start: int, n: int, value: float) -> int:
-    """Number of entries of the sorted ``row[start:start + n]`` that are <= ``value``."""
-    # branch-free binary search: the loop length depends only on n
-    base = start
-    size = n
-    while size > 1:
-        half = size >> 1
-        if row[base + half - 1] <= value:
-            base += half
-        size -= half
-    return base - start + (1 if size == 1 and row[base] <= value else 0)
+def _cell(value: float, lo: float, scale: float, n_cells: int) -> int:
+    """Cell of ``value`` among ``n_cells`` equal cells from ``lo`` (clamped; monotone in ``value``)."""
+    u = (value - lo) * scale
+    if u > 0.0:
+        return int(u) if u < n_cells else n_cells
+    return 0
 
 
 @_helper
-def _count_le_near(row: NDArray[np.float64], start: int, n: int, value: float, guess: int) -> int:
-    """As :func:`_count_le`, walking from ``guess``: fast when the answer is close to it."""
-    count = min(max(guess, 0), n)
-    while count < n and row[start + count] <= value:
-        count += 1
-    while count > 0 and row[start + count - 1] > value:
-        count -= 1
-    return count
+def _count_le_between(row: NDArray[np.float64], start: int, low: int, high: int, value: float) -> int:
+    """Number of entries of the sorted ``row[start:]`` that are <= ``value``, known to be in ``[low, high]``."""
+    while low < high:
+        middle = (low + high) >> 1
+        if row[start + middle] <= value:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def count_le_indexed(
+    values: NDArray[np.float64],
+    table: NDArray[Any],
+    lo: float,
+    scale: float,
+    queries: NDArray[np.float64],
+    out: NDArray[Any],
+) -> None:
+    """``out[i]`` = number of the sorted ``values`` <= ``queries[i]``, through a cell index.
+
+    ``table[k]`` is the number of values in cells before ``k`` (see
+    :func:`rosenblatt.transforms._column_grid.cell_index`), so only the values
+    in the query's own cell are searched.
+    """
+    n_cells = len(table) - 2
+    for i in prange(len(queries)):
+        value = queries[i]
+        k = _cell(value, lo, scale, n_cells)
+        out[i] = _count_le_between(values, 0, np.intp(table[k]), np.intp(table[k + 1]), value)
+
+
+def group_by_key(key: NDArray[Any], starts: NDArray[np.intp], values: NDArray[np.float64], out: NDArray[np.float64]) -> None:
+    """Counting sort: ``values`` grouped by ``key`` into ``out``, input order kept in each group.
+
+    ``starts[k]`` is where group ``k`` begins in ``out``.
+    """
+    position = starts.copy()
+    for i in range(len(key)):
+        k = key[i]
+        out[position[k]] = values[i]
+        position[k] += 1
 
 
 @_helper
-def _interpolate(
-    edges: NDArray[np.float64], cdf: NDArray[np.float64], start: int, n_edge: int, count: int, y: float
-) -> float:
-    """The column's piecewise-linear CDF at ``y``, given the number of its edges <= ``y``."""
+def _interpolate(grid: NDArray[np.float64], start: int, n_edge: int, count: int, y: float) -> float:
+    """The column's piecewise-linear CDF at ``y``, given the number of its edges <= ``y``.
+
+    ``grid[start + j]`` holds the column's ``j``-th edge and its CDF value.
+    """
     if count == 0:
         return 0.0
     if count == n_edge:
         return 1.0
     lower = start + count - 1
-    e0 = edges[lower]
-    width = edges[lower + 1] - e0
+    e0 = grid[lower, 0]
+    width = grid[lower + 1, 0] - e0
     frac = (y - e0) / width if width > 0 else 0.0
     frac = min(max(frac, 0.0), 1.0)
-    return cdf[lower] + (cdf[lower + 1] - cdf[lower]) * frac
+    c0 = grid[lower, 1]
+    return c0 + (grid[lower + 1, 1] - c0) * frac
 
 
-def irgi_evaluate(
+def column_grid_evaluate(
     centres: NDArray[np.float64],
-    edges: NDArray[np.float64],
-    cdf: NDArray[np.float64],
-    n_edge: int,
+    x_table: NDArray[Any],
+    x_lo: float,
+    x_scale: float,
+    grid: NDArray[np.float64],
+    y_table: NDArray[Any],
+    y_lo: float,
+    y_scale: float,
     x: NDArray[np.float64],
     y: NDArray[np.float64],
     out: NDArray[np.float64],
 ) -> None:
-    """IRGI's bilinear interpolation; ``edges`` and ``cdf`` are the flattened grids."""
+    """Bilinear interpolation of a column grid (IRGI's ``gamma``), see :class:`ColumnGrid`."""
     n_col = len(centres)
+    n_edge = grid.shape[0] // n_col
+    x_cells = len(x_table) - 2
+    y_cells = y_table.shape[1] - 2
+    edges = grid[:, 0]
     for i in prange(len(x)):
         xi = x[i]
-        column = _count_le(centres, 0, n_col, xi) - 1
+        k = _cell(xi, x_lo, x_scale, x_cells)
+        column = _count_le_between(centres, 0, np.intp(x_table[k]), np.intp(x_table[k + 1]), xi) - 1
         column = min(max(column, 0), n_col - 2)
         left = centres[column]
         t = (xi - left) / (centres[column + 1] - left)
         t = min(max(t, 0.0), 1.0)
         yi = y[i]
+        k = _cell(yi, y_lo, y_scale, y_cells)
         start0 = column * n_edge
         start1 = start0 + n_edge
-        # neighbouring columns have similar edges: search the second from the first
-        count0 = _count_le(edges, start0, n_edge, yi)
-        count1 = _count_le_near(edges, start1, n_edge, yi, count0)
-        g0 = _interpolate(edges, cdf, start0, n_edge, count0, yi)
-        g1 = _interpolate(edges, cdf, start1, n_edge, count1, yi)
+        count0 = _count_le_between(edges, start0, np.intp(y_table[column, k]), np.intp(y_table[column, k + 1]), yi)
+        count1 = _count_le_between(
+            edges, start1, np.intp(y_table[column + 1, k]), np.intp(y_table[column + 1, k + 1]), yi
+        )
+        g0 = _interpolate(grid, start0, n_edge, count0, yi)
+        g1 = _interpolate(grid, start1, n_edge, count1, yi)
         out[i] = (1.0 - t) * g0 + t * g1
 
 

@@ -10,8 +10,7 @@ from numpy.typing import NDArray
 
 from rosenblatt._validation import as_sigma_r
 from rosenblatt.transforms import _local_polynomial as lp
-from rosenblatt.transforms._base import ConditionalCDFTransform
-from rosenblatt.transforms.irgi import column_grid_cdf
+from rosenblatt.transforms._column_grid import ColumnGridTransform
 from rosenblatt.transforms.kde import absolute_sigma
 from rosenblatt.transforms.selection import (
     Selection,
@@ -30,7 +29,7 @@ MAX_FINE_EDGES = 4096
 EVENTS_PER_FINE_EDGE = 8
 
 
-class GridKDE(ConditionalCDFTransform):
+class GridKDE(ColumnGridTransform):
     """Kernel estimate of ``gamma(x, y) = P(Y <= y | X = x)``, local-polynomial in ``x``, on a grid.
 
     The defining sample is binned on ``x`` nodes (``nodes_per_bandwidth`` per
@@ -192,10 +191,6 @@ class GridKDE(ConditionalCDFTransform):
         self.x_centres_ = nodes
         self.y_edges_ = column_edges
         self.cdf_ = column_cdf
-
-    # ------------------------------------------------------------- transform
-    def _transform(self, x: Array, y: Array) -> Array:
-        return column_grid_cdf(self.x_centres_, self.y_edges_, self.cdf_, x, y)
 
     # --------------------------------------------------------- serialisation
     def get_state(self) -> dict[str, Any]:

@@ -10,9 +10,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._jit import compiled
-from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms._bisection import bisect_segments, max_depth
-from rosenblatt.transforms._kernels import irgi_evaluate
+from rosenblatt.transforms._column_grid import ColumnGridTransform, count_le
+from rosenblatt.transforms._kernels import group_by_key
 
 if TYPE_CHECKING:
     import boost_histogram as bh
@@ -20,12 +20,12 @@ if TYPE_CHECKING:
 
     from rosenblatt.transforms.selection import Selection
 
-__all__ = ["IRGI", "column_grid_cdf"]
+__all__ = ["IRGI"]
 
 Domain = tuple[tuple[float, float], tuple[float, float]]
 
 
-class IRGI(ConditionalCDFTransform):
+class IRGI(ColumnGridTransform):
     """Irregular Grid Interpolation estimate of ``gamma(x, y) = P(Y <= y | X = x)``.
 
     The defining sample is bisected recursively to depth ``depth + 1`` in ``x``
@@ -156,16 +156,18 @@ class IRGI(ConditionalCDFTransform):
         domain: Domain,
     ) -> None:
         (x_lo, x_hi), (y_lo, y_hi) = domain
-        order = np.argsort(x)
-        xs, ys = x[order], y[order]
-        ws = None if w is None else w[order]
-        n = len(xs)
-        cumulative = _cumulative(ws, n)
-
+        n = len(x)
         # x: bisection to depth + 1; even edges are centres, odd edges boundaries
-        cells = bisect_segments(cumulative, np.array([0, n]), depth + 1)
+        if w is None:
+            xs = np.sort(x)
+            cells = bisect_segments(None, np.array([0, n]), depth + 1)
+        else:
+            # a stable order: events tied in x are taken in input order, as without weights
+            order = np.argsort(x, kind="stable")
+            xs = x[order]
+            cells = bisect_segments(_cumulative(w[order], n), np.array([0, n]), depth + 1)
         split = cells[1:-1]
-        x_edges = np.concatenate(([x_lo], 0.5 * (xs[split - 1] + xs[split]), [x_hi]))
+        x_edges = np.concatenate(([x_lo], _midpoint(xs[split - 1], xs[split]), [x_hi]))
         centres = x_edges[0::2]
         boundaries = np.concatenate(([x_lo], x_edges[1::2], [x_hi]))
         if np.any(np.diff(boundaries) <= 0) or np.any(np.diff(centres) <= 0):
@@ -178,7 +180,13 @@ class IRGI(ConditionalCDFTransform):
             raise ValueError(msg)
         column_bounds = np.concatenate(([0], cells[1::2], [n]))
 
-        # y: sort inside each column (a segmented sort), bisect each column to depth
+        # y: group the events by column, sort inside each column, bisect each to depth
+        if w is None:
+            column = _column_of(x, xs, boundaries[1:-1], column_bounds[1:-1])
+            ys = _group_by_column(column, column_bounds[:-1], y)
+            ws = None
+        else:
+            ys, ws = y[order], w[order]
         for start, stop in itertools.pairwise(column_bounds):
             if ws is None:
                 ys[start:stop].sort()
@@ -186,8 +194,10 @@ class IRGI(ConditionalCDFTransform):
                 inner = np.argsort(ys[start:stop], kind="stable")
                 ys[start:stop] = ys[start:stop][inner]
                 ws[start:stop] = ws[start:stop][inner]
-        cumulative = _cumulative(ws, n)
-        column_weight = cumulative[column_bounds[1:]] - cumulative[column_bounds[:-1]]
+        cumulative = None if ws is None else _cumulative(ws, n)
+        column_weight = (
+            np.diff(column_bounds).astype(np.float64) if cumulative is None else np.diff(cumulative[column_bounds])
+        )
         if np.any(column_weight <= 0):
             bad = int(np.flatnonzero(column_weight <= 0)[0])
             msg = (
@@ -198,18 +208,25 @@ class IRGI(ConditionalCDFTransform):
             raise ValueError(msg)
         rows = bisect_segments(cumulative, column_bounds, depth)
         n_col, n_edge = len(centres), 2**depth + 1
-        rows = rows[:-1].reshape(n_col, n_edge - 1)
+        inner_rows = rows[:-1].reshape(n_col, n_edge - 1)[:, 1:]
         y_edges = np.empty((n_col, n_edge))
         y_edges[:, 0] = y_lo
         y_edges[:, -1] = y_hi
-        y_edges[:, 1:-1] = 0.5 * (ys[rows[:, 1:] - 1] + ys[rows[:, 1:]])
+        y_edges[:, 1:-1] = _midpoint(ys[inner_rows - 1], ys[inner_rows])
 
-        # weight strictly below each edge, per column
+        # weight strictly below each edge, per column: an edge on a tied value
+        # carries the weight below the first event of that value
+        below = inner_rows.copy()
+        tied = ys[inner_rows - 1] >= y_edges[:, 1:-1]
+        if tied.any():
+            below[tied] = _run_starts(ys, column_bounds[:-1])[inner_rows[tied] - 1]
+        column_start = column_bounds[:-1, None]
+        if cumulative is None:
+            weight_below = (below - column_start).astype(np.float64)
+        else:
+            weight_below = cumulative[below] - cumulative[column_start]
         cdf = np.empty_like(y_edges)
-        for k in range(n_col):
-            start, stop = column_bounds[k], column_bounds[k + 1]
-            below = start + np.searchsorted(ys[start:stop], y_edges[k], side="left")
-            cdf[k] = (cumulative[below] - cumulative[start]) / column_weight[k]
+        cdf[:, 1:-1] = weight_below / column_weight[:, None]
         cdf[:, 0] = 0.0
         cdf[:, -1] = 1.0
         if np.any(np.diff(cdf, axis=1) < 0):
@@ -269,10 +286,6 @@ class IRGI(ConditionalCDFTransform):
                 )
                 raise ValueError(msg)
         return ((x_lo, x_hi), (y_lo, y_hi))
-
-    # ------------------------------------------------------------ transform
-    def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
-        return column_grid_cdf(self.x_centres_, self.y_edges_, self.cdf_, x, y)
 
     # ------------------------------------------------------------ grid views
     @property
@@ -407,64 +420,52 @@ class IRGI(ConditionalCDFTransform):
         return obj
 
 
-def column_grid_cdf(
-    centres: NDArray[np.float64],
-    y_edges: NDArray[np.float64],
-    cdf: NDArray[np.float64],
-    x: NDArray[np.float64],
-    y: NDArray[np.float64],
-) -> NDArray[np.float64]:
-    """Bilinear interpolation of a grid of columns: IRGI's evaluation of ``gamma``.
-
-    Column ``k`` at ``x = centres[k]`` holds a CDF that is linear in ``y``
-    between its edges ``y_edges[k]`` (0 below the first, 1 at and above the
-    last); ``gamma`` is linear in ``x`` between neighbouring centres and
-    constant beyond the outer ones.
-    """
-    kernel = compiled(irgi_evaluate, parallel=True)
-    if kernel is not None:
-        out = np.empty(len(x))
-        n_edge = y_edges.shape[1]
-        kernel(centres, np.ascontiguousarray(y_edges).ravel(), np.ascontiguousarray(cdf).ravel(), n_edge, x, y, out)
-        return out
-    column = np.clip(np.searchsorted(centres, x, side="right") - 1, 0, len(centres) - 2)
-    left, right = centres[column], centres[column + 1]
-    t = np.clip((x - left) / (right - left), 0.0, 1.0)
-    return (1.0 - t) * _column_cdf(y_edges, cdf, column, y) + t * _column_cdf(y_edges, cdf, column + 1, y)
-
-
-def _column_cdf(
-    y_edges: NDArray[np.float64], cdf_grid: NDArray[np.float64], column: NDArray[np.intp], y: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """Piecewise-linear CDF of each event's column at its ``y``."""
-    edges, cdf = y_edges.ravel(), cdf_grid.ravel()
-    n_edge = y_edges.shape[1]
-    row = column * n_edge
-    # number of edges <= y in the column (branch-free binary search)
-    count = np.zeros(len(y), dtype=np.intp)
-    step = 1 << int(np.floor(np.log2(n_edge)))
-    while step:
-        candidate = count + step
-        ok = candidate <= n_edge
-        ok[ok] &= edges[row[ok] + candidate[ok] - 1] <= y[ok]
-        count = np.where(ok, candidate, count)
-        step >>= 1
-    lower = np.clip(count - 1, 0, n_edge - 2) + row
-    e0, e1 = edges[lower], edges[lower + 1]
-    c0, c1 = cdf[lower], cdf[lower + 1]
-    width = e1 - e0
-    frac = np.divide(y - e0, width, out=np.zeros_like(y), where=width > 0)
-    out = c0 + (c1 - c0) * np.clip(frac, 0.0, 1.0)
-    out[count == 0] = 0.0
-    out[count == n_edge] = 1.0
-    return out
-
-
 def _cumulative(weight: NDArray[np.float64] | None, n: int) -> NDArray[np.float64]:
     """Summed weight of the first ``i`` events, ``i = 0..n``."""
     if weight is None:
         return np.arange(n + 1, dtype=np.float64)
     return np.concatenate(([0.0], np.cumsum(weight)))
+
+
+def _midpoint(low: NDArray[np.float64], high: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Midpoints that stay in ``[low, high]`` and finite for any finite values."""
+    return 0.5 * low + 0.5 * high
+
+
+def _column_of(
+    x: NDArray[np.float64], xs: NDArray[np.float64], inner: NDArray[np.float64], split: NDArray[np.intp]
+) -> NDArray[Any]:
+    """Column of each event: the cell of the sorted ``xs`` that its position falls in.
+
+    ``inner`` are the column boundaries between the positions ``split`` of the
+    sorted sample. An event equal to a boundary value may belong to either
+    side: the ones the split puts on the left are, in input order, the first
+    of the events with that value.
+    """
+    column = count_le(inner, x).astype(np.uint16 if len(inner) < 2**16 else np.intp)
+    on_left = split - np.searchsorted(xs, inner, side="left")
+    for j in np.flatnonzero(on_left > 0):
+        column[np.flatnonzero(x == inner[j])[: on_left[j]]] = j
+    return column
+
+
+def _group_by_column(column: NDArray[Any], starts: NDArray[np.intp], values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``values`` grouped by column (column ``k`` from ``starts[k]``), input order kept in each."""
+    kernel = compiled(group_by_key)
+    if kernel is None:
+        return values[np.argsort(column, kind="stable")]
+    out = np.empty_like(values)
+    kernel(column, starts, values, out)
+    return out
+
+
+def _run_starts(values: NDArray[np.float64], segment_starts: NDArray[np.intp]) -> NDArray[np.intp]:
+    """Index of the first of the equal values around each entry, runs cut at segment starts."""
+    new_run = np.empty(len(values), dtype=bool)
+    new_run[0] = True
+    np.not_equal(values[1:], values[:-1], out=new_run[1:])
+    new_run[segment_starts] = True
+    return np.maximum.accumulate(np.where(new_run, np.arange(len(values)), 0))
 
 
 def _domain_list(domain: Domain | None) -> list[list[float]] | None:
