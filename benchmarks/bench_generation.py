@@ -22,6 +22,7 @@ import resource
 import time
 
 import awkward as ak
+from _summary import record
 
 
 def cpu_seconds() -> float:
@@ -76,6 +77,12 @@ def main() -> None:
         for workers in args.workers:
             result = measure(process, args.events, args.chunk_size, workers, args.seed)
             baseline = baseline or result["passed_per_s"]
+            record(
+                f"generation ({process}), {args.events} passing events", str(workers),
+                f"{result['passed_per_s']:.1f} passing/s, {result['generated_per_s']:.0f} generated/s"
+                + ("" if workers == args.workers[0] else f", {result['passed_per_s'] / baseline:.2f}x one worker"),
+                "(reported)", None,
+            )
             print(
                 f"{process:8} {workers:>7} {result['seconds']:>8.1f} "
                 f"{result['passed_per_s']:>10.2f} {result['generated_per_s']:>12.2f} "

@@ -119,6 +119,8 @@ def main() -> int:
 
     import dcor
 
+    from _summary import record
+
     from rosenblatt import metrics
     from rosenblatt._jit import numba_enabled
 
@@ -157,6 +159,14 @@ def main() -> int:
                 f"{n_events:>9} {label:<26} {elapsed:>9.3f} {elapsed / dcor_time:>14.3f} "
                 f"{memory['growth_mib']:>16.1f} {memory['peak_mib']:>19.1f} {difference:>18.1e}"
             )
+            if method != "dcor":
+                record(
+                    f"weighted dCor^2 ({method}), {n_events:.0e} events", "1",
+                    f"{elapsed / dcor_time:.2f}x dcor mergesort, |diff| {difference:.0e}, "
+                    f"+{memory['growth_mib']:.0f} MiB",
+                    "<= 1x, |diff| <= 1e-9, <= 1 GB",
+                    elapsed <= dcor_time and difference <= 1e-9 and memory["peak_mib"] <= 1024,
+                )
 
     print()
     n_events = args.permutation_events
@@ -173,6 +183,11 @@ def main() -> int:
         )
         elapsed = time.perf_counter() - start
         single = elapsed if single is None else single
+        record(
+            f"permutation test, {args.permutations} x {n_events:.0e} events", str(n_jobs),
+            f"{elapsed:.1f} s" + ("" if n_jobs == 1 else f", {single / elapsed:.2f}x one thread"),
+            "seconds, not minutes (< 60 s)", elapsed < 60,
+        )
         print(
             f"{n_jobs:>7} {elapsed:>9.2f} {1e3 * elapsed / args.permutations:>21.1f} "
             f"{single / elapsed:>9.2f}"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _summary import record
 
 
 def event_files(workdir: Path, n_events: int) -> dict[str, Path]:
@@ -230,6 +231,17 @@ def main() -> None:
             )
         speedup = seconds[("futures", 1)][1] / seconds[("futures", 2)][1]
         print(f"speed-up from 1 to 2 futures workers: {speedup:.2f}x")
+        _, wall_one, cpu_one = seconds[("iterative", 1)]
+        record(
+            f"coffea processor, {n_events} events of {mean_particles:.0f} particles", "1",
+            f"{n_events / cpu_one:.0f} events/s per core (CPU), {n_events / wall_one:.0f} events/s wall",
+            "(reported)", None,
+        )
+        record(
+            "coffea processor, futures executor", "2",
+            f"{n_events / seconds[('futures', 2)][1]:.0f} events/s, {speedup:.2f}x one worker",
+            "(reported)", None,
+        )
 
         print("\nPhysics of the table")
         for name, value in physics_summary(files, args.chunksize):

@@ -153,15 +153,29 @@ class KDE(ConditionalCDFTransform):
         self.sigma_a_ = sigma_a
         self.sigma_r_ = sigma_r
         self.bandwidth_ = sigma_r * sigma_a
-        if not 1e-150 < self.bandwidth_ < 1e150:
+        if not 1e-150 < sigma_r < 1e150:
             msg = (
-                f"the kernel width sigma_r * sigma_a = {sigma_r:g} * {sigma_a:g} = {self.bandwidth_:g} "
-                "cannot be evaluated in double precision; choose sigma_r so that it lies in "
-                "(1e-150, 1e150)"
+                f"sigma_r = {sigma_r:g}: a kernel width this far from the spread of x cannot be "
+                "evaluated in double precision; choose sigma_r in (1e-150, 1e150)"
+            )
+            raise ValueError(msg)
+        if not np.isfinite(sigma_a):
+            msg = (
+                f"x spans [{x.min():g}, {x.max():g}], too wide for its spread sigma_a to be "
+                "represented in double precision; rescale x"
             )
             raise ValueError(msg)
         self.domain_ = ((float(x.min()), float(x.max())), (float(y.min()), float(y.max())))
+        # the kernel sums depend on x only through (x - x_i) / bandwidth: they are
+        # evaluated in units of sigma_a about the middle of the domain, where no
+        # square of x overflows whatever its scale
+        (x_lo, x_hi), _ = self.domain_
+        self._x_origin = 0.5 * x_lo + 0.5 * x_hi
+        self._x_standard = self._standardised(self.x_)
         self._engine: ConditionalGaussTransform | None = None
+
+    def _standardised(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return (x - self._x_origin) / self.sigma_a_
 
     def _weights(self) -> NDArray[np.float64]:
         return np.ones_like(self.x_) if self.weight_ is None else self.weight_
@@ -169,16 +183,14 @@ class KDE(ConditionalCDFTransform):
     def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
         _, method = self._checked_params()
         (x_lo, x_hi), _ = self.domain_
-        x = np.clip(x, x_lo, x_hi)
+        x = self._standardised(np.clip(x, x_lo, x_hi))
         if len(x) == 0:
             return np.empty(0)
         if method == "direct":
-            gamma = direct_conditional_cdf(self.x_, self.y_, self._weights(), self.bandwidth_, x, y)
+            gamma = direct_conditional_cdf(self._x_standard, self.y_, self._weights(), self.sigma_r_, x, y)
         else:
             if self._engine is None:
-                self._engine = ConditionalGaussTransform(
-                    self.x_, self.y_, self._weights(), self.bandwidth_
-                )
+                self._engine = ConditionalGaussTransform(self._x_standard, self.y_, self._weights(), self.sigma_r_)
             gamma = self._engine(x, y)
         # with negative weights the kernel sums can vanish or leave [0, 1]
         bad = ~np.isfinite(gamma) | (gamma < -1e-9) | (gamma > 1 + 1e-9)
