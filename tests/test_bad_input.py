@@ -11,6 +11,8 @@ import rosenblatt as rb
 ESTIMATORS = [
     pytest.param(lambda: rb.IRGI(2), id="irgi"),
     pytest.param(lambda: rb.KDE(0.1), id="kde"),
+    pytest.param(lambda: rb.KDE(0.1, method="direct"), id="kde-direct"),
+    pytest.param(lambda: rb.GridKDE(0.1), id="grid-kde"),
 ]
 
 
@@ -43,6 +45,45 @@ def test_non_finite_in_transform(estimator, sample, argument) -> None:
     (xq if argument == "x" else yq)[[0, 5]] = np.nan
     with pytest.raises(ValueError, match=rf"{argument} has 2 NaN"):
         estimator.transform(xq, yq)
+
+
+def test_propagate_gives_nan_for_nan_events_and_counts_them(estimator, sample) -> None:
+    import awkward as ak
+
+    x, y = sample
+    estimator.fit(x, y)
+    xq, yq = x[:50].copy(), y[:50].copy()
+    xq[[0, 5]] = np.nan
+    yq[[5, 7]] = np.nan
+    with pytest.warns(rb.NaNInputWarning, match=r"^3 of 50 event\(s\) have a NaN x or y \(first at index 0\)"):
+        gamma = estimator.transform(xq, yq, nan_policy="propagate")
+    assert gamma.shape == (50,)
+    assert np.flatnonzero(np.isnan(gamma)).tolist() == [0, 5, 7]
+    keep = ~np.isnan(gamma)
+    np.testing.assert_array_equal(gamma[keep], estimator.transform(xq[keep], yq[keep]))
+    # the same events in a jagged structure: one value out per event in, NaN where NaN went in
+    jagged_x = ak.unflatten(xq, [20, 0, 30])
+    with pytest.warns(rb.NaNInputWarning):
+        jagged = estimator.transform(jagged_x, ak.unflatten(yq, [20, 0, 30]), nan_policy="propagate")
+    assert ak.num(jagged).tolist() == [20, 0, 30]
+    np.testing.assert_array_equal(ak.flatten(jagged).to_numpy(), gamma)
+
+
+def test_propagate_takes_infinities_as_beyond_the_domain(estimator, sample) -> None:
+    x, y = sample
+    estimator.fit(x, y)
+    (x_lo, x_hi), _ = estimator.domain_
+    xq = np.array([0.0, 0.0, np.inf, -np.inf, np.inf, -np.inf])
+    yq = np.array([np.inf, -np.inf, 0.3, 0.3, np.inf, -np.inf])
+    gamma = estimator.transform(xq, yq, nan_policy="propagate")
+    expected_edges = estimator.transform([x_hi, x_lo], [0.3, 0.3])
+    np.testing.assert_array_equal(gamma, [1.0, 0.0, *expected_edges, 1.0, 0.0])
+
+
+def test_unknown_nan_policy(estimator, sample) -> None:
+    estimator.fit(*sample)
+    with pytest.raises(ValueError, match="nan_policy must be 'raise' or 'propagate', got 'omit'"):
+        estimator.transform([0.0], [0.0], nan_policy="omit")
 
 
 def test_non_finite_weight(estimator, sample) -> None:

@@ -45,8 +45,10 @@ def test_particle_table_round_trip(tmp_path: Path, events: ak.Array) -> None:
     path = tmp_path / "events.parquet"
     write_parquet(events, path)
     back = read_parquet(path)
-    assert ak.to_list(back) == ak.to_list(events)
+    assert ak.to_list(back[events.fields]) == ak.to_list(events)
     assert parquet_columns(path) == ["pt", "eta", "phi", "label", "weight"]
+    # the event readers' entry number, here the row in the file
+    assert back.entry.to_list() == list(range(len(events)))
 
 
 def test_feature_table_round_trip_and_column_selection(
@@ -67,7 +69,8 @@ def test_row_groups_are_the_chunks(tmp_path: Path, events: ak.Array) -> None:
     write_parquet(events, path, row_group_size=3)
     chunks = list(iter_parquet(path))
     assert [len(chunk) for chunk in chunks] == [3, 3, 1]
-    assert ak.to_list(ak.concatenate(chunks)) == ak.to_list(events)
+    assert ak.to_list(ak.concatenate(chunks)[events.fields]) == ak.to_list(events)
+    assert [chunk.entry.to_list() for chunk in chunks] == [[0, 1, 2], [3, 4, 5], [6]]
 
 
 def test_missing_column_lists_the_columns(tmp_path: Path, feature_table: ak.Array) -> None:
@@ -120,6 +123,7 @@ def test_every_format_gives_the_same_events(tmp_path: Path, events: ak.Array, su
     for name in ("pt", "eta", "phi", "label", "weight"):
         assert ak.to_list(back[name]) == ak.to_list(events[name])
         assert ak.to_list(ak.concatenate(chunks)[name]) == ak.to_list(events[name])
+    assert back.entry.to_list() == ak.concatenate(chunks).entry.to_list() == list(range(len(events)))
 
 
 def test_unknown_extension_and_directories(tmp_path: Path) -> None:

@@ -216,3 +216,17 @@ def test_huge_and_tiny_values_fit_and_transform() -> None:
     assert np.all((g >= 0) & (g <= 1))
     # gamma of the defining sample is uniform to the grid resolution
     assert np.abs(np.sort(g) - (np.arange(g.size) + 0.5) / g.size).max() < 2.0**-3
+
+
+def test_sparse_weights_name_the_depth_they_support() -> None:
+    rng = np.random.default_rng(14)
+    x, y = rng.normal(size=(2, 4096))
+    w = np.where(rng.uniform(size=4096) < 0.97, 0.0, 1.0)
+    carrying = int(np.count_nonzero(w))
+    with pytest.raises(
+        ValueError,
+        match=rf"too few events carry weight .* {carrying} of 4096 events have a non-zero weight, "
+        rf"which support depth {rb.IRGI.max_depth(carrying)} at most",
+    ):
+        rb.IRGI(5).fit(x, y, w)
+    rb.IRGI(rb.IRGI.max_depth(carrying)).fit(x, y, w)

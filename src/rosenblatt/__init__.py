@@ -17,7 +17,7 @@ from typing import Any
 
 from rosenblatt._version import __version__
 from rosenblatt.serialization import SchemaError, load
-from rosenblatt.transforms import IRGI, KDE, GridKDE, NotFittedError, OutsideCounts
+from rosenblatt.transforms import IRGI, KDE, GridKDE, NaNInputWarning, NotFittedError, OutsideCounts
 
 _METRICS = (
     "PermutationTestResult",
@@ -35,6 +35,7 @@ __all__ = [
     "IRGI",
     "KDE",
     "GridKDE",
+    "NaNInputWarning",
     "NotFittedError",
     "OutsideCounts",
     "PermutationTestResult",

@@ -3,6 +3,8 @@
 Any awkward array of records (jagged fields included) is written with
 :func:`awkward.to_parquet` and read back with :func:`awkward.from_parquet`,
 whole (:func:`read_parquet`) or one row group at a time (:func:`iter_parquet`).
+Particle records (``pt``, ``eta``, ``phi``) read without an ``entry`` field get
+one, the row number in the file, as the ROOT and LHCO readers give it.
 The readers check the file and the requested columns first and say what is
 wrong: a missing file, a damaged one, a column that is not there (listing the
 ones that are), or no rows.
@@ -10,11 +12,13 @@ ones that are), or no rows.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import awkward as ak
+import numpy as np
 
 from rosenblatt.io import EventFileError, check_input_file
 
@@ -84,7 +88,7 @@ def read_parquet(path: str | os.PathLike[str], *, columns: Sequence[str] | None 
     if metadata["num_rows"] == 0:
         raise EventFileError(f"{file_path}: holds no rows")
     try:
-        return ak.from_parquet(str(file_path), columns=selected)
+        return _with_entry(ak.from_parquet(str(file_path), columns=selected), 0)
     except Exception as err:
         raise EventFileError(
             f"{file_path}: cannot be read (truncated or damaged?): {type(err).__name__}: {err}"
@@ -124,14 +128,24 @@ def iter_parquet(
     selected = _check_columns(file_path, metadata, columns)
     if metadata["num_rows"] == 0:
         raise EventFileError(f"{file_path}: holds no rows")
+    first_rows = [0, *itertools.accumulate(metadata["col_counts"])]
     for group in range(int(metadata["num_row_groups"])):
         try:
-            yield ak.from_parquet(str(file_path), columns=selected, row_groups=[group])
+            rows = ak.from_parquet(str(file_path), columns=selected, row_groups=[group])
         except Exception as err:
             raise EventFileError(
                 f"{file_path}: row group {group} cannot be read (truncated or damaged?): "
                 f"{type(err).__name__}: {err}"
             ) from err
+        yield _with_entry(rows, first_rows[group])
+
+
+def _with_entry(rows: ak.Array, first: int) -> ak.Array:
+    """Particle records with their row numbers as ``entry`` (unless they have one)."""
+    fields = rows.fields
+    if {"pt", "eta", "phi"} <= set(fields) and "entry" not in fields:
+        rows = ak.with_field(rows, np.arange(first, first + len(rows), dtype=np.int64), "entry")
+    return rows
 
 
 def _metadata(file_path: Path) -> Any:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from rosenblatt.transforms._base import ConditionalCDFTransform, NotFittedError, OutsideCounts
+from rosenblatt.transforms._base import (
+    ConditionalCDFTransform,
+    NaNInputWarning,
+    NotFittedError,
+    OutsideCounts,
+)
 from rosenblatt.transforms.grid_kde import GridKDE
 from rosenblatt.transforms.irgi import IRGI
 from rosenblatt.transforms.kde import KDE, absolute_sigma
@@ -12,6 +17,7 @@ __all__ = [
     "KDE",
     "ConditionalCDFTransform",
     "GridKDE",
+    "NaNInputWarning",
     "NotFittedError",
     "OutsideCounts",
     "absolute_sigma",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -13,11 +14,17 @@ from numpy.typing import NDArray
 from rosenblatt._awkward import apply_flat
 from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_same_length
 
-__all__ = ["ConditionalCDFTransform", "NotFittedError", "OutsideCounts"]
+__all__ = ["ConditionalCDFTransform", "NaNInputWarning", "NotFittedError", "OutsideCounts"]
+
+NaNPolicy = Literal["raise", "propagate"]
 
 
 class NotFittedError(RuntimeError):
     """Raised when a transform is used before :meth:`~ConditionalCDFTransform.fit`."""
+
+
+class NaNInputWarning(RuntimeWarning):
+    """Issued by ``transform(..., nan_policy="propagate")``: how many events came out NaN."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,24 +87,60 @@ class ConditionalCDFTransform(ABC):
         self.sum_weight_ = float(len(x_arr) if w_arr is None else w_arr.sum())
         return self
 
-    def transform(self, x: Any, y: Any) -> Any:
+    def transform(self, x: Any, y: Any, *, nan_policy: NaNPolicy = "raise") -> Any:
         """Return ``gamma(x, y)`` for every event, in ``[0, 1]``.
 
         Accepts numpy arrays (any shape, broadcast together) or awkward arrays
         of any jagged structure; the result has the structure of the input.
-        NaN or infinite input raises a :class:`ValueError`.
+
+        Parameters
+        ----------
+        x, y
+            The protected observable and the score of each event.
+        nan_policy
+            ``"raise"`` (default): NaN or infinite input raises a
+            :class:`ValueError` that names the argument and counts the events.
+            ``"propagate"``: an event with a NaN ``x`` or ``y`` gets NaN, and a
+            :class:`NaNInputWarning` says how many did; infinite values are
+            events beyond the domain (``y = -inf`` gives 0, ``y = +inf`` gives 1,
+            an infinite ``x`` is evaluated at the nearest edge of the domain).
         """
         self._check_fitted()
+        if nan_policy not in ("raise", "propagate"):
+            msg = f"nan_policy must be 'raise' or 'propagate', got {nan_policy!r}"
+            raise ValueError(msg)
 
         def evaluate(x_flat: NDArray[Any], y_flat: NDArray[Any]) -> NDArray[np.float64]:
             x_b, y_b = np.broadcast_arrays(x_flat, y_flat)
             x_arr = as_1d_float(x_b.ravel(), "x", allow_empty=True)
             y_arr = as_1d_float(y_b.ravel(), "y", allow_empty=True)
-            check_finite(x_arr, "x")
-            check_finite(y_arr, "y")
-            return self._transform(x_arr, y_arr).reshape(x_b.shape)
+            if nan_policy == "raise":
+                check_finite(x_arr, "x")
+                check_finite(y_arr, "y")
+                return self._transform(x_arr, y_arr).reshape(x_b.shape)
+            return self._transform_propagating(x_arr, y_arr).reshape(x_b.shape)
 
         return apply_flat(evaluate, x, y)
+
+    def _transform_propagating(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """:meth:`_transform` where NaN gives NaN and infinities lie beyond the domain."""
+        missing = np.isnan(x) | np.isnan(y)
+        out = np.full(len(x), np.nan)
+        (x_lo, x_hi), _ = self.domain_
+        finite_y = ~missing & np.isfinite(y)
+        out[finite_y] = self._transform(np.clip(x[finite_y], x_lo, x_hi), y[finite_y])
+        out[~missing & (y == -np.inf)] = 0.0
+        out[~missing & (y == np.inf)] = 1.0
+        n_missing = int(missing.sum())
+        if n_missing:
+            first = int(np.flatnonzero(missing)[0])
+            warnings.warn(
+                f"{n_missing} of {len(x)} event(s) have a NaN x or y (first at index {first}); "
+                "their gamma is NaN",
+                NaNInputWarning,
+                stacklevel=5,
+            )
+        return out
 
     def fit_transform(self, x: Any, y: Any, weight: Any = None) -> Any:
         """Fit on ``(x, y, weight)`` and return ``gamma`` of the same events."""

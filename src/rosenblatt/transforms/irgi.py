@@ -165,7 +165,7 @@ class IRGI(ColumnGridTransform):
             # a stable order: events tied in x are taken in input order, as without weights
             order = np.argsort(x, kind="stable")
             xs = x[order]
-            cells = bisect_segments(_cumulative(w[order], n), np.array([0, n]), depth + 1)
+            cells = _bisect_weighted(_cumulative(w[order], n), np.array([0, n]), depth + 1, w, "x")
         split = cells[1:-1]
         x_edges = np.concatenate(([x_lo], _midpoint(xs[split - 1], xs[split]), [x_hi]))
         centres = x_edges[0::2]
@@ -206,7 +206,7 @@ class IRGI(ColumnGridTransform):
                 f"weight {column_weight[bad]:g}); use a smaller depth or check the weights"
             )
             raise ValueError(msg)
-        rows = bisect_segments(cumulative, column_bounds, depth)
+        rows = _bisect_weighted(cumulative, column_bounds, depth, w, "y")
         n_col, n_edge = len(centres), 2**depth + 1
         inner_rows = rows[:-1].reshape(n_col, n_edge - 1)[:, 1:]
         y_edges = np.empty((n_col, n_edge))
@@ -425,6 +425,28 @@ def _cumulative(weight: NDArray[np.float64] | None, n: int) -> NDArray[np.float6
     if weight is None:
         return np.arange(n + 1, dtype=np.float64)
     return np.concatenate(([0.0], np.cumsum(weight)))
+
+
+def _bisect_weighted(
+    cumulative: NDArray[np.float64] | None,
+    bounds: NDArray[np.intp],
+    levels: int,
+    w: NDArray[np.float64] | None,
+    axis: str,
+) -> NDArray[np.intp]:
+    """:func:`bisect_segments`, failing with what the weights allow when they are too sparse."""
+    try:
+        return bisect_segments(cumulative, bounds, levels)
+    except ValueError as err:
+        n = int(bounds[-1])
+        carrying = n if w is None else int(np.count_nonzero(w))
+        msg = (
+            f"too few events carry weight for this IRGI depth: bisecting {axis} by weight leaves "
+            f"a cell with fewer than two events ({err}); {carrying} of {n} events have a "
+            f"non-zero weight, which support depth {max(max_depth(carrying), 0)} at most; "
+            "use a smaller depth"
+        )
+        raise ValueError(msg) from err
 
 
 def _midpoint(low: NDArray[np.float64], high: NDArray[np.float64]) -> NDArray[np.float64]:
