@@ -114,6 +114,7 @@ def runner_seconds(
     """
     from coffea import processor
     from coffea.nanoevents import BaseSchema
+
     from processors.dijet import DijetProcessor
     from processors.runner import ROOT_TREE, make_executor
 
@@ -133,6 +134,7 @@ def runner_seconds(
 
 def physics_summary(files: dict[str, Path], chunksize: int) -> list[tuple[str, str]]:
     import awkward as ak
+
     from processors.runner import run_dijet
 
     result = run_dijet(

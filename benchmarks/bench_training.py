@@ -76,10 +76,9 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
-
-    from rosenblatt.ml.tables import event_arrays
     from _summary import record
 
+    from rosenblatt.ml.tables import event_arrays
     from rosenblatt.ml.training import train_on_arrays
 
     torch.set_num_threads(args.threads)

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _summary import record
 
 import rosenblatt as rb
-from _summary import record
 
 
 def timed(function: Callable[[], Any], repeats: int = 1) -> tuple[float, float]:
@@ -82,11 +82,12 @@ def main() -> None:
             f"IRGI fit, d={depth}, {n_fit:.0e} events", str(threads),
             f"{t_fit:.3f} s = {t_fit / t_sort:.1f}x np.sort", "<= 6x np.sort", t_fit / t_sort <= 6,
         )
+    # cells of equal weight hold fewer events than cells of equal count: one level less
     w = rng.uniform(0.5, 1.5, n_fit)
-    t_weighted, _ = timed(lambda: rb.IRGI(depth).fit(x, y, w), args.repeats)
-    rows.append((f"IRGI fit d={depth}, {n_fit:.0e} weighted events", f"{cores} thr", t_weighted, t_weighted / t_sort, 0.0, "(no target)"))
+    t_weighted, _ = timed(lambda: rb.IRGI(depth - 1).fit(x, y, w), args.repeats)
+    rows.append((f"IRGI fit d={depth - 1}, {n_fit:.0e} weighted events", f"{cores} thr", t_weighted, t_weighted / t_sort, 0.0, "(no target)"))
     record(
-        f"IRGI fit, d={depth}, {n_fit:.0e} weighted events", str(cores),
+        f"IRGI fit, d={depth - 1}, {n_fit:.0e} weighted events", str(cores),
         f"{t_weighted:.3f} s = {t_weighted / t_sort:.1f}x np.sort", "(reported)", None,
     )
     irgi = rb.IRGI(depth).fit(x, y)
@@ -103,8 +104,9 @@ def main() -> None:
             f"{t_tr:.3f} s = {t_tr / t_interp:.1f}x np.interp, {mem:.0f} MiB", "<= 3x np.interp",
             t_tr / t_interp <= 3,
         )
-    del xq, yq
 
+    # the speed-up over the direct formula grows with N: judged at the sizes only
+    full_size = args.scale >= 1
     x_def, y_def = sample(n_def, rng)
     xm, ym = sample(m_kde, rng)
     n_direct = 2000
@@ -125,8 +127,8 @@ def main() -> None:
             record(
                 f"KDE transform, sigma_r={sigma_r:g}, M={m_kde:.0e}, N={n_def:.0e}", str(threads),
                 f"{t_fast:.2f} s = {t_direct / t_fast:.0f}x faster than direct, |diff| {diff:.1e}, {mem:.0f} MiB",
-                ">= 200x, |diff| <= 1e-6, <= 1 GB",
-                t_direct / t_fast >= 200 and diff <= 1e-6 and mem <= 1024,
+                ">= 200x, |diff| <= 1e-6, <= 1 GB" if full_size else "(the target is for M=1e6, N=1e5)",
+                t_direct / t_fast >= 200 and diff <= 1e-6 and mem <= 1024 if full_size else None,
             )
     set_threads(cores)
 

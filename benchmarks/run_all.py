@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
-import json
 import subprocess
 import sys
 import tempfile

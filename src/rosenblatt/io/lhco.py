@@ -309,7 +309,7 @@ class LHCOWriter:
         check_hdf5_opens(file_path)
         try:
             handle = tables.open_file(str(file_path), mode="a")
-        except Exception as err:  # noqa: BLE001 - any error of the HDF5 layer means a damaged file
+        except Exception as err:
             raise EventFileError(
                 f"{file_path}: cannot be opened to resume ({err}); the file is damaged, "
                 "remove it or start over"
@@ -544,7 +544,7 @@ def _damaged(path: Any, what: str) -> Iterator[None]:
         yield
     except EventFileError:
         raise
-    except Exception as err:  # noqa: BLE001 - re-raised with the file's name
+    except Exception as err:
         raise EventFileError(
             f"{path}: {what} (truncated or damaged?): {type(err).__name__}: {err}"
         ) from err

@@ -165,7 +165,7 @@ class IRGI(ColumnGridTransform):
             # a stable order: events tied in x are taken in input order, as without weights
             order = np.argsort(x, kind="stable")
             xs = x[order]
-            cells = _bisect_weighted(_cumulative(w[order], n), np.array([0, n]), depth + 1, w, "x")
+            cells = _bisect_weighted(_cumulative(w[order], n), np.array([0, n]), depth + 1, w, "x", depth)
         split = cells[1:-1]
         x_edges = np.concatenate(([x_lo], _midpoint(xs[split - 1], xs[split]), [x_hi]))
         centres = x_edges[0::2]
@@ -206,7 +206,7 @@ class IRGI(ColumnGridTransform):
                 f"weight {column_weight[bad]:g}); use a smaller depth or check the weights"
             )
             raise ValueError(msg)
-        rows = _bisect_weighted(cumulative, column_bounds, depth, w, "y")
+        rows = _bisect_weighted(cumulative, column_bounds, depth, w, "y", depth)
         n_col, n_edge = len(centres), 2**depth + 1
         inner_rows = rows[:-1].reshape(n_col, n_edge - 1)[:, 1:]
         y_edges = np.empty((n_col, n_edge))
@@ -433,6 +433,7 @@ def _bisect_weighted(
     levels: int,
     w: NDArray[np.float64] | None,
     axis: str,
+    depth: int,
 ) -> NDArray[np.intp]:
     """:func:`bisect_segments`, failing with what the weights allow when they are too sparse."""
     try:
@@ -440,11 +441,20 @@ def _bisect_weighted(
     except ValueError as err:
         n = int(bounds[-1])
         carrying = n if w is None else int(np.count_nonzero(w))
+        supported = max(max_depth(carrying), 0)
+        if supported < depth:
+            reason = (
+                f"{carrying} of {n} events have a non-zero weight, which support depth "
+                f"{supported} at most"
+            )
+        else:
+            reason = (
+                f"the weights are too uneven for depth {depth}: cells of equal summed weight "
+                "hold too few events"
+            )
         msg = (
-            f"too few events carry weight for this IRGI depth: bisecting {axis} by weight leaves "
-            f"a cell with fewer than two events ({err}); {carrying} of {n} events have a "
-            f"non-zero weight, which support depth {max(max_depth(carrying), 0)} at most; "
-            "use a smaller depth"
+            f"too few events carry weight for IRGI depth {depth}: bisecting {axis} by weight "
+            f"leaves a cell with fewer than two events ({err}); {reason}; use a smaller depth"
         )
         raise ValueError(msg) from err
 
