@@ -320,3 +320,28 @@ def test_kde_tiny_width_is_refused_or_evaluated(method: str) -> None:
         assert "sigma_r" in str(err)  # noqa: PT017
         return
     assert np.all((gamma >= 0.0) & (gamma <= 1.0))
+
+
+FINITE = st.floats(allow_nan=False, allow_infinity=False)
+
+
+@PROPERTY
+@given(
+    values=hnp.arrays(np.float64, st.integers(1, 60), elements=FINITE | st.sampled_from([0.0, 1.0, -1e308, 1e308])),
+    queries=hnp.arrays(np.float64, st.integers(1, 300), elements=FINITE),
+    n_cells=st.integers(1, 200),
+)
+def test_cell_index_counts_like_searchsorted(values: np.ndarray, queries: np.ndarray, n_cells: int) -> None:
+    from rosenblatt._jit import compiled
+    from rosenblatt.transforms._column_grid import cell_index
+    from rosenblatt.transforms._kernels import count_le_indexed
+
+    kernel = compiled(count_le_indexed, parallel=True)
+    if kernel is None:
+        pytest.skip("numba is not installed")
+    values = np.sort(values)
+    queries = np.concatenate((queries, values))  # the values themselves: ties on every edge
+    table, lo, scale = cell_index(values[None, :], n_cells)
+    out = np.empty(len(queries), dtype=np.intp)
+    kernel(values, table[0], lo, scale, queries, out)
+    np.testing.assert_array_equal(out, np.searchsorted(values, queries, side="right"))

@@ -62,7 +62,7 @@ def bisect_segments(
             raise ValueError(msg)
         # a split exactly at half the weight must not depend on rounding (or the
         # scale of the weights): accept crossings within a tiny fraction of it
-        if running_max is None:
+        if cumulative is None or running_max is None:
             target = 0.5 * (lo + hi) - 1e-9 * (hi - lo)
             mid = np.ceil(target).astype(np.intp)
         else:
