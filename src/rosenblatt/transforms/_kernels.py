@@ -38,7 +38,7 @@ def _cell(value: float, lo: float, scale: float, n_cells: int) -> int:
 
 
 @_helper
-def _count_le_between(row: NDArray[np.float64], start: int, low: int, high: int, value: float) -> int:
+def _count_le_between(row: NDArray[Any], start: int, low: int, high: int, value: float) -> int:
     """Number of entries of the sorted ``row[start:]`` that are <= ``value``, known to be in ``[low, high]``."""
     while low < high:
         middle = (low + high) >> 1
@@ -141,18 +141,6 @@ def column_grid_evaluate(
         out[i] = (1.0 - t) * g0 + t * g1
 
 
-@_helper
-def _count_le_int(keys: NDArray[np.int64], value: int) -> int:
-    lo, hi = 0, len(keys)
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if keys[mid] <= value:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
 def gauss_expansion(
     t: NDArray[np.float64],
     rank: NDArray[np.int64],
@@ -178,7 +166,7 @@ def gauss_expansion(
             hermite[1] = 2.0 * u * hermite[0]
             for p in range(1, n_terms - 1):
                 hermite[p + 1] = 2.0 * u * hermite[p] - 2.0 * p * hermite[p - 1]
-            position = _count_le_int(key, box * stride + rank[i])
+            position = _count_le_between(key, 0, 0, len(key), box * stride + rank[i])
             start = box_start[box]
             for p in range(n_terms):
                 den += box_total[box, p] * hermite[p]
