@@ -149,3 +149,20 @@ def test_too_few_events_names_largest_depth(sample) -> None:
 def test_bad_depth(sample, depth) -> None:
     with pytest.raises(ValueError, match="depth must be a non-negative integer"):
         rb.IRGI(depth).fit(*sample)
+
+
+def test_propagate_on_a_transform_read_from_correctionlib(sample, tmp_path) -> None:
+    pytest.importorskip("correctionlib")
+    from rosenblatt.io.correctionlib import write_correctionlib
+
+    fitted = rb.IRGI(3).fit(*sample)
+    path = tmp_path / "gamma.json"
+    write_correctionlib(fitted, path)
+    loaded = rb.load(path)
+    xq = np.array([0.1, np.nan, np.inf, 0.1])
+    yq = np.array([0.2, 0.2, 0.2, -np.inf])
+    with pytest.warns(rb.NaNInputWarning, match="^1 of 4 event"):
+        gamma = loaded.transform(xq, yq, nan_policy="propagate")
+    assert np.isnan(gamma[1])
+    np.testing.assert_allclose(gamma[[0, 2]], fitted.transform([0.1, fitted.domain_[0][1]], [0.2, 0.2]), atol=1e-12)
+    assert gamma[3] == 0.0
