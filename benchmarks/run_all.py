@@ -2,10 +2,10 @@
 
 Each benchmark measures its baseline in the same run on the same machine and
 prints ratios beside the targets; at the end one table gathers every figure
-with a target, each beside it (in Markdown, as the README shows it). Run from
-the repository root::
+with a target, each beside it (in Markdown, as the README shows it). Install
+with ``pip install -e ".[bench]"`` and run from the repository root::
 
-    python benchmarks/run_all.py            # the sizes of the issues (about 20 minutes)
+    python benchmarks/run_all.py            # the sizes of the issues (about 10 minutes)
     python benchmarks/run_all.py --quick    # smaller sizes, a few minutes
     python benchmarks/run_all.py --markdown table.md   # also write the table
 """
