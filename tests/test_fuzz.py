@@ -345,9 +345,11 @@ def check_events(events: Any) -> None:
 )
 @FUZZ
 @given(seed=SEEDS)
-# mutations of the LHCO file that crash the HDF5 library (569) or make it raise SystemError (465)
+# mutations of the LHCO file that crash the HDF5 library (569) or make it raise SystemError (465),
+# and of the parquet file that make Arrow abort (25_200_468_344)
 @example(seed=569)
 @example(seed=465)
+@example(seed=25_200_468_344)
 def test_readers_survive_mutated_files(
     event_files, fuzz_directory: Path, suffix: str, seed: int
 ) -> None:
@@ -389,13 +391,21 @@ def test_tiny_saved_kernel_width_is_refused_or_evaluated(saved_transforms) -> No
     check_loaded(loaded)
 
 
-def test_an_hdf5_file_that_crashes_the_library_is_refused_by_name(event_files, fuzz_directory: Path) -> None:
-    original, _ = event_files[".h5"]
-    path = fuzz_directory / "crashes-hdf5.h5"
-    path.write_bytes(byte_mutation(original, 569))
-    with pytest.raises(EventFileError, match=r"crashes-hdf5\.h5: damaged HDF5 file: opening it crashed"):
+@pytest.mark.parametrize(
+    ("suffix", "seed", "library"),
+    [(".h5", 569, "HDF5"), (".parquet", 25_200_468_344, "Arrow parquet")],
+)
+def test_a_file_that_crashes_its_library_is_refused_by_name(
+    event_files, fuzz_directory: Path, suffix: str, seed: int, library: str
+) -> None:
+    original, events = event_files[suffix]
+    path = fuzz_directory / f"crashes{suffix}"
+    path.write_bytes(byte_mutation(original, seed))
+    with pytest.raises(
+        EventFileError, match=rf"crashes\{suffix}: damaged file: opening it crashed the {library} library"
+    ):
         read_events(path)
     # the reader's own process is unharmed and reads good files
-    good = fuzz_directory / "good.h5"
+    good = fuzz_directory / f"good{suffix}"
     good.write_bytes(original)
-    assert len(read_events(good)) == len(event_files[".h5"][1])
+    assert len(read_events(good)) == len(events)

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt.io import EventFileError, check_input_file
-from rosenblatt.io._hdf5_probe import check_hdf5_opens
+from rosenblatt.io._probe import check_opens
 
 if TYPE_CHECKING:
     import os
@@ -306,7 +306,7 @@ class LHCOWriter:
         import tables
 
         file_path = check_input_file(path)
-        check_hdf5_opens(file_path)
+        check_opens(file_path, "hdf5")
         try:
             handle = tables.open_file(str(file_path), mode="a")
         except Exception as err:
@@ -527,7 +527,7 @@ def _open(path: str | os.PathLike[str]) -> tables.File:
     import tables
 
     file_path = check_input_file(path)
-    check_hdf5_opens(file_path)
+    check_opens(file_path, "hdf5")
     with _damaged(file_path, "not a readable HDF5 file"):
         return tables.open_file(str(file_path), mode="r")
 

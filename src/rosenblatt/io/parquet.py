@@ -21,6 +21,7 @@ import awkward as ak
 import numpy as np
 
 from rosenblatt.io import EventFileError, check_input_file
+from rosenblatt.io._probe import check_opens
 
 if TYPE_CHECKING:
     import os
@@ -150,6 +151,7 @@ def _with_entry(rows: ak.Array, first: int) -> ak.Array:
 
 def _metadata(file_path: Path) -> Any:
     check_input_file(file_path, allow_directory=True)
+    check_opens(file_path, "parquet")
     try:
         return ak.metadata_from_parquet(str(file_path))
     except Exception as err:
