@@ -346,10 +346,12 @@ def check_events(events: Any) -> None:
 @FUZZ
 @given(seed=SEEDS)
 # mutations of the LHCO file that crash the HDF5 library (569) or make it raise SystemError (465),
-# and of the parquet file that make Arrow abort (25_200_468_344)
+# and of the parquet file that make Arrow abort (25_200_468_344) or give particles of unequal
+# numbers of pt and eta values (12447)
 @example(seed=569)
 @example(seed=465)
 @example(seed=25_200_468_344)
+@example(seed=12447)
 def test_readers_survive_mutated_files(
     event_files, fuzz_directory: Path, suffix: str, seed: int
 ) -> None:

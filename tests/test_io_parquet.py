@@ -133,3 +133,13 @@ def test_unknown_extension_and_directories(tmp_path: Path) -> None:
     with pytest.raises(EventFileError, match="is a directory"):
         check_input_file(tmp_path)
     assert check_input_file(tmp_path, allow_directory=True) == tmp_path
+
+
+def test_particle_fields_of_different_lengths_are_a_damaged_file(tmp_path: Path, events: ak.Array) -> None:
+    path = tmp_path / "uneven.parquet"
+    uneven = ak.with_field(events, events.eta[:, :-1], "eta")
+    write_parquet(uneven, path)
+    with pytest.raises(EventFileError, match=rf"uneven\.parquet: {len(events)} event\(s\) have a different number of pt and eta values \(first at row 0\)"):
+        read_parquet(path)
+    with pytest.raises(EventFileError, match="different number of pt and eta"):
+        list(iter_parquet(path))

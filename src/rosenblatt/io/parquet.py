@@ -3,8 +3,9 @@
 Any awkward array of records (jagged fields included) is written with
 :func:`awkward.to_parquet` and read back with :func:`awkward.from_parquet`,
 whole (:func:`read_parquet`) or one row group at a time (:func:`iter_parquet`).
-Particle records (``pt``, ``eta``, ``phi``) read without an ``entry`` field get
-one, the row number in the file, as the ROOT and LHCO readers give it.
+Particle records (``pt``, ``eta``, ``phi``) are checked to hold as many of each
+per event, and read without an ``entry`` field get one, the row number in the
+file, as the ROOT and LHCO readers give it.
 The readers check the file and the requested columns first and say what is
 wrong: a missing file, a damaged one, a column that is not there (listing the
 ones that are), or no rows.
@@ -89,11 +90,12 @@ def read_parquet(path: str | os.PathLike[str], *, columns: Sequence[str] | None 
     if metadata["num_rows"] == 0:
         raise EventFileError(f"{file_path}: holds no rows")
     try:
-        return _with_entry(ak.from_parquet(str(file_path), columns=selected), 0)
+        rows = ak.from_parquet(str(file_path), columns=selected)
     except Exception as err:
         raise EventFileError(
             f"{file_path}: cannot be read (truncated or damaged?): {type(err).__name__}: {err}"
         ) from err
+    return _as_events(rows, 0, file_path)
 
 
 def iter_parquet(
@@ -138,13 +140,27 @@ def iter_parquet(
                 f"{file_path}: row group {group} cannot be read (truncated or damaged?): "
                 f"{type(err).__name__}: {err}"
             ) from err
-        yield _with_entry(rows, first_rows[group])
+        yield _as_events(rows, first_rows[group], file_path)
 
 
-def _with_entry(rows: ak.Array, first: int) -> ak.Array:
-    """Particle records with their row numbers as ``entry`` (unless they have one)."""
+def _as_events(rows: ak.Array, first: int, file_path: Path) -> ak.Array:
+    """Particle records checked for one ``pt``, ``eta``, ``phi`` each, numbered as ``entry``.
+
+    Other records are returned as they are.
+    """
     fields = rows.fields
-    if {"pt", "eta", "phi"} <= set(fields) and "entry" not in fields:
+    if not {"pt", "eta", "phi"} <= set(fields):
+        return rows
+    counts = ak.to_numpy(ak.num(rows.pt, axis=1))
+    for name in ("eta", "phi"):
+        mismatched = counts != ak.to_numpy(ak.num(rows[name], axis=1))
+        if mismatched.any():
+            raise EventFileError(
+                f"{file_path}: {int(mismatched.sum())} event(s) have a different number of pt and "
+                f"{name} values (first at row {first + int(np.flatnonzero(mismatched)[0])}); the "
+                "file is damaged"
+            )
+    if "entry" not in fields:
         rows = ak.with_field(rows, np.arange(first, first + len(rows), dtype=np.int64), "entry")
     return rows
 
