@@ -210,12 +210,13 @@ class IRGI(ColumnGridTransform):
         y_edges = np.empty((n_col, n_edge))
         y_edges[:, 0] = y_lo
         y_edges[:, -1] = y_hi
-        y_edges[:, 1:-1] = _midpoint(ys[inner_rows - 1], ys[inner_rows])
+        below_edge = ys[inner_rows - 1]
+        y_edges[:, 1:-1] = _midpoint(below_edge, ys[inner_rows])
 
         # weight strictly below each edge, per column: an edge on a tied value
         # carries the weight below the first event of that value
         below = inner_rows.copy()
-        tied = ys[inner_rows - 1] >= y_edges[:, 1:-1]
+        tied = below_edge >= y_edges[:, 1:-1]
         if tied.any():
             below[tied] = _run_starts(ys, column_bounds[:-1])[inner_rows[tied] - 1]
         column_start = column_bounds[:-1, None]
