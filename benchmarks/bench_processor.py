@@ -98,7 +98,7 @@ def stage_table(particles: Any, repeat: int) -> list[tuple[str, float]]:
 
 def _import_processor() -> float:
     """Import the processor in a worker (its start-up work) and return when done."""
-    import processors.runner  # noqa: F401
+    import rosenblatt.processors.runner  # noqa: F401
 
     time.sleep(0.2)
     return time.time()
@@ -115,8 +115,8 @@ def runner_seconds(
     from coffea import processor
     from coffea.nanoevents import BaseSchema
 
-    from processors.dijet import DijetProcessor
-    from processors.runner import ROOT_TREE, make_executor
+    from rosenblatt.processors.dijet import DijetProcessor
+    from rosenblatt.processors.runner import ROOT_TREE, make_executor
 
     fileset = {name: {"files": {str(path): ROOT_TREE}} for name, path in files.items()}
     start = time.perf_counter()
@@ -135,7 +135,7 @@ def runner_seconds(
 def physics_summary(files: dict[str, Path], chunksize: int) -> list[tuple[str, str]]:
     import awkward as ak
 
-    from processors.runner import run_dijet
+    from rosenblatt.processors.runner import run_dijet
 
     result = run_dijet(
         {name: [str(path)] for name, path in files.items()}, chunksize=chunksize, progress=False

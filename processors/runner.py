@@ -1,4 +1,4 @@
-"""Run :class:`~processors.dijet.DijetProcessor` over event files with a coffea executor.
+"""Run :class:`~rosenblatt.processors.dijet.DijetProcessor` over event files with a coffea executor.
 
 ROOT files (TTree ``Events``) go through :class:`coffea.processor.Runner` with
 ``BaseSchema``. coffea has no HDF5 reader, so LHC Olympics ``.h5`` files are
@@ -27,7 +27,7 @@ from typing import Any
 from coffea import processor
 from coffea.nanoevents import BaseSchema
 
-from processors.dijet import (
+from rosenblatt.processors.dijet import (
     PARTICLE_BRANCHES,
     DijetProcessor,
     check_cutflow,

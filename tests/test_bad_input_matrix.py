@@ -60,7 +60,7 @@ def run_features(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 def run_api(path: Path):
-    from processors.runner import run_dijet
+    from rosenblatt.processors.runner import run_dijet
 
     return run_dijet([str(path)], progress=False)
 

@@ -10,9 +10,9 @@ import pytest
 from coffea import processor
 from coffea.nanoevents import BaseSchema
 
-from processors.dijet import DijetProcessor, check_cutflow, empty_table, join_tables
 from rosenblatt.hep.features import CUTFLOW_STEPS, TABLE_COLUMNS, event_table
 from rosenblatt.hep.particles import event_particles
+from rosenblatt.processors.dijet import DijetProcessor, check_cutflow, empty_table, join_tables
 
 N_EVENTS = 150
 

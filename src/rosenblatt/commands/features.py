@@ -87,9 +87,9 @@ def format_cutflow(cutflow: dict[str, dict[str, int]]) -> str:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt features``; return the exit status."""
-    from processors.runner import run_dijet
     from rosenblatt.io import EventFileError
     from rosenblatt.io.parquet import write_parquet
+    from rosenblatt.processors.runner import run_dijet
 
     output = Path(args.output)
     if output.suffix.lower() != ".parquet":

@@ -75,8 +75,8 @@ def _features(config: dict[str, Any], data_dir: Path, paths: dict[str, Path]) ->
     """Run the dijet processor over the event files (cached as parquet)."""
     import awkward as ak
 
-    from processors.runner import run_dijet
     from rosenblatt.io.parquet import read_parquet, write_parquet
+    from rosenblatt.processors.runner import run_dijet
 
     table_path = data_dir / "features.parquet"
     stamp_path = data_dir / "features.json"
