@@ -18,36 +18,37 @@ accumulator
     ``{dataset: {step: events}}`` with the steps
     :data:`~rosenblatt.hep.features.CUTFLOW_STEPS`; dicts of counts add, and in
     every dataset ``read = fewer than two jets + in table``.
+
+With ``output_dir`` the worker writes each chunk's table to a parquet file of
+that folder instead, and ``"files"`` lists them: no event row reaches the
+driver, and :func:`write_joined_table` streams them into one table in
+``(file, entry)`` order.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import awkward as ak
 import hist
 import numpy as np
-from coffea import processor
 
 from rosenblatt.hep.features import CUTFLOW_STEPS, JET_RADIUS, event_table
+from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk_file_name
 
 __all__ = [
-    "PARTICLE_BRANCHES",
     "DijetProcessor",
     "check_cutflow",
     "chunk_accumulator",
     "empty_table",
     "join_tables",
     "mjj_histogram",
+    "write_joined_table",
 ]
-
-#: particle field -> branch of the ``Events`` tree
-PARTICLE_BRANCHES = {"pt": "Part_pt", "eta": "Part_eta", "phi": "Part_phi"}
-
-#: label of events from files without a ``label`` branch
-UNKNOWN_LABEL = -1
 
 
 def mjj_histogram() -> hist.Hist:
@@ -105,67 +106,56 @@ def join_tables(tables: Iterable[ak.Array]) -> ak.Array:
     return ak.to_packed(ak.concatenate(chunks)) if len(chunks) > 1 else chunks[0]
 
 
-class DijetProcessor(processor.ProcessorABC):
+class DijetProcessor(ParticleProcessor):
     """Dijet features, mjj histogram and cut flow of flat particle events.
 
     Parameters
     ----------
     radius : float, default 1.0
         Anti-kT jet radius.
+    output_dir : str, optional
+        Write each chunk's table to a parquet file in this folder and return
+        the file names instead of the table.
+    skip_bad_chunks : bool, default False
+        Record unreadable chunks instead of failing.
     """
 
-    def __init__(self, radius: float = JET_RADIUS) -> None:
+    def __init__(
+        self, radius: float = JET_RADIUS, *, output_dir: str | None = None, skip_bad_chunks: bool = False
+    ) -> None:
+        super().__init__(skip_bad_chunks=skip_bad_chunks)
         self.radius = radius
+        self.output_dir = output_dir
 
-    def process(self, events: Any) -> dict[str, Any]:
-        """Return the accumulator of one chunk of events (``BaseSchema`` NanoEvents).
-
-        Raises
-        ------
-        ValueError
-            If a particle branch is missing.
-        """
-        metadata = events.metadata
-        dataset = str(metadata["dataset"])
-        filename = str(metadata["filename"])
-        missing = [branch for branch in PARTICLE_BRANCHES.values() if branch not in events.fields]
-        if missing:
-            raise ValueError(
-                f"{filename}: missing branch(es) {missing}; expected the particle branches "
-                f"{list(PARTICLE_BRANCHES.values())}; the tree has {sorted(events.fields)}"
-            )
-        n_events = len(events)
-        first_entry = int(metadata.get("entrystart", 0))
-        for branch in PARTICLE_BRANCHES.values():
-            bad = ~ak.to_numpy(ak.all(np.isfinite(events[branch]), axis=1))
-            if bad.any():
-                raise ValueError(
-                    f"{filename}: {int(bad.sum())} event(s) have NaN or infinite {branch} "
-                    f"(first at entry {first_entry + int(np.flatnonzero(bad)[0])}); "
-                    "the file is damaged or was not written by a generator"
-                )
-        particles = ak.zip({field: events[branch] for field, branch in PARTICLE_BRANCHES.items()})
-        label = (
-            ak.to_numpy(events["label"])
-            if "label" in events.fields
-            else np.full(n_events, UNKNOWN_LABEL)
-        )
-        weight = ak.to_numpy(events["weight"]) if "weight" in events.fields else np.ones(n_events)
-        entry = int(metadata.get("entrystart", 0)) + np.arange(n_events, dtype=np.int64)
+    def process_batch(self, batch: ParticleBatch) -> dict[str, Any]:
+        """Return the accumulator of one batch of events."""
         table, cutflow = event_table(
-            particles,
-            label=label,
-            weight=weight,
-            dataset=dataset,
-            file=filename,
-            entry=entry,
+            batch.particles,
+            label=batch.label,
+            weight=batch.weight,
+            dataset=batch.dataset,
+            file=batch.file,
+            entry=batch.entry,
             radius=self.radius,
         )
-        return chunk_accumulator(table, cutflow, dataset)
+        accumulator = chunk_accumulator(table, cutflow, batch.dataset)
+        if self.output_dir is not None:
+            from rosenblatt.io.parquet import write_parquet
+
+            folder = Path(self.output_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / chunk_file_name(batch.dataset, batch.file, batch.start, batch.stop)
+            partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+            write_parquet(table, partial)
+            os.replace(partial, path)
+            del accumulator["table"]
+            accumulator["files"] = [str(path)]
+        return accumulator
 
     def postprocess(self, accumulator: dict[str, Any]) -> dict[str, Any]:
         """Join the per-chunk tables into one array ordered by ``(file, entry)``."""
-        accumulator["table"] = join_tables(accumulator.get("table", []))
+        if "table" in accumulator:
+            accumulator["table"] = join_tables(accumulator["table"])
         return accumulator
 
 
@@ -195,3 +185,49 @@ def check_cutflow(cutflow: dict[str, dict[str, int]]) -> None:
             raise RuntimeError(
                 f"cut flow of {dataset!r}: {counts[read]} events read but {accounted} accounted for"
             )
+
+
+def write_joined_table(files: Sequence[str], output: str | os.PathLike[str]) -> int:
+    """Stream per-chunk parquet tables into one file ordered by ``(file, entry)``.
+
+    Only one chunk is in memory at a time. Returns the number of rows written.
+
+    Raises
+    ------
+    ValueError
+        If two chunks overlap (an event would appear twice).
+    """
+    import pyarrow.parquet as pq
+
+    def first_key(path: str) -> tuple[str, int, int, int]:
+        metadata = pq.ParquetFile(path).metadata
+        table = pq.read_table(path, columns=["file", "entry"])
+        if table.num_rows == 0:
+            return ("", 0, 0, 0)
+        entries = table.column("entry").to_numpy()
+        return (str(table.column("file")[0]), int(entries[0]), int(entries[-1]), metadata.num_rows)
+
+    ordered = sorted((first_key(path), path) for path in files)
+    ordered = [(key, path) for key, path in ordered if key[3] > 0]
+    for (before, _), (after, path) in itertools.pairwise(ordered):
+        if before[0] == after[0] and before[2] >= after[1]:
+            raise ValueError(f"table: chunks of {after[0]} overlap at entry {after[1]} ({path})")
+    partial = Path(output).with_name(f".{Path(output).name}.partial")
+    rows = 0
+    writer = None
+    try:
+        for _, path in ordered:
+            table = pq.read_table(path)
+            if writer is None:
+                writer = pq.ParquetWriter(partial, table.schema)
+            writer.write_table(table)
+            rows += table.num_rows
+        if writer is None:
+            from rosenblatt.io.parquet import write_parquet
+
+            write_parquet(empty_table(), partial)
+    finally:
+        if writer is not None:
+            writer.close()
+    os.replace(partial, output)
+    return rows

@@ -1,51 +1,56 @@
-"""Run :class:`~rosenblatt.processors.dijet.DijetProcessor` over event files with a coffea executor.
+"""Run the processors over file sets with a coffea executor.
 
 ROOT files (TTree ``Events``) go through :class:`coffea.processor.Runner` with
 ``BaseSchema``. coffea has no HDF5 reader, so LHC Olympics ``.h5`` files are
-split into entry ranges that the same executor processes with the
-:mod:`rosenblatt.io.lhco` reader and the same feature code. Either way every
-executor gives the same output: the event table is ordered by
-``(file, entry)`` and the histogram and cut flow are sums.
+split into entry ranges that the same executor hands to the processor's
+:meth:`~rosenblatt.processors.events.ParticleProcessor.process_lhco`. Either
+way every executor gives the same output: histograms and cut flows are sums,
+and a feature table is ordered by ``(file, entry)``.
 
 Executors (:data:`EXECUTORS`): ``"iterative"`` (this process), ``"futures"``
 (a pool of ``workers`` processes) and ``"dask"`` (a
 :class:`dask.distributed.LocalCluster` of ``workers`` single-threaded worker
-processes, or the existing cluster at ``scheduler``).
+processes, or the existing cluster at ``scheduler``). On dask a task whose
+worker dies is run again on another worker; the processors write their files
+under names fixed by the chunk, so a task run twice counts its events once.
+
+Files that cannot be read are refused before any work starts, with an error
+that names them; with ``skip_bad_files`` they are left out and returned under
+``"skipped"`` with the reason and, where the file tells, its number of events.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
+import awkward as ak
 from coffea import processor
 from coffea.nanoevents import BaseSchema
 
+from rosenblatt.hep.features import JET_RADIUS
+from rosenblatt.io import EventFileError
+from rosenblatt.io.root import EVENTS_TREE
 from rosenblatt.processors.dijet import (
-    PARTICLE_BRANCHES,
     DijetProcessor,
     check_cutflow,
-    chunk_accumulator,
     join_tables,
     mjj_histogram,
 )
-from rosenblatt.hep.features import JET_RADIUS, event_table
-from rosenblatt.hep.particles import event_particles
+from rosenblatt.processors.events import LHCOChunk, ParticleProcessor
 
 __all__ = [
     "DEFAULT_CHUNKSIZE",
     "EXECUTORS",
-    "ROOT_TREE",
     "LHCOChunk",
     "make_executor",
-    "process_lhco_chunk",
+    "map_items",
     "run_dijet",
+    "run_processor",
 ]
 
 #: executor names accepted by :func:`make_executor`
@@ -54,62 +59,11 @@ EXECUTORS = ("iterative", "futures", "dask")
 #: target number of events per chunk
 DEFAULT_CHUNKSIZE = 10_000
 
-#: tree holding the events in ROOT files
-ROOT_TREE = "Events"
-
 _ROOT_SUFFIXES = (".root",)
 _LHCO_SUFFIXES = (".h5", ".hdf5")
 
 
-@dataclass(frozen=True)
-class LHCOChunk:
-    """An entry range ``[start, stop)`` of an LHC Olympics HDF5 file.
-
-    Attributes
-    ----------
-    dataset : str
-        Dataset the file belongs to.
-    path : str
-        The file, as given.
-    start, stop : int
-        Entry range.
-    """
-
-    dataset: str
-    path: str
-    start: int
-    stop: int
-
-
-def process_lhco_chunk(item: LHCOChunk, radius: float = JET_RADIUS) -> dict[str, Any]:
-    """Return the processor accumulator of an entry range of an LHCO HDF5 file."""
-    from rosenblatt.io.lhco import iter_lhco
-
-    accumulator: dict[str, Any] | None = None
-    for events in iter_lhco(item.path, item.stop - item.start, start=item.start, stop=item.stop):
-        table, cutflow = event_table(
-            event_particles(events),
-            label=events["label"],
-            weight=events["weight"],
-            dataset=item.dataset,
-            file=item.path,
-            entry=events["entry"],
-            radius=radius,
-        )
-        chunk = chunk_accumulator(table, cutflow, item.dataset)
-        accumulator = chunk if accumulator is None else processor.accumulate([accumulator, chunk])
-    if accumulator is None:
-        raise ValueError(f"{item.path}: no events in entries [{item.start}, {item.stop})")
-    return accumulator
-
-
-def _lhco_chunks(dataset: str, path: str, chunksize: int) -> list[LHCOChunk]:
-    from rosenblatt.io import EventFileError
-    from rosenblatt.io.lhco import lhco_info
-
-    n_events = int(lhco_info(path)["n_events"])
-    if n_events == 0:
-        raise EventFileError(f"{path}: the LHC Olympics file holds no events")
+def _lhco_chunks(dataset: str, path: str, n_events: int, chunksize: int) -> list[LHCOChunk]:
     return [
         LHCOChunk(dataset, path, start, min(start + chunksize, n_events))
         for start in range(0, n_events, chunksize)
@@ -184,48 +138,165 @@ def _datasets_of(
     return datasets
 
 
-def _check_root_file(path: str) -> None:
-    """Raise if ``path`` has no ``Events`` tree with entries and particle branches."""
-    import uproot
+def count_events(path: str) -> int:
+    """Open an event file, check what the processors need of it and return its events.
 
-    from rosenblatt.io import EventFileError
-
-    try:
-        handle = uproot.open(path)
-    except Exception as err:
-        raise EventFileError(
-            f"{path}: not a readable ROOT file: {type(err).__name__}: {err}"
-        ) from err
-    with handle:
-        if ROOT_TREE not in handle:
-            raise EventFileError(f"{path}: no TTree {ROOT_TREE!r}; the file has {handle.keys()}")
-        tree = handle[ROOT_TREE]
-        missing = [branch for branch in PARTICLE_BRANCHES.values() if branch not in tree]
-        if missing:
-            raise EventFileError(
-                f"{path}: the tree {ROOT_TREE!r} lacks the particle branch(es) {missing}; "
-                f"it has {sorted(tree.keys())}"
-            )
-        if tree.num_entries == 0:
-            raise EventFileError(f"{path}: the tree {ROOT_TREE!r} holds no events")
-
-
-def _check_inputs(datasets: Mapping[str, Sequence[str]]) -> None:
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    EventFileError
+        If it is damaged, empty, or lacks the tree or a particle branch.
+    ValueError
+        If its format is not one the processors read.
+    """
     from rosenblatt.io import check_input_file
 
+    check_input_file(path)
+    lower = path.lower()
+    if lower.endswith(_ROOT_SUFFIXES):
+        from rosenblatt.io.root import check_root_events
+
+        return check_root_events(path)
+    if lower.endswith(_LHCO_SUFFIXES):
+        from rosenblatt.io.lhco import lhco_info
+
+        n_events = int(lhco_info(path)["n_events"])
+        if n_events == 0:
+            raise EventFileError(f"{path}: the LHC Olympics file holds no events")
+        return n_events
+    raise ValueError(
+        f"{path}: the feature processor reads ROOT files ({', '.join(_ROOT_SUFFIXES)}) and LHC "
+        f"Olympics HDF5 files ({', '.join(_LHCO_SUFFIXES)}), not {Path(path).suffix!r}"
+    )
+
+
+def check_fileset(
+    datasets: Mapping[str, Sequence[str]], *, skip_bad_files: bool = False
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, Any]]]:
+    """Check every file of a file set before any work starts.
+
+    Returns
+    -------
+    readable : dict
+        ``{dataset: {file: events}}`` of the files to process.
+    skipped : dict
+        ``{file: {"dataset", "reason", "entries"}}`` of the files left out
+        (only with ``skip_bad_files``; ``entries`` is ``None`` when the file
+        does not tell).
+
+    Raises
+    ------
+    FileNotFoundError, EventFileError, ValueError
+        For the first bad file, without ``skip_bad_files``; or if no file is given.
+    """
     if not any(datasets.values()):
         raise ValueError("inputs: no input files given")
-    for paths in datasets.values():
+    readable: dict[str, dict[str, int]] = {}
+    skipped: dict[str, dict[str, Any]] = {}
+    for dataset, paths in datasets.items():
         for path in paths:
-            check_input_file(path)
-            if path.lower().endswith(_ROOT_SUFFIXES):
-                _check_root_file(path)
-            elif not path.lower().endswith(_LHCO_SUFFIXES):
-                raise ValueError(
-                    f"{path}: the feature processor reads ROOT files ({', '.join(_ROOT_SUFFIXES)}) "
-                    f"and LHC Olympics HDF5 files ({', '.join(_LHCO_SUFFIXES)}), "
-                    f"not {Path(path).suffix!r}"
-                )
+            try:
+                readable.setdefault(dataset, {})[path] = count_events(path)
+            except (OSError, EventFileError) as err:
+                if not skip_bad_files:
+                    raise
+                skipped[path] = {"dataset": dataset, "reason": f"{type(err).__name__}: {err}", "entries": _entries_told(path)}
+                logging.getLogger("rosenblatt").warning("skipping %s: %s", path, err)
+    return readable, skipped
+
+
+def _entries_told(path: str) -> int | None:
+    """The number of events a damaged ROOT file still tells, if any."""
+    if not path.lower().endswith(_ROOT_SUFFIXES):
+        return None
+    try:
+        from rosenblatt.io.root import root_info
+
+        return int(root_info(path)["n_events"])
+    except (OSError, EventFileError):
+        return None
+
+
+def run_processor(
+    inputs: Sequence[str | os.PathLike[str]] | Mapping[str, Sequence[Any]],
+    processor_instance: ParticleProcessor,
+    pool: processor.executor.ExecutorBase,
+    *,
+    chunksize: int = DEFAULT_CHUNKSIZE,
+    skip_bad_files: bool = False,
+) -> dict[str, Any]:
+    """Run a particle processor over a file set on an executor; return the merged output.
+
+    Parameters
+    ----------
+    inputs : sequence of path-like, or mapping of str to sequence of path-like
+        ``.root`` files (TTree ``Events``) and LHC Olympics ``.h5``/``.hdf5``
+        files; a mapping names the dataset of each list of files, a sequence
+        names every file's dataset after its stem (``qcd.root`` -> ``qcd``).
+    processor_instance : ParticleProcessor
+        The processor; it is copied to the workers.
+    pool : coffea executor
+        From :func:`make_executor`.
+    chunksize : int, default 10000
+        Target number of events per chunk.
+    skip_bad_files : bool, default False
+        Leave out unreadable files (listed under ``"skipped"``) instead of failing.
+
+    Returns
+    -------
+    dict
+        The processor's merged accumulator, with ``"skipped"`` and ``"entries"``
+        (``{file: events}`` of the files processed) added.
+    """
+    if int(chunksize) != chunksize or chunksize < 1:
+        raise ValueError(f"chunksize: must be a positive number of events, got {chunksize!r}")
+    readable, skipped = check_fileset(_datasets_of(inputs), skip_bad_files=skip_bad_files)
+    root_fileset = {
+        dataset: {"files": {path: EVENTS_TREE for path in files if path.lower().endswith(_ROOT_SUFFIXES)}}
+        for dataset, files in readable.items()
+    }
+    root_fileset = {dataset: files for dataset, files in root_fileset.items() if files["files"]}
+    lhco_items = [
+        item
+        for dataset, files in readable.items()
+        for path, n_events in files.items()
+        if path.lower().endswith(_LHCO_SUFFIXES)
+        for item in _lhco_chunks(dataset, path, n_events, int(chunksize))
+    ]
+    outputs: list[dict[str, Any]] = []
+    try:
+        if root_fileset:
+            # the Runner stores its processor in a dask executor: give it its own copy
+            runner = processor.Runner(executor=pool.copy(), schema=BaseSchema, chunksize=int(chunksize))
+            outputs.append(dict(runner(root_fileset, processor_instance, treename=EVENTS_TREE)))
+        if lhco_items:
+            outputs.append(map_items(pool, lhco_items, processor_instance.process_lhco, "LHCO chunks"))
+    except (ValueError, EventFileError):
+        raise
+    except Exception as err:
+        # coffea re-raises a chunk's error wrapped; surface the original message
+        raise ValueError(_innermost_message(err)) from err
+    # a postprocessed output may hold one joined array: merge arrays as lists of chunks
+    outputs = [
+        {key: [value] if isinstance(value, ak.Array) else value for key, value in output.items()}
+        for output in outputs
+    ]
+    merged = processor.accumulate(outputs) if outputs else {}
+    merged = dict(merged or {})
+    merged["skipped"] = skipped
+    merged["entries"] = {path: n for files in readable.values() for path, n in files.items()}
+    return merged
+
+
+def map_items(
+    pool: processor.executor.ExecutorBase, items: Sequence[Any], function: Callable[[Any], Any], description: str
+) -> Any:
+    """Map ``function`` over ``items`` on the executor's workers; return the sum of the results."""
+    if not items:
+        return None
+    result = pool.copy(desc=description)(list(items), function, None)
+    return result[0] if isinstance(result, tuple) else result
 
 
 def run_dijet(
@@ -237,15 +308,15 @@ def run_dijet(
     scheduler: str | None = None,
     radius: float = JET_RADIUS,
     progress: bool = True,
+    output_dir: str | os.PathLike[str] | None = None,
+    skip_bad_files: bool = False,
 ) -> dict[str, Any]:
     """Run the dijet processor over event files.
 
     Parameters
     ----------
     inputs : sequence of path-like, or mapping of str to sequence of path-like
-        ``.root`` files (TTree ``Events``) and LHC Olympics ``.h5``/``.hdf5``
-        files; a mapping names the dataset of each list of files, a sequence
-        names every file's dataset after its stem (``qcd.root`` -> ``qcd``).
+        Event files, as for :func:`run_processor`.
     executor : {"iterative", "futures", "dask"}, default "iterative"
         coffea executor.
     workers : int, default 1
@@ -258,13 +329,18 @@ def run_dijet(
         Anti-kT jet radius.
     progress : bool, default True
         Show progress bars.
+    output_dir : path-like, optional
+        The workers write each chunk's table there as parquet; the result then
+        has ``"files"`` (sorted) instead of ``"table"``.
+    skip_bad_files : bool, default False
+        Leave out unreadable files and chunks, listed in the result.
 
     Returns
     -------
     dict
-        ``"table"`` (awkward records, ordered by ``(file, entry)``), ``"mjj"``
-        (:class:`hist.Hist` per dataset) and ``"cutflow"``
-        (``{dataset: {step: events}}``).
+        ``"table"`` (awkward records, ordered by ``(file, entry)``) or
+        ``"files"``, ``"mjj"`` (:class:`hist.Hist` per dataset), ``"cutflow"``
+        (``{dataset: {step: events}}``), ``"skipped"`` and ``"unreadable"``.
 
     Raises
     ------
@@ -273,47 +349,31 @@ def run_dijet(
     ValueError
         If an input has an unsupported extension or an argument is invalid.
     """
-    if int(chunksize) != chunksize or chunksize < 1:
-        raise ValueError(f"chunksize: must be a positive number of events, got {chunksize!r}")
-    datasets = _datasets_of(inputs)
-    _check_inputs(datasets)
-    root_fileset = {
-        dataset: {"files": {path: ROOT_TREE for path in paths if path.lower().endswith(".root")}}
-        for dataset, paths in datasets.items()
-    }
-    root_fileset = {dataset: files for dataset, files in root_fileset.items() if files["files"]}
-    lhco_items = [
-        item
-        for dataset, paths in datasets.items()
-        for path in paths
-        if path.lower().endswith(_LHCO_SUFFIXES)
-        for item in _lhco_chunks(dataset, path, int(chunksize))
-    ]
-    outputs: list[dict[str, Any]] = []
-    with make_executor(executor, workers, scheduler=scheduler, progress=progress) as pool:
-        if root_fileset:
-            # the Runner stores its processor in a dask executor: give it its own copy
-            runner = processor.Runner(
-                executor=pool.copy(), schema=BaseSchema, chunksize=int(chunksize)
-            )
-            try:
-                root_output = runner(root_fileset, DijetProcessor(radius=radius), treename=ROOT_TREE)
-            except ValueError:
-                raise
-            except Exception as err:
-                # coffea re-raises a chunk's error wrapped; surface the original message
-                raise ValueError(_innermost_message(err)) from err
-            outputs.append(dict(root_output))
-        if lhco_items:
-            result = pool(lhco_items, partial(process_lhco_chunk, radius=radius), None)
-            outputs.append(result[0] if isinstance(result, tuple) else result)
-    tables = [table for output in outputs for table in _as_table_list(output["table"])]
-    merged = processor.accumulate(
-        [{"mjj": output["mjj"], "cutflow": output["cutflow"]} for output in outputs],
-        {"mjj": mjj_histogram(), "cutflow": {}},
+    dijet = DijetProcessor(
+        radius=radius,
+        output_dir=None if output_dir is None else str(Path(output_dir).resolve()),
+        skip_bad_chunks=skip_bad_files,
     )
-    check_cutflow(merged["cutflow"])
-    return {"table": join_tables(tables), "mjj": merged["mjj"], "cutflow": merged["cutflow"]}
+    with make_executor(executor, workers, scheduler=scheduler, progress=progress) as pool:
+        output = run_processor(inputs, dijet, pool, chunksize=chunksize, skip_bad_files=skip_bad_files)
+    merged = processor.accumulate([{"mjj": mjj_histogram(), "cutflow": {}}, output])
+    cutflow = {
+        dataset: {step: counts.get(step, 0) for step in ("read", "fewer than two jets", "in table")}
+        | ({"unreadable": counts["unreadable"]} if "unreadable" in counts else {})
+        for dataset, counts in merged["cutflow"].items()
+    }
+    check_cutflow({d: {k: v for k, v in c.items() if k != "unreadable"} for d, c in cutflow.items()})
+    result: dict[str, Any] = {
+        "mjj": merged["mjj"],
+        "cutflow": cutflow,
+        "skipped": output["skipped"],
+        "unreadable": merged.get("unreadable", {}),
+    }
+    if output_dir is None:
+        result["table"] = join_tables(_as_table_list(merged.get("table", [])))
+    else:
+        result["files"] = sorted(merged.get("files", []))
+    return result
 
 
 def _innermost_message(error: BaseException) -> str:

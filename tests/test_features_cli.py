@@ -112,7 +112,7 @@ def test_printed_cutflow_adds_up(
         (["{qcd}", "--output", "t.parquet", "--chunksize", "0"], "chunksize"),
         (["{qcd}", "--output", "t.parquet", "--executor", "futures", "--workers", "0"], "workers"),
         (["{text}", "--output", "t.parquet"], "reads ROOT files"),
-        (["{bad_root}", "--output", "t.parquet"], "lacks the particle branch"),
+        (["{bad_root}", "--output", "t.parquet"], "lacks the branch(es) ['Part_eta', 'Part_phi']"),
     ],
 )
 def test_bad_arguments_are_explained(

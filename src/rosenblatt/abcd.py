@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rosenblatt._validation import as_1d_float, check_finite, check_same_length
 
-__all__ = ["ClosureScan", "abcd_histogram", "closure_scan"]
+__all__ = ["ClosureScan", "abcd_histogram", "closure_scan", "cut_axes", "process_axis"]
 
 FloatArray = NDArray[np.float64]
 
@@ -64,19 +64,46 @@ def abcd_histogram(
     if w is not None:
         check_same_length(x=x_arr, weight=w)
         check_finite(w, "weight")
-    x_edges = np.unique(np.asarray(x0, dtype=float))
-    y_edges = np.unique(np.asarray(y0, dtype=float))
-    if len(x_edges) < 2 or len(y_edges) < 2:
-        msg = "x0 and y0 need at least two distinct cut values each"
-        raise ValueError(msg)
-    h = hist.Hist(
-        hist.axis.Variable(x_edges, name="x", label=x_label),
-        hist.axis.Variable(y_edges, name="y", label=y_label),
-        hist.axis.IntCategory([0, 1], name="process", label="process (0 background, 1 signal)"),
-        storage=hist.storage.Weight(),
-    )
+    h = hist.Hist(*cut_axes(x0, y0, x_label=x_label, y_label=y_label), process_axis(), storage=hist.storage.Weight())
     h.fill(x=x_arr, y=y_arr, process=label_arr.astype(int), weight=w)
     return h
+
+
+def cut_axes(x0: ArrayLike, y0: ArrayLike, *, x_label: str = "x", y_label: str = "y") -> tuple[Any, Any]:
+    """The ``x`` and ``y`` axes of an ABCD histogram: ``Variable`` axes on the cut values.
+
+    The sorted distinct cut values are the bin edges; the flow bins hold
+    everything outside them, so a histogram on these axes loses no event.
+
+    Raises
+    ------
+    ValueError
+        If ``x0`` or ``y0`` has fewer than two distinct finite values.
+    """
+    import hist
+
+    edges = []
+    for values, name in ((x0, "x0"), (y0, "y0")):
+        unique = np.unique(np.asarray(values, dtype=float))
+        if len(unique) < 2 or not np.all(np.isfinite(unique)):
+            msg = f"{name} needs at least two distinct finite cut values, got {len(unique)}"
+            raise ValueError(msg)
+        edges.append(unique)
+    return (
+        hist.axis.Variable(edges[0], name="x", label=x_label),
+        hist.axis.Variable(edges[1], name="y", label=y_label),
+    )
+
+
+def process_axis() -> Any:
+    """The ``process`` axis of an ABCD histogram: 0 background, 1 signal.
+
+    Other labels (``-1`` for unlabelled events) grow the axis; :func:`closure_scan`
+    reads the bins 0 and 1.
+    """
+    import hist
+
+    return hist.axis.IntCategory([0, 1], name="process", label="process (0 background, 1 signal)", growth=True)
 
 
 @dataclasses.dataclass(frozen=True)

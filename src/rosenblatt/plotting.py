@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 __all__ = [
     "figure",
     "plot_dcc_scan",
+    "plot_eta_map",
     "plot_irgi_grid",
     "plot_plane",
+    "plot_plane_histogram",
     "save_figure",
 ]
 
@@ -60,25 +62,48 @@ def plot_plane(
 ) -> None:
     """Background as a 2D histogram (log colour) and signal as contour lines."""
     import hist
-    import mplhep
-    from matplotlib.colors import LogNorm
 
     h: hist.Hist = hist.Hist(
         hist.axis.Regular(bins, *x_range, name="x", label=xlabel),
         hist.axis.Regular(bins, *y_range, name="y", label=ylabel),
     ).fill(x=x, y=y)
-    mplhep.hist2dplot(h, ax=ax, norm=LogNorm(), cmap="Blues", cbarextend=False)
+    s = None if signal is None else hist.Hist(h.axes[0], h.axes[1]).fill(x=signal[0], y=signal[1])
+    plot_plane_histogram(ax, h, s, xlabel=xlabel, ylabel=ylabel)
+
+
+def plot_plane_histogram(ax: Axes, background: Any, signal: Any = None, *, xlabel: str = "x", ylabel: str = "y") -> None:
+    """A filled 2D ``hist`` of the background (log colour), with the signal's as contour lines."""
+    import mplhep
+    from matplotlib.colors import LogNorm
+
+    if background.values().max() > 0:
+        mplhep.hist2dplot(background, ax=ax, norm=LogNorm(), cmap="Blues", cbarextend=False)
     if signal is not None:
-        s: hist.Hist = hist.Hist(h.axes[0], h.axes[1]).fill(x=signal[0], y=signal[1])
-        values = s.values().T
+        values = signal.values().T
         if values.max() > 0:
-            centres = (h.axes[0].centers, h.axes[1].centers)
+            centres = (signal.axes[0].centers, signal.axes[1].centers)
             levels = values.max() * np.array([0.05, 0.3, 0.7])
             ax.contour(*centres, values, levels=levels, colors="tab:orange", linewidths=1.2)
             ax.plot([], [], color="tab:orange", label="signal")
             ax.legend(loc="upper left")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+
+
+def plot_eta_map(ax: Axes, scan: Any, *, x_scale: float = 1.0, xlabel: str = r"$x_0$") -> None:
+    """``|eta_A|`` of a closure scan over the cut grid (log colour), the best cut starred."""
+    from matplotlib.colors import LogNorm
+
+    eta = np.where(scan.valid, np.abs(scan.eta), np.nan)
+    mesh = ax.pcolormesh(
+        scan.x0 * x_scale, scan.y0, eta.T, norm=LogNorm(vmin=1e-6, vmax=1), cmap="viridis", shading="nearest"
+    )
+    ax.figure.colorbar(mesh, ax=ax, label=r"|$\eta_A^{sig}$|")
+    if np.isfinite(eta).any():
+        i, j = np.unravel_index(int(np.nanargmin(eta)), eta.shape)
+        ax.scatter(scan.x0[i] * x_scale, scan.y0[j], marker="*", s=300, color="tab:red")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(r"$y_0$")
 
 
 def plot_irgi_grid(ax: Axes, transform: IRGI, *, vertex_size: float = 6.0) -> None:

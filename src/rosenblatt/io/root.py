@@ -45,6 +45,7 @@ __all__ = [
     "EVENTS_TREE",
     "PARTICLE_BRANCHES",
     "RootWriter",
+    "check_root_events",
     "iter_root",
     "read_root",
     "read_root_nanoevents",
@@ -315,6 +316,23 @@ def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     with _open(path) as handle:
         return _info(handle, path)
+
+
+def check_root_events(path: str | os.PathLike[str]) -> int:
+    """Open a ROOT event file, check its ``Events`` tree and particle branches, count its events.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    EventFileError
+        If the file is damaged, lacks the tree or a particle branch, or holds no events.
+    """
+    with _open(path) as handle:
+        n_entries = int(_events_tree(handle, path).num_entries)
+    if n_entries == 0:
+        raise EventFileError(f"{path}: the tree {EVENTS_TREE!r} holds no events")
+    return n_entries
 
 
 def iter_root(

@@ -34,7 +34,7 @@ def figures(
 ) -> dict[str, str]:
     """Draw every figure of the study; return ``{key: file name}``."""
     import rosenblatt as rb
-    from rosenblatt.plotting import figure, plot_irgi_grid, plot_plane, save_figure
+    from rosenblatt.plotting import figure, plot_eta_map, plot_irgi_grid, plot_plane, save_figure
 
     out: dict[str, str] = {}
 
@@ -82,7 +82,7 @@ def figures(
         cut = summary[name]["closure_at_best"]
         axes[0].axvline(cut["x0"] / 1000, color="tab:red")
         axes[0].axhline(cut["y0"], color="tab:red")
-        _eta_map(axes[1], scan)
+        plot_eta_map(axes[1], scan, x_scale=1e-3, xlabel=r"$x_0$ [TeV]")
         out[f"plane_{name}"] = save_figure(fig, folder / f"abcd_{name}.png").name
 
     # eta vs y0, one line per x0
@@ -118,18 +118,6 @@ def figures(
     ax.set_title(f"IRGI grid, d = {chosen['irgi']}, defining background", fontsize="medium")
     out["irgi_grid"] = save_figure(fig, folder / "irgi_grid.png").name
     return out
-
-
-def _eta_map(ax: Any, scan: ClosureScan) -> None:
-    from matplotlib.colors import LogNorm
-
-    eta = np.where(scan.valid, np.abs(scan.eta), np.nan)
-    mesh = ax.pcolormesh(scan.x0 / 1000, scan.y0, eta.T, norm=LogNorm(vmin=1e-6, vmax=1), cmap="viridis", shading="nearest")
-    ax.figure.colorbar(mesh, ax=ax, label=r"|$\eta_A^{sig}$|")
-    i, j = np.unravel_index(int(np.nanargmin(eta)), eta.shape)
-    ax.scatter(scan.x0[i] / 1000, scan.y0[j], marker="*", s=300, color="tab:red")
-    ax.set_xlabel(r"$x_0$ [TeV]")
-    ax.set_ylabel(r"$y_0$")
 
 
 def report(summary: dict[str, Any], figs: dict[str, str]) -> str:

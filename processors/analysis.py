@@ -1,0 +1,266 @@
+"""The decorrelated ABCD analysis as a coffea processor: features, scores, transforms, histograms.
+
+Per chunk of events, :class:`AnalysisProcessor` computes the dijet features
+(:func:`rosenblatt.hep.features.event_table`), evaluates each classifier score
+(:func:`rosenblatt.ml.scoring.make_scorer`: a feature column, a TorchScript
+model through coffea's ``torch_wrapper``, or a model of ``rosenblatt train``),
+applies the fitted transforms to them, and fills only histograms:
+
+``"abcd"``
+    per variant (a raw score or a transformed one), a weighted
+    :class:`hist.Hist` over ``dataset``, ``x`` and ``y`` (``Variable`` axes
+    whose edges are the ABCD cut values ``x0`` and the variant's ``y0``; flow
+    bins hold everything outside) and ``process`` (the truth label);
+    :func:`rosenblatt.abcd.closure_scan` of it, summed over datasets, gives the
+    closure over the whole cut grid;
+``"plane"``
+    per variant, the same on fine regular ``x`` and ``y`` axes, for the figures;
+``"cutflow"``
+    ``{dataset: {step: events}}`` with the steps :data:`CUTFLOW_STEPS`, where
+    ``read`` equals the sum of the others.
+
+With ``skim_dir`` each chunk also writes the ``x`` column, its scores, weight,
+label and entry to a parquet file of that folder (``"skim"`` lists them): later
+passes over these small files fit the transforms without recomputing features
+or scores. No per-event array is returned to the driver.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import awkward as ak
+import hist
+import numpy as np
+from numpy.typing import NDArray
+
+from rosenblatt.abcd import cut_axes, process_axis
+from rosenblatt.hep.features import JET_RADIUS, event_table
+from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk_file_name
+
+__all__ = [
+    "CUTFLOW_STEPS",
+    "AnalysisProcessor",
+    "PlaneBinning",
+    "Variant",
+    "abcd_histogram",
+    "plane_histogram",
+]
+
+#: cut-flow steps of the analysis: ``read`` = the sum of the others
+CUTFLOW_STEPS = ("read", "not selected", "fewer than two jets", "x above x_max", "in ABCD")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A score filled into the histograms: a raw score, or a transform of one.
+
+    Attributes
+    ----------
+    name : str
+        Name of the variant (``"score"``, ``"irgi"``, ...).
+    score : str
+        The score it is computed from (a key of the processor's scorers).
+    y0 : tuple of float
+        The ABCD cut values on this variant (edges of its ``y`` axis).
+    transform : ConditionalCDFTransform or None
+        Fitted transform applied as ``transform.transform(x, score)``; ``None``
+        fills the raw score.
+    y_range : tuple of float
+        Range of the fine ``y`` axis of the figures.
+    """
+
+    name: str
+    score: str
+    y0: tuple[float, ...]
+    transform: Any = None
+    y_range: tuple[float, float] = (0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class PlaneBinning:
+    """Regular binning of the fine ``(x, score)`` planes of the figures."""
+
+    x_bins: int = 100
+    x_range: tuple[float, float] = (0.0, 10_000.0)
+    y_bins: int = 100
+
+
+def _dataset_axis() -> Any:
+    return hist.axis.StrCategory([], name="dataset", label="Dataset", growth=True)
+
+
+def abcd_histogram(x0: Sequence[float], y0: Sequence[float], *, x_label: str = "x") -> hist.Hist:
+    """An empty ABCD histogram of one variant: dataset, the cut-value axes and the process."""
+    return hist.Hist(
+        _dataset_axis(),
+        *cut_axes(x0, y0, x_label=x_label, y_label="score"),
+        process_axis(),
+        storage=hist.storage.Weight(),
+    )
+
+
+def plane_histogram(binning: PlaneBinning, y_range: tuple[float, float], *, x_label: str = "x") -> hist.Hist:
+    """An empty fine ``(x, score)`` histogram of one variant, per dataset and process."""
+    return hist.Hist(
+        _dataset_axis(),
+        hist.axis.Regular(binning.x_bins, *binning.x_range, name="x", label=x_label),
+        hist.axis.Regular(binning.y_bins, *y_range, name="y", label="score"),
+        process_axis(),
+        storage=hist.storage.Weight(),
+    )
+
+
+@dataclass
+class AnalysisProcessor(ParticleProcessor):
+    """Features, scores, transforms and ABCD histograms of particle events.
+
+    Parameters
+    ----------
+    scorers : mapping of str to callable
+        Score name -> a picklable callable from the event table (awkward
+        records) to one float per event.
+    variants : sequence of Variant
+        What is filled: raw scores and transforms of them.
+    x0 : sequence of float
+        The ABCD cut values on ``x`` (edges of the ``x`` axes).
+    x : str, default "mjj"
+        Column of the event table that is the protected observable.
+    x_max : float, optional
+        Events with ``x >= x_max`` are counted in the cut flow, not filled.
+    plane : PlaneBinning
+        Binning of the fine histograms.
+    entries : mapping of str to array of int, optional
+        Per file, the entries to analyse (all others are counted as ``not
+        selected``); files absent from the mapping are analysed whole.
+    skim_dir : str, optional
+        Folder of the per-chunk skims (see the module docstring).
+    radius : float, default 1.0
+        Anti-kT jet radius.
+    skip_bad_chunks : bool, default False
+        Record unreadable chunks instead of failing.
+    """
+
+    scorers: Mapping[str, Any]
+    variants: Sequence[Variant]
+    x0: Sequence[float]
+    x: str = "mjj"
+    x_max: float | None = None
+    plane: PlaneBinning = field(default_factory=PlaneBinning)
+    entries: Mapping[str, NDArray[np.int64]] | None = None
+    skim_dir: str | None = None
+    radius: float = JET_RADIUS
+    skip_bad_chunks: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = sorted({v.score for v in self.variants} - set(self.scorers))
+        if unknown:
+            raise ValueError(f"variants: no scorer named {unknown}; scorers: {sorted(self.scorers)}")
+        names = [v.name for v in self.variants]
+        if len(set(names)) != len(names):
+            raise ValueError(f"variants: names must be distinct, got {names}")
+        for variant in self.variants:
+            cut_axes(self.x0, variant.y0)
+
+    def empty_output(self) -> dict[str, Any]:
+        """The accumulator of no events: empty histograms and cut flow."""
+        return {
+            "abcd": {v.name: abcd_histogram(self.x0, v.y0, x_label=self.x) for v in self.variants},
+            "plane": {
+                v.name: plane_histogram(self.plane, v.y_range, x_label=self.x) for v in self.variants
+            },
+            "cutflow": {},
+            "skim": [],
+        }
+
+    def process_batch(self, batch: ParticleBatch) -> dict[str, Any]:
+        """Return the histograms, cut flow and skim file of one batch of events."""
+        n_read = len(batch)
+        if self.entries is not None and batch.file in self.entries:
+            batch = batch.select(np.isin(batch.entry, self.entries[batch.file]))
+        table, counts = event_table(
+            batch.particles,
+            label=batch.label,
+            weight=batch.weight,
+            dataset=batch.dataset,
+            file=batch.file,
+            entry=batch.entry,
+            radius=self.radius,
+        )
+        x = np.asarray(ak.to_numpy(table[self.x]), dtype=np.float64)
+        scores = {name: self._score(name, scorer, table, batch) for name, scorer in self.scorers.items()}
+        inside = np.ones(len(x), dtype=bool) if self.x_max is None else x < self.x_max
+        cutflow = {
+            "read": n_read,
+            "not selected": n_read - len(batch),
+            "fewer than two jets": counts["fewer than two jets"],
+            "x above x_max": int(np.count_nonzero(~inside)),
+            "in ABCD": int(np.count_nonzero(inside)),
+        }
+        output = self.empty_output()
+        output["cutflow"] = {batch.dataset: cutflow}
+        label = np.asarray(ak.to_numpy(table["label"]), dtype=np.int64)
+        weight = np.asarray(ak.to_numpy(table["weight"]), dtype=np.float64)
+        for variant in self.variants:
+            values = scores[variant.score]
+            if variant.transform is not None:
+                values = np.asarray(variant.transform.transform(x, values), dtype=np.float64)
+            for name in ("abcd", "plane"):
+                output[name][variant.name].fill(
+                    dataset=batch.dataset,
+                    x=x[inside],
+                    y=values[inside],
+                    process=label[inside],
+                    weight=weight[inside],
+                )
+        if self.skim_dir is not None:
+            output["skim"] = [self._write_skim(batch, x, scores, label, weight, table)]
+        return output
+
+    def _score(self, name: str, scorer: Any, table: ak.Array, batch: ParticleBatch) -> NDArray[np.float64]:
+        values = np.asarray(scorer(table), dtype=np.float64)
+        if values.shape != (len(table),):
+            raise ValueError(
+                f"score {name!r}: expected one value per event ({len(table)}), got shape "
+                f"{values.shape} ({batch.file}, entries {batch.start}-{batch.stop})"
+            )
+        bad = ~np.isfinite(values)
+        if bad.any():
+            entry = int(np.asarray(ak.to_numpy(table["entry"]))[bad][0])
+            raise ValueError(
+                f"score {name!r}: {int(bad.sum())} NaN or infinite value(s) in {batch.file} "
+                f"(first at entry {entry})"
+            )
+        return values
+
+    def _write_skim(
+        self,
+        batch: ParticleBatch,
+        x: NDArray[np.float64],
+        scores: Mapping[str, NDArray[np.float64]],
+        label: NDArray[np.int64],
+        weight: NDArray[np.float64],
+        table: ak.Array,
+    ) -> str:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        assert self.skim_dir is not None
+        folder = Path(self.skim_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / chunk_file_name(batch.dataset, batch.file, batch.start, batch.stop)
+        columns = {
+            "x": x,
+            **{f"score_{name}": values for name, values in scores.items()},
+            "weight": weight,
+            "label": label,
+            "entry": np.asarray(ak.to_numpy(table["entry"]), dtype=np.int64),
+        }
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        pq.write_table(pa.table(columns), partial)
+        os.replace(partial, path)
+        return str(path)
