@@ -11,7 +11,9 @@ from typing import Any
 DESCRIPTION = """\
 Run the dijet coffea processor over event files and write the per-event feature table
 (mjj, mj1, mj2, tau21_1, tau21_2, the 36x36 track image, label, weight, dataset, file,
-entry) to a parquet file, ordered by (file, entry): every executor gives the same table.
+entry). The workers write one parquet file per chunk; with --output TABLE.parquet they are
+then streamed into one table ordered by (file, entry) (every executor gives the same
+table), with --output FOLDER/ they stay there, one file per chunk.
 Inputs are ROOT files with a TTree Events (as written by `rosenblatt generate`) or LHC
 Olympics HDF5 files; each file's dataset is its name without the extension. Events with
 fewer than two anti-kT R=1.0 jets leave the table and are counted in the cut flow printed
@@ -32,7 +34,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "inputs", nargs="+", metavar="INPUT", help="event files (.root, .h5 or .hdf5)"
     )
-    parser.add_argument("--output", required=True, metavar="TABLE", help="output table (.parquet)")
+    parser.add_argument(
+        "--output",
+        required=True,
+        metavar="TABLE",
+        help="output table (.parquet), or a folder for one parquet file per chunk",
+    )
     parser.add_argument(
         "--executor",
         choices=EXECUTOR_CHOICES,
@@ -60,6 +67,11 @@ def add_parser(subparsers: Any) -> None:
         metavar="ADDRESS",
         help="join the dask scheduler at ADDRESS (e.g. tcp://host:8786) instead of "
         "starting a local cluster (dask executor only)",
+    )
+    parser.add_argument(
+        "--skip-bad-files",
+        action="store_true",
+        help="leave out unreadable files and chunks (listed at the end) instead of stopping",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(func=main)
@@ -89,13 +101,18 @@ def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt features``; return the exit status."""
     from rosenblatt.io import EventFileError
     from rosenblatt.io.parquet import write_parquet
+    import shutil
+
+    from rosenblatt.io import EventFileError
+    from rosenblatt.processors.dijet import write_joined_table
     from rosenblatt.processors.runner import run_dijet
 
     output = Path(args.output)
-    if output.suffix.lower() != ".parquet":
+    single = output.suffix.lower() == ".parquet"
+    if output.suffix and not single:
         print(
             f"rosenblatt features: error: --output {output}: the table is written as parquet; "
-            "give a .parquet file",
+            "give a .parquet file or a folder",
             file=sys.stderr,
         )
         return 2
@@ -106,6 +123,7 @@ def main(args: argparse.Namespace) -> int:
         )
         return 2
     workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
+    chunk_dir = output.with_name(f".{output.name}.chunks") if single else output
     try:
         result = run_dijet(
             args.inputs,
@@ -114,15 +132,27 @@ def main(args: argparse.Namespace) -> int:
             chunksize=args.chunksize,
             scheduler=args.scheduler,
             progress=not args.quiet,
+            output_dir=chunk_dir,
+            skip_bad_files=args.skip_bad_files,
         )
-        table = result["table"]
-        write_parquet(table, output)
+        rows = write_joined_table(result["files"], output) if single else None
     except (ValueError, FileNotFoundError, EventFileError, OSError) as err:
         print(f"rosenblatt features: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("rosenblatt features: interrupted; no table written", file=sys.stderr)
         return 130
+    finally:
+        if single:
+            shutil.rmtree(chunk_dir, ignore_errors=True)
     print(format_cutflow(result["cutflow"]))
-    print(f"{output}: {len(table)} events with {len(table.fields)} columns")
+    for path, info in sorted(result["skipped"].items()):
+        print(f"skipped {path}: {info['reason']}")
+    for path, chunks in sorted(result["unreadable"].items()):
+        for start, stop, reason in chunks:
+            print(f"skipped {path} entries {start}-{stop}: {reason}")
+    if single:
+        print(f"{output}: {rows} events")
+    else:
+        print(f"{output}: {len(result['files'])} parquet files, one per chunk")
     return 0
