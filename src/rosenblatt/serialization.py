@@ -9,28 +9,31 @@ wrong answer.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
-
+from rosenblatt._schema import SchemaError, check_array, check_domain
 from rosenblatt._version import __version__
 
 if TYPE_CHECKING:
     from rosenblatt.transforms._base import ConditionalCDFTransform
 
-__all__ = ["FORMAT", "SCHEMA_VERSION", "SchemaError", "dumps", "load", "loads", "save"]
+__all__ = [
+    "FORMAT",
+    "SCHEMA_VERSION",
+    "SchemaError",
+    "check_array",
+    "check_domain",
+    "dumps",
+    "load",
+    "loads",
+    "save",
+]
 
 #: identifies our files
 FORMAT = "rosenblatt-transform"
 #: version of the layout written by :func:`save`; older versions stay readable
 SCHEMA_VERSION = 1
-
-
-class SchemaError(ValueError):
-    """A saved transform is malformed, of an unknown version, or inconsistent."""
 
 
 def _registry() -> dict[str, type[ConditionalCDFTransform]]:
@@ -128,45 +131,3 @@ def load(path: str | Path) -> ConditionalCDFTransform:
         msg = f"cannot read transform file {path}: {err}"
         raise OSError(msg) from err
     return loads(text, source=str(path))
-
-
-def check_array(
-    values: Any,
-    name: str,
-    shape: tuple[int, ...],
-    *,
-    increasing: bool = False,
-    nondecreasing: bool = False,
-    unit: bool = False,
-) -> NDArray[np.float64]:
-    """Validate one array of a saved state and return it as float64."""
-    try:
-        arr = np.array(values, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        msg = f"{name} must be an array of numbers"
-        raise SchemaError(msg) from err
-    if arr.shape != shape:
-        msg = f"{name} must have shape {shape}, got {arr.shape}"
-        raise SchemaError(msg)
-    if not np.all(np.isfinite(arr)):
-        msg = f"{name} has non-finite values"
-        raise SchemaError(msg)
-    if increasing and np.any(np.diff(arr, axis=-1) <= 0):
-        msg = f"{name} must be strictly increasing"
-        raise SchemaError(msg)
-    if nondecreasing and np.any(np.diff(arr, axis=-1) < 0):
-        msg = f"{name} must be non-decreasing"
-        raise SchemaError(msg)
-    if unit and (np.any(arr < 0) or np.any(arr > 1)):
-        msg = f"{name} must lie in [0, 1]"
-        raise SchemaError(msg)
-    return arr
-
-
-def check_domain(values: Any) -> tuple[tuple[float, float], tuple[float, float]]:
-    """Validate a saved ``((x_min, x_max), (y_min, y_max))`` domain."""
-    arr = check_array(values, "domain", (2, 2), increasing=True)
-    if not all(math.isfinite(v) for v in arr.ravel()):
-        msg = "domain must be finite"
-        raise SchemaError(msg)
-    return ((float(arr[0, 0]), float(arr[0, 1])), (float(arr[1, 0]), float(arr[1, 1])))

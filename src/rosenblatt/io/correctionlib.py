@@ -53,10 +53,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._schema import SchemaError
 from rosenblatt._version import __version__
 from rosenblatt.io._correctionlib_kde import KDESteps, kde_columns, kde_x_nodes
 from rosenblatt.io._correctionlib_numbers import ExactNumbers
-from rosenblatt.serialization import SchemaError
 from rosenblatt.transforms._base import ConditionalCDFTransform, NotFittedError
 
 if TYPE_CHECKING:

@@ -220,7 +220,7 @@ class GridKDE(ColumnGridTransform):
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> GridKDE:
         """Rebuild a fitted GridKDE from :meth:`get_state` output, checking every invariant."""
-        from rosenblatt.serialization import SchemaError, check_array, check_domain
+        from rosenblatt._schema import SchemaError, check_array, check_domain
 
         params = state["params"]
         obj = cls(

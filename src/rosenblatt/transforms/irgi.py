@@ -373,7 +373,7 @@ class IRGI(ColumnGridTransform):
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> IRGI:
         """Rebuild a fitted IRGI from :meth:`get_state` output, checking every invariant."""
-        from rosenblatt.serialization import SchemaError, check_array, check_domain
+        from rosenblatt._schema import SchemaError, check_array, check_domain
 
         params = state["params"]
         depth = params["depth"]

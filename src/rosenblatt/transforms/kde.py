@@ -225,7 +225,7 @@ class KDE(ConditionalCDFTransform):
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> KDE:
         """Rebuild a fitted KDE from :meth:`get_state` output, checking it."""
-        from rosenblatt.serialization import SchemaError, check_array
+        from rosenblatt._schema import SchemaError, check_array
         from rosenblatt.transforms.selection import Selection
 
         params = state["params"]

@@ -120,7 +120,7 @@ class Selection:
     @classmethod
     def from_dict(cls, data: Any) -> Selection:
         """Rebuild from :meth:`to_dict` output, checking it (:class:`~rosenblatt.SchemaError`)."""
-        from rosenblatt.serialization import SchemaError, check_array
+        from rosenblatt._schema import SchemaError, check_array
 
         if not isinstance(data, dict):
             msg = f"selection must be an object, got {type(data).__name__}"
