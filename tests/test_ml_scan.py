@@ -95,8 +95,8 @@ def samples(tmp_path) -> dict:
 
 def test_scan_saves_models_and_writes_scores_back(samples, tmp_path) -> None:
     output = tmp_path / "scan"
-    result = run_scan(samples, output, seeds=[0, 1], alphas=[2.0], options=FAST, progress=False)
-    names = ["baseline_s0", "baseline_s1", "disco_a2_s0", "disco_a2_s1"]
+    result = run_scan(samples, output, seeds=[0, 1], alphas=[2.5], options=FAST, progress=False)
+    names = ["baseline_s0", "baseline_s1", "disco_a2.5_s0", "disco_a2.5_s1"]
     assert result.trained == names
     assert [m["name"] for m in result.models] == names
     summary = json.loads((output / "scan.json").read_text())
@@ -104,9 +104,11 @@ def test_scan_saves_models_and_writes_scores_back(samples, tmp_path) -> None:
     testing = pd.concat([pq.read_table(p).to_pandas() for p in samples["testing"]])
     for model in result.models:
         stem = output / "models" / model["name"]
-        metadata = json.loads(stem.with_suffix(".json").read_text())
+        metadata = json.loads((output / "models" / f"{model['name']}.json").read_text())
         assert set(metadata) >= {"seed", "alpha", "epochs", "val_auc", "val_dcor2"}
-        assert metadata["alpha"] == (2.0 if "disco" in model["name"] else 0.0)
+        assert metadata["alpha"] == (2.5 if "disco" in model["name"] else 0.0)
+        assert metadata["torchscript"] == f"{model['name']}.torchscript.pt"
+        assert (output / "models" / metadata["torchscript"]).is_file()
         loaded = TrainedModel.load(stem)
         for name in ("train", "validation"):
             table = samples[name]

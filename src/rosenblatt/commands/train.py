@@ -20,8 +20,12 @@ scan::
       batch_size: 1024
 
 Relative paths are taken from the current directory. Every sample table gets
-one column ``score_<model>`` per model, written into its parquet file. A
-second run with the same config trains nothing new.
+one column ``score_<model>`` per model, written into its parquet file. The
+models are saved in ``OUTPUT/models/``: a CNN as ``<model>.pt`` (weights) and
+``<model>.torchscript.pt`` (TorchScript, for coffea's ``torch_wrapper`` and
+:func:`rosenblatt.ml.make_scorer`), the gradient boosting as ``<model>.npz``,
+each with its metadata ``<model>.json``. A second run with the same config
+trains nothing new.
 """
 
 from __future__ import annotations

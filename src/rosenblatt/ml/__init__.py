@@ -9,6 +9,10 @@ Library entry points:
 * :class:`TrackImageCNN` is the network and :func:`distance_correlation_sqr`
   the differentiable weighted dCor^2 of the DisCo loss (both need torch, the
   ``ml`` extra; the gradient boosting needs only scikit-learn).
+* :func:`make_scorer` turns a score specification (a column, a TorchScript
+  file, a saved model) into a picklable callable on awkward records, for
+  coffea processors; :func:`export_torchscript` writes the TorchScript file
+  of a CNN saved before such files were written with it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 from rosenblatt.ml.gbdt import GBDTOptions, TreeEnsemble
 from rosenblatt.ml.scan import PAPER_ALPHAS, ModelSpec, ScanResult, plan_scan, run_scan
+from rosenblatt.ml.scoring import Scorer, make_scorer
 from rosenblatt.ml.tables import EventArrays, event_arrays, with_columns
 from rosenblatt.ml.training import CNNOptions, TrainedModel, train_classifier, train_on_arrays
 
@@ -28,11 +33,14 @@ __all__ = [
     "GBDTOptions",
     "ModelSpec",
     "ScanResult",
+    "Scorer",
     "TrackImageCNN",
     "TrainedModel",
     "TreeEnsemble",
     "distance_correlation_sqr",
     "event_arrays",
+    "export_torchscript",
+    "make_scorer",
     "plan_scan",
     "run_scan",
     "train_classifier",
@@ -44,6 +52,7 @@ __all__ = [
 _TORCH_NAMES = {
     "TrackImageCNN": "rosenblatt.ml.cnn",
     "distance_correlation_sqr": "rosenblatt.ml.disco",
+    "export_torchscript": "rosenblatt.ml.torchscript",
 }
 
 

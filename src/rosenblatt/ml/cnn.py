@@ -37,6 +37,8 @@ in the state dict, so a saved model carries its own normalisation.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,7 +49,7 @@ from torch.nn import functional
 
 from rosenblatt.ml.tables import IMAGE_SHAPE
 
-__all__ = ["ARCHITECTURE", "TrackImageCNN", "check_images"]
+__all__ = ["ARCHITECTURE", "TrackImageCNN", "check_images", "load_network", "predict_scores"]
 
 #: a short description stored in the metadata of every trained network
 ARCHITECTURE = (
@@ -128,3 +130,42 @@ def _pad_cylinder(images: torch.Tensor) -> torch.Tensor:
     """Pad ``(n, c, eta, phi)`` by one pixel: periodic along phi, zeros along eta."""
     wrapped = torch.cat([images[..., -1:], images, images[..., :1]], dim=-1)
     return functional.pad(wrapped, (0, 0, 1, 1))
+
+
+def load_network(path: str | os.PathLike[str]) -> TrackImageCNN:
+    """Read a network from its state-dict file (``torch.load`` with ``weights_only=True``).
+
+    The network is returned on the CPU in evaluation mode.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    """
+    path = Path(path)
+    if not path.is_file():
+        msg = f"CNN weights {path} do not exist"
+        raise FileNotFoundError(msg)
+    network = TrackImageCNN()
+    network.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    return network.eval()
+
+
+def predict_scores(
+    network: TrackImageCNN, images: NDArray[np.float32], batch_size: int = 4096
+) -> NDArray[np.float64]:
+    """Return the classifier scores in [0, 1] (float64) of raw images ``(n, 36, 36)``.
+
+    The logits are computed in float32 on the network's device, batch by
+    batch; their sigmoid is taken in float64.
+    """
+    device = next(network.parameters()).device
+    network.eval()
+    logits = []
+    with torch.no_grad():
+        for start in range(0, len(images), batch_size):
+            batch = torch.from_numpy(np.array(images[start : start + batch_size], dtype=np.float32))
+            logits.append(network(batch.to(device)).to("cpu", torch.float64))
+    if not logits:
+        return np.empty(0, dtype=np.float64)
+    return torch.sigmoid(torch.cat(logits)).numpy()

@@ -3,10 +3,11 @@
 The paper trains the baseline CNN with 10 seeds and the DisCo CNN with 10
 seeds at each ``alpha`` in 0, 0.5, ..., 10. :func:`run_scan` trains such a
 grid in parallel processes (one torch thread each), saves every model in
-``output_dir/models/`` as ``<name>.pt`` (or ``.npz`` for the gradient
-boosting), ``<name>.scores.npz`` (its scores on every sample) and
-``<name>.json`` (metadata, written last), and writes the scores back as
-columns ``score_<name>`` of the event tables of every sample.
+``output_dir/models/`` as ``<name>.pt`` and ``<name>.torchscript.pt`` (the
+CNN's weights, and the network as TorchScript for coffea's ``torch_wrapper``)
+or ``<name>.npz`` (the gradient boosting), ``<name>.scores.npz`` (its scores
+on every sample) and ``<name>.json`` (metadata, written last), and writes the
+scores back as columns ``score_<name>`` of the event tables of every sample.
 
 Model names: ``baseline_s<seed>``, ``disco_a<alpha>_s<seed>`` (``alpha`` as
 ``%g``: ``disco_a3.5_s2``) and ``gbdt_s<seed>``.
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.ml.files import model_file
 from rosenblatt.ml.tables import (
     EventArrays,
     Table,
@@ -267,7 +269,7 @@ def _model_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 def _finished(spec: ModelSpec, models_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | None:
     """Metadata of a finished model, ``None`` if not trained yet; error if trained otherwise."""
-    path = models_dir / f"{spec.name}.json"
+    path = model_file(models_dir / spec.name, ".json")
     if not path.is_file():
         return None
     metadata = json.loads(path.read_text())
@@ -323,7 +325,7 @@ def _train_and_save(
     )
     stem = models_dir / spec.name
     scores: dict[str, Any] = {name: model.predict_arrays(s) for name, s in arrays.items()}
-    np.savez(stem.with_suffix(".scores.npz"), **scores)
+    np.savez(model_file(stem, ".scores.npz"), **scores)
     model.save(stem)
     return model.metadata
 
@@ -346,7 +348,7 @@ def _saved_scores(
     spec: ModelSpec, models_dir: Path, arrays: Mapping[str, EventArrays]
 ) -> dict[str, NDArray[np.float64]]:
     """Scores of a finished model on every sample; evaluated again where missing."""
-    path = models_dir / f"{spec.name}.scores.npz"
+    path = model_file(models_dir / spec.name, ".scores.npz")
     scores: dict[str, Any] = {}
     if path.is_file():
         with np.load(path, allow_pickle=False) as stored:

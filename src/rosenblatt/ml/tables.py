@@ -26,6 +26,7 @@ __all__ = [
     "EventArrays",
     "Table",
     "event_arrays",
+    "image_column",
     "load_table",
     "n_events",
     "table_name",
@@ -162,7 +163,15 @@ def _finite_column(table: Any, name: str, where: str) -> NDArray[np.float64]:
     return values
 
 
-def _image_column(table: Any, where: str) -> NDArray[np.float32]:
+def image_column(table: Any, where: str = "table") -> NDArray[np.float32]:
+    """Return the ``image`` column of an in-memory table as float32 ``(n, 36, 36)``.
+
+    Raises
+    ------
+    ValueError
+        If an event does not have 1296 pixels or has a NaN or infinite pixel;
+        the message starts with ``where`` and says how many events are affected.
+    """
     n_pixels = IMAGE_SHAPE[0] * IMAGE_SHAPE[1]
     if is_awkward(table):
         import awkward as ak
@@ -251,7 +260,7 @@ def event_arrays(
         mjj=_finite_column(loaded, "mjj", where),
         label=label_values.astype(np.int64),
         weight=_finite_column(loaded, "weight", where),
-        images=_image_column(loaded, where) if images else None,
+        images=image_column(loaded, where) if images else None,
         substructure=(
             np.column_stack([_finite_column(loaded, c, where) for c in SUBSTRUCTURE_COLUMNS])
             if substructure

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.ml.files import TORCHSCRIPT_SUFFIX, model_file, model_stem
 from rosenblatt.ml.gbdt import GBDTOptions, TreeEnsemble, fit_gbdt
 from rosenblatt.ml.tables import EventArrays, Table, event_arrays, table_name
 
@@ -192,7 +193,9 @@ class TrainedModel:
         if arrays.images is None:
             msg = "the CNN needs the image column"
             raise ValueError(msg)
-        return _cnn_scores(self.model, arrays.images, batch_size)
+        from rosenblatt.ml.cnn import predict_scores
+
+        return predict_scores(self.model, arrays.images, batch_size)
 
     def predict(self, table: Table, *, batch_size: int = 4096) -> NDArray[np.float64]:
         """Scores in [0, 1] (float64), one per event of a feature table."""
@@ -200,21 +203,28 @@ class TrainedModel:
         return self.predict_arrays(arrays, batch_size=batch_size)
 
     def save(self, stem: str | Path) -> Path:
-        """Write ``stem.pt`` (CNN state dict) or ``stem.npz`` (trees), then ``stem.json``.
+        """Write the model's files, the metadata ``stem.json`` last.
 
-        Returns the path of the metadata file. It is written last through a
-        temporary file, so its presence means the model is complete.
+        A CNN is written as ``stem.pt`` (state dict) and ``stem.torchscript.pt``
+        (TorchScript, for coffea's ``torch_wrapper``; its file name is recorded
+        in the metadata as ``torchscript``), the gradient boosting as
+        ``stem.npz``. The metadata file is written through a temporary file,
+        so its presence means the model is complete. Returns its path.
         """
-        stem = Path(stem)
+        stem = model_stem(stem)
         stem.parent.mkdir(parents=True, exist_ok=True)
         if self.kind == "cnn":
             import torch
 
+            from rosenblatt.ml.torchscript import save_torchscript
+
             state = {key: value.cpu() for key, value in self.model.state_dict().items()}
-            torch.save(state, stem.with_suffix(".pt"))
+            torch.save(state, model_file(stem, ".pt"))
+            scripted = save_torchscript(self.model, model_file(stem, TORCHSCRIPT_SUFFIX))
+            self.metadata["torchscript"] = scripted.name
         else:
-            self.model.save(stem.with_suffix(".npz"))
-        metadata_path = stem.with_suffix(".json")
+            self.model.save(model_file(stem, ".npz"))
+        metadata_path = model_file(stem, ".json")
         temporary = metadata_path.with_name(f".{metadata_path.name}.partial")
         temporary.write_text(json.dumps(self.metadata, indent=1) + "\n")
         os.replace(temporary, metadata_path)
@@ -222,43 +232,25 @@ class TrainedModel:
 
     @classmethod
     def load(cls, stem: str | Path) -> TrainedModel:
-        """Read a model written by :meth:`save` (torch weights with ``weights_only=True``)."""
-        stem = Path(stem)
-        metadata_path = stem.with_suffix(".json")
+        """Read a model written by :meth:`save` (torch weights with ``weights_only=True``).
+
+        ``stem`` is the path without suffix or the path of any of the model's files.
+        """
+        stem = model_stem(stem)
+        metadata_path = model_file(stem, ".json")
         if not metadata_path.is_file():
             msg = f"model metadata {metadata_path} does not exist"
             raise FileNotFoundError(msg)
         metadata = json.loads(metadata_path.read_text())
         kind = metadata.get("kind")
         if kind == "cnn":
-            import torch
+            from rosenblatt.ml.cnn import load_network
 
-            from rosenblatt.ml.cnn import TrackImageCNN
-
-            network = TrackImageCNN()
-            state = torch.load(stem.with_suffix(".pt"), map_location="cpu", weights_only=True)
-            network.load_state_dict(state)
-            network.eval()
-            return cls(kind, network, metadata)
+            return cls(kind, load_network(model_file(stem, ".pt")), metadata)
         if kind == "gbdt":
-            return cls(kind, TreeEnsemble.load(stem.with_suffix(".npz")), metadata)
+            return cls(kind, TreeEnsemble.load(model_file(stem, ".npz")), metadata)
         msg = f"{metadata_path}: unknown model kind {kind!r} (expected one of {', '.join(KINDS)})"
         raise ValueError(msg)
-
-
-def _cnn_scores(network: Any, images: NDArray[np.float32], batch_size: int) -> NDArray[np.float64]:
-    import torch
-
-    device = next(network.parameters()).device
-    network.eval()
-    logits = []
-    with torch.no_grad():
-        for start in range(0, len(images), batch_size):
-            batch = torch.from_numpy(np.array(images[start : start + batch_size], dtype=np.float32))
-            logits.append(network(batch.to(device)).to("cpu", torch.float64))
-    if not logits:
-        return np.empty(0, dtype=np.float64)
-    return torch.sigmoid(torch.cat(logits)).numpy()
 
 
 @contextmanager
