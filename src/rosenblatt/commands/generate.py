@@ -9,14 +9,19 @@ from typing import Any
 
 from rosenblatt.hep.pythia_settings import DEFAULT_CHUNK_SIZE, DEFAULT_PTHAT_MIN, PROCESS_LABELS
 
+#: where the chunks run (:data:`rosenblatt.hep.generation.EXECUTORS`)
+EXECUTOR_CHOICES = ("local", "dask")
+
 DESCRIPTION = """\
 Generate 13 TeV events with Pythia 8 (QCD dijets or W'(3.5 TeV) -> X(500) Y(100) -> qqqq),
 keep those passing the LHC Olympics trigger (an anti-kT R=1.0 jet with pT > 1.2 TeV) and
 write their visible particles (|eta| < 2.5, pT > 0.5 GeV, massless, at most 700 per event)
 to FILE: .h5 in the LHC Olympics R&D layout (pandas.read_hdf reads it as the public
 events_anomalydetection.h5) or .root (TTree Events). The same seed gives the same events
-whatever the number of workers. An interrupted run resumes when rerun with the same
-arguments; rerunning with more --events extends the file.
+whatever the number of workers and wherever they run: in a local pool of processes or on
+a dask cluster (--executor dask starts a local one, --scheduler ADDRESS joins a running
+one). An interrupted run resumes when rerun with the same arguments; rerunning with more
+--events extends the file.
 """
 
 
@@ -41,7 +46,22 @@ def add_parser(subparsers: Any) -> None:
         type=int,
         default=os.cpu_count() or 1,
         metavar="N",
-        help="worker processes (default: one per core, %(default)s here)",
+        help="worker processes of the local pool or of the local dask cluster "
+        "(default: one per core, %(default)s here)",
+    )
+    parser.add_argument(
+        "--executor",
+        choices=EXECUTOR_CHOICES,
+        default=None,
+        help="where the chunks run: a local pool of processes, or a dask cluster "
+        "(default: local, or dask with --scheduler)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="join the dask scheduler at ADDRESS (e.g. tcp://host:8786) instead of "
+        "starting a local cluster; implies --executor dask",
     )
     parser.add_argument(
         "--chunk-size",
@@ -81,6 +101,8 @@ def main(args: argparse.Namespace) -> int:
             workers=args.workers,
             overwrite=args.overwrite,
             progress=not args.quiet,
+            executor=args.executor,
+            scheduler=args.scheduler,
         )
     except (ValueError, TypeError, FileNotFoundError, EventFileError, RuntimeError) as err:
         print(f"rosenblatt generate: error: {err}", file=sys.stderr)

@@ -10,10 +10,11 @@ has its own Pythia seed, derived from the run seed, the process and ``i`` with
 :class:`numpy.random.SeedSequence`, so the events depend on the seed and the
 chunk size only, never on the number of worker processes: the same seed gives
 the same events. The chunks run in a pool of processes (one per core by
-default) and are written in order, one at a time, so that a file of 10^6
-events never sits in memory. An interrupted :func:`generate_file` resumes
-from the chunks already in the file: rerunning it with the same settings
-keeps the complete chunks, drops a partly written one and writes the rest.
+default) or on the workers of a :mod:`dask.distributed` cluster, and are
+written in order, one at a time, so that a file of 10^6 events never sits in
+memory. An interrupted :func:`generate_file` resumes from the chunks already
+in the file: rerunning it with the same settings keeps the complete chunks,
+drops a partly written one and writes the rest.
 Rerunning it with more events extends the file in the same way, since a chunk
 with fewer events is the beginning of the same chunk with more.
 
@@ -25,13 +26,17 @@ record per chunk and the totals (:class:`GenerationSummary`).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import multiprocessing
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections import deque
+from collections.abc import Generator, Iterable, Iterator, Mapping
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from importlib import metadata
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import awkward as ak
 import numpy as np
@@ -54,12 +59,17 @@ from rosenblatt.hep.pythia_settings import (
 )
 from rosenblatt.hep.trigger import TRIGGER_PT_MIN, TRIGGER_RADIUS, passes_trigger
 
+if TYPE_CHECKING:
+    from distributed import Client, Future, LocalCluster
+
 __all__ = [
     "CHUNK_FIELDS",
     "DEFAULT_CHUNK_SIZE",
+    "EXECUTORS",
     "GeneratedChunk",
     "GenerationSettings",
     "GenerationSummary",
+    "executor_name",
     "generate_chunk",
     "generate_events",
     "generate_file",
@@ -83,6 +93,10 @@ _PB_PER_MB = 1e9
 _MIN_BATCH, _MAX_BATCH = 20, 200
 #: a chunk gives up when this many generated events gave no passing event
 _ZERO_PASS_LIMIT = 5000
+#: where the chunks run: a local pool of processes or a dask cluster
+EXECUTORS = ("local", "dask")
+#: chunks a dask run has submitted or finished ahead of the writer, per worker thread
+_DASK_CHUNKS_PER_THREAD = 2
 
 
 @dataclass(frozen=True)
@@ -331,10 +345,51 @@ def _generate_chunk_task(task: tuple[GenerationSettings, int]) -> GeneratedChunk
     return generate_chunk(*task)
 
 
+def executor_name(executor: str | None, scheduler: str | None) -> str:
+    """Return the executor a run uses and check that it goes with ``scheduler``.
+
+    Parameters
+    ----------
+    executor : {"local", "dask"} or None
+        Requested executor; None means ``"dask"`` when a scheduler is given
+        and ``"local"`` otherwise.
+    scheduler : str or None
+        Address of a running dask scheduler.
+
+    Returns
+    -------
+    str
+        ``"local"`` or ``"dask"``.
+
+    Raises
+    ------
+    ValueError
+        If ``executor`` is not one of :data:`EXECUTORS`, or a scheduler is
+        given with the ``"local"`` executor.
+    """
+    if executor is None:
+        return "local" if scheduler is None else "dask"
+    if executor not in EXECUTORS:
+        raise ValueError(
+            f"executor: unknown executor {executor!r}; choose one of {list(EXECUTORS)}"
+        )
+    if scheduler is not None and executor != "dask":
+        raise ValueError(
+            f"scheduler: only the dask executor joins a scheduler, not {executor!r} "
+            f"(scheduler {scheduler!r})"
+        )
+    return executor
+
+
 def iter_chunks(
-    settings: GenerationSettings, indices: Iterable[int], workers: int | None = None
-) -> Iterator[GeneratedChunk]:
-    """Generate the chunks ``indices`` in a pool of processes and yield them in order.
+    settings: GenerationSettings,
+    indices: Iterable[int],
+    workers: int | None = None,
+    *,
+    executor: str | None = None,
+    scheduler: str | None = None,
+) -> Generator[GeneratedChunk, None, None]:
+    """Generate the chunks ``indices`` and yield them in order.
 
     Parameters
     ----------
@@ -343,19 +398,110 @@ def iter_chunks(
     indices : iterable of int
         Chunks to generate.
     workers : int, optional
-        Worker processes (default: one per core); with 1, or a single chunk,
-        the chunks run in this process.
+        Worker processes of the pool or of the local dask cluster (default: one
+        per core); with the local executor and 1 worker, or a single chunk, the
+        chunks run in this process.
+    executor : {"local", "dask"}, optional
+        ``"local"`` runs a pool of processes; ``"dask"`` runs the chunks on the
+        workers of a :class:`distributed.LocalCluster` of ``workers``
+        single-threaded processes started for the run, or of the cluster at
+        ``scheduler``. Default: ``"dask"`` when ``scheduler`` is given, else
+        ``"local"``.
+    scheduler : str, optional
+        Address of a running dask scheduler to join (e.g. ``tcp://host:8786``).
+
+    Yields
+    ------
+    GeneratedChunk
+        The chunks, in the order of ``indices``.
+
+    Raises
+    ------
+    ValueError
+        If ``workers`` is below 1, or the executor is unknown or does not go
+        with ``scheduler`` (:func:`executor_name`).
+
+    Notes
+    -----
+    Either executor runs :func:`generate_chunk`: a task sends the settings and
+    the chunk number and gets back the chunk's events and record, and Pythia
+    is set up inside the worker process. The dask workers are processes of
+    their own that import the generator, Pythia and FastJet with their first
+    chunk.
     """
+    name = executor_name(executor, scheduler)
     tasks = [(settings, int(index)) for index in indices]
     workers = (os.cpu_count() or 1) if workers is None else int(workers)
     if workers < 1:
         raise ValueError(f"workers: must be at least 1, got {workers}")
+    if name == "dask":
+        if tasks:
+            yield from _iter_dask_chunks(tasks, min(workers, len(tasks)), scheduler)
+        return
     if workers == 1 or len(tasks) <= 1:
         for task in tasks:
             yield _generate_chunk_task(task)
         return
     with _process_context().Pool(processes=min(workers, len(tasks))) as pool:
         yield from pool.imap(_generate_chunk_task, tasks)
+
+
+def _iter_dask_chunks(
+    tasks: list[tuple[GenerationSettings, int]], workers: int, scheduler: str | None
+) -> Iterator[GeneratedChunk]:
+    """Run ``tasks`` on a dask cluster and yield their chunks in order.
+
+    The tasks are submitted in a sliding window of
+    :data:`_DASK_CHUNKS_PER_THREAD` per worker thread of the cluster, so that
+    the chunks finished ahead of the one being written stay bounded. Chunks
+    not yet yielded are cancelled when the iteration stops early.
+    """
+    with _dask_client(workers, scheduler) as client:
+        remaining = iter(tasks)
+        pending: deque[Future] = deque()
+        try:
+            for _ in tasks:
+                window = _DASK_CHUNKS_PER_THREAD * max(1, sum(client.nthreads().values()))
+                pending.extend(
+                    client.submit(_generate_chunk_task, task)
+                    for task in islice(remaining, max(0, window - len(pending)))
+                )
+                yield pending.popleft().result()
+        finally:
+            if pending:
+                client.cancel(list(pending))
+
+
+@contextmanager
+def _dask_client(workers: int, scheduler: str | None) -> Iterator[Client]:
+    """Yield a client of the cluster at ``scheduler``, or of a local cluster closed on exit."""
+    from distributed import Client
+
+    if scheduler is not None:
+        with Client(scheduler) as client:
+            yield client
+        return
+    with _local_cluster(workers) as cluster, Client(cluster) as client:
+        yield client
+
+
+def _local_cluster(workers: int) -> LocalCluster:
+    """Start a dask cluster of ``workers`` single-threaded processes on this machine.
+
+    The cluster has no dashboard. Its scheduler still serves a few HTTP routes
+    (health, metrics): on a free port of this machine's loopback address, so
+    that runs side by side do not contend for the dashboard port 8787.
+    """
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+        silence_logs=logging.ERROR,
+    )
 
 
 def _process_context() -> Any:
@@ -382,6 +528,8 @@ def generate_events(
     pthat_min: float = DEFAULT_PTHAT_MIN,
     workers: int = 1,
     progress: bool = False,
+    executor: str | None = None,
+    scheduler: str | None = None,
 ) -> ak.Array:
     """Generate ``n_events`` passing events in memory.
 
@@ -404,6 +552,11 @@ def generate_events(
         ``if __name__ == "__main__":`` guard of :mod:`multiprocessing`).
     progress : bool, default False
         Show a progress bar.
+    executor : {"local", "dask"}, optional
+        Where the chunks run (:func:`iter_chunks`); default ``"dask"`` when
+        ``scheduler`` is given, else ``"local"``.
+    scheduler : str, optional
+        Address of a running dask scheduler to join.
 
     Returns
     -------
@@ -422,9 +575,15 @@ def generate_events(
     settings = GenerationSettings(
         process=process, n_events=n_events, seed=seed, chunk_size=chunk_size, pthat_min=pthat_min
     )
+    indices = range(len(settings.chunk_sizes()))
     chunks = []
-    with tqdm(total=n_events, unit="event", desc=process, disable=not progress) as bar:
-        for chunk in iter_chunks(settings, range(len(settings.chunk_sizes())), workers):
+    with (
+        tqdm(total=n_events, unit="event", desc=process, disable=not progress) as bar,
+        closing(
+            iter_chunks(settings, indices, workers, executor=executor, scheduler=scheduler)
+        ) as generated,
+    ):
+        for chunk in generated:
             chunks.append(chunk.events)
             bar.update(len(chunk.events))
     return chunks[0] if len(chunks) == 1 else ak.concatenate(chunks)
@@ -441,6 +600,8 @@ def generate_file(
     workers: int | None = None,
     overwrite: bool = False,
     progress: bool = True,
+    executor: str | None = None,
+    scheduler: str | None = None,
 ) -> GenerationSummary:
     """Generate ``n_events`` passing events into ``path``, resuming an interrupted run.
 
@@ -452,12 +613,20 @@ def generate_file(
     process, n_events, seed, chunk_size, pthat_min
         As :func:`generate_events`.
     workers : int, optional
-        Worker processes (default: one per core; a script using more than one
-        needs the ``if __name__ == "__main__":`` guard of :mod:`multiprocessing`).
+        Worker processes of the pool or of the local dask cluster (default: one
+        per core; a script using more than one needs the
+        ``if __name__ == "__main__":`` guard of :mod:`multiprocessing`).
     overwrite : bool, default False
         Start over even if ``path`` holds part of this run.
     progress : bool, default True
         Show a progress bar of the passing events.
+    executor : {"local", "dask"}, optional
+        Where the chunks run (:func:`iter_chunks`); default ``"dask"`` when
+        ``scheduler`` is given, else ``"local"``. Either way the chunks are
+        written here, in order, and the file is the same.
+    scheduler : str, optional
+        Address of a running dask scheduler to join (e.g. ``tcp://host:8786``)
+        instead of starting a local cluster.
 
     Returns
     -------
@@ -467,8 +636,9 @@ def generate_file(
     Raises
     ------
     ValueError
-        If the extension is not supported, or ``path`` exists with other
-        settings (use another file or ``overwrite=True``).
+        If the extension is not supported, ``path`` exists with other
+        settings (use another file or ``overwrite=True``), or the executor is
+        unknown or does not go with ``scheduler``.
     rosenblatt.io.EventFileError
         If an existing ``path`` is damaged beyond resuming.
     """
@@ -479,6 +649,7 @@ def generate_file(
     settings = GenerationSettings(
         process=process, n_events=n_events, seed=seed, chunk_size=chunk_size, pthat_min=pthat_min
     )
+    executor = executor_name(executor, scheduler)
     output = Path(path)
     file_format = event_format(output)
     if file_format not in ("lhco", "root"):
@@ -503,7 +674,6 @@ def generate_file(
         writer = writer_class.resume(output, max_chunks=n_kept, settings=settings.to_dict())
     else:
         writer = writer_class.create(output, settings.to_dict(), CHUNK_FIELDS)
-    sizes = settings.chunk_sizes()
     with (
         writer,
         tqdm(
@@ -515,11 +685,16 @@ def generate_file(
         ) as bar,
     ):
         n_done = len(writer.chunk_records()["chunk"])
-        for chunk in iter_chunks(settings, range(n_done, len(sizes)), workers):
-            writer.append(chunk.events, chunk.record)
-            summary = GenerationSummary.from_records(writer.chunk_records())
-            writer.write_summary({**summary.to_dict(), "complete": summary.n_events == n_events})
-            bar.update(len(chunk.events))
+        indices = range(n_done, len(settings.chunk_sizes()))
+        generated = iter_chunks(settings, indices, workers, executor=executor, scheduler=scheduler)
+        with closing(generated):
+            for chunk in generated:
+                writer.append(chunk.events, chunk.record)
+                summary = GenerationSummary.from_records(writer.chunk_records())
+                writer.write_summary(
+                    {**summary.to_dict(), "complete": summary.n_events == n_events}
+                )
+                bar.update(len(chunk.events))
         return GenerationSummary.from_records(writer.chunk_records())
 
 
