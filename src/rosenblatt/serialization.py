@@ -4,19 +4,27 @@ A saved transform is plain data: loading it never executes code. Every array
 is checked (shape, finiteness, monotonicity, range) before use, so that a
 malformed or tampered file raises :class:`SchemaError` instead of giving a
 wrong answer.
+
+The class of a saved ``kind`` is looked up among the transform classes
+defined (:func:`rosenblatt.transforms._base.transform_classes`). Importing
+this module registers :func:`save` and the correctionlib export as the writers
+behind ``transform.save(path)`` and ``transform.to_correctionlib()``
+(:func:`rosenblatt.transforms._base.register_writer`).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rosenblatt._schema import SchemaError, check_array, check_domain
 from rosenblatt._version import __version__
+from rosenblatt.transforms import ConditionalCDFTransform
+from rosenblatt.transforms._base import register_writer, transform_classes
 
 if TYPE_CHECKING:
-    from rosenblatt.transforms._base import ConditionalCDFTransform
+    import correctionlib.schemav2
 
 __all__ = [
     "FORMAT",
@@ -34,12 +42,6 @@ __all__ = [
 FORMAT = "rosenblatt-transform"
 #: version of the layout written by :func:`save`; older versions stay readable
 SCHEMA_VERSION = 1
-
-
-def _registry() -> dict[str, type[ConditionalCDFTransform]]:
-    from rosenblatt.transforms import IRGI, KDE, GridKDE
-
-    return {cls.kind: cls for cls in (IRGI, KDE, GridKDE)}
 
 
 def dumps(transform: ConditionalCDFTransform) -> str:
@@ -96,7 +98,7 @@ def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTrans
         msg = f"{source}: unknown schema version {version}"
         raise SchemaError(msg)
     kind = document.get("kind")
-    registry = _registry()
+    registry = transform_classes()
     if not isinstance(kind, str) or kind not in registry:
         msg = f"{source}: unknown transform kind {kind!r}; known: {sorted(registry)}"
         raise SchemaError(msg)
@@ -131,3 +133,16 @@ def load(path: str | Path) -> ConditionalCDFTransform:
         msg = f"cannot read transform file {path}: {err}"
         raise OSError(msg) from err
     return loads(text, source=str(path))
+
+
+def _to_correctionlib(
+    transform: ConditionalCDFTransform, name: str, **options: Any
+) -> correctionlib.schemav2.CorrectionSet:
+    """:func:`rosenblatt.io.correctionlib.to_correctionlib`, imported on first use."""
+    from rosenblatt.io.correctionlib import to_correctionlib
+
+    return to_correctionlib(transform, name, **options)
+
+
+register_writer("json", save)
+register_writer("correctionlib", _to_correctionlib)

@@ -615,13 +615,15 @@ def write_correctionlib(
 
 
 # ----------------------------------------------------------------- import
-class TabulatedTransform(ConditionalCDFTransform):
+class TabulatedTransform(ConditionalCDFTransform, register=False):
     """A transform read from a correctionlib file written by rosenblatt.
 
     Evaluates the file's bins exactly as correctionlib does, so that
     :meth:`transform` equals the correction's values to rounding: for an
     exported IRGI these are the IRGI's values, for a KDE its table. It cannot
-    be fitted; :meth:`save` writes the correctionlib file again.
+    be fitted; :meth:`save` writes the correctionlib file again, which
+    :func:`rosenblatt.load` reads, so it has no ``kind`` of the JSON format
+    (``register=False``).
 
     Attributes
     ----------

@@ -1,10 +1,26 @@
-"""The interface shared by the conditional-CDF transforms."""
+"""The interface shared by the conditional-CDF transforms.
+
+The transforms know no file format. Two registries connect them to the
+readers and writers without importing them:
+
+- every concrete subclass of :class:`ConditionalCDFTransform` with its own
+  ``kind`` is recorded when it is defined (:func:`transform_classes`), which is
+  how :func:`rosenblatt.load` finds the class of a saved ``kind``;
+- :meth:`ConditionalCDFTransform.save` and
+  :meth:`ConditionalCDFTransform.to_correctionlib` call the writer registered
+  for their format with :func:`register_writer`. :mod:`rosenblatt.serialization`,
+  imported with :mod:`rosenblatt`, registers ``"json"``
+  (:func:`rosenblatt.serialization.save`) and ``"correctionlib"``
+  (:func:`rosenblatt.io.correctionlib.to_correctionlib`).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import warnings
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -14,9 +30,62 @@ from numpy.typing import NDArray
 from rosenblatt._awkward import apply_flat
 from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_same_length
 
-__all__ = ["ConditionalCDFTransform", "NaNInputWarning", "NotFittedError", "OutsideCounts"]
+__all__ = [
+    "ConditionalCDFTransform",
+    "NaNInputWarning",
+    "NotFittedError",
+    "OutsideCounts",
+    "register_writer",
+    "transform_classes",
+]
 
 NaNPolicy = Literal["raise", "propagate"]
+WriterFormat = Literal["json", "correctionlib"]
+
+_KINDS: dict[str, type[ConditionalCDFTransform]] = {}
+_WRITERS: dict[str, Callable[..., Any]] = {}
+
+
+def transform_classes() -> dict[str, type[ConditionalCDFTransform]]:
+    """Return the concrete transform classes defined so far, by ``kind``.
+
+    A subclass of :class:`ConditionalCDFTransform` is recorded when it is
+    defined, unless it is abstract, inherits its ``kind`` or is defined with
+    ``register=False`` (``class T(ConditionalCDFTransform, register=False)``).
+
+    Returns
+    -------
+    dict
+        ``{kind: class}``, a copy.
+    """
+    return dict(_KINDS)
+
+
+def register_writer(fmt: WriterFormat, writer: Callable[..., Any]) -> None:
+    """Register the function behind a writing method of every transform.
+
+    Parameters
+    ----------
+    fmt
+        ``"json"``: ``writer(transform, path)`` serves
+        :meth:`ConditionalCDFTransform.save`; ``"correctionlib"``:
+        ``writer(transform, name, **options)`` serves
+        :meth:`ConditionalCDFTransform.to_correctionlib`.
+    writer
+        The function; a later registration replaces an earlier one.
+    """
+    if fmt not in ("json", "correctionlib"):
+        msg = f"unknown writer format {fmt!r}; known: 'json', 'correctionlib'"
+        raise ValueError(msg)
+    _WRITERS[fmt] = writer
+
+
+def _writer(fmt: WriterFormat) -> Callable[..., Any]:
+    try:
+        return _WRITERS[fmt]
+    except KeyError:
+        msg = f"no {fmt} writer is registered: import rosenblatt.serialization first"
+        raise RuntimeError(msg) from None
 
 
 class NotFittedError(RuntimeError):
@@ -56,6 +125,27 @@ class ConditionalCDFTransform(ABC):
 
     #: name used in saved files
     kind: ClassVar[str]
+
+    def __init_subclass__(cls, *, register: bool = True, **kwargs: Any) -> None:
+        """Record a concrete subclass with its own ``kind`` in :func:`transform_classes`."""
+        super().__init_subclass__(**kwargs)
+        if not register or inspect.isabstract(cls) or "kind" not in cls.__dict__:
+            return
+        kind = cls.__dict__["kind"]
+        if not isinstance(kind, str) or not kind:
+            msg = f"{cls.__qualname__}.kind must be a non-empty string, got {kind!r}"
+            raise TypeError(msg)
+        known = _KINDS.get(kind)
+        if known is not None and (known.__module__, known.__qualname__) != (
+            cls.__module__,
+            cls.__qualname__,
+        ):
+            msg = (
+                f"transform kind {kind!r} of {cls.__module__}.{cls.__qualname__} is already "
+                f"taken by {known.__module__}.{known.__qualname__}"
+            )
+            raise TypeError(msg)
+        _KINDS[kind] = cls
 
     domain_: tuple[tuple[float, float], tuple[float, float]]
     n_events_: int
@@ -172,19 +262,20 @@ class ConditionalCDFTransform(ABC):
         )
 
     def save(self, path: str | Path) -> None:
-        """Write the fitted transform to a versioned JSON file (no code, no pickle)."""
-        from rosenblatt.serialization import save
+        """Write the fitted transform to a versioned JSON file (no code, no pickle).
 
-        save(self, path)
+        Uses the ``"json"`` writer of :func:`register_writer`:
+        :func:`rosenblatt.serialization.save`. Read it back with :func:`rosenblatt.load`.
+        """
+        _writer("json")(self, path)
 
     def to_correctionlib(self, name: str = "rosenblatt_gamma", **options: Any) -> Any:
         """Return the transform as a correctionlib ``CorrectionSet``.
 
-        See :func:`rosenblatt.io.correctionlib.to_correctionlib` for the options.
+        Uses the ``"correctionlib"`` writer of :func:`register_writer`: see
+        :func:`rosenblatt.io.correctionlib.to_correctionlib` for the options.
         """
-        from rosenblatt.io.correctionlib import to_correctionlib
-
-        return to_correctionlib(self, name, **options)
+        return _writer("correctionlib")(self, name, **options)
 
     def is_fitted(self) -> bool:
         """Return whether :meth:`fit` has been called."""
