@@ -119,6 +119,8 @@ def make_executor(
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=None,
+                    # the scheduler's HTTP routes on a free loopback port, not a shared fixed one
+                    scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                     silence_logs=logging.ERROR,
                 ) as cluster,
                 Client(cluster) as client,

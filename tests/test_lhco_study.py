@@ -66,6 +66,18 @@ def test_report_summary_and_figures(study: Path) -> None:
     assert summary["sigma_r"] in (0.05, 0.1)
 
 
+def test_testing_sample_goes_through_the_analysis_processor(study: Path) -> None:
+    """The closure comes from the processor's histograms, equal to the in-memory counts."""
+    summary = json.loads((study / "results" / "summary.json").read_text())
+    path = summary["processor_path"]
+    assert path["events_in_abcd"] == summary["n_testing_after_mjj_cut"]
+    assert set(path["max_count_difference"]) == {"baseline", "disco", "irgi", "kde"}
+    assert max(path["max_count_difference"].values()) == 0
+    selected = sum(counts["in ABCD"] + counts["x above x_max"] for counts in path["cutflow"].values())
+    sizes = summary["sizes"]["testing"]
+    assert selected == sizes["background"] + sizes["signal"]
+
+
 def test_transforms_saved_and_loadable(study: Path) -> None:
     import rosenblatt as rb
 

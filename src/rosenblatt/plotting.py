@@ -67,7 +67,7 @@ def plot_plane(
         hist.axis.Regular(bins, *x_range, name="x", label=xlabel),
         hist.axis.Regular(bins, *y_range, name="y", label=ylabel),
     ).fill(x=x, y=y)
-    s = None if signal is None else hist.Hist(h.axes[0], h.axes[1]).fill(x=signal[0], y=signal[1])
+    s: hist.Hist | None = None if signal is None else hist.Hist(h.axes[0], h.axes[1]).fill(x=signal[0], y=signal[1])
     plot_plane_histogram(ax, h, s, xlabel=xlabel, ylabel=ylabel)
 
 

@@ -145,6 +145,11 @@ def _train(config: dict[str, Any], data_dir: Path, samples: dict[str, Any]) -> t
         n_workers=int(classifier.get("workers") or os.cpu_count() or 1),
     )
     log.info("classifiers: %d trained now, %d reused", len(result.trained), len(result.models) - len(result.trained))
+    from rosenblatt.ml.files import model_file
+
+    suffix = ".npz" if classifier.get("kind", "cnn") == "gbdt" else ".pt"
+    for model in result.models:
+        model["path"] = str(model_file(scan_dir / "models" / model["name"], suffix))
     return result.samples, result.models
 
 
@@ -235,14 +240,18 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     n_perm = int(config.get("permutations", 100))
     bkg = test_label == 0
     summary_classifiers: dict[str, Any] = {}
-    closures: dict[str, ClosureScan] = {}
+    closures, agreement = _closures_in_processor(
+        config, paths, test, {"baseline": best, "disco": disco},
+        {"irgi": fitted["irgi"][chosen["irgi"]], "kde": fitted["kde"][chosen["kde"]]},
+        x0, y0, mjj_max,
+        {name: abcd_histogram(test_mjj[keep], score[keep], test_label[keep], x0=x0, y0=y0) for name, score in test_scores.items()},
+    )
     for name in CLASSIFIERS:
         if name not in test_scores:
             continue
         score = test_scores[name]
         perm = rb.permutation_test(test_mjj[bkg], score[bkg], n_permutations=n_perm, seed=1)
-        scan = closure_scan(abcd_histogram(test_mjj[keep], score[keep], test_label[keep], x0=x0, y0=y0))
-        closures[name] = scan
+        scan = closures[name]
         best_cut = scan.best()
         pulls = scan.pull[scan.valid]
         summary_classifiers[name] = {
@@ -274,6 +283,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         "name": config["name"],
         "sizes": _sizes(config),
         "n_testing_after_mjj_cut": int(keep.sum()),
+        "processor_path": agreement,
         **summary_classifiers,
         "depth": chosen["irgi"],
         "sigma_r": chosen["kde"],
@@ -287,6 +297,55 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     figs = figures(folder, summary, models, best, disco, scans, chosen, closures, test_mjj, test_label, test_scores, fitted["irgi"][chosen["irgi"]], x_def, y_def)
     (folder / "report.md").write_text(report(summary, figs), encoding="utf-8")
     return summary
+
+
+def _closures_in_processor(
+    config: dict[str, Any],
+    paths: dict[str, Path],
+    test: Any,
+    models: dict[str, dict[str, Any] | None],
+    transforms: dict[str, Any],
+    x0: NDArray[np.float64],
+    y0: NDArray[np.float64],
+    mjj_max: float,
+    in_memory: dict[str, Any],
+) -> tuple[dict[str, ClosureScan], dict[str, Any]]:
+    """The testing sample's ABCD closure, computed by the analysis processor from the event files.
+
+    The processor reads the events of the testing sample again, computes their
+    features, scores them with the saved models (TorchScript), applies the
+    fitted transforms and fills the ABCD histograms; the closure comes from
+    those. The counts are compared with the in-memory histograms of the same
+    events, cut by cut.
+    """
+    from rosenblatt.ml.scoring import make_scorer
+    from rosenblatt.processors.analysis import AnalysisProcessor, Variant
+    from rosenblatt.processors.runner import make_executor, run_processor
+
+    scorers = {name: make_scorer({"model": model["path"]}) for name, model in models.items() if model is not None}
+    variants = [Variant(name, name, tuple(y0)) for name in scorers]
+    variants += [Variant(name, "baseline", tuple(y0), transform=t) for name, t in transforms.items()]
+    files = np.asarray(test["file"], dtype=str)
+    entries = np.asarray(test["entry"], dtype=np.int64)
+    selection = {path: np.sort(entries[files == path]) for path in np.unique(files)}
+    features = config.get("features", {})
+    executor = features.get("executor", "futures")
+    with make_executor(executor, 1 if executor == "iterative" else int(features.get("workers") or os.cpu_count() or 1)) as pool:
+        output = run_processor(
+            {name: [str(p)] for name, p in paths.items()},
+            AnalysisProcessor(scorers=scorers, variants=tuple(variants), x0=tuple(x0), x_max=mjj_max, entries=selection),
+            pool,
+            chunksize=int(features.get("chunksize", 2000)),
+        )
+    closures = {name: closure_scan(h[{"dataset": sum}]) for name, h in output["abcd"].items()}
+    differences = {}
+    for name, h in output["abcd"].items():
+        got = h[{"dataset": sum}].view(flow=True)
+        expected = in_memory[name].view(flow=True)
+        differences[name] = float(np.max(np.abs(got["value"] - expected["value"])))
+    analysed = sum(counts["in ABCD"] for counts in output["cutflow"].values())
+    log.info("testing sample through the analysis processor: %d events in ABCD; largest count difference from memory %s", analysed, differences)
+    return closures, {"events_in_abcd": int(analysed), "max_count_difference": differences, "cutflow": output["cutflow"]}
 
 
 def _claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
