@@ -99,8 +99,6 @@ def format_cutflow(cutflow: dict[str, dict[str, int]]) -> str:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt features``; return the exit status."""
-    from rosenblatt.io import EventFileError
-    from rosenblatt.io.parquet import write_parquet
     import shutil
 
     from rosenblatt.io import EventFileError
