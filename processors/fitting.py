@@ -159,9 +159,9 @@ def fit_in_workers(
     -------
     The fitted transform.
     """
-    import rosenblatt as rb
+    from rosenblatt.transforms.mergeable import MergeableFit
 
-    fit = rb.MergeableFit(transform)
+    fit = MergeableFit(transform)
     while not fit.done:
         request = fit.request()
         fit.update(run_pass(sorted(paths), SkimPass(request, score), request.description))
@@ -189,10 +189,10 @@ def fit_on_skims(
 
 def mergeable(transform: Any) -> bool:
     """Whether :class:`rosenblatt.MergeableFit` can fit ``transform``."""
-    import rosenblatt as rb
+    from rosenblatt.transforms.mergeable import MergeableFit
 
     try:
-        rb.MergeableFit(transform)
+        MergeableFit(transform)
     except ValueError:
         return False
     return True

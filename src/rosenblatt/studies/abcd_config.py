@@ -1,0 +1,283 @@
+"""The configuration of the ABCD analysis study (``study: abcd``), validated when loaded.
+
+An unknown key, a value of the wrong type or a missing input file is an error
+that names the key and the configuration file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "EXECUTOR_KINDS",
+    "TRANSFORM_KINDS",
+    "AbcdConfig",
+    "AbcdCuts",
+    "ExecutorConfig",
+    "TransformConfig",
+]
+
+#: ``transforms[].kind`` values
+TRANSFORM_KINDS = ("irgi", "gridkde", "kde")
+
+#: ``executor.kind`` values
+EXECUTOR_KINDS = ("iterative", "futures", "dask")
+
+_TOP_KEYS = {
+    "study", "name", "seed", "generate", "defining", "fileset", "score", "transforms", "abcd",
+    "executor", "skip_bad_files", "max_gather_events", "plane", "data",
+}
+_SCORE_KEYS = ("column", "torchscript", "model")
+_TRANSFORM_PARAMETERS = {
+    "irgi": {"depth", "domain", "folds", "seed"},
+    "gridkde": {"sigma_r", "degree", "y_levels", "nodes_per_bandwidth", "folds", "seed", "max_nodes"},
+    "kde": {"sigma_r", "method"},
+}
+
+
+class ConfigError(ValueError):
+    """A configuration key is unknown, missing or of the wrong type."""
+
+
+def _fail(source: str, key: str, what: str) -> ConfigError:
+    return ConfigError(f"{source}: {key}: {what}")
+
+
+def _mapping(value: Any, source: str, key: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _fail(source, key, f"must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _number(value: Any, source: str, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _fail(source, key, f"must be a number, got {value!r}")
+    return float(value)
+
+
+def _count(value: Any, source: str, key: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _fail(source, key, f"must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _files(value: Any, source: str, key: str, base: Path, *, must_exist: bool) -> dict[str, list[str]]:
+    """``{dataset: [file, ...]}`` from a mapping, or a list named by file stem."""
+    if isinstance(value, (list, tuple)):
+        datasets: dict[str, list[str]] = {}
+        for item in value:
+            datasets.setdefault(Path(str(item)).stem, []).append(str(item))
+    else:
+        datasets = {
+            str(name): [str(p) for p in ([paths] if isinstance(paths, str) else paths)]
+            for name, paths in _mapping(value, source, key).items()
+        }
+    if not any(datasets.values()):
+        raise _fail(source, key, "names no file")
+    resolved = {name: [str(_resolve(p, base)) for p in paths] for name, paths in datasets.items()}
+    if must_exist:
+        for name, paths in resolved.items():
+            for path in paths:
+                if not Path(path).is_file():
+                    raise _fail(source, f"{key}.{name}", f"file {path} does not exist")
+    return resolved
+
+
+def _resolve(path: str | Path, base: Path) -> Path:
+    """A path as written, or relative to the configuration's folder when only found there."""
+    candidate = Path(path)
+    if candidate.is_absolute() or candidate.exists():
+        return candidate
+    beside = base / candidate
+    return beside if beside.exists() else candidate
+
+
+@dataclass(frozen=True)
+class TransformConfig:
+    """One transform: a kind and its parameters, or a saved file."""
+
+    name: str
+    kind: str | None = None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    file: str | None = None
+
+    @classmethod
+    def parse(cls, value: Any, source: str, key: str, base: Path) -> TransformConfig:
+        """Validate one entry of ``transforms:``."""
+        entry = dict(_mapping(value, source, key))
+        name = entry.pop("name", None)
+        if "file" in entry:
+            path = _resolve(str(entry.pop("file")), base)
+            if entry:
+                raise _fail(source, key, f"a transform read from a file takes no other keys, got {sorted(entry)}")
+            if not path.is_file():
+                raise _fail(source, f"{key}.file", f"file {path} does not exist")
+            return cls(name=str(name or path.stem), file=str(path))
+        kind = entry.pop("kind", None)
+        if kind not in TRANSFORM_KINDS:
+            raise _fail(source, f"{key}.kind", f"must be one of {list(TRANSFORM_KINDS)} (or give file:), got {kind!r}")
+        unknown = sorted(set(entry) - _TRANSFORM_PARAMETERS[kind])
+        if unknown:
+            raise _fail(source, key, f"unknown parameter(s) {unknown} for {kind}; known: {sorted(_TRANSFORM_PARAMETERS[kind])}")
+        return cls(name=str(name or kind), kind=kind, parameters=entry)
+
+    def build(self) -> Any:
+        """A new unfitted transform, or the fitted one read from the file."""
+        import rosenblatt as rb
+
+        if self.file is not None:
+            return rb.load(self.file)
+        if self.kind == "irgi":
+            return rb.IRGI(**self.parameters)
+        if self.kind == "gridkde":
+            return rb.GridKDE(**self.parameters)
+        return rb.KDE(**self.parameters)
+
+
+@dataclass(frozen=True)
+class AbcdCuts:
+    """The ABCD cut grid: ``x0`` and ``y0`` cut values, the observable and its upper limit."""
+
+    x: str
+    x0: tuple[float, ...]
+    y0: tuple[float, ...]
+    score_y0: tuple[float, ...] | None
+    x_max: float | None
+
+    @classmethod
+    def parse(cls, value: Any, source: str) -> AbcdCuts:
+        """Validate ``abcd:``; ``x0``/``y0`` are lists, or ``[low, high]`` with ``n_x0``/``n_y0``."""
+        entry = dict(_mapping(value, source, "abcd"))
+        known = {"x", "x0", "n_x0", "y0", "n_y0", "score_y0", "x_max"}
+        unknown = sorted(set(entry) - known)
+        if unknown:
+            raise _fail(source, "abcd", f"unknown key(s) {unknown}; known: {sorted(known)}")
+        x = str(entry.get("x", "mjj"))
+        grids = {}
+        for axis in ("x0", "y0"):
+            values = entry.get(axis)
+            if not isinstance(values, (list, tuple)) or len(values) < 2:
+                raise _fail(source, f"abcd.{axis}", f"must be a list of at least two cut values, got {values!r}")
+            numbers = [_number(v, source, f"abcd.{axis}") for v in values]
+            if f"n_{axis}" in entry:
+                if len(numbers) != 2:
+                    raise _fail(source, f"abcd.{axis}", f"with n_{axis}, give [low, high], got {values!r}")
+                n = _count(entry[f"n_{axis}"], source, f"abcd.n_{axis}", 2)
+                numbers = list(np.linspace(numbers[0], numbers[1], n))
+            grids[axis] = tuple(float(v) for v in numbers)
+        score_y0 = entry.get("score_y0")
+        if score_y0 is not None:
+            if not isinstance(score_y0, (list, tuple)) or len(score_y0) < 2:
+                raise _fail(source, "abcd.score_y0", f"must be a list of at least two cut values, got {score_y0!r}")
+            score_y0 = tuple(_number(v, source, "abcd.score_y0") for v in score_y0)
+        x_max = entry.get("x_max")
+        return cls(
+            x=x,
+            x0=grids["x0"],
+            y0=grids["y0"],
+            score_y0=score_y0,
+            x_max=None if x_max is None else _number(x_max, source, "abcd.x_max"),
+        )
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    """Where the processors run: ``kind``, ``workers``, ``scheduler`` and ``chunksize``."""
+
+    kind: str = "iterative"
+    workers: int = 1
+    scheduler: str | None = None
+    chunksize: int = 10_000
+
+    @classmethod
+    def parse(cls, value: Any, source: str) -> ExecutorConfig:
+        """Validate ``executor:``."""
+        entry = dict(_mapping(value or {}, source, "executor"))
+        unknown = sorted(set(entry) - {"kind", "workers", "scheduler", "chunksize"})
+        if unknown:
+            raise _fail(source, "executor", f"unknown key(s) {unknown}")
+        kind = entry.get("kind", "iterative")
+        if kind not in EXECUTOR_KINDS:
+            raise _fail(source, "executor.kind", f"must be one of {list(EXECUTOR_KINDS)}, got {kind!r}")
+        workers = entry.get("workers")
+        scheduler = entry.get("scheduler")
+        if scheduler is not None and kind != "dask":
+            raise _fail(source, "executor.scheduler", f"only the dask executor joins a scheduler, not {kind!r}")
+        import os
+
+        return cls(
+            kind=kind,
+            workers=1 if kind == "iterative" else _count(workers or os.cpu_count() or 1, source, "executor.workers"),
+            scheduler=None if scheduler is None else str(scheduler),
+            chunksize=_count(entry.get("chunksize", 10_000), source, "executor.chunksize"),
+        )
+
+
+@dataclass(frozen=True)
+class AbcdConfig:
+    """A validated ``study: abcd`` configuration (see ``configs/abcd-example.yaml``)."""
+
+    name: str
+    source: str
+    defining: dict[str, list[str]]
+    fileset: dict[str, list[str]]
+    score: dict[str, Any]
+    transforms: tuple[TransformConfig, ...]
+    cuts: AbcdCuts
+    executor: ExecutorConfig
+    skip_bad_files: bool
+    max_gather_events: int
+    data_dir: Path
+    generate: tuple[dict[str, Any], ...]
+    plane_x_range: tuple[float, float] | None
+
+    @classmethod
+    def parse(cls, config: Mapping[str, Any]) -> AbcdConfig:
+        """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
+        source = str(config.get("_path", "the configuration"))
+        base = Path(source).parent if "_path" in config else Path.cwd()
+        unknown = sorted(set(config) - _TOP_KEYS - {"_path"})
+        if unknown:
+            raise _fail(source, "top level", f"unknown key(s) {unknown}; known: {sorted(_TOP_KEYS)}")
+        for key in ("defining", "fileset", "score", "transforms", "abcd"):
+            if key not in config:
+                raise _fail(source, key, "missing")
+        generate = tuple(dict(_mapping(g, source, "generate[]")) for g in config.get("generate") or [])
+        files_exist = not generate
+        score = dict(_mapping(config["score"], source, "score"))
+        given = [k for k in _SCORE_KEYS if k in score]
+        if len(given) != 1:
+            raise _fail(source, "score", f"give exactly one of {list(_SCORE_KEYS)}, got {sorted(score)}")
+        if given[0] != "column":
+            path = _resolve(str(score[given[0]]), base)
+            if files_exist and not path.is_file():
+                raise _fail(source, f"score.{given[0]}", f"file {path} does not exist")
+            score[given[0]] = str(path)
+        transforms = config["transforms"]
+        if not isinstance(transforms, list) or not transforms:
+            raise _fail(source, "transforms", "must be a non-empty list")
+        parsed = tuple(TransformConfig.parse(t, source, f"transforms[{i}]", base) for i, t in enumerate(transforms))
+        names = [t.name for t in parsed]
+        if len(set(names)) != len(names) or "score" in names:
+            raise _fail(source, "transforms", f"names must be distinct and not 'score', got {names}")
+        plane = config.get("plane")
+        return cls(
+            name=str(config["name"]),
+            source=source,
+            defining=_files(config["defining"], source, "defining", base, must_exist=files_exist),
+            fileset=_files(config["fileset"], source, "fileset", base, must_exist=files_exist),
+            score=score,
+            transforms=parsed,
+            cuts=AbcdCuts.parse(config["abcd"], source),
+            executor=ExecutorConfig.parse(config.get("executor"), source),
+            skip_bad_files=bool(config.get("skip_bad_files", False)),
+            max_gather_events=_count(config.get("max_gather_events", 5_000_000), source, "max_gather_events"),
+            data_dir=Path(str(_mapping(config.get("data") or {}, source, "data").get("folder", Path("data") / str(config["name"])))),
+            generate=generate,
+            plane_x_range=None if plane is None else (float(plane[0]), float(plane[1])),
+        )

@@ -1,0 +1,164 @@
+"""The outputs of the ABCD analysis study: ROOT and JSON histograms, closure, cut flow, report, figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rosenblatt.abcd import ClosureScan, closure_scan
+
+__all__ = ["closure_summary", "write_outputs", "write_root_histograms"]
+
+
+def write_root_histograms(path: Path, histograms: dict[str, Any]) -> list[str]:
+    """Write one weighted TH2D per dataset and variant, named ``<dataset>_<variant>``.
+
+    Flow bins are kept: the under- and overflow of ``x`` and ``y`` hold the
+    events outside the cut grid. Returns the names written.
+    """
+    import uproot
+
+    names = []
+    with uproot.recreate(path) as handle:
+        for variant, h in sorted(histograms.items()):
+            for dataset in sorted(h.axes["dataset"]):
+                name = f"{dataset}_{variant}"
+                handle[name] = h[{"dataset": dataset, "process": sum}]
+                names.append(name)
+    return names
+
+
+def write_histograms_json(path: Path, output: dict[str, Any]) -> None:
+    """Write the ABCD and plane histograms in the UHI JSON serialisation of ``hist``."""
+    import uhi.io.json
+    from hist import serialization
+
+    document = {
+        kind: {variant: serialization.to_uhi(h) for variant, h in sorted(output[kind].items())}
+        for kind in ("abcd", "plane")
+    }
+    path.write_text(json.dumps(document, default=uhi.io.json.default), encoding="utf-8")
+
+
+def closure_summary(scan: ClosureScan) -> dict[str, Any]:
+    """The numbers of one variant's closure over the cut grid."""
+    pulls = scan.pull[scan.valid]
+    return {
+        "best": scan.best() if scan.valid.any() else None,
+        "frac_eta_below_1e-2": scan.fraction_below(1e-2),
+        "frac_eta_below_1e-3": scan.fraction_below(1e-3),
+        "pull_mean": float(np.mean(pulls)) if len(pulls) else None,
+        "pull_std": float(np.std(pulls)) if len(pulls) else None,
+        "valid_cuts": int(scan.valid.sum()),
+        "x0": scan.x0.tolist(),
+        "y0": scan.y0.tolist(),
+        "eta": np.where(scan.valid, scan.eta, np.nan).tolist(),
+        "eta_error": np.where(scan.valid, scan.eta_error, np.nan).tolist(),
+    }
+
+
+def write_outputs(
+    folder: Path,
+    cfg: Any,
+    output: dict[str, Any],
+    defining: dict[str, Any],
+    routes: dict[str, str],
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    """Write every output of the study to ``folder``; return the summary."""
+    names = write_root_histograms(folder / "abcd.root", output["abcd"])
+    write_histograms_json(folder / "histograms.json", output)
+    scans = {variant: closure_scan(h[{"dataset": sum}]) for variant, h in sorted(output["abcd"].items())}
+    closure = {variant: closure_summary(scan) for variant, scan in scans.items()}
+    (folder / "closure.json").write_text(json.dumps(closure, allow_nan=True, default=float), encoding="utf-8")
+    cutflow = {
+        "fileset": output["cutflow"],
+        "defining": defining["cutflow"],
+        "skipped_files": {**defining.get("skipped", {}), **output.get("skipped", {})},
+        "unreadable_chunks": {**defining.get("unreadable", {}), **output.get("unreadable", {})},
+    }
+    (folder / "cutflow.json").write_text(json.dumps(cutflow, indent=2), encoding="utf-8")
+    figures = draw_figures(folder, output, scans, cfg.cuts.x)
+    summary = {
+        "study": "abcd",
+        "name": cfg.name,
+        "configuration": cfg.source,
+        "histograms": names,
+        "transforms": routes,
+        "closure": {v: {k: c[k] for k in ("best", "frac_eta_below_1e-2", "frac_eta_below_1e-3", "pull_mean", "pull_std", "valid_cuts")} for v, c in closure.items()},
+        "cutflow": cutflow,
+        "timings": timings,
+    }
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2, default=float), encoding="utf-8")
+    (folder / "report.md").write_text(report(summary, figures), encoding="utf-8")
+    return summary
+
+
+def draw_figures(folder: Path, output: dict[str, Any], scans: dict[str, ClosureScan], x_name: str) -> dict[str, str]:
+    """Per variant: the background's ``(x, score)`` plane with the signal, and ``|eta|`` over the grid."""
+    from rosenblatt.plotting import figure, plot_eta_map, plot_plane_histogram, save_figure
+
+    names = {}
+    for variant, scan in scans.items():
+        plane = output["plane"][variant][{"dataset": sum}]
+        fig, axes = figure(ncols=2)
+        processes = list(plane.axes["process"])
+        background = plane[{"process": processes.index(0)}] if 0 in processes else None
+        signal = plane[{"process": processes.index(1)}] if 1 in processes else None
+        if background is not None:
+            plot_plane_histogram(axes[0], background, signal, xlabel=x_name, ylabel=f"{variant}")
+        axes[0].set_title(f"{variant}: background (signal contours)", fontsize="medium")
+        if scan.valid.any():
+            plot_eta_map(axes[1], scan)
+        names[variant] = save_figure(fig, folder / f"abcd_{variant}.png").name
+    return names
+
+
+def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
+    """The study's ``report.md``."""
+    lines = [f"# ABCD analysis: {summary['name']}", "", f"Configuration: `{summary['configuration']}`.", ""]
+    lines += ["## Cut flow", "", "| dataset | " + " | ".join(_steps(summary)) + " |", "|---|" + "---|" * len(_steps(summary))]
+    for dataset, counts in sorted(summary["cutflow"]["fileset"].items()):
+        lines.append(f"| {dataset} | " + " | ".join(str(counts.get(step, 0)) for step in _steps(summary)) + " |")
+    skipped = summary["cutflow"]["skipped_files"]
+    unreadable = summary["cutflow"]["unreadable_chunks"]
+    if skipped or unreadable:
+        lines += ["", "**Files and chunks left out** (`skip_bad_files: true`):", ""]
+        for path, info in sorted(skipped.items()):
+            entries = "unknown number of" if info.get("entries") is None else str(info["entries"])
+            lines.append(f"- `{path}`: {entries} events, {info['reason']}")
+        for path, chunks in sorted(unreadable.items()):
+            for start, stop, reason in chunks:
+                lines.append(f"- `{path}` entries {start}-{stop} ({stop - start} events): {reason}")
+    lines += ["", "## Transforms", ""]
+    for name, route in summary["transforms"].items():
+        lines.append(f"- `{name}`: fitted in the {route}; saved as `{name}.json`")
+    lines += [
+        "", "## Closure over the cut grid", "",
+        "| variant | best x0 | best y0 | eta at best | frac abs(eta) < 1e-2 | frac abs(eta) < 1e-3 | pull mean | pull sd |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for variant, c in summary["closure"].items():
+        best = c["best"] or {}
+        eta = f"{best['eta']:.2e} ± {best['eta_error']:.1e}" if best else "-"
+        lines.append(
+            f"| {variant} | {best.get('x0', float('nan')):.4g} | {best.get('y0', float('nan')):.4g} | {eta} | "
+            f"{c['frac_eta_below_1e-2']:.3f} | {c['frac_eta_below_1e-3']:.3f} | {_fmt(c['pull_mean'])} | {_fmt(c['pull_std'])} |"
+        )
+    lines += ["", "## Time per step", ""] + [f"- {step}: {seconds:.1f} s" for step, seconds in summary["timings"].items()]
+    lines += ["", "## Figures", ""] + [f"![{variant}]({name})" for variant, name in figures.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _steps(summary: dict[str, Any]) -> list[str]:
+    from rosenblatt.processors.analysis import CUTFLOW_STEPS
+
+    extra = sorted({step for counts in summary["cutflow"]["fileset"].values() for step in counts} - set(CUTFLOW_STEPS))
+    return [*CUTFLOW_STEPS, *extra]
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"

@@ -1,0 +1,183 @@
+"""The ABCD analysis over file sets (``study: abcd``): processors, fits in the workers, outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import hist
+import numpy as np
+import pytest
+import uproot
+
+import rosenblatt as rb
+from rosenblatt.abcd import closure_scan, cut_axes
+from rosenblatt.studies import run_study
+
+pytestmark = pytest.mark.slow
+
+X0 = [2200.0, 2600.0, 3000.0, 3400.0]
+Y0_LEVELS = [0.2, 0.5, 0.8]
+
+
+@pytest.fixture(scope="module")
+def event_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Generated events: a defining QCD file, an analysed QCD file and a W' file."""
+    from rosenblatt.hep.generation import generate_file
+
+    folder = tmp_path_factory.mktemp("abcd-events")
+    files = {}
+    for name, process, events, seed in (
+        ("defining", "qcd", 400, 31),
+        ("qcd", "qcd", 200, 32),
+        ("wprime", "wprime", 60, 33),
+    ):
+        path = folder / f"{name}.root"
+        generate_file(path, process, events, seed, chunk_size=100, workers=1, progress=False)
+        files[name] = path
+    return files
+
+
+def study_config(files: dict[str, Path], data: Path, **changes: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "study": "abcd",
+        "name": "abcd-test",
+        "data": {"folder": str(data)},
+        "defining": {"qcd-defining": [str(files["defining"])]},
+        "fileset": {"qcd": [str(files["qcd"])], "wprime": [str(files["wprime"])]},
+        "score": {"column": "mj1"},
+        "transforms": [
+            {"kind": "irgi", "depth": 2},
+            {"kind": "gridkde", "sigma_r": 0.3, "degree": 1},
+            {"kind": "kde", "sigma_r": 0.2},
+        ],
+        "abcd": {"x": "mjj", "x0": X0, "y0": Y0_LEVELS, "x_max": 4500.0},
+        "executor": {"kind": "iterative", "chunksize": 70},
+    }
+    config.update(changes)
+    return config
+
+
+@pytest.fixture(scope="module")
+def iterative_run(event_files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("abcd-iterative")
+    run_study(study_config(event_files, folder / "data"), folder / "results")
+    return folder / "results"
+
+
+def in_memory_table(files: list[Path]) -> Any:
+    from rosenblatt.processors.runner import run_dijet
+
+    return run_dijet([str(p) for p in files], progress=False)["table"]
+
+
+def test_outputs_are_written(iterative_run: Path) -> None:
+    for name in ("abcd.root", "histograms.json", "closure.json", "cutflow.json", "report.md", "summary.json"):
+        assert (iterative_run / name).is_file(), name
+    for name in ("irgi", "gridkde", "kde"):
+        assert isinstance(rb.load(iterative_run / f"{name}.json"), rb.transforms.ConditionalCDFTransform)
+    summary = json.loads((iterative_run / "summary.json").read_text())
+    assert summary["transforms"]["irgi"].startswith("workers")
+    assert summary["transforms"]["gridkde"].startswith("workers")
+    assert summary["transforms"]["kde"].startswith("driver")
+    report = (iterative_run / "report.md").read_text()
+    assert "## Closure over the cut grid" in report
+
+
+def test_root_counts_equal_in_memory_scoring(iterative_run: Path, event_files: dict[str, Path]) -> None:
+    """Every TH2D equals the counts of the same events scored in memory and transformed."""
+    table = in_memory_table([event_files["qcd"], event_files["wprime"]])
+    mjj = np.asarray(table["mjj"], dtype=float)
+    score = np.asarray(table["mj1"], dtype=float)
+    weight = np.asarray(table["weight"], dtype=float)
+    dataset = np.asarray(table["dataset"], dtype=str)
+    keep = mjj < 4500.0
+    with uproot.open(iterative_run / "abcd.root") as handle:
+        names = sorted(handle.keys(cycle=False))
+        assert names == sorted(f"{d}_{v}" for d in ("qcd", "wprime") for v in ("gridkde", "irgi", "kde", "score"))
+        for variant in ("score", "irgi", "gridkde", "kde"):
+            stored = handle[f"qcd_{variant}"]
+            y_edges = stored.axis(1).edges()
+            if variant == "score":
+                values = score
+            else:
+                values = rb.load(iterative_run / f"{variant}.json").transform(mjj, score)
+                assert np.allclose(y_edges, Y0_LEVELS)
+            assert np.allclose(stored.axis(0).edges(), X0)
+            for name in ("qcd", "wprime"):
+                rows = keep & (dataset == name)
+                expected = hist.Hist(*cut_axes(X0, y_edges), storage=hist.storage.Weight())
+                expected.fill(x=mjj[rows], y=values[rows], weight=weight[rows])
+                got = handle[f"{name}_{variant}"]
+                assert np.array_equal(got.values(flow=True), expected.view(flow=True).value), (name, variant)
+                assert np.array_equal(got.variances(flow=True), expected.view(flow=True).variance)
+
+
+def test_cutflow_accounts_for_every_event(iterative_run: Path, event_files: dict[str, Path]) -> None:
+    cutflow = json.loads((iterative_run / "cutflow.json").read_text())
+    for dataset, path in (("qcd", event_files["qcd"]), ("wprime", event_files["wprime"])):
+        counts = cutflow["fileset"][dataset]
+        with uproot.open(path) as handle:
+            assert counts["read"] == handle["Events"].num_entries
+        assert counts["read"] == sum(v for k, v in counts.items() if k != "read")
+    assert cutflow["skipped_files"] == {}
+
+
+def test_closure_comes_from_the_merged_histograms(iterative_run: Path) -> None:
+    closure = json.loads((iterative_run / "closure.json").read_text())
+    histograms = json.loads((iterative_run / "histograms.json").read_text())
+    import uhi.io.json
+    from hist import serialization
+
+    for variant in ("score", "irgi"):
+        h = serialization.from_uhi(json.loads(json.dumps(histograms["abcd"][variant]), object_hook=uhi.io.json.object_hook))
+        scan = closure_scan(hist.Hist(h)[{"dataset": sum}])
+        assert np.allclose(np.nan_to_num(closure[variant]["eta"], nan=9.0), np.nan_to_num(np.where(scan.valid, scan.eta, np.nan), nan=9.0))
+
+
+def test_executors_and_chunk_sizes_agree(iterative_run: Path, event_files: dict[str, Path], tmp_path: Path) -> None:
+    """futures (2 workers) with another chunk size gives the same histograms and transforms."""
+    folder = tmp_path / "futures"
+    config = study_config(
+        event_files, tmp_path / "data", executor={"kind": "futures", "workers": 2, "chunksize": 45}
+    )
+    run_study(config, folder)
+    for name in ("irgi", "kde"):
+        assert rb.load(folder / f"{name}.json").get_state() == rb.load(iterative_run / f"{name}.json").get_state()
+    # GridKDE's sums of kernel weights are added in another order: equal to rounding
+    a, b = (rb.load(path / "gridkde.json") for path in (folder, iterative_run))
+    for attribute in ("x_centres_", "y_edges_", "cdf_"):
+        assert np.allclose(getattr(a, attribute), getattr(b, attribute), rtol=1e-12, atol=1e-13)
+    with uproot.open(folder / "abcd.root") as a, uproot.open(iterative_run / "abcd.root") as b:
+        assert sorted(a.keys(cycle=False)) == sorted(b.keys(cycle=False))
+        for key in a.keys(cycle=False):
+            assert np.array_equal(a[key].values(flow=True), b[key].values(flow=True)), key
+
+
+def test_a_bad_file_is_named_or_skipped_and_listed(event_files: dict[str, Path], tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged.root"
+    damaged.write_bytes(event_files["qcd"].read_bytes()[:2000])
+    fileset = {"qcd": [str(event_files["qcd"]), str(damaged)], "wprime": [str(event_files["wprime"])]}
+    with pytest.raises((ValueError, OSError), match=r"damaged\.root"):
+        run_study(study_config(event_files, tmp_path / "data", fileset=fileset), tmp_path / "strict")
+    run_study(study_config(event_files, tmp_path / "data", fileset=fileset, skip_bad_files=True), tmp_path / "lenient")
+    cutflow = json.loads((tmp_path / "lenient" / "cutflow.json").read_text())
+    assert list(cutflow["skipped_files"]) == [str(damaged)]
+    assert "damaged.root" in (tmp_path / "lenient" / "report.md").read_text()
+
+
+def test_configuration_errors_name_the_key(event_files: dict[str, Path], tmp_path: Path) -> None:
+    from rosenblatt.studies.abcd_config import AbcdConfig
+
+    good = study_config(event_files, tmp_path)
+    with pytest.raises(ValueError, match="unknown key"):
+        AbcdConfig.parse({**good, "transfroms": []})
+    with pytest.raises(ValueError, match=r"transforms\[0\]\.kind"):
+        AbcdConfig.parse({**good, "transforms": [{"kind": "flow"}]})
+    with pytest.raises(ValueError, match="unknown parameter"):
+        AbcdConfig.parse({**good, "transforms": [{"kind": "irgi", "sigma_r": 0.1}]})
+    with pytest.raises(ValueError, match=r"fileset\.qcd.*does not exist"):
+        AbcdConfig.parse({**good, "fileset": {"qcd": ["missing.root"]}})
+    with pytest.raises(ValueError, match=r"executor\.kind"):
+        AbcdConfig.parse({**good, "executor": {"kind": "spark"}})
