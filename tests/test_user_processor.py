@@ -78,7 +78,8 @@ def test_fit_in_a_users_processor_equals_the_in_memory_fit(
     applied = runner(fileset, Apply(fitted), treename="Events")
     gamma = np.concatenate([g for _, g in sorted(zip(applied["entries"], applied["gamma"], strict=True))])
     assert np.allclose(gamma, fitted.transform(x, y), rtol=0, atol=1e-12)
-    assert 0.0 <= gamma.min() and gamma.max() <= 1.0
+    assert gamma.min() >= 0.0
+    assert gamma.max() <= 1.0
 
 
 def _same_parameters(transform: Any) -> Any:
