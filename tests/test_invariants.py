@@ -106,5 +106,20 @@ def test_unfitted_raises() -> None:
             t.transform([0.0], [0.0])
 
 
+def test_not_fitted_error_is_value_and_attribute_error() -> None:
+    assert issubclass(rb.NotFittedError, ValueError)
+    assert issubclass(rb.NotFittedError, AttributeError)
+    assert not hasattr(rb.IRGI(3), "x_axis")
+    with pytest.raises(ValueError, match="not fitted"):
+        rb.KDE(0.1).transform([0.0], [0.0])
+
+
+def test_outside_lengths_must_match(fitted) -> None:
+    t, x, y = fitted
+    with pytest.raises(ValueError, match=r"x has 3, y has 2 events"):
+        t.outside(x[:3], y[:2])
+    assert not hasattr(t.outside(x, y), "any")
+
+
 def _params(t):
     return {"depth": t.depth} if isinstance(t, rb.IRGI) else {"sigma_r": t.sigma_r}

@@ -88,8 +88,13 @@ def _writer(fmt: WriterFormat) -> Callable[..., Any]:
         raise RuntimeError(msg) from None
 
 
-class NotFittedError(RuntimeError):
-    """Raised when a transform is used before :meth:`~ConditionalCDFTransform.fit`."""
+class NotFittedError(ValueError, AttributeError):
+    """Raised when a transform is used before :meth:`~ConditionalCDFTransform.fit`.
+
+    A :class:`ValueError` and an :class:`AttributeError`, as
+    ``sklearn.exceptions.NotFittedError``: ``hasattr`` on a learned property
+    of an unfitted transform is ``False``.
+    """
 
 
 class NaNInputWarning(RuntimeWarning):
@@ -102,6 +107,15 @@ class OutsideCounts:
 
     Events outside are never dropped: ``y`` below the domain maps to 0, above
     to 1, and ``x`` beyond the domain is evaluated at the nearest edge.
+
+    Attributes
+    ----------
+    x_below, x_above
+        Events with ``x`` below (above) the fitted ``x`` domain.
+    y_below, y_above
+        Events with ``y`` below (above) the fitted ``y`` domain.
+    total
+        Events outside in ``x`` or ``y`` (or both).
     """
 
     x_below: int
@@ -109,11 +123,6 @@ class OutsideCounts:
     y_below: int
     y_above: int
     total: int
-
-    @property
-    def any(self) -> int:
-        """Number of events outside the domain in ``x`` or ``y`` (or both)."""
-        return self.total
 
 
 class ConditionalCDFTransform(ABC):
@@ -237,7 +246,25 @@ class ConditionalCDFTransform(ABC):
         return self.fit(x, y, weight).transform(x, y)
 
     def outside(self, x: Any, y: Any) -> OutsideCounts:
-        """Count the events outside the fitted domain (they are kept and clamped)."""
+        """Count the events outside the fitted domain (they are kept and clamped).
+
+        Parameters
+        ----------
+        x, y
+            The events, numpy or awkward (flattened), the same number of each.
+
+        Returns
+        -------
+        OutsideCounts
+            The counts below and above the domain in ``x`` and ``y``, and in all.
+
+        Raises
+        ------
+        NotFittedError
+            If the transform is not fitted.
+        ValueError
+            If ``x`` and ``y`` have different lengths (both are named).
+        """
         self._check_fitted()
 
         def flat(values: Any, name: str) -> NDArray[np.float64]:
@@ -250,6 +277,7 @@ class ConditionalCDFTransform(ABC):
             return as_1d_float(np.ravel(values), name, allow_empty=True)
 
         x_arr, y_arr = flat(x, "x"), flat(y, "y")
+        check_same_length(x=x_arr, y=y_arr)
         (x_lo, x_hi), (y_lo, y_hi) = self.domain_
         x_out = (x_arr < x_lo) | (x_arr > x_hi)
         y_out = (y_arr < y_lo) | (y_arr > y_hi)
@@ -258,7 +286,7 @@ class ConditionalCDFTransform(ABC):
             x_above=int((x_arr > x_hi).sum()),
             y_below=int((y_arr < y_lo).sum()),
             y_above=int((y_arr > y_hi).sum()),
-            total=int((x_out | y_out).sum()) if len(x_arr) == len(y_arr) else -1,
+            total=int((x_out | y_out).sum()),
         )
 
     def save(self, path: str | Path) -> None:
