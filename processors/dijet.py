@@ -38,6 +38,7 @@ import hist
 import numpy as np
 
 from rosenblatt.hep.features import CUTFLOW_STEPS, JET_RADIUS, event_table
+from rosenblatt.hep.images import IMAGE_BINS
 from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk_file_name
 
 __all__ = [
@@ -69,7 +70,7 @@ def empty_table() -> ak.Array:
             "mj2": np.zeros(0),
             "tau21_1": np.zeros(0),
             "tau21_2": np.zeros(0),
-            "image": ak.from_numpy(np.zeros((0, 1296), dtype=np.float32), regulararray=True),
+            "image": ak.from_numpy(np.zeros((0, IMAGE_BINS * IMAGE_BINS), dtype=np.float32), regulararray=True),
             "label": np.zeros(0, dtype=np.int32),
             "weight": np.zeros(0),
             "dataset": ak.Array([""])[:0],

@@ -12,6 +12,7 @@ from coffea.nanoevents import BaseSchema
 
 from rosenblatt.hep.features import CUTFLOW_STEPS, TABLE_COLUMNS, event_table
 from rosenblatt.hep.particles import event_particles
+from rosenblatt.io.root import EVENTS_TREE
 from rosenblatt.processors.dijet import DijetProcessor, check_cutflow, empty_table, join_tables
 
 N_EVENTS = 150
@@ -36,9 +37,9 @@ def run_processor(fileset: dict[str, list[str]], chunksize: int) -> dict:
         executor=processor.IterativeExecutor(status=False), schema=BaseSchema, chunksize=chunksize
     )
     files = {
-        dataset: {"files": dict.fromkeys(paths, "Events")} for dataset, paths in fileset.items()
+        dataset: {"files": dict.fromkeys(paths, EVENTS_TREE)} for dataset, paths in fileset.items()
     }
-    return runner(files, DijetProcessor(), treename="Events")
+    return runner(files, DijetProcessor(), treename=EVENTS_TREE)
 
 
 @pytest.fixture(scope="module")
@@ -168,12 +169,12 @@ def test_missing_particle_branch_is_named(tmp_path: Path) -> None:
 
     path = tmp_path / "other.root"
     with uproot.recreate(path) as handle:
-        handle.mktree("Events", {"x": np.float64})
-        handle["Events"].extend({"x": np.arange(3.0)})
+        handle.mktree(EVENTS_TREE, {"x": np.float64})
+        handle[EVENTS_TREE].extend({"x": np.arange(3.0)})
     from coffea.nanoevents import NanoEventsFactory
 
     events = NanoEventsFactory.from_root(
-        {str(path): "Events"},
+        {str(path): EVENTS_TREE},
         schemaclass=BaseSchema,
         mode="eager",
         metadata={"dataset": "other", "filename": str(path), "entrystart": 0},

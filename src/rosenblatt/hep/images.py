@@ -1,8 +1,8 @@
 """Track images: the particles of each event histogrammed in the (eta, phi) plane.
 
 The image is the detector's cylindrical surface unrolled: pseudorapidity along
-the first axis, azimuth along the second. Defaults (:data:`IMAGE_BINS`,
-:data:`ETA_MAX`):
+the first axis, azimuth along the second. Defaults (:data:`IMAGE_BINS`, the
+particles' acceptance :data:`~rosenblatt.hep.particles.ETA_MAX`):
 
 - 36 x 36 pixels; pseudorapidity in ``[-2.5, 2.5)`` (the acceptance of the LHC
   trackers, so the image holds what a tracker sees), azimuth in ``[-pi, pi)``
@@ -22,13 +22,15 @@ import awkward as ak
 import boost_histogram as bh
 import numpy as np
 
-from rosenblatt.hep.momenta import as_particle_lists
+from rosenblatt.hep.particles import ETA_MAX, PARTICLE_FIELDS
+
+__all__ = ["ETA_MAX", "IMAGE_BINS", "IMAGE_SHAPE", "image_axes", "track_images"]
 
 #: number of pixels along pseudorapidity and azimuth
 IMAGE_BINS = 36
 
-#: the image covers pseudorapidity in [-ETA_MAX, ETA_MAX)
-ETA_MAX = 2.5
+#: the shape of one event's image: (pseudorapidity bins, azimuth bins)
+IMAGE_SHAPE = (IMAGE_BINS, IMAGE_BINS)
 
 
 def image_axes(
@@ -95,8 +97,10 @@ def track_images(
     >>> images.shape, float(images.sum())
     ((1, 1296), 10.0)
     """
+    from rosenblatt.hep.momenta import as_particle_lists
+
     particles = as_particle_lists(particles)
-    missing = [name for name in ("pt", "eta", "phi") if name not in ak.fields(particles)]
+    missing = [name for name in PARTICLE_FIELDS if name not in ak.fields(particles)]
     if missing:
         raise ValueError(
             f"particles: missing field(s) {missing}; expected records with fields pt, eta, phi"

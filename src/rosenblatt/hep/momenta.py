@@ -19,6 +19,8 @@ import numpy as np
 import vector
 from numpy.typing import NDArray
 
+from rosenblatt.hep.particles import PARTICLE_FIELDS
+
 vector.register_awkward()
 
 __all__ = [
@@ -32,9 +34,6 @@ __all__ = [
 
 #: fields of cartesian four-momentum records
 CARTESIAN_FIELDS = ("px", "py", "pz", "E")
-
-#: fields of massless particle records
-PARTICLE_FIELDS = ("pt", "eta", "phi")
 
 
 def _flatten_lists(array: ak.Array) -> tuple[ak.Array, list[ak.Array]]:

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._awkward import is_awkward
+from rosenblatt.hep.images import IMAGE_SHAPE
 
 __all__ = [
     "IMAGE_SHAPE",
@@ -32,9 +33,6 @@ __all__ = [
     "table_name",
     "with_columns",
 ]
-
-#: the track image of one event: (eta bins, phi bins)
-IMAGE_SHAPE = (36, 36)
 
 #: the jet-substructure columns of the gradient-boosting classifier
 SUBSTRUCTURE_COLUMNS = ("mj1", "mj2", "tau21_1", "tau21_2")
