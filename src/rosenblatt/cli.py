@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 from rosenblatt._version import __version__
 
+__all__ = ["COMMANDS", "build_parser", "main"]
+
 #: sub-command name -> module in :mod:`rosenblatt.commands`
 COMMANDS = {
     "run": "run",

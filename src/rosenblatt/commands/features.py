@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+__all__ = ["EXECUTOR_CHOICES", "add_parser", "format_cutflow", "main"]
+
 DESCRIPTION = """\
 Run the dijet coffea processor over event files and write the per-event feature table
 (mjj, mj1, mj2, tau21_1, tau21_2, the 36x36 track image, label, weight, dataset, file,

@@ -9,6 +9,8 @@ from typing import Any
 
 from rosenblatt.hep.pythia_settings import DEFAULT_CHUNK_SIZE, DEFAULT_PTHAT_MIN, PROCESS_LABELS
 
+__all__ = ["EXECUTOR_CHOICES", "add_parser", "main"]
+
 #: where the chunks run (:data:`rosenblatt.hep.generation.EXECUTORS`)
 EXECUTOR_CHOICES = ("local", "dask")
 

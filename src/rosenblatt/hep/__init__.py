@@ -18,3 +18,5 @@ when used; ``import rosenblatt.hep`` imports none of them.
 """
 
 from __future__ import annotations
+
+__all__: list[str] = []

@@ -17,6 +17,8 @@ from numpy.typing import NDArray
 
 vector.register_awkward()
 
+__all__ = ["LeadingDijet", "invariant_mass", "leading_dijet"]
+
 
 class LeadingDijet(NamedTuple):
     """The two leading jets of events that have at least two jets.

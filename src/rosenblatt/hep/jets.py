@@ -23,6 +23,15 @@ from rosenblatt.hep.momenta import (
     flat_components,
 )
 
+__all__ = [
+    "ALGORITHMS",
+    "ClusteredJets",
+    "cluster_jets",
+    "cluster_jets_with_constituents",
+    "cluster_sequence",
+    "particles_to_momentum4d",
+]
+
 #: accepted ``algorithm`` names -> attribute of the :mod:`fastjet` module
 ALGORITHMS = {
     "antikt": "antikt_algorithm",

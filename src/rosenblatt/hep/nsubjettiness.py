@@ -35,6 +35,14 @@ from numpy.typing import NDArray
 
 from rosenblatt.hep.momenta import CARTESIAN_FIELDS, as_cartesian, flat_components
 
+__all__ = [
+    "EXCLUSIVE_KT_RADIUS",
+    "TAU21_WHEN_TAU1_IS_ZERO",
+    "exclusive_kt_axes",
+    "nsubjettiness",
+    "tau21",
+]
+
 #: kT radius of the exclusive reclustering; FastJet's ``max_allowable_R``, so
 #: that the beam distance never wins and exactly ``N`` subjets of all
 #: constituents remain
