@@ -5,7 +5,7 @@ from __future__ import annotations
 import awkward as ak
 import numpy as np
 import pytest
-from conftest import bivariate_normal
+from gaussian_blob import bivariate_normal
 
 import rosenblatt as rb
 

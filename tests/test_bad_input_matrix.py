@@ -13,7 +13,7 @@ from pathlib import Path
 import awkward as ak
 import numpy as np
 import pytest
-from conftest import bivariate_normal
+from gaussian_blob import bivariate_normal
 
 import rosenblatt as rb
 from rosenblatt.cli import main as cli_main

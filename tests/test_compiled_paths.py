@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import bivariate_normal
+from gaussian_blob import bivariate_normal
 
 import rosenblatt as rb
 from rosenblatt._jit import numba_enabled

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import bivariate_normal
+from gaussian_blob import bivariate_normal
 from scipy.special import expit
 
 import rosenblatt as rb

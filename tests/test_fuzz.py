@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import bivariate_normal
+from gaussian_blob import bivariate_normal
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 

@@ -57,7 +57,7 @@ def test_uniform_on_defining_sample(fitted) -> None:
 
 
 def test_uniform_and_independent_on_fresh_sample(fitted) -> None:
-    from conftest import bivariate_normal
+    from gaussian_blob import bivariate_normal
 
     t, _, _ = fitted
     x, y = bivariate_normal(4096, seed=99)

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import bivariate_normal, exact_gamma
+from gaussian_blob import bivariate_normal, exact_gamma
 
 import rosenblatt as rb
 from rosenblatt.closed_forms import CASES
