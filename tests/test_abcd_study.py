@@ -136,11 +136,14 @@ def test_closure_comes_from_the_merged_histograms(iterative_run: Path) -> None:
         assert np.allclose(np.nan_to_num(closure[variant]["eta"], nan=9.0), np.nan_to_num(np.where(scan.valid, scan.eta, np.nan), nan=9.0))
 
 
-def test_executors_and_chunk_sizes_agree(iterative_run: Path, event_files: dict[str, Path], tmp_path: Path) -> None:
-    """futures (2 workers) with another chunk size gives the same histograms and transforms."""
-    folder = tmp_path / "futures"
+@pytest.mark.parametrize(("executor", "chunksize"), [("futures", 45), ("dask", 110)])
+def test_executors_and_chunk_sizes_agree(
+    iterative_run: Path, event_files: dict[str, Path], tmp_path: Path, executor: str, chunksize: int
+) -> None:
+    """futures and dask (2 workers each) with other chunk sizes give the same histograms and transforms."""
+    folder = tmp_path / executor
     config = study_config(
-        event_files, tmp_path / "data", executor={"kind": "futures", "workers": 2, "chunksize": 45}
+        event_files, tmp_path / "data", executor={"kind": executor, "workers": 2, "chunksize": chunksize}
     )
     run_study(config, folder)
     for name in ("irgi", "kde"):
