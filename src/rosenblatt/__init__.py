@@ -17,7 +17,15 @@ from typing import Any
 
 from rosenblatt._version import __version__
 from rosenblatt.serialization import SchemaError, load
-from rosenblatt.transforms import IRGI, KDE, GridKDE, NaNInputWarning, NotFittedError, OutsideCounts
+from rosenblatt.transforms import (
+    IRGI,
+    KDE,
+    GridKDE,
+    MergeableFit,
+    NaNInputWarning,
+    NotFittedError,
+    OutsideCounts,
+)
 
 _METRICS = (
     "PermutationTestResult",
@@ -35,6 +43,7 @@ __all__ = [
     "IRGI",
     "KDE",
     "GridKDE",
+    "MergeableFit",
     "NaNInputWarning",
     "NotFittedError",
     "OutsideCounts",

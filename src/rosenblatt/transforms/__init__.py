@@ -11,12 +11,14 @@ from rosenblatt.transforms._base import (
 from rosenblatt.transforms.grid_kde import GridKDE
 from rosenblatt.transforms.irgi import IRGI
 from rosenblatt.transforms.kde import KDE, absolute_sigma
+from rosenblatt.transforms.mergeable import MergeableFit
 
 __all__ = [
     "IRGI",
     "KDE",
     "ConditionalCDFTransform",
     "GridKDE",
+    "MergeableFit",
     "NaNInputWarning",
     "NotFittedError",
     "OutsideCounts",

@@ -151,6 +151,13 @@ class GridKDE(ColumnGridTransform):
 
     # ------------------------------------------------------------------- fit
     def _fit(self, x: Array, y: Array, w: Array | None) -> None:
+        self._fit_binned(x, y, w)
+
+    def _fit_binned(self, x: Array, y: Array, w: Array | None, fine_edges: Array | None = None) -> None:
+        """Fit on validated arrays, on the shared ``y`` edges ``fine_edges`` if given.
+
+        By default the edges are the weighted quantiles of ``y`` that :meth:`fit` uses.
+        """
         sigma_r, degree, levels, per, most = self._checked()
         if len(x) < 2:
             msg = f"GridKDE needs at least two defining events, got {len(x)}"
@@ -175,22 +182,33 @@ class GridKDE(ColumnGridTransform):
             sigma_r = selection.chosen
         bandwidth = sigma_r * sigma_a
         nodes = lp.node_grid(float(x.min()), float(x.max()), bandwidth / per, most)
-        cumulative = np.arange(len(y) + 1.0) if w is None else np.concatenate(([0.0], np.cumsum(w[order])))
-        n_fine = int(min(MAX_FINE_EDGES, max(levels, len(y) // EVENTS_PER_FINE_EDGE)))
-        fine = lp.y_edges(y[order], cumulative, n_fine)
-        mass, below = lp.bin_sample(x, y, w, nodes, fine)
-        matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 2 * degree + 1)
-        column_edges, column_cdf = lp.local_polynomial_columns(matrices, mass, below, degree, fine, levels)
+        if fine_edges is None:
+            cumulative = np.arange(len(y) + 1.0) if w is None else np.concatenate(([0.0], np.cumsum(w[order])))
+            fine_edges = lp.y_edges(y[order], cumulative, fine_edge_count(len(y), levels))
+        mass, below = lp.bin_sample(x, y, w, nodes, fine_edges)
+        self._set_grid(
+            ((float(x.min()), float(x.max())), (float(y.min()), float(y.max()))),
+            float(sigma_r), sigma_a, degree, selection,
+            grid_columns(nodes, bandwidth, degree, fine_edges, mass, below, levels),
+        )
 
-        self.domain_ = ((float(x.min()), float(x.max())), (float(y.min()), float(y.max())))
-        self.sigma_r_ = float(sigma_r)
+    def _set_grid(
+        self,
+        domain: tuple[tuple[float, float], tuple[float, float]],
+        sigma_r: float,
+        sigma_a: float,
+        degree: int,
+        selection: Selection | None,
+        grid: tuple[Array, Array, Array],
+    ) -> None:
+        """Store the learned state: the widths and the grid ``(nodes, column edges, column CDF)``."""
+        self.domain_ = domain
+        self.sigma_r_ = sigma_r
         self.sigma_a_ = sigma_a
-        self.bandwidth_ = bandwidth
+        self.bandwidth_ = sigma_r * sigma_a
         self.degree_ = degree
         self.selection_ = selection
-        self.x_centres_ = nodes
-        self.y_edges_ = column_edges
-        self.cdf_ = column_cdf
+        self.x_centres_, self.y_edges_, self.cdf_ = grid
 
     # --------------------------------------------------------- serialisation
     def get_state(self) -> dict[str, Any]:
@@ -275,3 +293,34 @@ class GridKDE(ColumnGridTransform):
         obj.n_events_ = int(state["n_events"])
         obj.sum_weight_ = float(state["sum_weight"])
         return obj
+
+
+def fine_edge_count(n_events: int, y_levels: int) -> int:
+    """Number of quantile bins of the shared ``y`` edges for ``n_events`` defining events."""
+    return int(min(MAX_FINE_EDGES, max(y_levels, n_events // EVENTS_PER_FINE_EDGE)))
+
+
+def grid_columns(
+    nodes: Array, bandwidth: float, degree: int, fine_edges: Array, mass: Array, below: Array, y_levels: int
+) -> tuple[Array, Array, Array]:
+    """The fitted grid ``(nodes, column edges, column CDF)`` from the binned sample.
+
+    Parameters
+    ----------
+    nodes
+        The ``x`` nodes.
+    bandwidth
+        Kernel width in units of ``x``.
+    degree
+        Degree of the local polynomial.
+    fine_edges
+        The shared ``y`` edges.
+    mass, below
+        The binned weight (:func:`~rosenblatt.transforms._local_polynomial.bin_sample`
+        on ``nodes`` and ``fine_edges``).
+    y_levels
+        Levels kept per column.
+    """
+    matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 2 * degree + 1)
+    column_edges, column_cdf = lp.local_polynomial_columns(matrices, mass, below, degree, fine_edges, y_levels)
+    return nodes, column_edges, column_cdf

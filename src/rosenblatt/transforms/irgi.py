@@ -196,14 +196,7 @@ class IRGI(ColumnGridTransform):
         column_weight = (
             np.diff(column_bounds).astype(np.float64) if cumulative is None else np.diff(cumulative[column_bounds])
         )
-        if np.any(column_weight <= 0):
-            bad = int(np.flatnonzero(column_weight <= 0)[0])
-            msg = (
-                f"{int((column_weight <= 0).sum())} IRGI column(s) have a non-positive total "
-                f"weight (first: column {bad}, x in [{boundaries[bad]:g}, {boundaries[bad + 1]:g}], "
-                f"weight {column_weight[bad]:g}); use a smaller depth or check the weights"
-            )
-            raise ValueError(msg)
+        _check_column_weight(column_weight, boundaries)
         rows = _bisect_weighted(cumulative, column_bounds, depth, w, "y", depth)
         n_col, n_edge = len(centres), 2**depth + 1
         inner_rows = rows[:-1].reshape(n_col, n_edge - 1)[:, 1:]
@@ -224,17 +217,20 @@ class IRGI(ColumnGridTransform):
             weight_below = (below - column_start).astype(np.float64)
         else:
             weight_below = cumulative[below] - cumulative[column_start]
-        cdf = np.empty_like(y_edges)
-        cdf[:, 1:-1] = weight_below / column_weight[:, None]
-        cdf[:, 0] = 0.0
-        cdf[:, -1] = 1.0
-        if np.any(np.diff(cdf, axis=1) < 0):
-            msg = (
-                "negative weights make a bin of the IRGI grid negative, so gamma would not "
-                "be monotone in y; use a smaller depth"
-            )
-            raise ValueError(msg)
+        cdf = _column_cdf(weight_below, column_weight)
+        self._set_grid(domain, depth, centres, boundaries, y_edges, cdf, column_weight)
 
+    def _set_grid(
+        self,
+        domain: Domain,
+        depth: int,
+        centres: NDArray[np.float64],
+        boundaries: NDArray[np.float64],
+        y_edges: NDArray[np.float64],
+        cdf: NDArray[np.float64],
+        column_weight: NDArray[np.float64],
+    ) -> None:
+        """Store the learned grid."""
         self.domain_ = domain
         self.depth_ = depth
         self.x_centres_ = centres
@@ -440,22 +436,63 @@ def _bisect_weighted(
     except ValueError as err:
         n = int(bounds[-1])
         carrying = n if w is None else int(np.count_nonzero(w))
-        supported = max(max_depth(carrying), 0)
-        if supported < depth:
-            reason = (
-                f"{carrying} of {n} events have a non-zero weight, which support depth "
-                f"{supported} at most"
-            )
-        else:
-            reason = (
-                f"the weights are too uneven for depth {depth}: cells of equal summed weight "
-                "hold too few events"
-            )
-        msg = (
-            f"too few events carry weight for IRGI depth {depth}: bisecting {axis} by weight "
-            f"leaves a cell with fewer than two events ({err}); {reason}; use a smaller depth"
+        raise _sparse_weight_error(err, n, carrying, axis, depth) from err
+
+
+def _sparse_weight_error(err: ValueError, n: int, carrying: int, axis: str, depth: int) -> ValueError:
+    """The error of a bisection that left a cell too small, with what the weights allow.
+
+    ``carrying`` of the ``n`` events have a non-zero weight.
+    """
+    supported = max(max_depth(carrying), 0)
+    if supported < depth:
+        reason = (
+            f"{carrying} of {n} events have a non-zero weight, which support depth "
+            f"{supported} at most"
         )
-        raise ValueError(msg) from err
+    else:
+        reason = (
+            f"the weights are too uneven for depth {depth}: cells of equal summed weight "
+            "hold too few events"
+        )
+    msg = (
+        f"too few events carry weight for IRGI depth {depth}: bisecting {axis} by weight "
+        f"leaves a cell with fewer than two events ({err}); {reason}; use a smaller depth"
+    )
+    return ValueError(msg)
+
+
+def _check_column_weight(column_weight: NDArray[np.float64], boundaries: NDArray[np.float64]) -> None:
+    """Raise a :class:`ValueError` naming the first column whose summed weight is not positive."""
+    if np.any(column_weight <= 0):
+        bad = int(np.flatnonzero(column_weight <= 0)[0])
+        msg = (
+            f"{int((column_weight <= 0).sum())} IRGI column(s) have a non-positive total "
+            f"weight (first: column {bad}, x in [{boundaries[bad]:g}, {boundaries[bad + 1]:g}], "
+            f"weight {column_weight[bad]:g}); use a smaller depth or check the weights"
+        )
+        raise ValueError(msg)
+
+
+def _column_cdf(weight_below: NDArray[np.float64], column_weight: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The normalised CDF at every edge from the weight below the inner edges, per column.
+
+    Raises
+    ------
+    ValueError
+        If negative weights make the CDF of a column decrease.
+    """
+    cdf = np.empty((len(column_weight), weight_below.shape[1] + 2))
+    cdf[:, 1:-1] = weight_below / column_weight[:, None]
+    cdf[:, 0] = 0.0
+    cdf[:, -1] = 1.0
+    if np.any(np.diff(cdf, axis=1) < 0):
+        msg = (
+            "negative weights make a bin of the IRGI grid negative, so gamma would not "
+            "be monotone in y; use a smaller depth"
+        )
+        raise ValueError(msg)
+    return cdf
 
 
 def _stable_argsort(values: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:

@@ -1,0 +1,328 @@
+"""MergeableFit: fits from partial results of chunks reproduce the in-memory fits."""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import bivariate_normal
+
+import rosenblatt as rb
+from rosenblatt.transforms import _local_polynomial as lp
+from rosenblatt.transforms.grid_kde import fine_edge_count
+from rosenblatt.transforms.mergeable import Partial, Request
+
+Chunks = Callable[[], Iterator[tuple[Any, Any, Any]]]
+
+
+@pytest.fixture(scope="module")
+def sample() -> tuple[np.ndarray, np.ndarray]:
+    return bivariate_normal(200_000, seed=11)
+
+
+@pytest.fixture(scope="module")
+def testing() -> tuple[np.ndarray, np.ndarray]:
+    return bivariate_normal(10_000, seed=12)
+
+
+def make_weights(kind: str, n: int) -> np.ndarray | None:
+    rng = np.random.default_rng(13)
+    if kind == "unit":
+        return None
+    if kind == "integer":
+        return rng.integers(0, 4, n).astype(np.float64)
+    return rng.normal(1.0, 0.5, n)  # about 2% negative
+
+
+def chunked(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_chunks: int = 1, seed: int = 0) -> Chunks:
+    """Chunks of uneven sizes, in input order."""
+    rng = np.random.default_rng(seed)
+    cuts = np.sort(rng.choice(np.arange(1, len(x)), n_chunks - 1, replace=False))
+    bounds = np.concatenate(([0], cuts, [len(x)]))
+
+    def chunks() -> Iterator[tuple[Any, Any, Any]]:
+        for a, b in itertools.pairwise(bounds):
+            yield x[a:b], y[a:b], None if w is None else w[a:b]
+
+    return chunks
+
+
+def fit_merged(transform: Any, chunks: Chunks, *, seed: int | None = None, **options: Any) -> Any:
+    """Run every pass, adding the chunks' partials in a shuffled order and grouping if ``seed``."""
+    fit = rb.MergeableFit(transform, **options)
+    rng = None if seed is None else np.random.default_rng(seed)
+    while not fit.done:
+        request = fit.request()
+        parts = [request(*chunk) for chunk in chunks()]
+        if rng is not None:
+            parts = [parts[k] for k in rng.permutation(len(parts))]
+            while len(parts) > 1:  # random pairings: a tree of additions
+                k = int(rng.integers(len(parts) - 1))
+                parts[k : k + 2] = [parts[k + 1] + parts[k]]
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        fit.update(total)
+    return fit.result()
+
+
+def max_difference(a: Any, b: Any, testing: tuple[np.ndarray, np.ndarray]) -> float:
+    return float(np.abs(a.transform(*testing) - b.transform(*testing)).max())
+
+
+def assert_same_grid(a: Any, b: Any, *, cdf_atol: float = 0.0) -> None:
+    """The same vertices, and the same CDF (within ``cdf_atol``, for rounding of float weights)."""
+    np.testing.assert_array_equal(a.x_centres_, b.x_centres_)
+    np.testing.assert_array_equal(a.y_edges_, b.y_edges_)
+    np.testing.assert_allclose(a.cdf_, b.cdf_, rtol=0, atol=cdf_atol)
+
+
+# ------------------------------------------------------------------------ IRGI
+@pytest.mark.parametrize("weights", ["unit", "integer", "float"])
+@pytest.mark.parametrize("depth", range(1, 8))
+def test_irgi_reproduces_the_in_memory_fit(sample, testing, depth: int, weights: str) -> None:
+    x, y = sample
+    w = make_weights(weights, len(x))
+    merged = rb.MergeableFit(rb.IRGI(depth)).fit_chunks(chunked(x, y, w))
+    in_memory = rb.IRGI(depth).fit(x, y, w)
+    assert max_difference(merged, in_memory, testing) <= 2e-3
+    # the order statistics are exact: the same grid, the CDF up to rounding
+    np.testing.assert_array_equal(merged.x_centres_, in_memory.x_centres_)
+    np.testing.assert_array_equal(merged.y_edges_, in_memory.y_edges_)
+    np.testing.assert_allclose(merged.cdf_, in_memory.cdf_, rtol=0, atol=1e-12)
+    assert merged.n_events_ == in_memory.n_events_
+    assert merged.sum_weight_ == pytest.approx(in_memory.sum_weight_, rel=1e-12)
+
+
+@pytest.mark.parametrize("depth", [2, 5])
+def test_integer_weights_agree_with_replicated_events(sample, testing, depth: int) -> None:
+    x, y = sample
+    w = make_weights("integer", len(x))
+    domain = ((x.min(), x.max()), (y.min(), y.max()))
+    merged = rb.MergeableFit(rb.IRGI(depth, domain=domain)).fit_chunks(chunked(x, y, w, 3))
+    copies = w.astype(int)
+    replicated = rb.IRGI(depth, domain=domain).fit(np.repeat(x, copies), np.repeat(y, copies))
+    assert max_difference(merged, replicated, testing) <= 2e-3
+
+
+@pytest.mark.parametrize("weights", ["unit", "integer", "float"])
+def test_chunking_and_merge_order_do_not_matter(weights: str) -> None:
+    x, y = bivariate_normal(30_000, seed=3)
+    w = make_weights(weights, len(x))
+    whole = rb.MergeableFit(rb.IRGI(5)).fit_chunks(chunked(x, y, w))
+    uneven = fit_merged(rb.IRGI(5), chunked(x, y, w, 7))
+    shuffled = fit_merged(rb.IRGI(5), chunked(x, y, w, 7, seed=1), seed=2)
+    for other in (uneven, shuffled):
+        np.testing.assert_array_equal(other.x_centres_, whole.x_centres_)
+        np.testing.assert_array_equal(other.y_edges_, whole.y_edges_)
+        if weights == "float":
+            np.testing.assert_allclose(other.cdf_, whole.cdf_, rtol=0, atol=1e-12)
+        else:
+            np.testing.assert_array_equal(other.cdf_, whole.cdf_)
+
+
+@pytest.mark.parametrize("weights", ["unit", "integer"])
+def test_ties_are_placed_deterministically(weights: str) -> None:
+    x, y = bivariate_normal(20_000, seed=4)
+    x, y = np.round(x, 2), np.minimum(y, 0.8)  # tied x across column boundaries, a saturated score
+    w = make_weights(weights, len(x))
+    reference = rb.MergeableFit(rb.IRGI(4)).fit_chunks(chunked(x, y, w))
+    merged = fit_merged(rb.IRGI(4), chunked(x[::-1], y[::-1], None if w is None else w[::-1], 5), seed=3)
+    assert_same_grid(merged, reference)
+    refined = fit_merged(rb.IRGI(4), chunked(x, y, w, 3), gather_limit=64, histogram_bins=16)
+    assert_same_grid(refined, reference)
+    # the split positions of unit weights are those of the in-memory fit; events
+    # tied on a column boundary all go to the lower column
+    in_memory = rb.IRGI(4).fit(x, y, w)
+    if w is None:
+        np.testing.assert_array_equal(merged.x_centres_, in_memory.x_centres_)
+        np.testing.assert_array_equal(merged.x_boundaries_, in_memory.x_boundaries_)
+    assert merged.column_weight_.sum() == in_memory.column_weight_.sum()
+    assert max_difference(merged, in_memory, bivariate_normal(2_000, seed=5)) < 0.05
+
+
+@pytest.mark.parametrize("weights", ["unit", "float"])
+def test_finer_histograms_when_bins_hold_too_many(weights: str) -> None:
+    x, y = bivariate_normal(8_000, seed=5)
+    w = make_weights(weights, len(x))
+    fit = rb.MergeableFit(rb.IRGI(3), gather_limit=64, histogram_bins=16)
+    largest = 0
+    while not fit.done:
+        request = fit.request()
+        total = sum(request(*chunk) for chunk in chunked(x, y, w, 4)())
+        largest = max(largest, len(total.gathered.get("value", ())))
+        fit.update(total)
+    assert 0 < largest <= 64
+    assert fit.passes > 2 * 3 + 5
+    assert_same_grid(fit.result(), rb.IRGI(3).fit(x, y, w), cdf_atol=1e-12)
+
+
+def test_pass_counts_and_descriptions() -> None:
+    x, y = bivariate_normal(5_000, seed=6)
+    for w, passes in ((None, 6), (np.ones(len(x)), 2 * 3 + 5)):
+        fit = rb.MergeableFit(rb.IRGI(3))
+        descriptions = []
+        while not fit.done:
+            request = fit.request()
+            descriptions.append(request.description)
+            fit.update(request(x, y, w))
+        assert fit.passes == passes == len(descriptions)
+        assert descriptions[0] == "IRGI: summary of the sample"
+        assert all(d.startswith("IRGI: ") for d in descriptions)
+    assert "IRGI: x order statistics, level 3 of 4" in descriptions
+
+
+def test_domain_given(sample, testing) -> None:
+    x, y = sample
+    domain = ((-6.0, 6.0), (-6.0, 6.0))
+    merged = rb.MergeableFit(rb.IRGI(4, domain=domain)).fit_chunks(chunked(x, y, None, 3))
+    in_memory = rb.IRGI(4, domain=domain).fit(x, y)
+    assert merged.domain_ == in_memory.domain_ == domain
+    assert_same_grid(merged, in_memory)
+    outside = rb.MergeableFit(rb.IRGI(4, domain=((-1.0, 1.0), (-6.0, 6.0))))
+    with pytest.raises(ValueError, match=r"defining event\(s\) have x outside the domain"):
+        outside.fit_chunks(chunked(x, y, None, 3))
+
+
+# --------------------------------------------------------------------- GridKDE
+def in_memory_fine_edges(y: np.ndarray, w: np.ndarray | None, y_levels: int = 512) -> np.ndarray:
+    order = np.argsort(y, kind="stable")
+    cumulative = np.arange(len(y) + 1.0) if w is None else np.concatenate(([0.0], np.cumsum(w[order])))
+    return lp.y_edges(y[order], cumulative, fine_edge_count(len(y), y_levels))
+
+
+@pytest.mark.parametrize(("degree", "weights"), [(0, "unit"), (1, "integer"), (2, "unit"), (2, "float")])
+def test_grid_kde_matches_the_in_memory_fit_on_the_same_edges(testing, degree: int, weights: str) -> None:
+    x, y = bivariate_normal(20_000, seed=7)
+    w = make_weights(weights, len(x))
+    fit = rb.MergeableFit(rb.GridKDE(sigma_r=0.05, degree=degree))
+    merged = fit.fit_chunks(chunked(x, y, w, 5))
+    assert fit.passes == 4
+    assert fit.y_fine_edges_ is not None
+    np.testing.assert_array_equal(fit.y_fine_edges_, in_memory_fine_edges(y, w))
+    same_edges = rb.GridKDE(sigma_r=0.05, degree=degree)
+    same_edges._fit_binned(x, y, w, fine_edges=fit.y_fine_edges_)
+    assert max_difference(merged, same_edges, testing) <= 1e-9
+    assert merged.sigma_a_ == pytest.approx(same_edges.sigma_a_, rel=1e-13)
+    assert max_difference(merged, rb.GridKDE(sigma_r=0.05, degree=degree).fit(x, y, w), testing) <= 1e-9
+
+
+def test_grid_kde_chunking_does_not_matter() -> None:
+    x, y = bivariate_normal(20_000, seed=8)
+    w = make_weights("integer", len(x))
+    whole = rb.MergeableFit(rb.GridKDE(sigma_r=0.1, degree=1)).fit_chunks(chunked(x, y, w))
+    shuffled = fit_merged(rb.GridKDE(sigma_r=0.1, degree=1), chunked(x, y, w, 6, seed=2), seed=4)
+    np.testing.assert_array_equal(shuffled.y_edges_, whole.y_edges_)
+    np.testing.assert_allclose(shuffled.cdf_, whole.cdf_, rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------------------------ merging
+def test_coffea_accumulate_merges_partials() -> None:
+    accumulate = pytest.importorskip("coffea.processor").accumulate
+    x, y = bivariate_normal(6_000, seed=9)
+    w = make_weights("integer", len(x))
+    direct = rb.MergeableFit(rb.IRGI(3)).fit_chunks(chunked(x, y, w, 3))
+    fit = rb.MergeableFit(rb.IRGI(3))
+    while not fit.done:
+        request = fit.request()
+        outputs = [{"partial": request(*chunk)} for chunk in chunked(x, y, w, 3)()]
+        first = outputs[0]["partial"]
+        before = {k: v.copy() for k, v in first.sums.items()}
+        fit.update(accumulate(outputs)["partial"])
+        assert all(np.array_equal(first.sums[k], v) for k, v in before.items())
+    assert_same_grid(fit.result(), direct)
+    parts = [request(*chunk) for chunk in chunked(x, y, w, 3)()]
+    assert isinstance(accumulate(parts), Partial)
+
+
+def test_partials_and_requests_pickle() -> None:
+    x, y = bivariate_normal(6_000, seed=10)
+    fit = rb.MergeableFit(rb.IRGI(3))
+    for _ in range(3):
+        request = fit.request()
+        shipped = pickle.loads(pickle.dumps(request))
+        assert isinstance(shipped, Request)
+        assert shipped.description == request.description
+        part = pickle.loads(pickle.dumps(shipped(x, y)))
+        expected = request(x, y)
+        for name in expected.sums:
+            np.testing.assert_array_equal(part.sums[name], expected.sums[name])
+        fit.update(part)
+    assert len(pickle.dumps(fit.request())) < 2_000_000
+
+
+def test_partials_of_different_passes_do_not_add() -> None:
+    x, y = bivariate_normal(6_000, seed=14)
+    fit = rb.MergeableFit(rb.IRGI(2))
+    first = fit.request()(x, y)
+    fit.update(first)
+    second = fit.request()(x, y)
+    with pytest.raises(ValueError, match="different requests"):
+        _ = first + second
+    with pytest.raises(ValueError, match="not the sum of the partials of the current request"):
+        fit.update(first)
+
+
+def test_changed_events_between_passes_are_an_error() -> None:
+    x, y = bivariate_normal(6_000, seed=15)
+    fit = rb.MergeableFit(rb.IRGI(2))
+    fit.update(fit.request()(x, y))
+    with pytest.raises(ValueError, match="every pass must see the same events"):
+        fit.update(fit.request()(x[:-10], y[:-10]))
+
+
+def test_awkward_chunks() -> None:
+    ak = pytest.importorskip("awkward")
+    x, y = bivariate_normal(6_000, seed=16)
+    merged = rb.MergeableFit(rb.IRGI(3)).fit_chunks(lambda: iter([(ak.Array(x), ak.Array(y))]))
+    assert_same_grid(merged, rb.IRGI(3).fit(x, y))
+
+
+def test_result_saves_and_loads(tmp_path, testing) -> None:
+    x, y = bivariate_normal(6_000, seed=17)
+    for transform in (rb.IRGI(3), rb.GridKDE(sigma_r=0.1)):
+        merged = rb.MergeableFit(transform).fit_chunks(chunked(x, y, None, 2))
+        path = tmp_path / f"{transform.kind}.json"
+        merged.save(path)
+        loaded = rb.load(path)
+        np.testing.assert_array_equal(loaded.transform(*testing), merged.transform(*testing))
+
+
+# ------------------------------------------------------------------- errors
+@pytest.mark.parametrize(
+    "transform",
+    [rb.IRGI(depth="auto"), rb.GridKDE(), rb.KDE(sigma_r=0.1)],
+    ids=["irgi-auto", "gridkde-auto", "kde"],
+)
+def test_not_mergeable(transform: Any) -> None:
+    with pytest.raises(ValueError, match=r"not mergeable.*in memory on the gathered"):
+        rb.MergeableFit(transform)
+
+
+def test_errors_of_the_in_memory_fit() -> None:
+    x, y = bivariate_normal(1_000, seed=18)
+    with pytest.raises(ValueError, match="largest depth this sample supports is 4"):
+        rb.MergeableFit(rb.IRGI(6)).fit_chunks(chunked(x, y, None, 2))
+    bad = x.copy()
+    bad[500] = np.nan
+    with pytest.raises(ValueError, match=r"^x has 1 NaN"):
+        rb.MergeableFit(rb.IRGI(2)).fit_chunks(chunked(bad, y, None, 2))
+    weights = np.ones(len(x))
+    weights[3] = np.inf
+    with pytest.raises(ValueError, match=r"^weight has 0 NaN and 1 infinite"):
+        rb.MergeableFit(rb.IRGI(2)).fit_chunks(chunked(x, y, weights, 2))
+    with pytest.raises(ValueError, match="weight must have a positive sum"):
+        rb.MergeableFit(rb.IRGI(2)).fit_chunks(chunked(x, y, -np.ones(len(x)), 2))
+    with pytest.raises(ValueError, match="y is constant"):
+        rb.MergeableFit(rb.GridKDE(sigma_r=0.1)).fit_chunks(chunked(x, np.zeros(len(x)), None, 2))
+    with pytest.raises(ValueError, match="depth must be a non-negative integer"):
+        rb.MergeableFit(rb.IRGI(-1))
+    with pytest.raises(ValueError, match="no chunk contributed"):
+        rb.MergeableFit(rb.IRGI(2)).fit_chunks(lambda: iter(()))
+    fit = rb.MergeableFit(rb.IRGI(2))
+    with pytest.raises(RuntimeError, match="not done"):
+        fit.result()
