@@ -31,6 +31,7 @@ BENCHMARKS = {
     "bench_metrics.py": ([], ["--sizes", "100000", "--repeats", "1"]),
     "bench_generation.py": (["--events", "400", "--chunk-size", "100"], ["--events", "100", "--chunk-size", "50"]),
     "bench_processor.py": ([], ["--events", "300", "--repeat", "1"]),
+    "bench_analysis.py": ([], ["--quick"]),
     "bench_training.py": ([], ["--events-per-class", "200", "--batch-sizes", "2048", "256", "--repeats", "1"]),
     "bench_blob_study.py": ([], ["--config", "blobs"]),
 }
