@@ -25,6 +25,8 @@ from rosenblatt.transforms import (
     NaNInputWarning,
     NotFittedError,
     OutsideCounts,
+    TransformEnsemble,
+    bootstrap,
 )
 
 _METRICS = (
@@ -49,8 +51,10 @@ __all__ = [
     "OutsideCounts",
     "PermutationTestResult",
     "SchemaError",
+    "TransformEnsemble",
     "__version__",
     "background_rejection",
+    "bootstrap",
     "distance_correlation",
     "distance_correlation_sqr",
     "distance_covariance_sqr",

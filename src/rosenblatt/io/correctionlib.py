@@ -39,6 +39,12 @@ measured error), from which :func:`from_correctionlib` rebuilds a
 :class:`TabulatedTransform`. Reading never evaluates expressions from the file:
 only the layout above is accepted, and every edge, parameter and value is
 checked.
+
+A :class:`~rosenblatt.TransformEnsemble` of IRGI or GridKDE is written as one
+correction with a third, string input ``variation``: a ``category`` node whose
+entries ``"nominal"``, ``"up"``, ``"down"`` and ``"replica_<k>"`` each hold the
+``x`` binning above for one table. Its description carries a line
+``rosenblatt-ensemble-metadata:`` instead; it is not read back.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ import dataclasses
 import itertools
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -63,6 +70,7 @@ if TYPE_CHECKING:
     import correctionlib.schemav2
 
     from rosenblatt.transforms import IRGI, KDE, GridKDE
+    from rosenblatt.transforms.ensemble import TransformEnsemble
 
 __all__ = [
     "DEFAULT_NAME",
@@ -84,6 +92,10 @@ LAYOUT = "rosenblatt-correctionlib"
 LAYOUT_VERSION = 1
 #: starts the metadata line of the correction's description
 METADATA_MARKER = "rosenblatt-metadata: "
+#: identifies the layout of an ensemble's correction (a category of tables on ``variation``)
+ENSEMBLE_LAYOUT = "rosenblatt-correctionlib-ensemble"
+#: starts the metadata line of an ensemble's correction
+ENSEMBLE_METADATA_MARKER = "rosenblatt-ensemble-metadata: "
 
 #: generic formula 0: gamma in a bin between two columns (``x`` already rewritten to ``t``)
 BILINEAR = "(1-x)*([0]+[1]*(y-[4]))+x*([2]+[3]*(y-[4]))"
@@ -216,9 +228,15 @@ def _evaluate(table: _Table, x: NDArray[np.float64], y: NDArray[np.float64]) -> 
 # ------------------------------------------------------------------ IRGI
 def _irgi_columns(transform: IRGI | GridKDE) -> list[ColumnCDF]:
     """IRGI's columns as they evaluate: tied edges merged, top tie jumping to 1 at y_max."""
-    y_max = transform.domain_[1][1]
+    return _grid_columns(transform.y_edges_, transform.cdf_, transform.domain_[1][1])
+
+
+def _grid_columns(
+    y_edges: Iterable[NDArray[np.float64]], column_cdf: Iterable[NDArray[np.float64]], y_max: float
+) -> list[ColumnCDF]:
+    """Columns of a grid (per column its ``y`` edges and the CDF at them) as they evaluate."""
     columns = []
-    for edges, cdf in zip(transform.y_edges_, transform.cdf_, strict=True):
+    for edges, cdf in zip(y_edges, column_cdf, strict=True):
         below = edges < y_max
         e, c = edges[below], cdf[below]
         last = np.append(e[1:] != e[:-1], True)
@@ -272,6 +290,12 @@ class _Export:
     metadata: dict[str, Any]
     description: str
     numbers: ExactNumbers
+    #: an ensemble's tables by variation (``table`` is the nominal's); empty for a transform
+    variations: dict[str, _Table] = dataclasses.field(default_factory=dict)
+
+    def positions(self) -> set[float]:
+        """The numbers that place bins in every table (see :func:`_positions`)."""
+        return set().union(*(_positions(t) for t in (self.table, *self.variations.values())))
 
 
 def _positions(table: _Table) -> set[float]:
@@ -452,6 +476,168 @@ def _tabulate_kde(
     return table, error, what
 
 
+# ------------------------------------------------------------- ensembles
+def _export_ensemble(
+    ensemble: TransformEnsemble,
+    *,
+    n_check: int,
+    max_bins: int,
+    seed: int,
+    envelope_refine: int,
+    **options: Any,
+) -> _Export:
+    """The tables of an ensemble of grid transforms: nominal, up, down and every replica.
+
+    Each member is tabulated as :func:`_export` tabulates it alone; ``up`` and
+    ``down`` by :func:`_envelope_tables`.
+    """
+    from rosenblatt.transforms import IRGI, GridKDE
+
+    nominal = ensemble.nominal_
+    if not isinstance(nominal, (IRGI, GridKDE)):
+        msg = (
+            f"an ensemble of {type(nominal).__name__} cannot be exported: correctionlib "
+            "ensembles are written for grid transforms (IRGI, GridKDE)"
+        )
+        raise TypeError(msg)
+    if isinstance(envelope_refine, bool) or not isinstance(envelope_refine, int) or not (
+        1 <= envelope_refine <= 64
+    ):
+        msg = f"envelope_refine must be an integer in [1, 64], got {envelope_refine!r}"
+        raise ValueError(msg)
+    members = [nominal, *ensemble.replicas_]
+    exports = [
+        _export(m, n_check=n_check, max_bins=max_bins, seed=seed, **options) for m in members
+    ]
+    up, down, envelope_errors = _envelope_tables(ensemble, nominal, envelope_refine, n_check, seed)
+    variations = {"nominal": exports[0].table, "up": up, "down": down}
+    variations.update({f"replica_{k}": e.table for k, e in enumerate(exports[1:])})
+    for name in ("up", "down"):
+        if variations[name].n_bins > max_bins:
+            msg = (
+                f"the {name} table has {variations[name].n_bins} bins, more than max_bins = "
+                f"{max_bins}; use a smaller envelope_refine"
+            )
+            raise ValueError(msg)
+    numbers = ExactNumbers()
+    inexact = sum(_check_readable(table, numbers) for table in (up, down))
+    member_error = max(float(e.metadata["max_abs_error"]) for e in exports)
+    metadata = {
+        "layout": ENSEMBLE_LAYOUT,
+        "layout_version": LAYOUT_VERSION,
+        "written_by": f"rosenblatt {__version__}",
+        "kind": "ensemble",
+        "member_kind": exports[0].metadata["kind"],
+        "params": exports[0].metadata["params"],
+        "n_replicas": len(ensemble.replicas_),
+        "seed": int(ensemble.seed),
+        "n_refits": ensemble.n_refits_,
+        "domain": exports[0].metadata["domain"],
+        "n_events": int(ensemble.n_events_),
+        "sum_weight": float(ensemble.sum_weight_),
+        "n_bins": sum(table.n_bins for table in variations.values()),
+        "max_abs_error": member_error,
+        "envelope_refine": envelope_refine,
+        "envelope_error": envelope_errors,
+        "n_check_points": n_check,
+        "inexact_numbers": inexact + sum(int(e.metadata["inexact_numbers"]) for e in exports),
+    }
+    grid = (
+        "at the nominal's grid vertices"
+        if envelope_refine == 1
+        else f"on the nominal's grid refined {envelope_refine} times in x and in y"
+    )
+    description = (
+        f"{exports[0].description} The string input 'variation' chooses the table: "
+        f"'nominal'; 'replica_<k>' (k = 0..{len(members) - 2}), the transform fitted with "
+        "Poisson(1) event weights of bootstrap draw k, each tabulated as the nominal (measured "
+        f"max |gamma - rosenblatt| over all = {member_error:.3g}); 'up' and 'down', the nominal "
+        "plus and minus the replicas' standard deviation of gamma per event, clipped to "
+        f"[0, 1], tabulated {grid} and linear between vertices (measured max |difference to "
+        f"the exact envelope| = {envelope_errors['up']['max_abs_error']:.3g} up, "
+        f"{envelope_errors['down']['max_abs_error']:.3g} down, RMS "
+        f"{envelope_errors['up']['rms_error']:.3g} and {envelope_errors['down']['rms_error']:.3g}, "
+        f"on {n_check} points)."
+    )
+    return _Export(exports[0].table, metadata, description, numbers, variations)
+
+
+def _envelope_tables(
+    ensemble: TransformEnsemble, nominal: IRGI | GridKDE, refine: int, n_check: int, seed: int
+) -> tuple[_Table, _Table, dict[str, dict[str, float]]]:
+    """The ``up`` and ``down`` tables, and their differences to the exact envelope.
+
+    The vertices are the nominal's grid, with ``refine - 1`` columns added
+    between neighbouring columns and ``refine - 1`` values of ``y`` between
+    neighbouring edges. The nominal is linear between them, so the tables
+    hold it exactly (its steps included); the replicas' standard deviation is
+    interpolated linearly between vertices, which is the approximation. The
+    tables are not made monotone in ``y``: they follow the envelope.
+    """
+    (_, _), (_, y_hi) = nominal.domain_
+    nodes, columns = _refined_grid(nominal.x_centres_, nominal.y_edges_, refine)
+    x = np.repeat(nodes, [len(edges) for edges, _ in columns])
+    y = np.concatenate([np.where(left, np.nextafter(edges, -np.inf), edges) for edges, left in columns])
+    gamma = np.asarray(ensemble.transform(x, y))
+    spread = np.asarray(ensemble.std(x, y))
+    bounds = np.cumsum([0, *(len(edges) for edges, _ in columns)])
+    x_check, y_check = _check_points(nominal, n_check, seed)
+    tables, errors = [], {}
+    for name, sign in (("up", 1.0), ("down", -1.0)):
+        values = np.clip(gamma + sign * spread, 0.0, 1.0)
+        rows = [values[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+        table = _table(nodes, _grid_columns([edges for edges, _ in columns], rows, y_hi), y_hi)
+        exact = ensemble.transform(x_check, y_check, variation=name)
+        difference = _evaluate(table, x_check, y_check) - exact
+        errors[name] = {
+            "max_abs_error": float(np.max(np.abs(difference), initial=0.0)),
+            "rms_error": float(np.sqrt(np.mean(difference**2))),
+        }
+        tables.append(table)
+    return tables[0], tables[1], errors
+
+
+def _refined_grid(
+    centres: NDArray[np.float64], y_edges: NDArray[np.float64], refine: int
+) -> tuple[NDArray[np.float64], list[tuple[NDArray[np.float64], NDArray[np.bool_]]]]:
+    """``x`` nodes and, per node, its ``y`` vertices and which of them are left limits.
+
+    A node on a column centre has that column's edges, a node between two
+    centres the edges of both; ``refine - 1`` values are added between
+    neighbouring edges. An edge where the grid steps (a tied edge) is written
+    twice, first as a left limit; so is the upper end of the domain.
+    """
+    nodes: list[float] = []
+    columns = []
+    for k, centre in enumerate(centres):
+        nodes.append(float(centre))
+        columns.append(_refined_edges([y_edges[k]], refine))
+        if k + 1 < len(centres):
+            shared = _refined_edges([y_edges[k], y_edges[k + 1]], refine)
+            step = (centres[k + 1] - centre) / refine
+            for j in range(1, refine):
+                nodes.append(float(centre + j * step))
+                columns.append(shared)
+    return np.array(nodes), columns
+
+
+def _refined_edges(
+    rows: list[NDArray[np.float64]], refine: int
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """The union of the edges of ``rows``, refined; ties and the top doubled as left limits."""
+    values = np.unique(np.concatenate(rows))
+    fractions = np.arange(1, refine) / refine
+    inner = (values[:-1, None] + np.diff(values)[:, None] * fractions[None, :]).ravel()
+    points = np.unique(np.concatenate((values, inner)))
+    steps = np.concatenate([row[1:][row[1:] == row[:-1]] for row in rows])
+    doubled = np.isin(points, steps)
+    doubled[-1] = True
+    edges = np.sort(np.concatenate((points, points[doubled])), kind="stable")
+    left = np.zeros(len(edges), dtype=bool)
+    left[np.searchsorted(edges, points[doubled], side="left")] = True
+    return edges, left
+
+
 def _formula_ref(index: int, parameters: list[float]) -> dict[str, Any]:
     return {"nodetype": "formularef", "index": index, "parameters": parameters}
 
@@ -468,8 +654,8 @@ def _y_binning(
     }
 
 
-def _correction(export: _Export, name: str) -> dict[str, Any]:
-    table = export.table
+def _data(table: _Table) -> dict[str, Any]:
+    """The correction's ``data`` node: the ``x`` binning of per-interval ``y`` binnings."""
     nodes = table.x_nodes
     between = [
         {
@@ -480,32 +666,52 @@ def _correction(export: _Export, name: str) -> dict[str, Any]:
         }
         for k, (lo, hi) in enumerate(itertools.pairwise(nodes))
     ]
+    return {
+        "nodetype": "binning",
+        "input": "x",
+        "edges": ["-inf", *nodes.tolist(), "inf"],
+        "content": [
+            _y_binning(table.y_edges[0], table.params[0], 2),
+            *between,
+            _y_binning(table.y_edges[-1], table.params[-1], 2),
+        ],
+        "flow": "clamp",
+    }
+
+
+def _correction(export: _Export, name: str) -> dict[str, Any]:
     metadata = json.dumps(export.metadata, allow_nan=False, separators=(",", ":"))
+    inputs = [
+        {
+            "name": "x",
+            "type": "real",
+            "description": "protected observable (e.g. dijet mass in GeV)",
+        },
+        {"name": "y", "type": "real", "description": "classifier score"},
+    ]
+    marker, data = METADATA_MARKER, _data(export.table)
+    if export.variations:
+        marker = ENSEMBLE_METADATA_MARKER
+        inputs.append({
+            "name": "variation",
+            "type": "string",
+            "description": "'nominal', 'up', 'down' (+- 1 bootstrap sd) or 'replica_<k>'",
+        })
+        data = {
+            "nodetype": "category",
+            "input": "variation",
+            "content": [
+                {"key": key, "value": _data(table)} for key, table in export.variations.items()
+            ],
+        }
     return {
         "name": name,
-        "description": f"{export.description}\n{METADATA_MARKER}{metadata}",
+        "description": f"{export.description}\n{marker}{metadata}",
         "version": 1,
-        "inputs": [
-            {
-                "name": "x",
-                "type": "real",
-                "description": "protected observable (e.g. dijet mass in GeV)",
-            },
-            {"name": "y", "type": "real", "description": "classifier score"},
-        ],
+        "inputs": inputs,
         "output": {"name": "gamma", "type": "real", "description": "decorrelated score in [0, 1]"},
         "generic_formulas": [dict(f) for f in GENERIC_FORMULAS],
-        "data": {
-            "nodetype": "binning",
-            "input": "x",
-            "edges": ["-inf", *nodes.tolist(), "inf"],
-            "content": [
-                _y_binning(table.y_edges[0], table.params[0], 2),
-                *between,
-                _y_binning(table.y_edges[-1], table.params[-1], 2),
-            ],
-            "flow": "clamp",
-        },
+        "data": data,
     }
 
 
@@ -520,20 +726,26 @@ def _build(
     max_bins: int = 2_000_000,
     progress: bool = False,
     seed: int = 0,
+    envelope_refine: int = 2,
 ) -> tuple[dict[str, Any], _Export]:
+    from rosenblatt.transforms.ensemble import TransformEnsemble
+
     if not isinstance(name, str) or not name.strip():
         msg = f"name must be a non-empty string, got {name!r}"
         raise ValueError(msg)
-    export = _export(
-        transform,
-        tolerance=tolerance,
-        x_step=x_step,
-        n_check=n_check,
-        max_x_nodes=max_x_nodes,
-        max_bins=max_bins,
-        progress=progress,
-        seed=seed,
-    )
+    options: dict[str, Any] = {
+        "tolerance": tolerance,
+        "x_step": x_step,
+        "n_check": n_check,
+        "max_x_nodes": max_x_nodes,
+        "max_bins": max_bins,
+        "progress": progress,
+        "seed": seed,
+    }
+    if isinstance(transform, TransformEnsemble):
+        export = _export_ensemble(transform, envelope_refine=envelope_refine, **options)
+    else:
+        export = _export(transform, **options)
     document = {
         "schema_version": 2,
         "description": f"Rosenblatt transform written by rosenblatt {__version__}",
@@ -550,8 +762,18 @@ def correctionlib_document(
     Parameters
     ----------
     transform
-        A fitted :class:`~rosenblatt.IRGI`, :class:`~rosenblatt.KDE` or a
-        :class:`TabulatedTransform` read from such a file.
+        A fitted :class:`~rosenblatt.IRGI`, :class:`~rosenblatt.KDE`,
+        :class:`~rosenblatt.GridKDE`, a :class:`TabulatedTransform` read from
+        such a file, or a :class:`~rosenblatt.TransformEnsemble` of IRGI or
+        GridKDE: then the correction has a third, string input ``variation``,
+        a ``category`` node over one table per variation, each built as for
+        the transform alone: ``"nominal"``, ``"replica_<k>"`` and ``"up"`` /
+        ``"down"`` (the nominal plus or minus the replicas' standard deviation,
+        clipped to ``[0, 1]``, tabulated at the nominal's grid vertices and
+        linear between them; the largest and RMS difference to the exact
+        envelope measured on the check points is written in the description
+        and under ``envelope_error`` in the metadata line, which starts with
+        ``rosenblatt-ensemble-metadata:``).
     name
         Name of the correction in the set.
     **options
@@ -565,7 +787,11 @@ def correctionlib_document(
         ``max_x_nodes``, ``max_bins`` (KDE only, default 20000 and 2000000):
         limits on the table, beyond which export is an error. ``progress``:
         show a progress bar while tabulating a KDE. ``seed``: seed of the
-        check points.
+        check points. ``envelope_refine`` (ensembles only, default 2): the
+        ``up`` and ``down`` tables have ``envelope_refine - 1`` more columns
+        between neighbouring columns of the nominal and as many more ``y``
+        values between neighbouring edges, for a smaller error (about
+        ``envelope_refine**2`` times the bins).
 
     Notes
     -----
@@ -609,7 +835,7 @@ def write_correctionlib(
     """
     document, export = _build(transform, name, **options)
     text = json.dumps(document, allow_nan=False, separators=(",", ":"))
-    text = export.numbers.dumps(text, _positions(export.table))
+    text = export.numbers.dumps(text, export.positions())
     Path(path).write_text(text, encoding="utf-8")
     return dict(export.metadata)
 

@@ -8,6 +8,7 @@ from rosenblatt.transforms._base import (
     NotFittedError,
     OutsideCounts,
 )
+from rosenblatt.transforms.ensemble import TransformEnsemble, bootstrap
 from rosenblatt.transforms.grid_kde import GridKDE
 from rosenblatt.transforms.irgi import IRGI
 from rosenblatt.transforms.kde import KDE, absolute_sigma
@@ -22,5 +23,7 @@ __all__ = [
     "NaNInputWarning",
     "NotFittedError",
     "OutsideCounts",
+    "TransformEnsemble",
     "absolute_sigma",
+    "bootstrap",
 ]
