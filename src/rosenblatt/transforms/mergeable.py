@@ -788,14 +788,19 @@ class _OrderSearch:
     def _plan(
         self, entries: list[tuple[_Range, list[_Query]]]
     ) -> tuple[list[tuple[_Range, list[_Query]]], list[tuple[_Range, list[_Query]]]]:
-        """The ranges gathered in the next pass (as many as fit) and those histogrammed."""
-        refine = [e for e in entries if e[0].count > self.gather_limit]
-        gather, total = [], 0
-        for entry in sorted((e for e in entries if e[0].count <= self.gather_limit), key=lambda e: e[0].count):
-            if total + entry[0].count > self.gather_limit:
-                break
-            gather.append(entry)
-            total += entry[0].count
+        """The ranges gathered in the next pass (as many as fit) and those histogrammed.
+
+        A range that does not fit is histogrammed, which narrows it, unless
+        its events share one value: it waits for a later pass.
+        """
+        gather, refine, total = [], [], 0
+        for entry in sorted(entries, key=lambda e: e[0].count):
+            rng = entry[0]
+            if total + rng.count <= self.gather_limit:
+                gather.append(entry)
+                total += rng.count
+            elif rng.lo < rng.hi:
+                refine.append(entry)
         return gather, refine
 
     def _pass_part(
