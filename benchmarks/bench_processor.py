@@ -116,7 +116,8 @@ def runner_seconds(
     from coffea.nanoevents import BaseSchema
 
     from rosenblatt.processors.dijet import DijetProcessor
-    from rosenblatt.processors.runner import ROOT_TREE, make_executor
+    from rosenblatt.io.root import EVENTS_TREE as ROOT_TREE
+    from rosenblatt.processors.runner import make_executor
 
     fileset = {name: {"files": {str(path): ROOT_TREE}} for name, path in files.items()}
     start = time.perf_counter()
