@@ -115,8 +115,8 @@ def runner_seconds(
     from coffea import processor
     from coffea.nanoevents import BaseSchema
 
-    from rosenblatt.processors.dijet import DijetProcessor
     from rosenblatt.io.root import EVENTS_TREE as ROOT_TREE
+    from rosenblatt.processors.dijet import DijetProcessor
     from rosenblatt.processors.runner import make_executor
 
     fileset = {name: {"files": {str(path): ROOT_TREE}} for name, path in files.items()}
