@@ -14,11 +14,43 @@ relative signal non-closure of the method paper is::
 
 Every count is read off one histogram with weighted storage, so each estimate
 carries its statistical uncertainty.
+
+- :mod:`~rosenblatt.abcd.histograms`: the ABCD histogram (:func:`abcd_histogram`);
+- :mod:`~rosenblatt.abcd.closure`: counts, ``eta_A`` and errors over a grid of
+  cuts (:func:`closure_scan`);
+- :mod:`~rosenblatt.abcd.closure_test`: whether the background's non-closure
+  is statistical, with a bootstrap covariance over the grid (:func:`closure_test`);
+- :mod:`~rosenblatt.abcd.likelihood`: the estimate as a pyhf model
+  (:func:`pyhf_workspace`), its expected significance and limit, and their map
+  over the cuts (pyhf is imported on first use).
 """
 
 from __future__ import annotations
 
 from rosenblatt.abcd.closure import ClosureScan, closure_scan
+from rosenblatt.abcd.closure_test import ClosureTest, closure_test
 from rosenblatt.abcd.histograms import abcd_histogram, cut_axes, process_axis
+from rosenblatt.abcd.likelihood import (
+    SensitivityMap,
+    background_fit,
+    expected_significance,
+    expected_upper_limit,
+    pyhf_workspace,
+    sensitivity_map,
+)
 
-__all__ = ["ClosureScan", "abcd_histogram", "closure_scan", "cut_axes", "process_axis"]
+__all__ = [
+    "ClosureScan",
+    "ClosureTest",
+    "SensitivityMap",
+    "abcd_histogram",
+    "background_fit",
+    "closure_scan",
+    "closure_test",
+    "cut_axes",
+    "expected_significance",
+    "expected_upper_limit",
+    "process_axis",
+    "pyhf_workspace",
+    "sensitivity_map",
+]

@@ -1,0 +1,321 @@
+"""The closure claim as a test: is the background's ABCD non-closure consistent with statistics?
+
+For the background alone, the non-closure of the cut ``(x0[i], y0[j])`` is
+``N_A - N_B N_C / N_D``. Its covariance over the grid of cuts comes from a
+Poisson(1) bootstrap of the testing sample: every replica weights each event
+by an independent Poisson(1) count and refills the ABCD histogram (one
+``bincount`` per block of replicas, the regions of every cut from cumulative
+sums, :func:`~rosenblatt.abcd.closure.region_sums`).
+
+The chi-square is taken over a thinned grid of cuts (``thin`` values of each
+axis, evenly spaced among the given cuts), leaving out cuts where a
+background region holds fewer than ``min_events`` effective events. Over a
+full 100x100 grid the sample covariance of a few hundred replicas is
+singular, and neighbouring cuts share nearly all their events; on the
+thinned grid it is estimated well. Its pseudo-inverse (eigenvalues below
+``1e-10`` of the largest dropped) gives ``chi2``, with the rank as the
+degrees of freedom. As the covariance is itself estimated from ``n_boot``
+replicas, the p-value is that of Hotelling's ``T^2``:
+``chi2 (n_boot - k) / (k (n_boot - 1))`` follows ``F(k, n_boot - k)`` for
+``k`` degrees of freedom, which tends to the chi-square distribution for
+many replicas.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from rosenblatt.abcd.closure import ClosureScan, closure_scan, region_sums
+from rosenblatt.abcd.histograms import abcd_histogram
+
+__all__ = ["ClosureTest", "closure_test", "thinned_indices"]
+
+FloatArray = NDArray[np.float64]
+
+#: eigenvalues of the covariance below this fraction of the largest are dropped
+RANK_TOLERANCE = 1e-10
+#: most event weights drawn at once (replicas times events)
+BLOCK_SIZE = 1 << 22
+
+
+@dataclasses.dataclass(frozen=True)
+class ClosureTest:
+    """Bootstrap closure test of the background's ABCD estimate over a grid of cuts.
+
+    Arrays over the grid have shape ``(len(x0), len(y0))``.
+
+    Attributes
+    ----------
+    scan
+        The :class:`~rosenblatt.abcd.ClosureScan` of all events (background and signal).
+    nonclosure, nonclosure_error
+        ``N_A - N_B N_C / N_D`` of the background alone and its bootstrap
+        standard deviation.
+    background_estimate
+        ``N_B N_C / N_D`` of the background alone.
+    eta_error
+        Bootstrap standard deviation of ``scan.eta`` (the relative signal
+        non-closure ``eta_A`` of all events).
+    chi2, ndof, p_value
+        Chi-square of the non-closure over the cuts ``chi2_cuts`` with the
+        pseudo-inverse of their bootstrap covariance, its degrees of freedom
+        (the covariance's rank) and the p-value of "non-closure consistent
+        with statistics" (Hotelling's ``T^2``; see the module).
+    chi2_cuts
+        Indices ``(i, j)`` into ``x0`` and ``y0`` of the cuts in the chi-square.
+    covariance
+        Their bootstrap covariance, ``(len(i), len(i))``.
+    n_boot, seed
+        Replicas and the seed of their Poisson draws.
+    """
+
+    scan: ClosureScan
+    nonclosure: FloatArray
+    nonclosure_error: FloatArray
+    background_estimate: FloatArray
+    eta_error: FloatArray
+    chi2: float
+    ndof: int
+    p_value: float
+    chi2_cuts: tuple[NDArray[np.intp], NDArray[np.intp]]
+    covariance: FloatArray
+    n_boot: int
+    seed: int
+
+    @property
+    def x0(self) -> FloatArray:
+        """The ``x`` cuts."""
+        return self.scan.x0
+
+    @property
+    def y0(self) -> FloatArray:
+        """The ``y`` cuts."""
+        return self.scan.y0
+
+    @property
+    def eta(self) -> FloatArray:
+        """``eta_A`` of all events over the grid (``scan.eta``)."""
+        return self.scan.eta
+
+    @property
+    def relative_nonclosure(self) -> FloatArray:
+        """``|N_A - N_B N_C / N_D| / (N_B N_C / N_D)`` of the background: a ``normsys`` size."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.abs(self.nonclosure) / self.background_estimate
+
+    @property
+    def chi2_per_dof(self) -> float:
+        """``chi2 / ndof``."""
+        return self.chi2 / self.ndof
+
+    @property
+    def closed_fraction(self) -> float:
+        """Fraction of the grid where ``|eta_A|`` is below both 1e-2 and twice its uncertainty."""
+        return self.fraction_closed()
+
+    def fraction_closed(self, tolerance: float = 1e-2, n_sigma: float = 2.0) -> float:
+        """Fraction of the grid with ``|eta_A| < tolerance`` and ``|eta_A| < n_sigma * eta_error``.
+
+        Cuts with an empty region count as not closed.
+        """
+        with np.errstate(invalid="ignore"):
+            closed = (np.abs(self.eta) < tolerance) & (np.abs(self.eta) < n_sigma * self.eta_error)
+        return float((closed & self.scan.valid).mean())
+
+
+def closure_test(
+    x: ArrayLike,
+    score: ArrayLike,
+    label: ArrayLike,
+    weight: ArrayLike | None = None,
+    *,
+    x0: ArrayLike,
+    y0: ArrayLike,
+    n_boot: int = 200,
+    seed: int = 0,
+    thin: int | None = 5,
+    min_events: float = 25.0,
+) -> ClosureTest:
+    """Test whether the background's ABCD non-closure over a grid of cuts is statistical.
+
+    Parameters
+    ----------
+    x, score, label, weight
+        The testing sample: protected observable, (transformed) score, label
+        (0 background, 1 signal) and optional weights (may be negative).
+    x0, y0
+        The cut values (as for :func:`~rosenblatt.abcd.abcd_histogram`).
+    n_boot
+        Bootstrap replicas; more than the cuts in the chi-square.
+    seed
+        Seed of the Poisson draws; the result is deterministic given it.
+        Without weights a replica's count in each bin is drawn at once as
+        Poisson of the bin's count, which is the sum of its events' Poisson(1)
+        counts.
+    thin
+        Cuts per axis in the chi-square, evenly spaced among ``x0`` and ``y0``
+        (``None``: every cut).
+    min_events
+        Cuts where a background region holds fewer effective events
+        (``(sum w)**2 / sum w**2``) are left out of the chi-square.
+
+    Returns
+    -------
+    ClosureTest
+
+    Raises
+    ------
+    ValueError
+        If no cut qualifies for the chi-square, or ``n_boot`` does not exceed
+        the number of cuts in it.
+    """
+    histogram = abcd_histogram(x, score, label, x0=x0, y0=y0, weight=weight)
+    n_boot, seed = _check_count(n_boot, "n_boot", 2), _check_count(seed, "seed", 0)
+    if thin is not None:
+        thin = _check_count(thin, "thin", 1)
+    view = histogram.view(flow=True)
+    process = histogram.axes["process"]
+    columns = [process.index(0), process.index(1)]
+    values, variances = view.value[..., columns], view.variance[..., columns]
+    content = np.moveaxis(values, -1, 0)  # (process, x bin, y bin)
+
+    replicas = _bootstrap_contents(histogram, x, score, label, weight, content.shape, n_boot, seed)
+    replica_a, replica_b, replica_c, replica_d = region_sums(replicas[:, 0])
+    background = replica_a - _estimate(replica_b, replica_c, replica_d)
+    eta = _eta(replicas)
+    a, b, c, d = region_sums(values[..., 0])
+    estimate = _estimate(b, c, d)
+    var = region_sums(variances[..., 0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        effective = np.min([n**2 / v for n, v in zip((a, b, c, d), var, strict=True)], axis=0)
+    cuts = _chi2_cuts(effective, thin, min_events)
+    nonclosure = a - estimate
+    chi2, ndof, p_value, covariance = _chi2(nonclosure[cuts], background[:, cuts[0], cuts[1]])
+    return ClosureTest(
+        scan=closure_scan(histogram),
+        nonclosure=nonclosure,
+        nonclosure_error=_std(background),
+        background_estimate=estimate,
+        eta_error=_std(eta),
+        chi2=chi2,
+        ndof=ndof,
+        p_value=p_value,
+        chi2_cuts=cuts,
+        covariance=covariance,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def _check_count(value: Any, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        msg = f"{name} must be an integer >= {low}, got {value!r}"
+        raise ValueError(msg)
+    return int(value)
+
+
+def _bootstrap_contents(
+    histogram: Any,
+    x: ArrayLike,
+    score: ArrayLike,
+    label: ArrayLike,
+    weight: ArrayLike | None,
+    shape: tuple[int, ...],
+    n_boot: int,
+    seed: int,
+) -> FloatArray:
+    """``(n_boot, process, x bin, y bin)``: the histogram's content in each Poisson replica."""
+    rng = np.random.default_rng(seed)
+    x_edges, y_edges = histogram.axes["x"].edges, histogram.axes["y"].edges
+    x_bin = np.searchsorted(x_edges, np.asarray(x, dtype=np.float64), side="right")
+    y_bin = np.searchsorted(y_edges, np.asarray(score, dtype=np.float64), side="right")
+    label_arr = np.asarray(label).astype(np.intp)
+    index = (label_arr * shape[1] + x_bin) * shape[2] + y_bin
+    n_bins = int(np.prod(shape))
+    if weight is None:
+        counts = np.bincount(index, minlength=n_bins)
+        return rng.poisson(counts, size=(n_boot, n_bins)).astype(np.float64).reshape(n_boot, *shape)
+    w = np.asarray(weight, dtype=np.float64)
+    out = np.empty((n_boot, n_bins))
+    block = max(1, BLOCK_SIZE // max(len(index), 1))
+    for start in range(0, n_boot, block):
+        stop = min(start + block, n_boot)
+        draws = rng.poisson(1.0, (stop - start, len(index))) * w
+        flat = (np.arange(stop - start)[:, None] * n_bins + index).ravel()
+        sums = np.bincount(flat, weights=draws.ravel(), minlength=(stop - start) * n_bins)
+        out[start:stop] = sums.reshape(stop - start, n_bins)
+    return out.reshape(n_boot, *shape)
+
+
+def _estimate(b: FloatArray, c: FloatArray, d: FloatArray) -> FloatArray:
+    """``N_B N_C / N_D``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return b * c / d
+
+
+def _eta(replicas: FloatArray) -> FloatArray:
+    """``eta_A`` of all events in every replica (as :attr:`ClosureScan.eta`)."""
+    a, b, c, d = region_sums(replicas.sum(axis=1))
+    signal_a = region_sums(replicas[:, 1])[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (signal_a - (a - _estimate(b, c, d))) / a
+
+
+def _std(replicas: FloatArray) -> FloatArray:
+    """Standard deviation over replicas (``ddof=1``); NaN where a replica is not finite."""
+    finite = np.isfinite(replicas).all(axis=0)
+    out = np.full(replicas.shape[1:], np.nan)
+    out[finite] = replicas[:, finite].std(axis=0, ddof=1)
+    return out
+
+
+def thinned_indices(n: int, thin: int | None) -> NDArray[np.intp]:
+    """``thin`` indices evenly spaced over ``range(n)``, the first and last included (all if ``None``)."""
+    if thin is None or thin >= n:
+        return np.arange(n, dtype=np.intp)
+    return np.unique(np.round(np.linspace(0, n - 1, thin)).astype(np.intp))
+
+
+def _chi2_cuts(
+    effective: FloatArray, thin: int | None, min_events: float
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Indices of the cuts in the chi-square: a thinned grid, well-populated regions only."""
+    rows, cols = (thinned_indices(n, thin) for n in effective.shape)
+    i, j = (a.ravel() for a in np.meshgrid(rows, cols, indexing="ij"))
+    keep = np.isfinite(effective[i, j]) & (effective[i, j] >= min_events)
+    if not keep.any():
+        msg = (
+            f"no cut of the thinned grid has {min_events:g} effective background events in "
+            "every region: widen the cuts or lower min_events"
+        )
+        raise ValueError(msg)
+    return i[keep], j[keep]
+
+
+def _chi2(value: FloatArray, replicas: FloatArray) -> tuple[float, int, float, FloatArray]:
+    """Chi-square of ``value`` with the pseudo-inverse of the replicas' covariance, and its p-value."""
+    from scipy import stats
+
+    n_boot, n_cuts = replicas.shape
+    if n_boot <= n_cuts:
+        msg = (
+            f"n_boot = {n_boot} replicas cannot estimate the covariance of {n_cuts} cuts: "
+            "use more replicas or a smaller thin"
+        )
+        raise ValueError(msg)
+    covariance = np.atleast_2d(np.cov(replicas, rowvar=False, ddof=1))
+    eigenvalues, eigenvectors = np.linalg.eigh(covariance)
+    kept = eigenvalues > RANK_TOLERANCE * max(float(eigenvalues.max()), 0.0)
+    if not kept.any():
+        msg = "the non-closure does not vary over the replicas: no covariance to test against"
+        raise ValueError(msg)
+    projected = eigenvectors[:, kept].T @ value
+    chi2 = float(np.sum(projected**2 / eigenvalues[kept]))
+    ndof = int(kept.sum())
+    statistic = chi2 * (n_boot - ndof) / (ndof * (n_boot - 1))
+    p_value = float(stats.f.sf(statistic, ndof, n_boot - ndof))
+    return chi2, ndof, p_value, covariance

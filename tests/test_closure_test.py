@@ -1,0 +1,126 @@
+"""The closure test: bootstrap covariance of the background non-closure over the cut grid."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rosenblatt.abcd import abcd_histogram, closure_scan
+from rosenblatt.abcd.closure_test import ClosureTest, closure_test, thinned_indices
+
+N_EVENTS = 10_000
+
+
+def independent(seed: int, n: int = N_EVENTS) -> tuple[np.ndarray, np.ndarray]:
+    """A product distribution: x normal, y uniform and independent of it."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(n), rng.uniform(0.0, 1.0, n)
+
+
+def cuts(x: np.ndarray, y: np.ndarray, n_cuts: int = 30) -> dict[str, np.ndarray]:
+    levels = np.linspace(0.1, 0.9, n_cuts)
+    return {"x0": np.quantile(x, levels), "y0": np.quantile(y, levels)}
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_p_value_is_uniform_for_independent_x_and_y(weighted: bool) -> None:
+    p_values = []
+    for seed in range(20):
+        x, y = independent(seed)
+        weight = np.random.default_rng(100 + seed).uniform(0.5, 1.5, len(x)) if weighted else None
+        result = closure_test(x, y, np.zeros(len(x), int), weight, **cuts(x, y), n_boot=200, seed=seed)
+        p_values.append(result.p_value)
+    p_values = np.array(p_values)
+    assert not np.all(p_values < 0.05)
+    assert 0.2 < p_values.mean() < 0.8
+    assert result.ndof == 25
+
+
+def test_p_value_is_tiny_for_correlated_x_and_y() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(N_EVENTS)
+    y = 0.6 * x + 0.8 * rng.standard_normal(N_EVENTS)
+    result = closure_test(x, y, np.zeros(N_EVENTS, int), **cuts(x, y), n_boot=200)
+    assert result.p_value < 1e-10
+    assert result.chi2_per_dof > 10
+    assert result.closed_fraction == 0.0
+
+
+def test_counts_match_the_closure_scan_and_the_bootstrap_errors_match_the_analytic_ones() -> None:
+    x, y = independent(4, 40_000)
+    label = (np.random.default_rng(5).random(len(x)) < 0.1).astype(int)
+    grid = cuts(x, y, 12)
+    result = closure_test(x, y, label, **grid, n_boot=400, seed=1)
+    scan = closure_scan(abcd_histogram(x, y, label, **grid))
+    np.testing.assert_array_equal(result.eta, scan.eta)
+    background = closure_scan(abcd_histogram(x[label == 0], y[label == 0], label[label == 0], **grid))
+    np.testing.assert_allclose(result.nonclosure, background.signal_estimate, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(result.background_estimate, background.background_estimate)
+    # independent regions: the propagated error of N_A - N_B N_C / N_D, within bootstrap noise
+    ratio = result.nonclosure_error / background.signal_estimate_error
+    assert 0.85 < np.median(ratio) < 1.15
+    assert 0.85 < np.median(result.eta_error / scan.eta_error) < 1.15
+
+
+def test_weighted_bootstrap_uses_poisson_weights_per_event() -> None:
+    x, y = independent(6, 5000)
+    label = np.zeros(len(x), int)
+    grid = cuts(x, y, 8)
+    ones = closure_test(x, y, label, np.ones(len(x)), **grid, n_boot=300, seed=2)
+    doubled = closure_test(x, y, label, np.full(len(x), 2.0), **grid, n_boot=300, seed=2)
+    np.testing.assert_allclose(doubled.nonclosure_error, 2 * ones.nonclosure_error, rtol=1e-12)
+    assert doubled.chi2 == pytest.approx(ones.chi2, rel=1e-9)
+    negative = np.where(np.arange(len(x)) % 20 == 0, -0.5, 1.0)
+    result = closure_test(x, y, label, negative, **grid, n_boot=300, seed=2)
+    assert np.all(np.isfinite(result.nonclosure_error))
+
+
+def test_deterministic_from_the_seed() -> None:
+    x, y = independent(7, 3000)
+    label = np.zeros(len(x), int)
+    first = closure_test(x, y, label, **cuts(x, y, 6), n_boot=100, seed=9)
+    again = closure_test(x, y, label, **cuts(x, y, 6), n_boot=100, seed=9)
+    other = closure_test(x, y, label, **cuts(x, y, 6), n_boot=100, seed=10)
+    assert first.chi2 == again.chi2
+    np.testing.assert_array_equal(first.covariance, again.covariance)
+    assert first.chi2 != other.chi2
+
+
+def test_closed_fraction_counts_small_and_statistical_eta() -> None:
+    x, y = independent(8, 200_000)
+    label = np.zeros(len(x), int)
+    result = closure_test(x, y, label, **cuts(x, y, 10), n_boot=100)
+    assert isinstance(result, ClosureTest)
+    eta, error = np.abs(result.eta), result.eta_error
+    expected = np.mean((eta < 1e-2) & (eta < 2 * error))
+    assert result.closed_fraction == pytest.approx(expected)
+    assert 0.3 < result.closed_fraction < 1.0
+    assert result.fraction_closed(tolerance=1e-9) == 0.0
+
+
+def test_singular_covariance_uses_its_rank() -> None:
+    x, y = independent(9, 5000)
+    grid = cuts(x, y, 5)
+    grid["x0"] = np.concatenate((grid["x0"], grid["x0"][:2] + 1e-9))  # cuts with the same events
+    result = closure_test(x, y, np.zeros(len(x), int), **grid, n_boot=200, thin=None)
+    assert result.ndof < len(result.chi2_cuts[0])
+    assert 0.0 <= result.p_value <= 1.0
+
+
+def test_invalid_input() -> None:
+    x, y = independent(10, 2000)
+    label = np.zeros(len(x), int)
+    with pytest.raises(ValueError, match="cannot estimate the covariance"):
+        closure_test(x, y, label, **cuts(x, y, 10), n_boot=20, thin=None)
+    with pytest.raises(ValueError, match="effective background events"):
+        closure_test(x, y, label, **cuts(x, y), min_events=1e9)
+    with pytest.raises(ValueError, match="n_boot"):
+        closure_test(x, y, label, **cuts(x, y), n_boot=1)
+    with pytest.raises(ValueError, match="label"):
+        closure_test(x, y, np.full(len(x), 2), **cuts(x, y))
+
+
+def test_thinned_indices() -> None:
+    np.testing.assert_array_equal(thinned_indices(100, 5), [0, 25, 50, 74, 99])
+    np.testing.assert_array_equal(thinned_indices(4, 10), [0, 1, 2, 3])
+    np.testing.assert_array_equal(thinned_indices(4, None), [0, 1, 2, 3])
