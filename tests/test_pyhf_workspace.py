@@ -98,6 +98,14 @@ def test_expected_limit_agrees_with_pyhf_upper_limit() -> None:
     assert expected_upper_limit(workspace) == pytest.approx(float(expected_band[2]), rel=1e-4)
 
 
+def test_expected_limit_is_searched_beyond_the_bound_of_mu() -> None:
+    counts = (120, 400, 500, 2000, 30.0, 3.0, 5.0, 1.0)
+    wide = expected_upper_limit(pyhf_workspace(*counts))
+    narrow = expected_upper_limit(pyhf_workspace(*counts, mu_max=0.2))
+    assert narrow == pytest.approx(wide, rel=1e-4)
+    assert wide > 0.2
+
+
 def test_sensitivity_map() -> None:
     rng = np.random.default_rng(1)
     n_bkg, n_sig = 20_000, 400

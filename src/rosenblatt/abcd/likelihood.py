@@ -60,6 +60,8 @@ NORMFACTORS = {
 NORMFACTOR_BOUNDS = (0.0, 10.0)
 #: tolerance of the fits (scipy's SLSQP)
 FIT_TOLERANCE = 1e-10
+#: times the search for an expected limit may widen its range of mu fourfold
+MAX_WIDENING = 12
 
 
 def pyhf_workspace(
@@ -211,7 +213,8 @@ def expected_upper_limit(workspace: pyhf.Workspace, level: float = 0.05) -> floa
     Asymptotic (``qtilde``): on the background-only Asimov data set the
     observed CLs is the median expected one, ``2 (1 - Phi(sqrt(q_mu)))``, so
     the limit is the ``mu`` where ``sqrt(q_mu) = Phi^-1(1 - level / 2)`` (1.96
-    for 95%), found by Brent's method on ``mu``.
+    for 95%), found by Brent's method on ``mu`` (searched beyond the
+    workspace's upper bound of ``mu`` if need be).
     """
     from scipy import optimize, stats
 
@@ -225,12 +228,15 @@ def expected_upper_limit(workspace: pyhf.Workspace, level: float = 0.05) -> floa
     def excess(mu: float) -> float:
         return math.sqrt(max(_conditional(model, data, mu) - twice_nll, 0.0)) - target
 
-    low, high = model.config.suggested_bounds()[model.config.poi_index]
-    low = max(low, 1e-9 * high)
-    if excess(high) < 0:
-        msg = f"the expected limit lies above the upper bound of mu ({high:g}); raise mu_max"
+    high = float(model.config.suggested_bounds()[model.config.poi_index][1])
+    for _ in range(MAX_WIDENING):
+        if excess(high) >= 0:
+            break
+        high *= 4.0
+    else:
+        msg = f"no expected limit on mu below {high:g}: the signal hardly changes the likelihood"
         raise ValueError(msg)
-    return float(optimize.brentq(excess, low, high, xtol=1e-6 * high, rtol=1e-8))
+    return float(optimize.brentq(excess, 1e-9 * high, high, xtol=1e-7 * high, rtol=1e-8))
 
 
 def _asimov(model: Any, mu: float) -> tuple[Any, float]:
@@ -242,11 +248,14 @@ def _asimov(model: Any, mu: float) -> tuple[Any, float]:
 
 
 def _conditional(model: Any, data: Any, mu: float) -> float:
-    """Twice the negative log-likelihood profiled at ``mu``."""
+    """Twice the negative log-likelihood profiled at ``mu`` (``mu`` may exceed its bound)."""
     import pyhf
 
+    bounds = [list(bound) for bound in model.config.suggested_bounds()]
+    poi = model.config.poi_index
+    bounds[poi][1] = max(bounds[poi][1], 2.0 * mu)
     _, twice_nll = pyhf.infer.mle.fixed_poi_fit(
-        mu, data, model, return_fitted_val=True, tolerance=FIT_TOLERANCE
+        mu, data, model, par_bounds=bounds, return_fitted_val=True, tolerance=FIT_TOLERANCE
     )
     return float(twice_nll)
 
