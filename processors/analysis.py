@@ -85,9 +85,9 @@ class Variant:
 class PlaneBinning:
     """Regular binning of the fine ``(x, score)`` planes of the figures."""
 
-    x_bins: int = 100
+    x_bins: int = 80
     x_range: tuple[float, float] = (0.0, 10_000.0)
-    y_bins: int = 100
+    y_bins: int = 50
 
 
 def _dataset_axis() -> Any:

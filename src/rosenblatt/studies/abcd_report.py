@@ -37,7 +37,7 @@ def write_histograms_json(path: Path, output: dict[str, Any]) -> None:
     from hist import serialization
 
     document = {
-        kind: {variant: serialization.to_uhi(h) for variant, h in sorted(output[kind].items())}
+        kind: {variant: serialization.to_uhi(h) for variant, h in output[kind].items()}
         for kind in ("abcd", "plane")
     }
     path.write_text(json.dumps(document, default=uhi.io.json.default), encoding="utf-8")
@@ -71,7 +71,8 @@ def write_outputs(
     """Write every output of the study to ``folder``; return the summary."""
     names = write_root_histograms(folder / "abcd.root", output["abcd"])
     write_histograms_json(folder / "histograms.json", output)
-    scans = {variant: closure_scan(h[{"dataset": sum}]) for variant, h in sorted(output["abcd"].items())}
+    order = sorted(output["abcd"], key=lambda variant: (variant != "score", variant))
+    scans = {variant: closure_scan(output["abcd"][variant][{"dataset": sum}]) for variant in order}
     closure = {variant: closure_summary(scan) for variant, scan in scans.items()}
     (folder / "closure.json").write_text(json.dumps(closure, allow_nan=True, default=float), encoding="utf-8")
     cutflow = {
@@ -104,7 +105,8 @@ def draw_figures(folder: Path, output: dict[str, Any], scans: dict[str, ClosureS
     names = {}
     for variant, scan in scans.items():
         plane = output["plane"][variant][{"dataset": sum}]
-        fig, axes = figure(ncols=2)
+        fig, axes = figure(ncols=2, width=8.5)
+        fig.subplots_adjust(wspace=0.45)
         processes = list(plane.axes["process"])
         background = plane[{"process": processes.index(0)}] if 0 in processes else None
         signal = plane[{"process": processes.index(1)}] if 1 in processes else None
