@@ -271,6 +271,29 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
             "pull_mean": float(np.mean(pulls)) if len(pulls) else float("nan"),
             "pull_std": float(np.std(pulls)) if len(pulls) else float("nan"),
         }
+    # statistics: uncertainties, closure test, likelihood, contamination (studies/lhco_statistics.py)
+    from rosenblatt.studies.lhco_statistics import statistics
+
+    val_label = np.asarray(val["label"])
+    stats = statistics(
+        config,
+        folder,
+        mjj=test_mjj,
+        label=test_label,
+        scores=test_scores,
+        baseline=test_base,
+        chosen=chosen,
+        x_def=x_def,
+        y_def=y_def,
+        x_sig=np.asarray(val["mjj"], dtype=np.float64)[val_label == 1],
+        y_sig=_scores(val, best["column"])[val_label == 1],
+        closures=closures,
+        x0=x0,
+        y0=y0,
+        mjj_max=mjj_max,
+    )
+    for name, values in stats["classifiers"].items():
+        summary_classifiers[name].update(values)
     summary_classifiers["irgi"]["depth"] = chosen["irgi"]
     summary_classifiers["kde"]["sigma_r"] = chosen["kde"]
     summary_classifiers["baseline"]["model"] = best["name"]
@@ -289,12 +312,15 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         "sigma_r": chosen["kde"],
         "models": [{k: v for k, v in m.items() if isinstance(v, (int, float, str, type(None)))} for m in models],
         "scans": scans,
+        "contamination": stats["contamination"],
+        "automatic_parameters": stats["automatic"],
+        "statistics_seconds": stats["timings"],
     }
     summary["claims"] = _claims(summary)
     (folder / "summary.json").write_text(json.dumps(summary, indent=2, default=float), encoding="utf-8")
     from rosenblatt.studies.lhco_report import figures, report
 
-    figs = figures(folder, summary, models, best, disco, scans, chosen, closures, test_mjj, test_label, test_scores, fitted["irgi"][chosen["irgi"]], x_def, y_def)
+    figs = figures(folder, summary, models, best, disco, scans, chosen, closures, test_mjj, test_label, test_scores, fitted["irgi"][chosen["irgi"]], x_def, y_def, stats)
     (folder / "report.md").write_text(report(summary, figs), encoding="utf-8")
     return summary
 

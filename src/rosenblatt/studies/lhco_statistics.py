@@ -1,0 +1,515 @@
+"""The statistics stage of the LHCO study: uncertainties, the closure test, the likelihood, contamination.
+
+Everything here works on the in-memory arrays of the study's samples:
+
+* **Bootstrap of the figures of merit.** ``n_boot`` replicas, each with
+  independent Poisson(1) weights on the testing events and, for IRGI and KDE,
+  the matching replica of :func:`rosenblatt.bootstrap` refitted on the
+  defining sample with the chosen parameter. AUC, dCor², R50 and ``eta_A``
+  (over the whole cut grid) are recomputed per replica; their standard
+  deviation is the quoted uncertainty. The baseline and DisCo scores are not
+  retrained: their uncertainty is the testing sample's alone.
+* **The closure test** (:func:`rosenblatt.abcd.closure_test`) per classifier on
+  the testing sample: chi² per degree of freedom and p-value of the
+  background's non-closure, and the fraction of the cut grid where ``|eta_A|``
+  is below both 1e-2 and twice its bootstrap uncertainty.
+* **The ABCD likelihood** (:func:`rosenblatt.abcd.pyhf_workspace`) at each
+  classifier's best cut, with the testing background's measured relative
+  non-closure as a ``normsys``: Asimov significance and expected 95% CLs limit
+  on ``mu``; the workspace is written as ``workspace_<classifier>.json``.
+* **Signal contamination of the defining sample.** IRGI and KDE refitted with
+  W' events of the validation sample injected into the defining background;
+  the bias of the ABCD signal estimate at the nominal best cut, AUC and dCor²
+  with the testing sample's bootstrap uncertainty.
+* **Automatic parameters** (``depth="auto"``, ``sigma_r="auto"``) chosen on
+  the defining sample alone, for comparison with the paper's rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+import rosenblatt as rb
+from rosenblatt.abcd import (
+    ClosureScan,
+    SensitivityMap,
+    closure_test,
+    expected_significance,
+    expected_upper_limit,
+    pyhf_workspace,
+)
+from rosenblatt.abcd.closure import region_sums
+from rosenblatt.abcd.closure_test import thinned_indices
+
+__all__ = ["CONTAMINATION_FRACTIONS", "quiet_pyhf", "statistics"]
+
+log = logging.getLogger("rosenblatt.lhco")
+
+FloatArray = NDArray[np.float64]
+
+#: injected W' events as fractions of the defining background
+CONTAMINATION_FRACTIONS = (0.0, 0.001, 0.01, 0.05, 0.1)
+#: largest relative non-closure accepted as a normsys (pyhf_workspace needs < 1)
+MAX_NONCLOSURE = 0.99
+
+
+@contextlib.contextmanager
+def quiet_pyhf() -> Iterator[None]:
+    """Silence pyhf 0.7's jsonschema ``RefResolver`` deprecation warning and its INFO log lines."""
+    logger = logging.getLogger("pyhf")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings(
+                "ignore",
+                message="jsonschema.RefResolver is deprecated",
+                category=DeprecationWarning,
+            )
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def statistics(
+    config: dict[str, Any],
+    folder: Path,
+    *,
+    mjj: FloatArray,
+    label: NDArray[np.int64],
+    scores: dict[str, FloatArray],
+    baseline: FloatArray,
+    chosen: dict[str, Any],
+    x_def: FloatArray,
+    y_def: FloatArray,
+    x_sig: FloatArray,
+    y_sig: FloatArray,
+    closures: dict[str, ClosureScan],
+    x0: FloatArray,
+    y0: FloatArray,
+    mjj_max: float,
+) -> dict[str, Any]:
+    """Run the statistics stage; return per-classifier results, the contamination list and timings.
+
+    ``mjj``, ``label``, ``scores`` (per classifier) and ``baseline`` are the
+    testing sample's; ``x_def``, ``y_def`` the defining background (m_jj,
+    baseline score), ``x_sig``, ``y_sig`` the validation signal;
+    ``closures`` the testing sample's closure scans (from the analysis
+    processor) and ``chosen`` the IRGI depth and KDE sigma_r.
+    """
+    cfg = config.get("statistics", {})
+    n_boot = int(cfg.get("n_boot", 30))
+    seed = int(cfg.get("seed", 0))
+    timings: dict[str, float] = {}
+    keep = mjj < mjj_max
+    bkg = label == 0
+    n_events = len(mjj)
+    rng = np.random.default_rng([seed, 1])
+    test_weights = rng.poisson(1.0, (n_boot, n_events)).astype(np.float64)
+    grid = _Grid(mjj[keep], label[keep], x0, y0)
+    best_index = {name: _best_index(scan) for name, scan in closures.items()}
+
+    # ---- bootstrap of the figures of merit
+    start = time.perf_counter()
+    makers = {
+        "irgi": lambda: rb.IRGI(depth=int(chosen["irgi"])),
+        "kde": lambda: rb.KDE(sigma_r=float(chosen["kde"])),
+    }
+    results: dict[str, dict[str, Any]] = {}
+    eta_error: dict[str, FloatArray] = {}
+    for name, nominal in scores.items():
+        ensemble = (
+            rb.bootstrap(makers[name](), x_def, y_def, n=n_boot, seed=seed)
+            if name in makers
+            else None
+        )
+        foms = {key: np.full(n_boot, np.nan) for key in ("auc", "dcc", "r50")}
+        etas = np.full((n_boot, len(x0), len(y0)), np.nan)
+        unusable = 0
+        for k in range(n_boot):
+            try:
+                score = (
+                    nominal if ensemble is None else ensemble.replicas_[k].transform(mjj, baseline)
+                )
+            except ValueError as err:  # a KDE replica whose weights vanish near some testing events
+                log.debug("replica %d of %s cannot transform the testing sample: %s", k, name, err)
+                unusable += 1
+                continue
+            w = test_weights[k]
+            foms["auc"][k] = rb.roc_auc(label, score, w)
+            foms["dcc"][k] = rb.distance_correlation_sqr(mjj[bkg], score[bkg], w[bkg])
+            foms["r50"][k] = rb.background_rejection(label, score, weight=w)
+            etas[k] = grid.eta(score[keep], w[keep])
+        i, j = best_index[name]
+        eta_error[name] = _std(etas)
+        with np.errstate(invalid="ignore"):
+            nominal_eta = grid.eta(nominal[keep], np.ones(int(keep.sum())))
+            difference = np.nanmax(np.abs(nominal_eta - closures[name].eta))
+        log.info(
+            "%s: eta of the bootstrap's grid differs from the processor's by at most %g",
+            name,
+            difference,
+        )
+        results[name] = {
+            "auc_err": _sd(foms["auc"]),
+            "dcc_err": _sd(foms["dcc"]),
+            "r50_err": _sd(foms["r50"]),
+            "eta_best_err": float(eta_error[name][i, j]),
+            "n_boot": n_boot,
+            "transform_refitted": ensemble is not None,
+        }
+        if ensemble is not None:
+            results[name]["n_refits"] = ensemble.n_refits_
+            results[name]["n_boot_unusable"] = unusable
+    timings["bootstrap"] = time.perf_counter() - start
+
+    # ---- closure test
+    start = time.perf_counter()
+    tests = {}
+    n_closure = int(cfg.get("closure_n_boot", 200))
+    thin = int(cfg.get("closure_thin", 5))
+    for name, score in scores.items():
+        scan = closures[name]
+        try:
+            test = closure_test(
+                mjj[keep],
+                score[keep],
+                label[keep],
+                x0=x0,
+                y0=y0,
+                n_boot=n_closure,
+                seed=seed,
+                thin=thin,
+            )
+        except ValueError as err:  # too few events in the regions of every thinned cut
+            log.warning("closure test of %s not possible: %s", name, err)
+            test = None
+        tests[name] = test
+        with np.errstate(invalid="ignore"):
+            significant = (np.abs(scan.eta) < 1e-2) & (np.abs(scan.eta) < 2 * eta_error[name])
+        results[name].update(
+            {
+                "closure_chi2": None if test is None else test.chi2,
+                "closure_ndof": None if test is None else test.ndof,
+                "closure_chi2_ndf": None if test is None else test.chi2_per_dof,
+                "closure_pvalue": None if test is None else test.p_value,
+                "frac_eta_significant_below_1e-2": float((significant & scan.valid).mean()),
+            }
+        )
+    timings["closure_test"] = time.perf_counter() - start
+
+    # ---- the ABCD likelihood at the best cut
+    start = time.perf_counter()
+    background_regions = {}
+    signal_regions = {}
+    for name, score in scores.items():
+        content = grid.content(score[keep], np.ones(int(keep.sum())))
+        background_regions[name] = region_sums(content[0])
+        signal_regions[name] = region_sums(content[1])
+        i, j = best_index[name]
+        test = tests[name]
+        relative = float(test.relative_nonclosure[i, j]) if test is not None else float("nan")
+        results[name].update(
+            _likelihood(
+                folder,
+                name,
+                [float(r[i, j]) for r in background_regions[name]],
+                [float(r[i, j]) for r in signal_regions[name]],
+                relative,
+            )
+        )
+    timings["likelihood"] = time.perf_counter() - start
+
+    maps = {}
+    sensitivity_thin = cfg.get("sensitivity_thin")
+    if sensitivity_thin:
+        start = time.perf_counter()
+        for name in scores:
+            nonclosure = (
+                tests[name].relative_nonclosure
+                if tests[name] is not None
+                else np.zeros((len(x0), len(y0)))
+            )
+            maps[name] = _sensitivity_map(
+                background_regions[name],
+                signal_regions[name],
+                nonclosure,
+                x0,
+                y0,
+                int(sensitivity_thin),
+            )
+            computed = np.isfinite(maps[name].significance).any()
+            results[name]["sensitivity_best"] = maps[name].best() if computed else None
+        timings["sensitivity_map"] = time.perf_counter() - start
+
+    # ---- contamination of the defining sample
+    start = time.perf_counter()
+    contamination = _contamination(
+        cfg,
+        makers,
+        mjj,
+        label,
+        baseline,
+        keep,
+        grid,
+        best_index,
+        test_weights,
+        x_def,
+        y_def,
+        x_sig,
+        y_sig,
+        seed,
+    )
+    timings["contamination"] = time.perf_counter() - start
+
+    # ---- parameters chosen on the defining sample alone
+    automatic = None
+    if cfg.get("auto_parameters", True):
+        start = time.perf_counter()
+        automatic = _automatic(config, mjj, label, baseline, x_def, y_def)
+        timings["auto_parameters"] = time.perf_counter() - start
+    log.info("statistics stage: %s", ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+    return {
+        "classifiers": results,
+        "contamination": contamination,
+        "automatic": automatic,
+        "maps": maps,
+        "eta_error": eta_error,
+        "timings": timings,
+    }
+
+
+class _Grid:
+    """The ABCD regions of the testing events over the cut grid, refilled with other weights or scores."""
+
+    def __init__(
+        self, x: FloatArray, label: NDArray[np.int64], x0: FloatArray, y0: FloatArray
+    ) -> None:
+        self.x_bin = np.searchsorted(x0, x, side="right")
+        self.label = np.asarray(label).astype(np.intp)
+        self.y0 = y0
+        self.shape = (2, len(x0) + 1, len(y0) + 1)
+
+    def content(self, score: FloatArray, weight: FloatArray) -> FloatArray:
+        """``(process, x bin, y bin)`` weighted counts, flow bins included (as :func:`abcd_histogram`)."""
+        y_bin = np.searchsorted(self.y0, score, side="right")
+        index = (self.label * self.shape[1] + self.x_bin) * self.shape[2] + y_bin
+        return np.bincount(index, weights=weight, minlength=int(np.prod(self.shape))).reshape(
+            self.shape
+        )
+
+    def eta(self, score: FloatArray, weight: FloatArray) -> FloatArray:
+        """``eta_A`` of all events over the grid (as :attr:`ClosureScan.eta`)."""
+        content = self.content(score, weight)
+        a, b, c, d = region_sums(content.sum(axis=0))
+        signal_a = region_sums(content[1])[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (signal_a - (a - b * c / d)) / a
+
+    def signal_bias(self, score: FloatArray, weight: FloatArray, i: int, j: int) -> float:
+        """``(N_A - N_B N_C / N_D - S_A) / S_A`` at the cut ``(i, j)``."""
+        content = self.content(score, weight)
+        a, b, c, d = (r[i, j] for r in region_sums(content.sum(axis=0)))
+        signal_a = region_sums(content[1])[0][i, j]
+        if d <= 0 or signal_a <= 0:
+            return float("nan")
+        return float((a - b * c / d - signal_a) / signal_a)
+
+
+def _best_index(scan: ClosureScan) -> tuple[int, int]:
+    """Indices of :meth:`ClosureScan.best`'s cut."""
+    abs_eta = np.where(scan.valid, np.abs(scan.eta), np.inf)
+    i, j = np.unravel_index(int(np.argmin(abs_eta)), abs_eta.shape)
+    return int(i), int(j)
+
+
+def _sd(values: FloatArray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(np.std(finite, ddof=1)) if len(finite) > 1 else float("nan")
+
+
+def _std(replicas: FloatArray) -> FloatArray:
+    """Standard deviation per cut over the replicas finite there (NaN where fewer than half are).
+
+    A replica can empty a region of a cut that the nominal sample populates.
+    """
+    replicas = replicas[~np.isnan(replicas).all(axis=(1, 2))]
+    finite = np.isfinite(replicas)
+    count = finite.sum(axis=0)
+    values = np.where(finite, replicas, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = values.sum(axis=0) / count
+        variance = (np.where(finite, replicas - mean, 0.0) ** 2).sum(axis=0) / (count - 1)
+    return np.where(2 * count >= max(len(replicas), 2), np.sqrt(variance), np.nan)
+
+
+def _likelihood(
+    folder: Path, name: str, background: list[float], signal: list[float], relative: float
+) -> dict[str, Any]:
+    """Asimov significance and expected limit at one cut; the workspace written as JSON."""
+    out: dict[str, Any] = {
+        "significance": float("nan"),
+        "upper_limit": float("nan"),
+        "nonclosure": relative,
+    }
+    n_a, n_b, n_c, n_d = background
+    if min(n_b, n_c, n_d, signal[0]) <= 0:
+        out["likelihood_note"] = (
+            "a control region holds no background or A no signal at the best cut"
+        )
+        return out
+    if not np.isfinite(relative):
+        relative = 0.0
+        out["likelihood_note"] = "non-closure not measurable at the best cut: left out"
+    elif relative >= MAX_NONCLOSURE:
+        out["likelihood_note"] = f"non-closure {relative:.3g} capped at {MAX_NONCLOSURE}"
+        relative = MAX_NONCLOSURE
+    import pyhf
+
+    with quiet_pyhf():
+        workspace = pyhf_workspace(n_a, n_b, n_c, n_d, *signal, nonclosure=relative)
+        try:
+            out["significance"] = expected_significance(workspace)
+            out["upper_limit"] = expected_upper_limit(workspace)
+        except (ValueError, pyhf.exceptions.FailedMinimization) as err:
+            out["likelihood_note"] = f"fit failed: {err}"
+    path = folder / f"workspace_{name}.json"
+    path.write_text(json.dumps(dict(workspace), indent=2), encoding="utf-8")
+    out["workspace"] = path.name
+    return out
+
+
+def _sensitivity_map(
+    background: tuple[FloatArray, ...],
+    signal: tuple[FloatArray, ...],
+    nonclosure: FloatArray,
+    x0: FloatArray,
+    y0: FloatArray,
+    thin: int,
+) -> SensitivityMap:
+    """Significance and limit on a thinned grid of cuts, as :func:`~rosenblatt.abcd.sensitivity_map`.
+
+    A cut whose fit fails (few events) is left NaN instead of ending the map.
+    """
+    import pyhf
+
+    start = time.perf_counter()
+    significance = np.full((len(x0), len(y0)), np.nan)
+    upper_limit = np.full((len(x0), len(y0)), np.nan)
+    for i in thinned_indices(len(x0), thin):
+        for j in thinned_indices(len(y0), thin):
+            n_a, n_b, n_c, n_d = (float(r[i, j]) for r in background)
+            s_a, s_b, s_c, s_d = (float(r[i, j]) for r in signal)
+            r = float(nonclosure[i, j])
+            if min(n_b, n_c, n_d, s_a) <= 0 or not 0 <= r < 1:
+                continue
+            with quiet_pyhf():
+                workspace = pyhf_workspace(n_a, n_b, n_c, n_d, s_a, s_b, s_c, s_d, nonclosure=r)
+                try:
+                    significance[i, j] = expected_significance(workspace)
+                    upper_limit[i, j] = expected_upper_limit(workspace)
+                except (ValueError, pyhf.exceptions.FailedMinimization) as err:
+                    log.info("no expected limit at the cut (%g, %g): %s", x0[i], y0[j], err)
+    return SensitivityMap(
+        x0=x0,
+        y0=y0,
+        significance=significance,
+        upper_limit=upper_limit,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _contamination(
+    cfg: dict[str, Any],
+    makers: dict[str, Any],
+    mjj: FloatArray,
+    label: NDArray[np.int64],
+    baseline: FloatArray,
+    keep: NDArray[np.bool_],
+    grid: _Grid,
+    best_index: dict[str, tuple[int, int]],
+    test_weights: FloatArray,
+    x_def: FloatArray,
+    y_def: FloatArray,
+    x_sig: FloatArray,
+    y_sig: FloatArray,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """IRGI and KDE refitted on the defining background with W' events injected."""
+    fractions = [float(f) for f in cfg.get("contamination", CONTAMINATION_FRACTIONS)]
+    order = np.random.default_rng([seed, 2]).permutation(len(x_sig))  # nested injected sets
+    bkg = label == 0
+    n_boot = len(test_weights)
+    rows = []
+    for name, make in makers.items():
+        i, j = best_index[name]
+        for fraction in fractions:
+            wanted = round(fraction * len(x_def))
+            n_inject = min(wanted, len(x_sig))
+            pick = order[:n_inject]
+            transform = make().fit(
+                np.concatenate([x_def, x_sig[pick]]), np.concatenate([y_def, y_sig[pick]])
+            )
+            score = transform.transform(mjj, baseline)
+            replicas = {key: np.empty(n_boot) for key in ("signal_bias", "auc", "dcc")}
+            for k, w in enumerate(test_weights):
+                replicas["signal_bias"][k] = grid.signal_bias(score[keep], w[keep], i, j)
+                replicas["auc"][k] = rb.roc_auc(label, score, w)
+                replicas["dcc"][k] = rb.distance_correlation_sqr(mjj[bkg], score[bkg], w[bkg])
+            rows.append(
+                {
+                    "classifier": name,
+                    "fraction": fraction,
+                    "n_injected": n_inject,
+                    "signal_bias": grid.signal_bias(score[keep], np.ones(int(keep.sum())), i, j),
+                    "signal_bias_err": _sd(replicas["signal_bias"]),
+                    "auc": rb.roc_auc(label, score),
+                    "auc_err": _sd(replicas["auc"]),
+                    "dcc": rb.distance_correlation_sqr(mjj[bkg], score[bkg]),
+                    "dcc_err": _sd(replicas["dcc"]),
+                }
+            )
+            if n_inject < wanted:
+                rows[-1]["note"] = (
+                    f"only {len(x_sig)} validation signal events to inject ({wanted} wanted)"
+                )
+    return rows
+
+
+def _automatic(
+    config: dict[str, Any],
+    mjj: FloatArray,
+    label: NDArray[np.int64],
+    baseline: FloatArray,
+    x_def: FloatArray,
+    y_def: FloatArray,
+) -> dict[str, Any]:
+    """IRGI and KDE with their parameter chosen by cross-validation on the defining sample alone."""
+    bkg = label == 0
+    n_perm = int(config.get("permutations", 100))
+    out = {}
+    for name, transform, attribute in (
+        ("irgi", rb.IRGI(depth="auto"), "depth_"),
+        ("kde", rb.KDE(sigma_r="auto"), "sigma_r_"),
+    ):
+        transform.fit(x_def, y_def)
+        score = transform.transform(mjj, baseline)
+        perm = rb.permutation_test(mjj[bkg], score[bkg], n_permutations=n_perm, seed=1)
+        value = getattr(transform, attribute)
+        out[name] = {
+            "value": int(value) if name == "irgi" else float(value),
+            "auc": rb.roc_auc(label, score),
+            "dcc": float(perm.statistic),
+            "dcc_floor": float(perm.floor),
+        }
+    return out
