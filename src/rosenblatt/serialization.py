@@ -9,7 +9,9 @@ The class of a saved ``kind`` is looked up among the transform classes
 defined (:func:`rosenblatt.transforms._base.transform_classes`). Importing
 this module registers :func:`save` and the correctionlib export as the writers
 behind ``transform.save(path)`` and ``transform.to_correctionlib()``
-(:func:`rosenblatt.transforms._base.register_writer`).
+(:func:`rosenblatt.transforms._base.register_writer`), and the correctionlib
+reader (:func:`rosenblatt.transforms._base.register_reader`); the correctionlib
+modules are imported on first use.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from rosenblatt._schema import SchemaError, check_array, check_domain
 from rosenblatt._version import __version__
 from rosenblatt.transforms import ConditionalCDFTransform
-from rosenblatt.transforms._base import register_writer, transform_classes
+from rosenblatt.transforms._base import register_reader, register_writer, transform_classes
 
 if TYPE_CHECKING:
     import correctionlib.schemav2
@@ -77,7 +79,7 @@ def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTrans
         msg = f"{source}: expected a JSON object, got {type(document).__name__}"
         raise SchemaError(msg)
     if "corrections" in document and "schema_version" in document:
-        from rosenblatt.io.correctionlib import from_correctionlib
+        from rosenblatt.io.correctionlib_import import from_correctionlib
 
         return from_correctionlib(document, source=source)
     if document.get("format") != FORMAT:
@@ -139,10 +141,38 @@ def _to_correctionlib(
     transform: ConditionalCDFTransform, name: str, **options: Any
 ) -> correctionlib.schemav2.CorrectionSet:
     """:func:`rosenblatt.io.correctionlib.to_correctionlib`, imported on first use."""
-    from rosenblatt.io.correctionlib import to_correctionlib
+    from rosenblatt.io.correctionlib_export import to_correctionlib
 
     return to_correctionlib(transform, name, **options)
 
 
+def _write_correctionlib(
+    transform: ConditionalCDFTransform, path: str | Path, name: str, **options: Any
+) -> dict[str, Any]:
+    """:func:`rosenblatt.io.correctionlib.write_correctionlib`, imported on first use."""
+    from rosenblatt.io.correctionlib_export import write_correctionlib
+
+    return write_correctionlib(transform, path, name, **options)
+
+
+def _correctionlib_document(
+    transform: ConditionalCDFTransform, name: str, **options: Any
+) -> dict[str, Any]:
+    """:func:`rosenblatt.io.correctionlib.correctionlib_document`, imported on first use."""
+    from rosenblatt.io.correctionlib_export import correctionlib_document
+
+    return correctionlib_document(transform, name, **options)
+
+
+def _from_correctionlib(document: Any) -> ConditionalCDFTransform:
+    """:func:`rosenblatt.io.correctionlib.from_correctionlib`, imported on first use."""
+    from rosenblatt.io.correctionlib_import import from_correctionlib
+
+    return from_correctionlib(document)
+
+
 register_writer("json", save)
 register_writer("correctionlib", _to_correctionlib)
+register_writer("correctionlib-file", _write_correctionlib)
+register_writer("correctionlib-document", _correctionlib_document)
+register_reader("correctionlib", _from_correctionlib)

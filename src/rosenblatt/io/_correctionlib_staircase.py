@@ -1,18 +1,19 @@
-"""Tabulation of a KDE's conditional CDF for the correctionlib export.
+"""Tabulation of a conditional CDF that is a staircase in ``y``, for the correctionlib export.
 
-A :class:`~rosenblatt.KDE` is a staircase in ``y``: at any ``x`` it jumps at
-every defining score ``u_j`` (to the weight of the scores ``<= u_j``) and is
-flat in between. It is tabulated on ``x`` nodes, refined until linear
-interpolation between neighbouring nodes is within a tolerance, and at each
-node on the vertices of a piecewise-linear approximation of the staircase
-within a tolerance (Ramer-Douglas-Peucker on the staircase's vertices).
+A kernel estimate is such a staircase: at any ``x`` it jumps at every
+defining score ``u_j`` (to the weight of the scores ``<= u_j``) and is flat in
+between. A transform that provides ``staircase()`` (see :class:`Staircase`)
+is tabulated on ``x`` nodes, refined until linear interpolation between
+neighbouring nodes is within a tolerance, and at each node on the vertices of
+a piecewise-linear approximation of the staircase within a tolerance
+(Ramer-Douglas-Peucker on the staircase's vertices).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,9 +21,8 @@ from tqdm.auto import tqdm
 
 if TYPE_CHECKING:
     from rosenblatt.io._correctionlib_numbers import ExactNumbers
-    from rosenblatt.transforms import KDE
 
-__all__ = ["KDESteps", "kde_columns", "kde_x_nodes"]
+__all__ = ["Staircase", "staircase_columns", "staircase_x_nodes"]
 
 #: elements of the largest temporary array
 BLOCK_ELEMENTS = 2_000_000
@@ -32,49 +32,25 @@ RELOCATION_TRIES = 16
 Column = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
 
 
-class KDESteps:
-    """A KDE's conditional CDF at any ``x``, on every distinct defining score."""
+class Staircase(Protocol):
+    """A conditional CDF that is a staircase in ``y`` (a transform's ``staircase()``)."""
 
-    def __init__(self, transform: KDE) -> None:
-        order = np.argsort(transform.y_, kind="stable")
-        scores = transform.y_[order]
-        self.x = transform.x_[order]
-        self.w = np.ones(len(scores)) if transform.weight_ is None else transform.weight_[order]
-        self.last = np.flatnonzero(np.append(scores[1:] != scores[:-1], True))
-        #: the distinct defining scores, increasing
-        self.levels = scores[self.last]
-        self.scale = 1.0 / (2.0 * transform.bandwidth_**2)
-        self.block = max(1, BLOCK_ELEMENTS // len(scores))
+    #: where it steps, increasing; it is flat in between
+    levels: NDArray[np.float64]
+    #: the scale in ``x`` over which it changes
+    x_scale: float
 
     def cdf(self, xq: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``gamma(xq[i], levels[j])`` as an array ``(len(xq), len(levels))``.
-
-        Each query's kernel is scaled by that of its nearest defining event,
-        which leaves the ratio unchanged and keeps it finite far from the sample.
-        """
-        out = np.empty((len(xq), len(self.levels)))
-        for start in range(0, len(xq), self.block):
-            exponent = (xq[start : start + self.block, None] - self.x[None, :]) ** 2 * self.scale
-            exponent -= exponent.min(axis=1, keepdims=True)
-            cumulative = np.cumsum(np.exp(-exponent) * self.w, axis=1)
-            total = cumulative[:, -1:]
-            if not np.all(total > 0):
-                msg = (
-                    "the kernel-weighted sum of the defining weights is not positive at "
-                    f"{int((~(total > 0)).sum())} x node(s): negative weights dominate there"
-                )
-                raise ValueError(msg)
-            out[start : start + self.block] = cumulative[:, self.last] / total
-        return out
+        """``gamma(xq[i], levels[j])`` as an array ``(len(xq), len(levels))``."""
+        ...
 
     def blocks(self, xq: NDArray[np.float64]) -> Iterator[tuple[int, NDArray[np.float64]]]:
         """:meth:`cdf` of consecutive blocks of ``xq``, with the first index of each."""
-        for start in range(0, len(xq), self.block):
-            yield start, self.cdf(xq[start : start + self.block])
+        ...
 
 
-def kde_x_nodes(
-    steps: KDESteps,
+def staircase_x_nodes(
+    steps: Staircase,
     lo: float,
     hi: float,
     spacing: float,
@@ -91,7 +67,7 @@ def kde_x_nodes(
     n_start = max(2, math.ceil((hi - lo) / spacing) + 1)
     if n_start > max_nodes:
         msg = (
-            f"the KDE table needs at least {n_start} x nodes, more than max_x_nodes = "
+            f"the table needs at least {n_start} x nodes, more than max_x_nodes = "
             f"{max_nodes}; use a larger x_step or raise max_x_nodes"
         )
         raise ValueError(msg)
@@ -100,7 +76,7 @@ def kde_x_nodes(
     accepted = [nodes]
     n_nodes = n_start
     a, b = nodes[:-1], nodes[1:]
-    bar = tqdm(desc="KDE x intervals checked", unit="interval", disable=not progress)
+    bar = tqdm(desc="x intervals checked", unit="interval", disable=not progress)
     while len(a):
         mid = 0.5 * (a + b)
         error = np.concatenate(
@@ -116,7 +92,7 @@ def kde_x_nodes(
         n_nodes += len(new)
         if n_nodes > max_nodes:
             msg = (
-                f"the KDE table needs more than max_x_nodes = {max_nodes} x nodes for a "
+                f"the table needs more than max_x_nodes = {max_nodes} x nodes for a "
                 f"tolerance of {tolerance:g} in x; use a larger tolerance or raise max_x_nodes"
             )
             raise ValueError(msg)
@@ -220,8 +196,8 @@ class _PreStepPositions:
         return self._cache[j]
 
 
-def kde_columns(
-    steps: KDESteps,
+def staircase_columns(
+    steps: Staircase,
     x_nodes: NDArray[np.float64],
     tolerance: float,
     numbers: ExactNumbers,
@@ -238,12 +214,12 @@ def kde_columns(
     pre_step_at = _PreStepPositions(steps.levels, numbers)
     columns: list[Column] = []
     rows = max(1, BLOCK_ELEMENTS // max(len(position), 1))
-    bar = tqdm(total=len(x_nodes), desc="KDE columns", unit="node", disable=not progress)
+    bar = tqdm(total=len(x_nodes), desc="columns", unit="node", disable=not progress)
     for start in range(0, len(x_nodes), rows):
         cdf = steps.cdf(x_nodes[start : start + rows])
         if np.any(np.diff(cdf, axis=1) < 0):
             msg = (
-                "the KDE's gamma decreases with y at some x (negative weights): it is not a "
+                "gamma decreases with y at some x (negative weights): it is not a "
                 "conditional CDF and cannot be tabulated"
             )
             raise ValueError(msg)

@@ -10,8 +10,17 @@ readers and writers without importing them:
   :meth:`ConditionalCDFTransform.to_correctionlib` call the writer registered
   for their format with :func:`register_writer`. :mod:`rosenblatt.serialization`,
   imported with :mod:`rosenblatt`, registers ``"json"``
-  (:func:`rosenblatt.serialization.save`) and ``"correctionlib"``
-  (:func:`rosenblatt.io.correctionlib.to_correctionlib`).
+  (:func:`rosenblatt.serialization.save`) and the correctionlib formats
+  (:mod:`rosenblatt.io.correctionlib`); :func:`register_reader` connects a
+  reader the same way.
+
+A transform says what an exported table needs to know of it through methods
+that have defaults here: :meth:`~ConditionalCDFTransform.describe`,
+:meth:`~ConditionalCDFTransform.fitted_params` and
+:meth:`~ConditionalCDFTransform.kinks`. How its ``gamma`` is tabulated follows
+from what it provides: a grid of columns
+(:class:`rosenblatt.transforms._column_grid.ColumnGridTransform`), a staircase
+in ``y`` (a ``staircase()`` method) or bootstrap members.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,18 +41,22 @@ from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_s
 
 __all__ = [
     "ConditionalCDFTransform",
+    "Kinks",
     "NaNInputWarning",
     "NotFittedError",
     "OutsideCounts",
+    "register_reader",
     "register_writer",
     "transform_classes",
 ]
 
 NaNPolicy = Literal["raise", "propagate"]
-WriterFormat = Literal["json", "correctionlib"]
+WriterFormat = Literal["json", "correctionlib", "correctionlib-file", "correctionlib-document"]
+ReaderFormat = Literal["correctionlib"]
 
 _KINDS: dict[str, type[ConditionalCDFTransform]] = {}
 _WRITERS: dict[str, Callable[..., Any]] = {}
+_READERS: dict[str, Callable[..., Any]] = {}
 
 
 def transform_classes() -> dict[str, type[ConditionalCDFTransform]]:
@@ -70,14 +83,35 @@ def register_writer(fmt: WriterFormat, writer: Callable[..., Any]) -> None:
         ``"json"``: ``writer(transform, path)`` serves
         :meth:`ConditionalCDFTransform.save`; ``"correctionlib"``:
         ``writer(transform, name, **options)`` serves
-        :meth:`ConditionalCDFTransform.to_correctionlib`.
+        :meth:`ConditionalCDFTransform.to_correctionlib`;
+        ``"correctionlib-file"``: ``writer(transform, path, name, **options)``
+        and ``"correctionlib-document"``: ``writer(transform, name, **options)``
+        write a correctionlib file and return its document as plain data.
     writer
         The function; a later registration replaces an earlier one.
     """
-    if fmt not in ("json", "correctionlib"):
-        msg = f"unknown writer format {fmt!r}; known: 'json', 'correctionlib'"
+    known = ("json", "correctionlib", "correctionlib-file", "correctionlib-document")
+    if fmt not in known:
+        msg = f"unknown writer format {fmt!r}; known: {', '.join(map(repr, known))}"
         raise ValueError(msg)
     _WRITERS[fmt] = writer
+
+
+def register_reader(fmt: ReaderFormat, reader: Callable[..., Any]) -> None:
+    """Register the function that rebuilds a transform from a document of a format.
+
+    Parameters
+    ----------
+    fmt
+        ``"correctionlib"``: ``reader(document)`` returns the transform of a
+        correctionlib document (a :class:`rosenblatt.transforms.tabulated.TabulatedTransform`).
+    reader
+        The function; a later registration replaces an earlier one.
+    """
+    if fmt != "correctionlib":
+        msg = f"unknown reader format {fmt!r}; known: 'correctionlib'"
+        raise ValueError(msg)
+    _READERS[fmt] = reader
 
 
 def _writer(fmt: WriterFormat) -> Callable[..., Any]:
@@ -86,6 +120,32 @@ def _writer(fmt: WriterFormat) -> Callable[..., Any]:
     except KeyError:
         msg = f"no {fmt} writer is registered: import rosenblatt.serialization first"
         raise RuntimeError(msg) from None
+
+
+def _reader(fmt: ReaderFormat) -> Callable[..., Any]:
+    try:
+        return _READERS[fmt]
+    except KeyError:
+        msg = f"no {fmt} reader is registered: import rosenblatt.serialization first"
+        raise RuntimeError(msg) from None
+
+
+class Kinks(NamedTuple):
+    """Where a transform's ``gamma`` jumps or bends.
+
+    Attributes
+    ----------
+    x
+        ``x`` near which it changes fastest (column centres, defining events).
+    y
+        ``y`` at which it jumps or bends (edges, defining scores).
+    spread
+        Scatter in ``x`` about ``x`` over which it changes (0 for a grid).
+    """
+
+    x: NDArray[np.float64]
+    y: NDArray[np.float64]
+    spread: float
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -304,6 +364,29 @@ class ConditionalCDFTransform(ABC):
         :func:`rosenblatt.io.correctionlib.to_correctionlib` for the options.
         """
         return _writer("correctionlib")(self, name, **options)
+
+    def describe(self) -> str:
+        """Say in words what the fitted transform is (written in the files it is exported to).
+
+        Subclasses name their free parameters and the shape of ``gamma``; the
+        default names the class.
+        """
+        return type(self).__name__
+
+    def fitted_params(self) -> dict[str, Any]:
+        """Return the values of the parameters the fitted transform evaluates with, as JSON data.
+
+        Written in the files it is exported to; empty by default.
+        """
+        return {}
+
+    def kinks(self) -> Kinks | None:
+        """Return where ``gamma`` jumps or bends, or ``None`` (the default) if nowhere in particular.
+
+        An export measures its error on points placed there as well as on
+        points spread over the domain.
+        """
+        return None
 
     def is_fitted(self) -> bool:
         """Return whether :meth:`fit` has been called."""

@@ -12,16 +12,16 @@ exact whatever the distribution of the values.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._jit import compiled
-from rosenblatt.transforms._base import ConditionalCDFTransform
+from rosenblatt.transforms._base import ConditionalCDFTransform, Kinks
 from rosenblatt.transforms._kernels import column_grid_evaluate, count_le_indexed
 
-__all__ = ["ColumnGrid", "ColumnGridTransform", "cell_index", "count_le"]
+__all__ = ["ColumnGrid", "ColumnGridTransform", "ColumnTable", "cell_index", "count_le"]
 
 #: cells of the column index per column, and of the edge index per edge
 X_CELLS_PER_COLUMN = 4
@@ -154,12 +154,32 @@ class ColumnGrid:
         return out
 
 
+class ColumnTable(NamedTuple):
+    """The columns of a grid transform, as :class:`ColumnGrid` evaluates them.
+
+    Attributes
+    ----------
+    x_nodes
+        Increasing ``x`` of the columns (at least two).
+    y_edges
+        ``(len(x_nodes), n_edge)``: per column, non-decreasing ``y`` edges
+        from the lower to the upper end of the ``y`` domain.
+    cdf
+        Same shape: the CDF at each edge.
+    """
+
+    x_nodes: NDArray[np.float64]
+    y_edges: NDArray[np.float64]
+    cdf: NDArray[np.float64]
+
+
 class ColumnGridTransform(ConditionalCDFTransform):
     """A transform whose ``gamma`` is the :class:`ColumnGrid` of its fitted columns.
 
     Subclasses set ``x_centres_``, ``y_edges_`` and ``cdf_``; the grid's
     lookup index is built on the first :meth:`transform` and kept while those
-    arrays stay the same objects.
+    arrays stay the same objects. :meth:`column_table` gives the columns to
+    whoever writes them out: an exported table holds them exactly.
     """
 
     x_centres_: NDArray[np.float64]
@@ -174,3 +194,13 @@ class ColumnGridTransform(ConditionalCDFTransform):
             self.__dict__["_column_grid"] = cached
         grid: ColumnGrid = cached[1]
         return grid(x, y)
+
+    def column_table(self) -> ColumnTable:
+        """The fitted columns: their ``x``, and per column its ``y`` edges and the CDF at them."""
+        self._check_fitted()
+        return ColumnTable(self.x_centres_, self.y_edges_, self.cdf_)
+
+    def kinks(self) -> Kinks:
+        """``gamma`` bends at the column centres in ``x`` and at the edges in ``y``."""
+        self._check_fitted()
+        return Kinks(self.x_centres_, self.y_edges_.ravel(), 0.0)

@@ -210,6 +210,20 @@ class GridKDE(ColumnGridTransform):
         self.selection_ = selection
         self.x_centres_, self.y_edges_, self.cdf_ = grid
 
+    def describe(self) -> str:
+        """The kernel width, the degree and the shape of ``gamma`` between nodes."""
+        self._check_fitted()
+        return (
+            f"GridKDE (sigma_r = {self.sigma_r_:g}, degree {self.degree_}) on its "
+            f"{len(self.x_centres_)} x nodes, linear in y between the edges of each node's "
+            "column and linear in x between nodes"
+        )
+
+    def fitted_params(self) -> dict[str, Any]:
+        """The kernel width relative to ``sigma_a`` and the degree used."""
+        self._check_fitted()
+        return {"sigma_r": float(self.sigma_r_), "degree": int(self.degree_)}
+
     # --------------------------------------------------------- serialisation
     def get_state(self) -> dict[str, Any]:
         """Hyper-parameters, the chosen width and the grid as JSON-compatible data."""

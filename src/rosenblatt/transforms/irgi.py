@@ -344,6 +344,19 @@ class IRGI(ColumnGridTransform):
         xs = np.repeat(self.x_centres_, self.y_edges_.shape[1])
         return xs, self.y_edges_.ravel().copy()
 
+    def describe(self) -> str:
+        """The depth and the shape of ``gamma`` between the grid's vertices."""
+        self._check_fitted()
+        return (
+            f"IRGI of depth {self.depth_}: linear in y between the edges of each of its "
+            f"{len(self.x_centres_)} columns and linear in x between column centres"
+        )
+
+    def fitted_params(self) -> dict[str, Any]:
+        """The depth used."""
+        self._check_fitted()
+        return {"depth": int(self.depth_)}
+
     # -------------------------------------------------------- serialisation
     def get_state(self) -> dict[str, Any]:
         """Hyper-parameters and learned state as JSON-compatible data."""

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._validation import as_sigma_r
-from rosenblatt.transforms._base import ConditionalCDFTransform
+from rosenblatt.transforms._base import ConditionalCDFTransform, Kinks
 from rosenblatt.transforms._gauss_transform import ConditionalGaussTransform, direct_conditional_cdf
 
 if TYPE_CHECKING:
     from rosenblatt.transforms.selection import Selection
 
-__all__ = ["KDE", "absolute_sigma"]
+__all__ = ["KDE", "KernelStaircase", "absolute_sigma"]
 
 Method = Literal["fast", "direct"]
+
+#: elements of the largest temporary array of :meth:`KernelStaircase.cdf`
+BLOCK_ELEMENTS = 2_000_000
 
 
 def absolute_sigma(x: NDArray[np.float64], weight: NDArray[np.float64] | None = None) -> float:
@@ -203,6 +207,26 @@ class KDE(ConditionalCDFTransform):
             raise ValueError(msg)
         return np.clip(gamma, 0.0, 1.0)
 
+    def describe(self) -> str:
+        """The kernel width, relative and in units of ``x``."""
+        self._check_fitted()
+        return f"KDE with sigma_r = {self.sigma_r_:g} (kernel width {self.bandwidth_:.6g})"
+
+    def fitted_params(self) -> dict[str, Any]:
+        """The kernel width relative to ``sigma_a`` and in units of ``x``."""
+        self._check_fitted()
+        return {"sigma_r": float(self.sigma_r_), "bandwidth": self.bandwidth_}
+
+    def kinks(self) -> Kinks:
+        """``gamma`` jumps at the defining scores and changes fastest near the defining ``x``."""
+        self._check_fitted()
+        return Kinks(self.x_, self.y_, self.bandwidth_)
+
+    def staircase(self) -> KernelStaircase:
+        """``gamma`` as a staircase in ``y``: its steps, and its value on them at any ``x``."""
+        self._check_fitted()
+        return KernelStaircase(self)
+
     def get_state(self) -> dict[str, Any]:
         """Hyper-parameters and the defining sample as JSON-compatible data."""
         self._check_fitted()
@@ -264,3 +288,55 @@ class KDE(ConditionalCDFTransform):
         obj.n_events_ = n
         obj.sum_weight_ = float(n if w is None else w.sum())
         return obj
+
+
+class KernelStaircase:
+    """A KDE's conditional CDF at any ``x``, on every distinct defining score.
+
+    Attributes
+    ----------
+    levels : numpy.ndarray
+        The distinct defining scores, increasing: ``gamma`` steps there and
+        is flat in between.
+    x_scale : float
+        The kernel width: the scale in ``x`` over which ``gamma`` changes.
+    block : int
+        Queries per block of :meth:`cdf` held in memory at once.
+    """
+
+    def __init__(self, transform: KDE) -> None:
+        order = np.argsort(transform.y_, kind="stable")
+        scores = transform.y_[order]
+        self.x = transform.x_[order]
+        self.w = np.ones(len(scores)) if transform.weight_ is None else transform.weight_[order]
+        self.last = np.flatnonzero(np.append(scores[1:] != scores[:-1], True))
+        self.levels = scores[self.last]
+        self.x_scale = transform.bandwidth_
+        self.scale = 1.0 / (2.0 * transform.bandwidth_**2)
+        self.block = max(1, BLOCK_ELEMENTS // len(scores))
+
+    def cdf(self, xq: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``gamma(xq[i], levels[j])`` as an array ``(len(xq), len(levels))``.
+
+        Each query's kernel is scaled by that of its nearest defining event,
+        which leaves the ratio unchanged and keeps it finite far from the sample.
+        """
+        out = np.empty((len(xq), len(self.levels)))
+        for start in range(0, len(xq), self.block):
+            exponent = (xq[start : start + self.block, None] - self.x[None, :]) ** 2 * self.scale
+            exponent -= exponent.min(axis=1, keepdims=True)
+            cumulative = np.cumsum(np.exp(-exponent) * self.w, axis=1)
+            total = cumulative[:, -1:]
+            if not np.all(total > 0):
+                msg = (
+                    "the kernel-weighted sum of the defining weights is not positive at "
+                    f"{int((~(total > 0)).sum())} x node(s): negative weights dominate there"
+                )
+                raise ValueError(msg)
+            out[start : start + self.block] = cumulative[:, self.last] / total
+        return out
+
+    def blocks(self, xq: NDArray[np.float64]) -> Iterator[tuple[int, NDArray[np.float64]]]:
+        """:meth:`cdf` of consecutive blocks of ``xq``, with the first index of each."""
+        for start in range(0, len(xq), self.block):
+            yield start, self.cdf(xq[start : start + self.block])
