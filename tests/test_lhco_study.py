@@ -22,6 +22,18 @@ FIGURES = (
     "eta_vs_y0.png",
     "eta_histograms.png",
     "irgi_grid.png",
+    "contamination.png",
+)
+STATISTICS_KEYS = (
+    "auc_err",
+    "dcc_err",
+    "r50_err",
+    "eta_best_err",
+    "closure_chi2_ndf",
+    "closure_pvalue",
+    "frac_eta_significant_below_1e-2",
+    "significance",
+    "upper_limit",
 )
 
 
@@ -73,7 +85,9 @@ def test_testing_sample_goes_through_the_analysis_processor(study: Path) -> None
     assert path["events_in_abcd"] == summary["n_testing_after_mjj_cut"]
     assert set(path["max_count_difference"]) == {"baseline", "disco", "irgi", "kde"}
     assert max(path["max_count_difference"].values()) == 0
-    selected = sum(counts["in ABCD"] + counts["x above x_max"] for counts in path["cutflow"].values())
+    selected = sum(
+        counts["in ABCD"] + counts["x above x_max"] for counts in path["cutflow"].values()
+    )
     sizes = summary["sizes"]["testing"]
     assert selected == sizes["background"] + sizes["signal"]
 
@@ -95,3 +109,84 @@ def test_rerun_reuses_cache_and_agrees(study: Path) -> None:
         assert first[name]["auc"] == second[name]["auc"]
         assert first[name]["eta_best"] == second[name]["eta_best"]
     assert (study / "data" / "lhco-smoke" / "features.parquet").is_file()
+
+
+def test_statistics_in_summary_and_report(study: Path) -> None:
+    """Every figure of merit has a bootstrap uncertainty; closure test and likelihood per classifier."""
+    results = study / "results"
+    summary = json.loads((results / "summary.json").read_text())
+    report = (results / "report.md").read_text()
+    # the report leads with the statistics
+    assert report.index("## Results with their uncertainties") < report.index(
+        "## The paper's claims"
+    )
+    assert "## Signal contamination of the defining sample" in report
+    for name in ("baseline", "disco", "irgi", "kde"):
+        entry = summary[name]
+        for key in STATISTICS_KEYS:
+            assert key in entry, (name, key)
+        for key in ("auc_err", "dcc_err"):
+            assert entry[key] > 0, (name, key)
+        assert entry["frac_eta_significant_below_1e-2"] <= entry["frac_eta_below_1e-2"]
+        if (
+            entry["closure_pvalue"] is not None
+        ):  # too few events for the test at smoke size is allowed
+            assert 0 <= entry["closure_pvalue"] <= 1
+            assert entry["closure_chi2_ndf"] >= 0
+        assert entry["significance"] != entry["significance"] or entry["significance"] >= 0
+        assert entry["upper_limit"] != entry["upper_limit"] or entry["upper_limit"] > 0
+        assert entry["n_boot"] == 30
+    assert summary["irgi"]["transform_refitted"]
+    assert not summary["baseline"]["transform_refitted"]
+    assert f"{summary['irgi']['auc']:.4f} ± {summary['irgi']['auc_err']:.4f}" in report
+    assert set(summary["statistics_seconds"]) >= {
+        "bootstrap",
+        "closure_test",
+        "likelihood",
+        "contamination",
+    }
+
+
+def test_pyhf_workspaces_written(study: Path) -> None:
+    import warnings
+
+    pyhf = pytest.importorskip("pyhf")
+    summary = json.loads((study / "results" / "summary.json").read_text())
+    written = [
+        name for name in ("baseline", "disco", "irgi", "kde") if summary[name].get("workspace")
+    ]
+    assert written, "no workspace written"
+    for name in written:
+        path = study / "results" / f"workspace_{name}.json"
+        assert summary[name]["workspace"] == path.name
+        with warnings.catch_warnings():
+            warnings.filterwarnings(
+                "ignore",
+                message="jsonschema.RefResolver is deprecated",
+                category=DeprecationWarning,
+            )
+            workspace = pyhf.Workspace(json.loads(path.read_text()))
+            model = workspace.model()
+        assert model.config.poi_name == "mu"
+        assert sorted(model.config.channels) == ["A", "B", "C", "D"]
+
+
+def test_contamination_list(study: Path) -> None:
+    summary = json.loads((study / "results" / "summary.json").read_text())
+    rows = summary["contamination"]
+    assert {(r["classifier"], r["fraction"]) for r in rows} == {
+        (name, fraction) for name in ("irgi", "kde") for fraction in (0.0, 0.001, 0.01, 0.05, 0.1)
+    }
+    for row in rows:
+        for key in ("fraction", "signal_bias", "signal_bias_err", "auc", "dcc"):
+            assert key in row, key
+        assert 0 <= row["auc"] <= 1
+        assert row["dcc"] >= 0
+    for name in ("irgi", "kde"):
+        mine = sorted((r for r in rows if r["classifier"] == name), key=lambda r: r["fraction"])
+        # nothing injected: the nominal transform
+        assert mine[0]["n_injected"] == 0
+        assert mine[0]["auc"] == pytest.approx(summary[name]["auc"])
+        assert mine[0]["dcc"] == pytest.approx(summary[name]["dcc"])
+        assert [r["n_injected"] for r in mine] == sorted(r["n_injected"] for r in mine)
+        assert mine[-1]["n_injected"] == round(0.1 * summary["sizes"]["validation"]["background"])

@@ -210,6 +210,13 @@ def statistics(
 
     # ---- the ABCD likelihood at the best cut
     start = time.perf_counter()
+    try:
+        import pyhf  # noqa: F401
+    except ImportError:
+        pyhf_missing = "pyhf is not installed (pip install 'rosenblatt[stats]')"
+        log.warning("no ABCD likelihood: %s", pyhf_missing)
+    else:
+        pyhf_missing = None
     background_regions = {}
     signal_regions = {}
     for name, score in scores.items():
@@ -219,6 +226,16 @@ def statistics(
         i, j = best_index[name]
         test = tests[name]
         relative = float(test.relative_nonclosure[i, j]) if test is not None else float("nan")
+        if pyhf_missing:
+            results[name].update(
+                {
+                    "significance": float("nan"),
+                    "upper_limit": float("nan"),
+                    "nonclosure": relative,
+                    "likelihood_note": pyhf_missing,
+                }
+            )
+            continue
         results[name].update(
             _likelihood(
                 folder,
@@ -232,7 +249,7 @@ def statistics(
 
     maps = {}
     sensitivity_thin = cfg.get("sensitivity_thin")
-    if sensitivity_thin:
+    if sensitivity_thin and not pyhf_missing:
         start = time.perf_counter()
         for name in scores:
             nonclosure = (
