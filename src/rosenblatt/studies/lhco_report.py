@@ -122,14 +122,18 @@ def figures(
     if summary.get("contamination"):
         out["contamination"] = _contamination_figure(folder, summary["contamination"])
     if stats and stats.get("maps"):
-        fig, axes = figure(ncols=len(stats["maps"]), width=5.5)
+        fig, axes = figure(ncols=len(stats["maps"]), width=7.0)
         for ax, (name, smap) in zip(np.atleast_1d(axes), stats["maps"].items(), strict=True):
             i, j = np.nonzero(np.isfinite(smap.significance))
-            points = ax.scatter(smap.x0[i] / 1000, smap.y0[j], c=smap.significance[i, j], cmap="viridis", s=120, marker="s")
-            fig.colorbar(points, ax=ax, label="expected significance (Asimov)")
+            points = ax.scatter(smap.x0[i] / 1000, smap.y0[j], c=smap.significance[i, j], cmap="viridis", s=400, marker="s")
+            fig.colorbar(points, ax=ax, label="Z (Asimov)")
+            ax.set_xlim(smap.x0[0] / 1000 - 0.1, smap.x0[-1] / 1000 + 0.1)
+            ax.set_ylim(smap.y0[0] - 0.05, smap.y0[-1] + 0.05)
             ax.set_xlabel(r"$x_0$ [TeV]")
             ax.set_title(LABELS[name], fontsize="medium")
         np.atleast_1d(axes)[0].set_ylabel(r"$y_0$")
+        fig.suptitle("expected discovery significance of the ABCD likelihood on a coarse cut grid (blank: not computable)", fontsize="medium")
+        fig.tight_layout()
         out["sensitivity"] = save_figure(fig, folder / "sensitivity_map.png").name
     return out
 
@@ -138,7 +142,7 @@ def _contamination_figure(folder: Path, rows: list[dict[str, Any]]) -> str:
     """Bias of the ABCD signal estimate, AUC and dCor² against the injected signal fraction."""
     from rosenblatt.plotting import figure, save_figure
 
-    fig, axes = figure(ncols=3, width=5.5)
+    fig, axes = figure(ncols=3, width=8.0)
     for name in dict.fromkeys(r["classifier"] for r in rows):
         mine = [r for r in rows if r["classifier"] == name]
         # the fraction 0 drawn at a tenth of the smallest non-zero fraction, on a log axis
@@ -148,13 +152,15 @@ def _contamination_figure(folder: Path, rows: list[dict[str, Any]]) -> str:
         for ax, key in zip(axes, ("signal_bias", "auc", "dcc"), strict=True):
             err = np.array([r.get(f"{key}_err", np.nan) for r in mine], dtype=float)
             ax.errorbar(fraction, [r[key] for r in mine], yerr=err, marker="o", capsize=3, color=COLOURS[name], label=LABELS[name])
-    for ax, ylabel in zip(axes, ("(estimated - true) / true signal in A", "AUC", r"dCor$^2$(m$_{jj}$, score), background"), strict=True):
+    for ax, ylabel in zip(axes, ("signal bias in A (est. - true) / true", "AUC", r"dCor$^2$(m$_{jj}$, score), bkg."), strict=True):
         ax.set_xscale("log")
-        ax.set_xlabel("W' injected into the defining sample [% of its background]")
+        ax.set_xlabel("injected W' [% of defining bkg.]")
         ax.set_ylabel(ylabel)
         ax.legend(fontsize="small")
     axes[0].axhline(0, color="grey", lw=1)
     axes[2].set_yscale("log")
+    fig.suptitle("signal in the defining sample (0% drawn at a tenth of the smallest fraction)", fontsize="medium")
+    fig.tight_layout()
     return save_figure(fig, folder / "contamination.png").name
 
 
