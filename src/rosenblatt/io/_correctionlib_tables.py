@@ -32,7 +32,7 @@ from rosenblatt._version import __version__
 from rosenblatt.io._correctionlib_layout import LAYOUT, LAYOUT_VERSION, check_table
 from rosenblatt.io._correctionlib_numbers import ExactNumbers
 from rosenblatt.io._correctionlib_staircase import Staircase, staircase_columns, staircase_x_nodes
-from rosenblatt.transforms._base import ConditionalCDFTransform, NotFittedError
+from rosenblatt.transforms._base import ConditionalCDFTransform, NotFittedError, transform_classes
 from rosenblatt.transforms._column_grid import ColumnGridTransform
 from rosenblatt.transforms.tabulated import Table, TabulatedTransform, evaluate
 
@@ -264,11 +264,24 @@ def export_transform(
 
 def _check_exportable(transform: Any) -> None:
     if not isinstance(transform, ConditionalCDFTransform):
-        msg = f"cannot export a {type(transform).__name__}; export a fitted IRGI or KDE"
+        msg = f"cannot export a {type(transform).__name__}; export a fitted {_exportable_names()}"
         raise TypeError(msg)
     if not transform.is_fitted():
         msg = f"this {type(transform).__name__} is not fitted yet: fit it before exporting it"
         raise NotFittedError(msg)
+
+
+def _exportable_names() -> str:
+    """The transforms of rosenblatt that export alone (grids and staircases), by class name."""
+    names = sorted(
+        cls.__name__
+        for cls in transform_classes().values()
+        if cls.__module__.startswith("rosenblatt.")
+        and (issubclass(cls, ColumnGridTransform) or callable(getattr(cls, "staircase", None)))
+    )
+    if len(names) < 2:
+        return "".join(names) or "transform"
+    return f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def _check_options(tolerance: float, x_step: float, n_check: int) -> None:
