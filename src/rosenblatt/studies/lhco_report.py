@@ -296,6 +296,13 @@ def _headline(summary: dict[str, Any], names: list[str], head: str, rule: str) -
             return f"{cut['significance']:.2f} at ({cut['x0']:.0f}, {cut['y0']:.3f}); limit {cut['upper_limit']:.2f}"
 
         table += "\n| largest expected significance on a coarse cut grid (x0, y0) | " + cells(best_map) + " |"
+    unusable = [f"{summary[n]['n_boot_unusable']} of {_title(summary, n)}" for n in names if summary[n].get("n_boot_unusable")]
+    if unusable:
+        table += (
+            "\n\nReplicas whose refitted transform could not evaluate every testing event (a KDE with "
+            "Poisson weights, \"kernel-weighted sum not positive\") are left out of the spread: "
+            + ", ".join(unusable) + "."
+        )
     notes = [f"{_title(summary, n)}: {summary[n]['likelihood_note']}" for n in names if summary[n].get("likelihood_note")]
     note = ("\n\nLikelihood notes: " + "; ".join(notes) + ".") if notes else ""
     workspaces = ", ".join(f"`{summary[n]['workspace']}`" for n in names if summary[n].get("workspace"))
