@@ -374,6 +374,14 @@ def _closures_in_processor(
     return closures, {"events_in_abcd": int(analysed), "max_count_difference": differences, "cutflow": output["cutflow"]}
 
 
+def _pm(entry: dict[str, Any], key: str, fmt: str) -> str:
+    """``value ± sd`` of ``entry[key]`` (its bootstrap sd ``entry[key + '_err']``, where there is one)."""
+    error = entry.get(f"{key}_err")
+    if error is None or not np.isfinite(error):
+        return format(entry[key], fmt)
+    return f"{format(entry[key], fmt)} ± {format(error, fmt)}"
+
+
 def _claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The paper's claims, checked on this sample."""
     claims = []
@@ -386,7 +394,7 @@ def _claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
             claims.append({
                 "claim": f"dCor² of {label} at or below DisCo's chosen model",
                 "held": result["dcc"] <= disco["dcc"],
-                "value": f"{result['dcc']:.2e} vs {disco['dcc']:.2e}",
+                "value": f"{_pm(result, 'dcc', '.2e')} vs {_pm(disco, 'dcc', '.2e')}",
             })
         ratio = base["dcc"] / result["dcc"] if result["dcc"] > 0 else float("inf")
         claims.append({
@@ -397,7 +405,7 @@ def _claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
         claims.append({
             "claim": f"AUC of {label} within 0.02 of the baseline's",
             "held": abs(result["auc"] - base["auc"]) <= 0.02,
-            "value": f"{result['auc']:.4f} vs {base['auc']:.4f}",
+            "value": f"{_pm(result, 'auc', '.4f')} vs {_pm(base, 'auc', '.4f')}",
         })
         others = [base["frac_eta_below_1e-2"]] + ([disco["frac_eta_below_1e-2"]] if disco else [])
         claims.append({

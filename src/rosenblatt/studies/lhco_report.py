@@ -65,7 +65,7 @@ def figures(
     fig, ax = figure()
     for name, score in scores.items():
         fpr, tpr, _ = rb.roc_curve(label, score)
-        ax.plot(tpr, 1 / np.maximum(fpr, 1e-6), color=COLOURS[name], label=f"{LABELS[name]} (AUC {summary[name]['auc']:.3f})")
+        ax.plot(tpr, 1 / np.maximum(fpr, 1e-6), color=COLOURS[name], label=f"{LABELS[name]} (AUC {_pm(summary[name]['auc'], summary[name].get('auc_err'), '.3f')})")
     ax.set_yscale("log")
     ax.set_xlabel("signal efficiency")
     ax.set_ylabel("background rejection")
