@@ -297,6 +297,13 @@ def _headline(summary: dict[str, Any], names: list[str], head: str, rule: str) -
 
         table += "\n| largest expected significance on a coarse cut grid (x0, y0) | " + cells(best_map) + " |"
     unusable = [f"{summary[n]['n_boot_unusable']} of {_title(summary, n)}" for n in names if summary[n].get("n_boot_unusable")]
+    direct = [f"{summary[n]['n_boot_direct']} of {_title(summary, n)}" for n in names if summary[n].get("n_boot_direct")]
+    if direct:
+        table += (
+            "\n\nKDE replicas whose fast Gauss transform gave a non-positive kernel sum at some testing "
+            "events (where the replica's Poisson weights vanish) were evaluated by the direct sum: "
+            + ", ".join(direct) + "."
+        )
     if unusable:
         table += (
             "\n\nReplicas whose refitted transform could not evaluate every testing event (a KDE with "

@@ -136,15 +136,21 @@ def statistics(
         foms = {key: np.full(n_boot, np.nan) for key in ("auc", "dcc", "r50")}
         etas = np.full((n_boot, len(x0), len(y0)), np.nan)
         unusable = 0
+        direct = 0
         for k in range(n_boot):
             try:
                 score = (
                     nominal if ensemble is None else ensemble.replicas_[k].transform(mjj, baseline)
                 )
-            except ValueError as err:  # a KDE replica whose weights vanish near some testing events
-                log.debug("replica %d of %s cannot transform the testing sample: %s", k, name, err)
-                unusable += 1
-                continue
+            except ValueError as err:
+                # KDE's fast Gauss transform can give a non-positive kernel sum where a replica's
+                # weights vanish (the x tail); the direct sum of the same replica does not
+                log.info("replica %d of %s: %s; evaluated with method='direct'", k, name, err)
+                score = _direct_score(ensemble, k, x_def, y_def, mjj, baseline)
+                if score is None:
+                    unusable += 1
+                    continue
+                direct += 1
             w = test_weights[k]
             foms["auc"][k] = rb.roc_auc(label, score, w)
             foms["dcc"][k] = rb.distance_correlation_sqr(mjj[bkg], score[bkg], w[bkg])
@@ -171,6 +177,7 @@ def statistics(
         if ensemble is not None:
             results[name]["n_refits"] = ensemble.n_refits_
             results[name]["n_boot_unusable"] = unusable
+            results[name]["n_boot_direct"] = direct
     timings["bootstrap"] = time.perf_counter() - start
 
     # ---- closure test
@@ -304,6 +311,32 @@ def statistics(
         "eta_error": eta_error,
         "timings": timings,
     }
+
+
+def _direct_score(
+    ensemble: Any,
+    k: int,
+    x_def: FloatArray,
+    y_def: FloatArray,
+    mjj: FloatArray,
+    baseline: FloatArray,
+) -> FloatArray | None:
+    """``gamma`` of replica ``k`` of a KDE ensemble refitted with ``method="direct"`` (same Poisson weights).
+
+    None for another transform, or if the direct sum fails too.
+    """
+    from rosenblatt.transforms.ensemble import poisson_weights
+
+    nominal = ensemble.nominal_
+    if not isinstance(nominal, rb.KDE):
+        return None
+    draw = ensemble.replica_draws_[k]
+    weights = poisson_weights(len(x_def), ensemble.seed, draw).astype(np.float64)
+    try:
+        replica = rb.KDE(sigma_r=nominal.sigma_r, method="direct").fit(x_def, y_def, weights)
+        return replica.transform(mjj, baseline)
+    except ValueError:
+        return None
 
 
 class _Grid:
