@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt.abcd import cut_axes, process_axis
-from rosenblatt.hep.features import JET_RADIUS, event_table
+from rosenblatt.hep.features import JET_RADIUS
 from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk_file_name
 
 __all__ = [
@@ -182,15 +182,7 @@ class AnalysisProcessor(ParticleProcessor):
         n_read = len(batch)
         if self.entries is not None and batch.file in self.entries:
             batch = batch.select(np.isin(batch.entry, self.entries[batch.file]))
-        table, counts = event_table(
-            batch.particles,
-            label=batch.label,
-            weight=batch.weight,
-            dataset=batch.dataset,
-            file=batch.file,
-            entry=batch.entry,
-            radius=self.radius,
-        )
+        table, counts = batch.event_table(self.radius)
         x = np.asarray(ak.to_numpy(table[self.x]), dtype=np.float64)
         scores = {name: self._score(name, scorer, table, batch) for name, scorer in self.scorers.items()}
         inside = np.ones(len(x), dtype=bool) if self.x_max is None else x < self.x_max

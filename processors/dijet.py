@@ -37,7 +37,7 @@ import awkward as ak
 import hist
 import numpy as np
 
-from rosenblatt.hep.features import CUTFLOW_STEPS, JET_RADIUS, event_table
+from rosenblatt.hep.features import CUTFLOW_STEPS, JET_RADIUS
 from rosenblatt.hep.images import IMAGE_BINS
 from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk_file_name
 
@@ -130,15 +130,7 @@ class DijetProcessor(ParticleProcessor):
 
     def process_batch(self, batch: ParticleBatch) -> dict[str, Any]:
         """Return the accumulator of one batch of events."""
-        table, cutflow = event_table(
-            batch.particles,
-            label=batch.label,
-            weight=batch.weight,
-            dataset=batch.dataset,
-            file=batch.file,
-            entry=batch.entry,
-            radius=self.radius,
-        )
+        table, cutflow = batch.event_table(self.radius)
         accumulator = chunk_accumulator(table, cutflow, batch.dataset)
         if self.output_dir is not None:
             from rosenblatt.io.parquet import write_parquet

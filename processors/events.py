@@ -23,6 +23,7 @@ import numpy as np
 from coffea import processor
 from numpy.typing import NDArray
 
+from rosenblatt.hep.features import JET_RADIUS, event_table
 from rosenblatt.io import EventFileError
 from rosenblatt.io.root import PARTICLE_BRANCHES
 
@@ -66,6 +67,18 @@ class ParticleBatch:
 
     def __len__(self) -> int:
         return len(self.entry)
+
+    def event_table(self, radius: float = JET_RADIUS) -> tuple[ak.Array, dict[str, int]]:
+        """The feature table and cut flow of these events (:func:`rosenblatt.hep.features.event_table`)."""
+        return event_table(
+            self.particles,
+            label=self.label,
+            weight=self.weight,
+            dataset=self.dataset,
+            file=self.file,
+            entry=self.entry,
+            radius=radius,
+        )
 
     def select(self, keep: NDArray[np.bool_]) -> ParticleBatch:
         """The events where ``keep`` is true (same file and entry range)."""

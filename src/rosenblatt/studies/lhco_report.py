@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,8 +125,11 @@ def figures(
     if stats and stats.get("maps"):
         fig, axes = figure(ncols=len(stats["maps"]), width=7.0)
         for ax, (name, smap) in zip(np.atleast_1d(axes), stats["maps"].items(), strict=True):
-            i, j = np.nonzero(np.isfinite(smap.significance))
-            points = ax.scatter(smap.x0[i] / 1000, smap.y0[j], c=smap.significance[i, j], cmap="viridis", s=400, marker="s")
+            rows, columns = np.nonzero(np.isfinite(smap.significance))
+            points = ax.scatter(
+                smap.x0[rows] / 1000, smap.y0[columns], c=smap.significance[rows, columns],
+                cmap="viridis", s=400, marker="s",
+            )
             fig.colorbar(points, ax=ax, label="Z (Asimov)")
             ax.set_xlim(smap.x0[0] / 1000 - 0.1, smap.x0[-1] / 1000 + 0.1)
             ax.set_ylim(smap.y0[0] - 0.05, smap.y0[-1] + 0.05)
@@ -264,7 +268,7 @@ def _optional(value: Any, fmt: str) -> str:
     return "–" if value is None or not np.isfinite(value) else format(value, fmt)
 
 
-def _headline(summary: dict[str, Any], names: list[str], head: str, rule: str) -> str:
+def _headline(summary: dict[str, Any], names: Sequence[str], head: str, rule: str) -> str:
     """The statistics of the study: uncertainties, closure test, likelihood, contamination."""
     first = summary[names[0]]
     n_boot = first.get("n_boot", 0)

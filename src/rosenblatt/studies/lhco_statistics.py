@@ -217,6 +217,7 @@ def statistics(
 
     # ---- the ABCD likelihood at the best cut
     start = time.perf_counter()
+    pyhf_missing: str | None
     try:
         import pyhf  # noqa: F401
     except ImportError:
@@ -259,11 +260,8 @@ def statistics(
     if sensitivity_thin and not pyhf_missing:
         start = time.perf_counter()
         for name in scores:
-            nonclosure = (
-                tests[name].relative_nonclosure
-                if tests[name] is not None
-                else np.zeros((len(x0), len(y0)))
-            )
+            test = tests[name]
+            nonclosure = test.relative_nonclosure if test is not None else np.zeros((len(x0), len(y0)))
             maps[name] = _sensitivity_map(
                 background_regions[name],
                 signal_regions[name],
@@ -354,9 +352,8 @@ class _Grid:
         """``(process, x bin, y bin)`` weighted counts, flow bins included (as :func:`abcd_histogram`)."""
         y_bin = np.searchsorted(self.y0, score, side="right")
         index = (self.label * self.shape[1] + self.x_bin) * self.shape[2] + y_bin
-        return np.bincount(index, weights=weight, minlength=int(np.prod(self.shape))).reshape(
-            self.shape
-        )
+        counts = np.bincount(index, weights=weight, minlength=int(np.prod(self.shape)))
+        return np.asarray(counts, dtype=np.float64).reshape(self.shape)
 
     def eta(self, score: FloatArray, weight: FloatArray) -> FloatArray:
         """``eta_A`` of all events over the grid (as :attr:`ClosureScan.eta`)."""
@@ -427,7 +424,10 @@ def _likelihood(
     import pyhf
 
     with quiet_pyhf():
-        workspace = pyhf_workspace(n_a, n_b, n_c, n_d, *signal, nonclosure=relative)
+        signal_a, signal_b, signal_c, signal_d = signal
+        workspace = pyhf_workspace(
+            n_a, n_b, n_c, n_d, signal_a, signal_b, signal_c, signal_d, nonclosure=relative
+        )
         try:
             out["significance"] = expected_significance(workspace)
             out["upper_limit"] = expected_upper_limit(workspace)
