@@ -95,3 +95,18 @@ def test_bad_method() -> None:
     x, y = bivariate_normal(100, seed=12)
     with pytest.raises(ValueError, match="method"):
         rb.KDE(0.1, method="approximate").fit(x, y)  # type: ignore[arg-type]
+
+
+def test_queries_far_from_every_weighted_event_are_exact() -> None:
+    """Zero weights over a tail: the kernel sums there underflow, the result does not."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.0, 10.0, 20_000)
+    y = x + rng.normal(size=x.size)
+    weight = np.where(x > 5.0, 0.0, rng.poisson(1.0, x.size).astype(float))
+    xq = np.repeat([9.0, 7.0, 4.0], 50)
+    yq = np.tile(np.linspace(2.0, 8.0, 50), 3)
+    fast = rb.KDE(sigma_r=0.01).fit(x, y, weight).transform(xq, yq)
+    direct = rb.KDE(sigma_r=0.01, method="direct").fit(x, y, weight).transform(xq, yq)
+    assert np.all(np.isfinite(fast))
+    assert np.abs(fast - direct).max() <= 1e-12
+    assert np.all(np.diff(fast.reshape(3, 50), axis=1) >= -1e-14)

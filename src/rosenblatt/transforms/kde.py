@@ -191,11 +191,16 @@ class KDE(ConditionalCDFTransform):
         if len(x) == 0:
             return np.empty(0)
         if method == "direct":
-            gamma = direct_conditional_cdf(self._x_standard, self.y_, self._weights(), self.sigma_r_, x, y)
+            gamma = self._direct(x, y)
         else:
             if self._engine is None:
                 self._engine = ConditionalGaussTransform(self._x_standard, self.y_, self._weights(), self.sigma_r_)
             gamma = self._engine(x, y)
+            # far from every weighted event the expansion's sums underflow: the direct
+            # formula, scaled by the nearest weighted event, is exact there
+            far = ~np.isfinite(gamma) | (gamma < -1e-9) | (gamma > 1 + 1e-9)
+            if far.any():
+                gamma[far] = self._direct(x[far], y[far])
         # with negative weights the kernel sums can vanish or leave [0, 1]
         bad = ~np.isfinite(gamma) | (gamma < -1e-9) | (gamma > 1 + 1e-9)
         if bad.any():
@@ -206,6 +211,14 @@ class KDE(ConditionalCDFTransform):
             )
             raise ValueError(msg)
         return np.clip(gamma, 0.0, 1.0)
+
+    def _direct(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The paper's formula summed directly over the events that carry weight."""
+        weights = self._weights()
+        carrying = weights != 0
+        return direct_conditional_cdf(
+            self._x_standard[carrying], self.y_[carrying], weights[carrying], self.sigma_r_, x, y
+        )
 
     def describe(self) -> str:
         """The kernel width, relative and in units of ``x``."""
