@@ -40,7 +40,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     """Run the ABCD analysis of ``config``; write its outputs to ``folder``."""
     from rosenblatt.ml.scoring import make_scorer
     from rosenblatt.processors.analysis import AnalysisProcessor, PlaneBinning, Variant
-    from rosenblatt.processors.fitting import fit_on_skims
+    from rosenblatt.processors.fitting import fit_on_skims, mergeable
     from rosenblatt.processors.runner import make_executor, map_items, run_processor
     from rosenblatt.studies.abcd_report import write_outputs
 
@@ -55,7 +55,8 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     for old in skim_dir.glob("*.parquet"):
         old.unlink()
     executor = cfg.executor
-    plane = PlaneBinning(x_range=cfg.plane_x_range or (cfg.cuts.x0[0] - 0.5 * (cfg.cuts.x0[-1] - cfg.cuts.x0[0]), cfg.cuts.x0[-1] + 0.5 * (cfg.cuts.x0[-1] - cfg.cuts.x0[0])))
+    low, high = cfg.cuts.x0[0], cfg.cuts.x0[-1]
+    plane = PlaneBinning(x_range=cfg.plane_x_range or (low - 0.5 * (high - low), high + 0.5 * (high - low)))
     with make_executor(executor.kind, executor.workers, scheduler=executor.scheduler) as pool:
         clock = time.perf_counter()
         defining = run_processor(
@@ -79,8 +80,6 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         for spec in cfg.transforms:
             transform = spec.build()
             if spec.file is None:
-                from rosenblatt.processors.fitting import mergeable
-
                 routes[spec.name] = "workers (mergeable fit)" if mergeable(transform) else "driver (gathered skims)"
                 transform = fit_on_skims(transform, skims, "score", run_pass, max_gather_events=cfg.max_gather_events)
             else:
