@@ -17,6 +17,16 @@ it for several estimators, cases, sample sizes and independent draws.
   background output: ``y | x`` is a mixture of ``Beta(1, 6)`` (weight
   ``p(x) = 1 / (1 + exp(-(1 + x)))``) and ``Beta(5, 2)``, with ``x ~ N(0, 1)``;
   the balance of its two peaks follows ``x``.
+
+Two cases protect a vector ``x`` of shape ``(n, k)`` (:data:`VECTOR_CASES`,
+also found by :func:`closed_form`):
+
+- ``"two_observables"``: ``(x1, x2)`` standard bivariate normal with
+  correlation 0.5, ``y | x ~ N(0.6 x1 + 0.4 x2, (0.6 exp(0.15 x2))**2)``: the
+  mean follows both observables and the width only the second.
+- ``"three_observables"``: ``(x1, x2, x3)`` standard trivariate normal with
+  pairwise correlation 0.5, ``y | x ~ N(0.5 x1 + 0.3 x2 - 0.4 x3,
+  (0.6 exp(0.15 x2 + 0.1 x3))**2)``.
 """
 
 from __future__ import annotations
@@ -35,7 +45,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CASES",
+    "VECTOR_CASES",
     "ClosedForm",
+    "VectorClosedForm",
     "accuracy_rows",
     "chosen_parameter",
     "closed_form",
@@ -167,12 +179,91 @@ CASES: dict[str, ClosedForm] = {
 }
 
 
+# ---------------------------------------------------------- vector observables
+@dataclasses.dataclass(frozen=True)
+class VectorClosedForm(ClosedForm):
+    """A population whose protected observable is a vector ``x`` of shape ``(n, k)``.
+
+    ``y | x ~ N(sum_d slope_d x_d, (width exp(sum_d log_width_d x_d))**2)`` with
+    ``x`` a standard ``k``-variate normal of pairwise correlation ``correlation``.
+
+    Attributes
+    ----------
+    slopes, log_widths
+        The coefficients of the mean and of the logarithm of the width of ``y``.
+    width
+        The width of ``y`` at ``x = 0``.
+    correlation
+        The correlation of every pair of observables.
+    """
+
+    slopes: tuple[float, ...] = ()
+    log_widths: tuple[float, ...] = ()
+    width: float = 1.0
+    correlation: float = 0.0
+
+    @property
+    def dims(self) -> int:
+        """The number ``k`` of protected observables."""
+        return len(self.slopes)
+
+    def exact(self, x: Any, y: Any) -> Array:
+        """The exact ``P(Y <= y | X = x)`` for ``x`` of shape ``(n, k)`` (or ``(k,)``) and ``y``."""
+        x_arr = np.asarray(x, dtype=np.float64)
+        if x_arr.ndim == 0 or x_arr.shape[-1] != self.dims:
+            msg = f"x must have {self.dims} observables in its last axis, got shape {x_arr.shape}"
+            raise ValueError(msg)
+        y_arr = np.asarray(y, dtype=np.float64)
+        return np.asarray(self.conditional_cdf(x_arr, y_arr), dtype=np.float64)
+
+
+def _vector_form(name: str, description: str, slopes: tuple[float, ...], log_widths: tuple[float, ...],
+                 width: float, correlation: float) -> VectorClosedForm:
+    k = len(slopes)
+    covariance = np.full((k, k), correlation) + (1.0 - correlation) * np.eye(k)
+    factor = np.linalg.cholesky(covariance)
+    mean_coefficients, width_coefficients = np.array(slopes), np.array(log_widths)
+
+    def cdf(x: Array, y: Array) -> Array:
+        mean = x @ mean_coefficients
+        sd = width * np.exp(x @ width_coefficients)
+        return np.asarray(special.ndtr((y - mean) / sd))
+
+    def draw(n: int, rng: np.random.Generator) -> tuple[Array, Array]:
+        x = rng.standard_normal((n, k)) @ factor.T
+        y = x @ mean_coefficients + width * np.exp(x @ width_coefficients) * rng.standard_normal(n)
+        return x, y
+
+    return VectorClosedForm(name, description, draw, cdf, slopes, log_widths, width, correlation)
+
+
+#: the closed-form cases with a vector protected observable, by name
+VECTOR_CASES: dict[str, VectorClosedForm] = {
+    case.name: case
+    for case in (
+        _vector_form(
+            "two_observables",
+            "(x1, x2) bivariate normal, correlation 0.5; y | x ~ N(0.6 x1 + 0.4 x2, (0.6 exp(0.15 x2))^2)",
+            (0.6, 0.4), (0.0, 0.15), 0.6, 0.5,
+        ),
+        _vector_form(
+            "three_observables",
+            "(x1, x2, x3) trivariate normal, pairwise correlation 0.5; "
+            "y | x ~ N(0.5 x1 + 0.3 x2 - 0.4 x3, (0.6 exp(0.15 x2 + 0.1 x3))^2)",
+            (0.5, 0.3, -0.4), (0.0, 0.15, 0.1), 0.6, 0.5,
+        ),
+    )
+}
+
+
 def closed_form(name: str) -> ClosedForm:
-    """The case called ``name`` (see :data:`CASES`), with a clear error if unknown."""
+    """The case called ``name`` (see :data:`CASES` and :data:`VECTOR_CASES`), with a clear error if unknown."""
+    if name in VECTOR_CASES:
+        return VECTOR_CASES[name]
     try:
         return CASES[name]
     except KeyError:
-        msg = f"unknown closed-form case {name!r}; known: {sorted(CASES)}"
+        msg = f"unknown closed-form case {name!r}; known: {sorted(CASES) + sorted(VECTOR_CASES)}"
         raise KeyError(msg) from None
 
 
