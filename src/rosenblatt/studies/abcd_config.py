@@ -13,11 +13,19 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt.studies.config_checks import ConfigError
+from rosenblatt.studies.config_checks import count as _count
+from rosenblatt.studies.config_checks import fail as _fail
+from rosenblatt.studies.config_checks import mapping as _mapping
+from rosenblatt.studies.config_checks import number as _number
+from rosenblatt.studies.config_checks import resolve as _resolve
+
 __all__ = [
     "EXECUTOR_KINDS",
     "TRANSFORM_KINDS",
     "AbcdConfig",
     "AbcdCuts",
+    "ConfigError",
     "ExecutorConfig",
     "TransformConfig",
 ]
@@ -40,32 +48,6 @@ _TRANSFORM_PARAMETERS = {
 }
 
 
-class ConfigError(ValueError):
-    """A configuration key is unknown, missing or of the wrong type."""
-
-
-def _fail(source: str, key: str, what: str) -> ConfigError:
-    return ConfigError(f"{source}: {key}: {what}")
-
-
-def _mapping(value: Any, source: str, key: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _fail(source, key, f"must be a mapping, got {type(value).__name__}")
-    return value
-
-
-def _number(value: Any, source: str, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _fail(source, key, f"must be a number, got {value!r}")
-    return float(value)
-
-
-def _count(value: Any, source: str, key: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _fail(source, key, f"must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
 def _files(value: Any, source: str, key: str, base: Path, *, must_exist: bool) -> dict[str, list[str]]:
     """``{dataset: [file, ...]}`` from a mapping, or a list named by file stem."""
     if isinstance(value, (list, tuple)):
@@ -86,15 +68,6 @@ def _files(value: Any, source: str, key: str, base: Path, *, must_exist: bool) -
                 if not Path(path).is_file():
                     raise _fail(source, f"{key}.{name}", f"file {path} does not exist")
     return resolved
-
-
-def _resolve(path: str | Path, base: Path) -> Path:
-    """A path as written, or relative to the configuration's folder when only found there."""
-    candidate = Path(path)
-    if candidate.is_absolute() or candidate.exists():
-        return candidate
-    beside = base / candidate
-    return beside if beside.exists() else candidate
 
 
 @dataclass(frozen=True)
