@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import rosenblatt as rb
 from rosenblatt.abcd import abcd_histogram, closure_scan
 from rosenblatt.abcd.closure_test import ClosureTest, closure_test, thinned_indices
 
@@ -98,6 +99,63 @@ def test_closed_fraction_counts_small_and_statistical_eta() -> None:
     assert result.fraction_closed(tolerance=1e-9) == 0.0
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_replica_scores_equal_to_the_nominal_give_the_testing_bootstrap(weighted: bool) -> None:
+    """Replica k draws the same Poisson counts as the testing-only bootstrap: bit-identical results."""
+    x, y = independent(11, 5000)
+    rng = np.random.default_rng(12)
+    label = (rng.random(len(x)) < 0.1).astype(int)
+    weight = rng.uniform(0.5, 1.5, len(x)) if weighted else None
+    grid = cuts(x, y, 8)
+    alone = closure_test(x, y, label, weight, **grid, n_boot=60, seed=3)
+    replicas = closure_test(x, y, label, weight, **grid, replica_scores=[y] * 60, seed=3)
+    assert replicas.n_boot == 60
+    assert replicas.transform_replicas
+    assert not alone.transform_replicas
+    assert replicas.chi2 == alone.chi2
+    np.testing.assert_array_equal(replicas.covariance, alone.covariance)
+    np.testing.assert_array_equal(replicas.nonclosure_error, alone.nonclosure_error)
+    np.testing.assert_array_equal(replicas.eta_error, alone.eta_error)
+
+
+def test_transform_replicas_account_for_the_fit_of_the_transform() -> None:
+    """IRGI fitted on 2000 events, tested on 20000: its fit noise fails the testing-only test.
+
+    x and y are independent, so the transform's only error is statistical. With
+    the testing sample's bootstrap alone, the residual dependence left by the
+    fit looks significant; with every replica refitted (``rb.bootstrap``) it
+    is consistent with statistics.
+    """
+    alone, both = [], []
+    for seed in range(3):
+        x_def, y_def = independent(20 + seed, 2000)
+        x, y = independent(30 + seed, 20_000)
+        ensemble = rb.bootstrap(rb.IRGI(depth=3), x_def, y_def, n=60, seed=seed)
+        gamma = ensemble.transform(x, y)
+        grid = {"x0": np.quantile(x, np.linspace(0.1, 0.9, 30)), "y0": np.linspace(0.1, 0.9, 30)}
+        label = np.zeros(len(x), int)
+        kwargs = {"seed": seed, "thin": 4, **grid}
+        alone.append(closure_test(x, gamma, label, n_boot=60, **kwargs))
+        both.append(closure_test(x, gamma, label, replica_scores=ensemble.variations(x, y), **kwargs))
+    assert max(t.p_value for t in alone) < 1e-4
+    assert min(t.p_value for t in both) > 0.01
+    assert all(b.consistent_fraction > a.consistent_fraction for a, b in zip(alone, both, strict=True))
+    np.testing.assert_array_equal(both[0].nonclosure, alone[0].nonclosure)
+
+
+def test_consistent_fraction_counts_cuts_within_two_sd() -> None:
+    x, y = independent(13, 20_000)
+    label = np.zeros(len(x), int)
+    result = closure_test(x, y, label, **cuts(x, y, 10), n_boot=100)
+    expected = np.mean(np.abs(result.nonclosure) <= 2 * result.nonclosure_error)
+    assert result.consistent_fraction == pytest.approx(expected)
+    assert result.fraction_consistent(n_sigma=1e-9) < 0.05
+    assert result.fraction_consistent(n_sigma=100.0) == 1.0
+    rng = np.random.default_rng(14)
+    correlated = 0.6 * x + 0.8 * rng.standard_normal(len(x))
+    assert closure_test(x, correlated, label, **cuts(x, correlated, 10), n_boot=100).consistent_fraction == 0.0
+
+
 def test_singular_covariance_uses_its_rank() -> None:
     x, y = independent(9, 5000)
     grid = cuts(x, y, 5)
@@ -118,6 +176,12 @@ def test_invalid_input() -> None:
         closure_test(x, y, label, **cuts(x, y), n_boot=1)
     with pytest.raises(ValueError, match="label"):
         closure_test(x, y, np.full(len(x), 2), **cuts(x, y))
+    with pytest.raises(ValueError, match=r"replica_scores\[1\] has 1999 values"):
+        closure_test(x, y, label, **cuts(x, y, 4), replica_scores=[y, y[1:], y])
+    with pytest.raises(ValueError, match="n_boot = 40 but 30 replica scores"):
+        closure_test(x, y, label, **cuts(x, y, 4), n_boot=40, replica_scores=[y] * 30)
+    with pytest.raises(ValueError, match="not finite"):
+        closure_test(x, y, label, **cuts(x, y, 4), replica_scores=[y, np.full(len(y), np.nan), y])
 
 
 def test_thinned_indices() -> None:

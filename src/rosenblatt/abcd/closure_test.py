@@ -19,11 +19,28 @@ replicas, the p-value is that of Hotelling's ``T^2``:
 ``chi2 (n_boot - k) / (k (n_boot - 1))`` follows ``F(k, n_boot - k)`` for
 ``k`` degrees of freedom, which tends to the chi-square distribution for
 many replicas.
+
+The chi-square is that of the whole grid at the resolution ``thin``: the
+thinned cuts span it evenly, its first and last cut of each axis included.
+Neighbouring cuts of a fine grid share nearly all their events, so the cuts
+left out add little information, and a covariance over all of them could not
+be estimated from the replicas.
+
+The transform's own statistical uncertainty enters through
+``replica_scores``: the testing sample's scores under each replica of a
+:func:`rosenblatt.bootstrap` ensemble (the transform refitted on a Poisson
+replica of its defining sample). Replica ``k`` then both reweights the testing
+events and takes its scores from ``replica_scores[k]``, so the covariance
+combines the statistics of the testing sample and of the transform's fit
+(the two samples are independent). Per cut,
+:meth:`ClosureTest.fraction_consistent` counts the cuts whose non-closure
+lies within ``n_sigma`` standard deviations of zero.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -40,6 +57,8 @@ FloatArray = NDArray[np.float64]
 RANK_TOLERANCE = 1e-10
 #: most event weights drawn at once (replicas times events)
 BLOCK_SIZE = 1 << 22
+#: replicas of the testing sample alone when no replica scores are given
+DEFAULT_N_BOOT = 200
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +73,8 @@ class ClosureTest:
         The :class:`~rosenblatt.abcd.ClosureScan` of all events (background and signal).
     nonclosure, nonclosure_error
         ``N_A - N_B N_C / N_D`` of the background alone and its bootstrap
-        standard deviation.
+        standard deviation (with ``replica_scores``, that of the testing
+        sample and the transform's fit together).
     background_estimate
         ``N_B N_C / N_D`` of the background alone.
     eta_error
@@ -64,13 +84,17 @@ class ClosureTest:
         Chi-square of the non-closure over the cuts ``chi2_cuts`` with the
         pseudo-inverse of their bootstrap covariance, its degrees of freedom
         (the covariance's rank) and the p-value of "non-closure consistent
-        with statistics" (Hotelling's ``T^2``; see the module).
+        with statistics" (Hotelling's ``T^2``; see the module). This is the
+        chi-square of the whole grid at the resolution ``thin`` (the module
+        says why not at every cut).
     chi2_cuts
         Indices ``(i, j)`` into ``x0`` and ``y0`` of the cuts in the chi-square.
     covariance
         Their bootstrap covariance, ``(len(i), len(i))``.
     n_boot, seed
         Replicas and the seed of their Poisson draws.
+    transform_replicas
+        Whether the replicas also refitted the transform (``replica_scores``).
     """
 
     scan: ClosureScan
@@ -85,6 +109,7 @@ class ClosureTest:
     covariance: FloatArray
     n_boot: int
     seed: int
+    transform_replicas: bool = False
 
     @property
     def x0(self) -> FloatArray:
@@ -126,6 +151,31 @@ class ClosureTest:
             closed = (np.abs(self.eta) < tolerance) & (np.abs(self.eta) < n_sigma * self.eta_error)
         return float((closed & self.scan.valid).mean())
 
+    @property
+    def consistent_fraction(self) -> float:
+        """Fraction of the grid where the background's non-closure is within 2 sd of zero."""
+        return self.fraction_consistent()
+
+    def fraction_consistent(self, n_sigma: float = 2.0) -> float:
+        """Fraction of the grid with ``|N_A - N_B N_C / N_D| <= n_sigma * nonclosure_error``.
+
+        Every cut of the grid counts (not only those of the chi-square); a cut
+        where a background region is empty or the error is not finite counts
+        as not consistent. Each cut is tested alone: for a background that
+        closes, about 95% of the cuts are within 2 sd, but neighbouring cuts
+        share their events, so the fraction scatters far more than a binomial
+        fraction of independent cuts would.
+        """
+        with np.errstate(invalid="ignore"):
+            usable = (
+                np.isfinite(self.background_estimate)
+                & (self.background_estimate > 0)
+                & np.isfinite(self.nonclosure_error)
+                & (self.nonclosure_error > 0)
+            )
+            consistent = np.abs(self.nonclosure) <= n_sigma * self.nonclosure_error
+        return float((consistent & usable).mean())
+
 
 def closure_test(
     x: ArrayLike,
@@ -135,10 +185,11 @@ def closure_test(
     *,
     x0: ArrayLike,
     y0: ArrayLike,
-    n_boot: int = 200,
+    n_boot: int | None = None,
     seed: int = 0,
     thin: int | None = 5,
     min_events: float = 25.0,
+    replica_scores: Iterable[ArrayLike] | None = None,
 ) -> ClosureTest:
     """Test whether the background's ABCD non-closure over a grid of cuts is statistical.
 
@@ -150,7 +201,8 @@ def closure_test(
     x0, y0
         The cut values (as for :func:`~rosenblatt.abcd.abcd_histogram`).
     n_boot
-        Bootstrap replicas; more than the cuts in the chi-square.
+        Bootstrap replicas; more than the cuts in the chi-square. Default 200,
+        or the number of ``replica_scores``.
     seed
         Seed of the Poisson draws; the result is deterministic given it.
         Without weights a replica's count in each bin is drawn at once as
@@ -162,6 +214,13 @@ def closure_test(
     min_events
         Cuts where a background region holds fewer effective events
         (``(sum w)**2 / sum w**2``) are left out of the chi-square.
+    replica_scores
+        The testing events' score in each replica of the transform, one array
+        of ``len(x)`` per replica: e.g. the rows of
+        ``ensemble.variations(x, raw_score)`` for an ensemble from
+        :func:`rosenblatt.bootstrap`. Replica ``k`` then weights the testing
+        events by Poisson(1) counts and fills them with ``replica_scores[k]``,
+        so that the covariance holds the transform's fit as well.
 
     Returns
     -------
@@ -170,10 +229,18 @@ def closure_test(
     Raises
     ------
     ValueError
-        If no cut qualifies for the chi-square, or ``n_boot`` does not exceed
-        the number of cuts in it.
+        If no cut qualifies for the chi-square, ``n_boot`` does not exceed
+        the number of cuts in it, or the replica scores do not match the
+        events (in length, or in number when ``n_boot`` is given too).
     """
     histogram = abcd_histogram(x, score, label, x0=x0, y0=y0, weight=weight)
+    scores = None if replica_scores is None else _replica_scores(replica_scores, len(_flat(x)))
+    if scores is not None:
+        if n_boot is not None and n_boot != len(scores):
+            msg = f"n_boot = {n_boot} but {len(scores)} replica scores given"
+            raise ValueError(msg)
+        n_boot = len(scores)
+    n_boot = DEFAULT_N_BOOT if n_boot is None else n_boot
     n_boot, seed = _check_count(n_boot, "n_boot", 2), _check_count(seed, "seed", 0)
     if thin is not None:
         thin = _check_count(thin, "thin", 1)
@@ -183,7 +250,10 @@ def closure_test(
     values, variances = view.value[..., columns], view.variance[..., columns]
     content = np.moveaxis(values, -1, 0)  # (process, x bin, y bin)
 
-    replicas = _bootstrap_contents(histogram, x, score, label, weight, content.shape, n_boot, seed)
+    if scores is None:
+        replicas = _bootstrap_contents(histogram, x, score, label, weight, content.shape, n_boot, seed)
+    else:
+        replicas = _replica_contents(histogram, x, scores, label, weight, content.shape, seed)
     replica_a, replica_b, replica_c, replica_d = region_sums(replicas[:, 0])
     background = replica_a - _estimate(replica_b, replica_c, replica_d)
     eta = _eta(replicas)
@@ -208,6 +278,7 @@ def closure_test(
         covariance=covariance,
         n_boot=n_boot,
         seed=seed,
+        transform_replicas=scores is not None,
     )
 
 
@@ -216,6 +287,54 @@ def _check_count(value: Any, name: str, low: int) -> int:
         msg = f"{name} must be an integer >= {low}, got {value!r}"
         raise ValueError(msg)
     return int(value)
+
+
+def _flat(values: ArrayLike) -> FloatArray:
+    """``values`` as a flat float64 array."""
+    return np.asarray(values, dtype=np.float64).ravel()
+
+
+def _replica_scores(replica_scores: Iterable[ArrayLike], n_events: int) -> list[FloatArray]:
+    """The replica scores as flat arrays of ``n_events`` finite values."""
+    scores = [_flat(s) for s in replica_scores]
+    for k, s in enumerate(scores):
+        if len(s) != n_events:
+            msg = f"replica_scores[{k}] has {len(s)} values for {n_events} events"
+            raise ValueError(msg)
+        if not np.isfinite(s).all():
+            msg = f"replica_scores[{k}] is not finite everywhere"
+            raise ValueError(msg)
+    return scores
+
+
+def _replica_contents(
+    histogram: Any,
+    x: ArrayLike,
+    scores: list[FloatArray],
+    label: ArrayLike,
+    weight: ArrayLike | None,
+    shape: tuple[int, ...],
+    seed: int,
+) -> FloatArray:
+    """``(n_boot, process, x bin, y bin)``: replica ``k`` fills ``scores[k]`` with Poisson(1) weights.
+
+    Without weights the Poisson counts of a bin are drawn at once (the sum of
+    its events' independent Poisson(1) counts is Poisson of their number).
+    """
+    rng = np.random.default_rng(seed)
+    x_edges, y_edges = histogram.axes["x"].edges, histogram.axes["y"].edges
+    x_bin = np.searchsorted(x_edges, _flat(x), side="right")
+    base = (np.asarray(label).astype(np.intp) * shape[1] + x_bin) * shape[2]
+    n_bins = int(np.prod(shape))
+    w = None if weight is None else _flat(weight)
+    out = np.empty((len(scores), n_bins))
+    for k, replica in enumerate(scores):
+        index = base + np.searchsorted(y_edges, replica, side="right")
+        if w is None:
+            out[k] = rng.poisson(np.bincount(index, minlength=n_bins))
+        else:
+            out[k] = np.bincount(index, weights=rng.poisson(1.0, len(index)) * w, minlength=n_bins)
+    return out.reshape(len(scores), *shape)
 
 
 def _bootstrap_contents(
