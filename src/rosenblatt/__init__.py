@@ -18,6 +18,7 @@ from typing import Any
 from rosenblatt._version import __version__
 from rosenblatt.serialization import SchemaError, load
 from rosenblatt.transforms import (
+    DDT,
     IRGI,
     KDE,
     GridKDE,
@@ -25,6 +26,7 @@ from rosenblatt.transforms import (
     NaNInputWarning,
     NotFittedError,
     OutsideCounts,
+    Rarity,
     TransformEnsemble,
     bootstrap,
 )
@@ -42,6 +44,7 @@ _METRICS = (
 )
 
 __all__ = [
+    "DDT",
     "IRGI",
     "KDE",
     "GridKDE",
@@ -50,6 +53,7 @@ __all__ = [
     "NotFittedError",
     "OutsideCounts",
     "PermutationTestResult",
+    "Rarity",
     "SchemaError",
     "TransformEnsemble",
     "__version__",

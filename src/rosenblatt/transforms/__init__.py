@@ -8,13 +8,16 @@ from rosenblatt.transforms._base import (
     NotFittedError,
     OutsideCounts,
 )
+from rosenblatt.transforms.ddt import DDT
 from rosenblatt.transforms.ensemble import TransformEnsemble, bootstrap
 from rosenblatt.transforms.grid_kde import GridKDE
 from rosenblatt.transforms.irgi import IRGI
 from rosenblatt.transforms.kde import KDE, absolute_sigma
 from rosenblatt.transforms.mergeable import MergeableFit
+from rosenblatt.transforms.rarity import Rarity
 
 __all__ = [
+    "DDT",
     "IRGI",
     "KDE",
     "ConditionalCDFTransform",
@@ -23,6 +26,7 @@ __all__ = [
     "NaNInputWarning",
     "NotFittedError",
     "OutsideCounts",
+    "Rarity",
     "TransformEnsemble",
     "absolute_sigma",
     "bootstrap",
