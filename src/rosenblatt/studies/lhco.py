@@ -8,14 +8,18 @@ of the free parameters) and testing (background plus 10% signal, for ABCD).
 A CNN is trained over seeds and DisCo strengths; IRGI and KDE decorrelate the
 best baseline; all four are compared in the DCC-AUC plane and in the ABCD
 closure test over a grid of cuts.
+
+The study is a sequence of named steps (:data:`STEPS`), each timed; the
+configuration is validated first (:class:`~rosenblatt.studies.lhco_config.LhcoConfig`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,45 +28,36 @@ from numpy.typing import NDArray
 
 import rosenblatt as rb
 from rosenblatt.abcd import ClosureScan, abcd_histogram, closure_scan
+from rosenblatt.studies.lhco_config import CLASSES, PARTS, LhcoConfig
 
-__all__ = ["run"]
+__all__ = ["CLASSIFIERS", "STEPS", "run"]
 
 log = logging.getLogger("rosenblatt.lhco")
 
-PARTS = ("train", "validation", "optimisation", "testing")
+#: the four classifiers compared
 CLASSIFIERS = ("baseline", "disco", "irgi", "kde")
 
-
-# ---------------------------------------------------------------- data
-def _sizes(config: dict[str, Any]) -> dict[str, dict[str, int]]:
-    partition = config["partition"]
-    return {part: {cls: int(partition[part][cls]) for cls in ("background", "signal")} for part in PARTS}
+#: the study's steps, in order; each one's wall time goes to ``summary.json`` (``step_seconds``)
+STEPS = ("generate", "features", "partition", "train", "decorrelate", "close", "report")
 
 
-def _generate(config: dict[str, Any], data_dir: Path) -> dict[str, Path]:
-    """Generate (or reuse) the QCD and W' event files."""
+def _generate(cfg: LhcoConfig) -> dict[str, Path]:
+    """Generate (or reuse, chunk by chunk) the QCD and W' event files."""
     from rosenblatt.hep.generation import generate_file
 
-    sizes = _sizes(config)
-    margin = float(config["data"].get("margin", 0.03))
-    needed = {
-        "qcd": sum(s["background"] for s in sizes.values()),
-        "wprime": sum(s["signal"] for s in sizes.values()),
-    }
-    workers = int(config["data"].get("workers") or os.cpu_count() or 1)
     paths = {}
-    for offset, (process, n_needed) in enumerate(needed.items()):
-        path = data_dir / f"{process}.root"
-        n_events = int(np.ceil(n_needed * (1 + margin)))
+    for offset, (process, cls) in enumerate((("qcd", "background"), ("wprime", "signal"))):
+        path = cfg.data.folder / f"{process}.root"
+        n_events = int(np.ceil(cfg.needed(cls) * (1 + cfg.data.margin)))
         log.info("generating %d %s events into %s (cached for later runs)", n_events, process, path)
         summary = generate_file(
             path,
             process,
             n_events,
-            seed=int(config.get("seed", 0)) * 1000 + offset,
-            pthat_min=float(config["data"].get("pthat_min", 1000.0)),
-            chunk_size=int(config["data"].get("chunk_size", 500)),
-            workers=workers,
+            seed=cfg.seed * 1000 + offset,
+            pthat_min=cfg.data.pthat_min,
+            chunk_size=cfg.data.chunk_size,
+            workers=cfg.data.workers,
         )
         log.info(
             "%s: %d events pass the trigger out of %d generated", process, summary.n_events, summary.n_generated
@@ -71,25 +66,24 @@ def _generate(config: dict[str, Any], data_dir: Path) -> dict[str, Path]:
     return paths
 
 
-def _features(config: dict[str, Any], data_dir: Path, paths: dict[str, Path]) -> Any:
+def _features(cfg: LhcoConfig, paths: dict[str, Path]) -> Any:
     """Run the dijet processor over the event files (cached as parquet)."""
     import awkward as ak
 
     from rosenblatt.io.parquet import read_parquet, write_parquet
     from rosenblatt.processors.runner import run_dijet
 
-    table_path = data_dir / "features.parquet"
-    stamp_path = data_dir / "features.json"
+    table_path = cfg.data.folder / "features.parquet"
+    stamp_path = cfg.data.folder / "features.json"
     stamp = {name: [p.stat().st_size, p.stat().st_mtime_ns] for name, p in sorted(paths.items())}
     if table_path.exists() and stamp_path.exists() and json.loads(stamp_path.read_text()) == stamp:
         log.info("reusing the feature table %s", table_path)
         return read_parquet(table_path)
-    features = config.get("features", {})
     result = run_dijet(
         {name: [str(p)] for name, p in paths.items()},
-        executor=features.get("executor", "futures"),
-        workers=int(features.get("workers") or os.cpu_count() or 1),
-        chunksize=int(features.get("chunksize", 2000)),
+        executor=cfg.features.executor,
+        workers=cfg.features.workers,
+        chunksize=cfg.features.chunksize,
     )
     for dataset, steps in result["cutflow"].items():
         log.info("cut flow %s: %s", dataset, ", ".join(f"{k} {v}" for k, v in steps.items()))
@@ -99,55 +93,47 @@ def _features(config: dict[str, Any], data_dir: Path, paths: dict[str, Path]) ->
     return ak.Array(table)
 
 
-def _partition(table: Any, config: dict[str, Any]) -> dict[str, Any]:
+def _partition(table: Any, cfg: LhcoConfig) -> dict[str, Any]:
     """Split the table into the paper's four samples, per class, at random."""
-    rng = np.random.default_rng(int(config.get("seed", 0)))
+    rng = np.random.default_rng(cfg.seed)
     label = np.asarray(table["label"])
-    sizes = _sizes(config)
     parts: dict[str, list[NDArray[np.int64]]] = {part: [] for part in PARTS}
-    for cls, value in (("background", 0), ("signal", 1)):
+    for value, cls in enumerate(CLASSES):
         index = rng.permutation(np.flatnonzero(label == value))
-        needed = sum(sizes[part][cls] for part in PARTS)
-        if len(index) < needed:
+        if len(index) < cfg.needed(cls):
             msg = (
                 f"the feature table has {len(index)} {cls} events with two jets, the partition needs "
-                f"{needed}; raise data.margin in the configuration"
+                f"{cfg.needed(cls)}; raise data.margin in {cfg.source}"
             )
             raise ValueError(msg)
         start = 0
         for part in PARTS:
-            stop = start + sizes[part][cls]
+            stop = start + cfg.sizes[part][cls]
             parts[part].append(index[start:stop])
             start = stop
     return {part: table[np.sort(np.concatenate(chunks))] for part, chunks in parts.items()}
 
 
-# ------------------------------------------------------------ classifiers
-def _train(config: dict[str, Any], data_dir: Path, samples: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _train(cfg: LhcoConfig, samples: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Train (or reuse, model by model) the classifier scan and score every sample."""
     from rosenblatt.ml import run_scan
+    from rosenblatt.ml.files import model_file
 
-    classifier = config["classifier"]
     # models are cached per training setting: a changed configuration trains anew
-    setting = json.dumps(
-        {"classifier": classifier, "disco": config.get("disco"), "partition": config["partition"], "seed": config.get("seed")},
-        sort_keys=True,
-    )
-    scan_dir = data_dir / f"scan-{hashlib.sha256(setting.encode()).hexdigest()[:12]}"
+    scan_dir = cfg.data.folder / f"scan-{cfg.scan_key()}"
     result = run_scan(
         samples,
         scan_dir,
         train="train",
         validation="validation",
-        kind=classifier.get("kind", "cnn"),
-        seeds=list(range(int(classifier.get("seeds", 3)))),
-        alphas=[float(a) for a in config.get("disco", {}).get("alphas", [])],
-        options=classifier.get("options"),
-        n_workers=int(classifier.get("workers") or os.cpu_count() or 1),
+        kind=cfg.classifier.kind,
+        seeds=list(range(cfg.classifier.seeds)),
+        alphas=list(cfg.classifier.alphas),
+        options=dict(cfg.classifier.options),
+        n_workers=cfg.classifier.workers,
     )
     log.info("classifiers: %d trained now, %d reused", len(result.trained), len(result.models) - len(result.trained))
-    from rosenblatt.ml.files import model_file
-
-    suffix = ".npz" if classifier.get("kind", "cnn") == "gbdt" else ".pt"
+    suffix = ".npz" if cfg.classifier.kind == "gbdt" else ".pt"
     for model in result.models:
         model["path"] = str(model_file(scan_dir / "models" / model["name"], suffix))
     return result.samples, result.models
@@ -168,123 +154,151 @@ def _evaluate(sample: Any, score: NDArray[np.float64]) -> dict[str, float]:
     }
 
 
-# ---------------------------------------------------------------- study
-def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Run the LHCO study of ``config``; write the report, summary, figures and transforms."""
-    data_dir = Path(config["data"].get("folder", Path("data") / config["name"]))
-    data_dir.mkdir(parents=True, exist_ok=True)
-    paths = _generate(config, data_dir)
-    table = _features(config, data_dir, paths)
-    samples = _partition(table, config)
-    samples, models = _train(config, data_dir, samples)
-    opt, val, test = samples["optimisation"], samples["validation"], samples["testing"]
-
-    # every trained model on the optimisation sample
+def _choose_models(cfg: LhcoConfig, models: list[dict[str, Any]], opt: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The best baseline (highest AUC) and DisCo's representative (lowest dCor² above the AUC floor)."""
     for model in models:
         model.update({f"opt_{k}": v for k, v in _evaluate(opt, _scores(opt, model["column"])).items()})
     baselines = [m for m in models if m["name"].startswith(("baseline", "gbdt"))]
     best = max(baselines, key=lambda m: m["opt_auc"])
     disco_models = [m for m in models if m["name"].startswith("disco") and float(m["alpha"]) > 0]
-    auc_floor = float(config.get("disco_selection", {}).get("min_auc", 0.8))
-    eligible = [m for m in disco_models if m["opt_auc"] > auc_floor]
+    eligible = [m for m in disco_models if m["opt_auc"] > cfg.classifier.min_auc]
     disco = None
     if eligible:
         disco = min(eligible, key=lambda m: m["opt_dcc"])
     elif disco_models:
         disco = max(disco_models, key=lambda m: m["opt_auc"])
-    log.info("best baseline %s (AUC %.3f); DisCo representative %s", best["name"], best["opt_auc"], None if disco is None else disco["name"])
+    log.info(
+        "best baseline %s (AUC %.3f); DisCo representative %s",
+        best["name"], best["opt_auc"], None if disco is None else disco["name"],
+    )
+    return best, disco
 
-    # decorrelation of the best baseline, defined on the validation background
+
+@dataclass
+class Decorrelation:
+    """IRGI and KDE of the best baseline: the scans over their parameter and the chosen fits."""
+
+    x_def: NDArray[np.float64]
+    y_def: NDArray[np.float64]
+    scans: dict[str, list[dict[str, Any]]]
+    fitted: dict[str, dict[float, Any]]
+    chosen: dict[str, Any]
+
+    def transform(self, name: str) -> Any:
+        """The chosen fit of ``name`` (``"irgi"`` or ``"kde"``)."""
+        return self.fitted[name][self.chosen[name]]
+
+
+def _decorrelate(cfg: LhcoConfig, samples: dict[str, Any], best: dict[str, Any], folder: Path) -> Decorrelation:
+    """Fit IRGI and KDE on the validation background; pick each parameter on the optimisation sample."""
+    val, opt = samples["validation"], samples["optimisation"]
     val_bkg = np.asarray(val["label"]) == 0
     x_def = np.asarray(val["mjj"], dtype=np.float64)[val_bkg]
     y_def = _scores(val, best["column"])[val_bkg]
     opt_mjj = np.asarray(opt["mjj"], dtype=np.float64)
     opt_base = _scores(opt, best["column"])
-    depths = [d for d in config["irgi"]["depths"] if d <= rb.IRGI.max_depth(len(x_def))]
-    sigmas = [float(s) for s in config["kde"]["sigma_r"]]
-    tolerance = float(config.get("selection", {}).get("auc_tolerance", 0.01))
+    depths = [d for d in cfg.selection.depths if d <= rb.IRGI.max_depth(len(x_def))]
+    candidates: dict[str, list[tuple[float, Any]]] = {
+        "irgi": [(d, rb.IRGI(depth=d)) for d in depths],
+        "kde": [(s, rb.KDE(sigma_r=s)) for s in cfg.selection.sigma_r],
+    }
     scans: dict[str, list[dict[str, Any]]] = {"irgi": [], "kde": []}
     fitted: dict[str, dict[float, Any]] = {"irgi": {}, "kde": {}}
-    for name, values, make in (("irgi", depths, lambda v: rb.IRGI(depth=int(v))), ("kde", sigmas, lambda v: rb.KDE(sigma_r=v))):
-        for value in values:
-            transform = make(value).fit(x_def, y_def)
-            fitted[name][value] = transform
+    chosen: dict[str, Any] = {}
+    for name, pairs in candidates.items():
+        for value, transform in pairs:
+            fitted[name][value] = transform.fit(x_def, y_def)
             gamma = transform.transform(opt_mjj, opt_base)
             scans[name].append({"value": value, **_evaluate(opt, gamma)})
-    chosen: dict[str, Any] = {}
-    for name in ("irgi", "kde"):
-        near = [s for s in scans[name] if s["auc"] >= best["opt_auc"] - tolerance] or scans[name]
-        pick = min(near, key=lambda s: s["dcc"])
-        chosen[name] = pick["value"]
-        fitted[name][pick["value"]].save(folder / f"{name}.json")
+        near = [s for s in scans[name] if s["auc"] >= best["opt_auc"] - cfg.selection.auc_tolerance] or scans[name]
+        chosen[name] = min(near, key=lambda s: s["dcc"])["value"]
+        fitted[name][chosen[name]].save(folder / f"{name}.json")
     log.info("chosen IRGI depth %s and KDE sigma_r %s", chosen["irgi"], chosen["kde"])
+    return Decorrelation(x_def, y_def, scans, fitted, chosen)
 
-    # testing sample
-    test_mjj = np.asarray(test["mjj"], dtype=np.float64)
-    test_label = np.asarray(test["label"])
-    test_base = _scores(test, best["column"])
-    test_scores = {
-        "baseline": test_base,
-        "irgi": fitted["irgi"][chosen["irgi"]].transform(test_mjj, test_base),
-        "kde": fitted["kde"][chosen["kde"]].transform(test_mjj, test_base),
-    }
+
+def _testing_scores(samples: dict[str, Any], best: dict[str, Any], disco: dict[str, Any] | None, fits: Decorrelation) -> dict[str, NDArray[np.float64]]:
+    """The four classifiers' scores on the testing sample."""
+    test = samples["testing"]
+    mjj = np.asarray(test["mjj"], dtype=np.float64)
+    base = _scores(test, best["column"])
+    scores = {"baseline": base, "irgi": fits.transform("irgi").transform(mjj, base), "kde": fits.transform("kde").transform(mjj, base)}
     if disco is not None:
-        test_scores["disco"] = _scores(test, disco["column"])
-    abcd_cfg = config.get("abcd", {})
-    mjj_max = float(abcd_cfg.get("mjj_max", 4000.0))
-    x_lo, x_hi = (float(v) for v in abcd_cfg.get("x0", [2000.0, 3700.0]))
-    y_lo, y_hi = (float(v) for v in abcd_cfg.get("y0", [0.1, 0.85]))
-    x0 = np.linspace(x_lo, x_hi, int(abcd_cfg.get("n_x0", 100)))
-    y0 = np.linspace(y_lo, y_hi, int(abcd_cfg.get("n_y0", 100)))
-    keep = test_mjj < mjj_max
-    n_perm = int(config.get("permutations", 100))
-    bkg = test_label == 0
-    summary_classifiers: dict[str, Any] = {}
-    closures, agreement = _closures_in_processor(
-        config, paths, test, {"baseline": best, "disco": disco},
-        {"irgi": fitted["irgi"][chosen["irgi"]], "kde": fitted["kde"][chosen["kde"]]},
-        x0, y0, mjj_max,
-        {name: abcd_histogram(test_mjj[keep], score[keep], test_label[keep], x0=x0, y0=y0) for name, score in test_scores.items()},
-    )
-    for name in CLASSIFIERS:
-        if name not in test_scores:
-            continue
-        score = test_scores[name]
-        perm = rb.permutation_test(test_mjj[bkg], score[bkg], n_permutations=n_perm, seed=1)
-        scan = closures[name]
-        best_cut = scan.best()
-        pulls = scan.pull[scan.valid]
-        summary_classifiers[name] = {
-            "auc": rb.roc_auc(test_label, score),
-            "dcc": float(perm.statistic),
-            "dcc_floor": float(perm.floor),
-            "dcc_floor_std": float(perm.floor_std),
-            "dcc_p_value": float(perm.p_value),
-            "r50": rb.background_rejection(test_label, score),
-            "inverse_jsd": rb.inverse_jsd(test_mjj, test_label, score),
-            "eta_best": best_cut["eta"],
-            "x0": best_cut["x0"],
-            "y0": best_cut["y0"],
-            "closure_at_best": best_cut,
-            "frac_eta_below_1e-2": scan.fraction_below(1e-2),
-            "frac_eta_below_1e-3": scan.fraction_below(1e-3),
-            "pull_mean": float(np.mean(pulls)) if len(pulls) else float("nan"),
-            "pull_std": float(np.std(pulls)) if len(pulls) else float("nan"),
-        }
-    # statistics: uncertainties, closure test, likelihood, contamination (studies/lhco_statistics.py)
+        scores["disco"] = _scores(test, disco["column"])
+    return scores
+
+
+def _figures_of_merit(cfg: LhcoConfig, mjj: NDArray[np.float64], label: NDArray[np.int64], score: NDArray[np.float64], scan: ClosureScan) -> dict[str, Any]:
+    """One classifier's point estimates on the testing sample: AUC, dCor² with its floor, R50, closure."""
+    bkg = label == 0
+    perm = rb.permutation_test(mjj[bkg], score[bkg], n_permutations=cfg.permutations, seed=1)
+    best_cut = scan.best()
+    pulls = scan.pull[scan.valid]
+    return {
+        "auc": rb.roc_auc(label, score),
+        "dcc": float(perm.statistic),
+        "dcc_floor": float(perm.floor),
+        "dcc_floor_std": float(perm.floor_std),
+        "dcc_p_value": float(perm.p_value),
+        "r50": rb.background_rejection(label, score),
+        "inverse_jsd": rb.inverse_jsd(mjj, label, score),
+        "eta_best": best_cut["eta"],
+        "x0": best_cut["x0"],
+        "y0": best_cut["y0"],
+        "closure_at_best": best_cut,
+        "frac_eta_below_1e-2": scan.fraction_below(1e-2),
+        "frac_eta_below_1e-3": scan.fraction_below(1e-3),
+        "pull_mean": float(np.mean(pulls)) if len(pulls) else float("nan"),
+        "pull_std": float(np.std(pulls)) if len(pulls) else float("nan"),
+    }
+
+
+@dataclass
+class Closure:
+    """The testing sample's scores, its ABCD closure per classifier, and the statistics stage's output."""
+
+    scores: dict[str, NDArray[np.float64]]
+    closures: dict[str, ClosureScan]
+    agreement: dict[str, Any]
+    classifiers: dict[str, dict[str, Any]]
+    statistics: dict[str, Any]
+
+
+def _close(
+    cfg: LhcoConfig,
+    folder: Path,
+    paths: dict[str, Path],
+    samples: dict[str, Any],
+    models: tuple[dict[str, Any], dict[str, Any] | None],
+    fits: Decorrelation,
+) -> Closure:
+    """ABCD closure of every classifier on the testing sample, then uncertainties and likelihoods."""
     from rosenblatt.studies.lhco_statistics import statistics
 
+    best, disco = models
+    test, val = samples["testing"], samples["validation"]
+    mjj = np.asarray(test["mjj"], dtype=np.float64)
+    label = np.asarray(test["label"])
+    scores = _testing_scores(samples, best, disco, fits)
+    x0, y0, mjj_max = cfg.cuts.x0, cfg.cuts.y0, cfg.cuts.mjj_max
+    keep = mjj < mjj_max
+    in_memory = {name: abcd_histogram(mjj[keep], score[keep], label[keep], x0=x0, y0=y0) for name, score in scores.items()}
+    closures, agreement = _closures_in_processor(
+        cfg, paths, test, {"baseline": best, "disco": disco},
+        {"irgi": fits.transform("irgi"), "kde": fits.transform("kde")}, in_memory,
+    )
+    classifiers = {name: _figures_of_merit(cfg, mjj, label, scores[name], closures[name]) for name in CLASSIFIERS if name in scores}
     val_label = np.asarray(val["label"])
     stats = statistics(
-        config,
+        dict(cfg.raw),
         folder,
-        mjj=test_mjj,
-        label=test_label,
-        scores=test_scores,
-        baseline=test_base,
-        chosen=chosen,
-        x_def=x_def,
-        y_def=y_def,
+        mjj=mjj,
+        label=label,
+        scores=scores,
+        baseline=scores["baseline"],
+        chosen=fits.chosen,
+        x_def=fits.x_def,
+        y_def=fits.y_def,
         x_sig=np.asarray(val["mjj"], dtype=np.float64)[val_label == 1],
         y_sig=_scores(val, best["column"])[val_label == 1],
         closures=closures,
@@ -293,47 +307,130 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         mjj_max=mjj_max,
     )
     for name, values in stats["classifiers"].items():
-        summary_classifiers[name].update(values)
-    summary_classifiers["irgi"]["depth"] = chosen["irgi"]
-    summary_classifiers["kde"]["sigma_r"] = chosen["kde"]
-    summary_classifiers["baseline"]["model"] = best["name"]
+        classifiers[name].update(values)
+    classifiers["irgi"]["depth"] = fits.chosen["irgi"]
+    classifiers["kde"]["sigma_r"] = fits.chosen["kde"]
+    classifiers["baseline"]["model"] = best["name"]
     if disco is not None:
-        summary_classifiers["disco"]["model"] = disco["name"]
-        summary_classifiers["disco"]["alpha"] = disco.get("alpha")
+        classifiers["disco"]["model"] = disco["name"]
+        classifiers["disco"]["alpha"] = disco.get("alpha")
+    agreement["n_testing_after_mjj_cut"] = int(keep.sum())
+    return Closure(scores, closures, agreement, classifiers, stats)
 
+
+def _provenance(cfg: LhcoConfig) -> dict[str, Any]:
+    """The configuration as read, the package version and the source's git commit (where it is a checkout)."""
+    import subprocess
+
+    source = Path(__file__).resolve().parent
+    commit = dirty = None
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True, check=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=source, capture_output=True, text=True, check=True)
+        dirty = bool(status.stdout.strip())
+    except (OSError, subprocess.CalledProcessError):
+        log.info("the package source is not a git checkout: no commit recorded")
+    return {
+        "configuration": {k: v for k, v in cfg.raw.items() if k != "_path"},
+        "configuration_file": cfg.source,
+        "rosenblatt_version": rb.__version__,
+        "commit": commit,
+        "uncommitted_changes": dirty,
+    }
+
+
+class Steps:
+    """Runs the study's named steps in order, logging and timing each."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def run(self, name: str, function: Callable[..., Any], *args: Any) -> Any:
+        """Run step ``name`` as ``function(*args)`` and keep its wall time."""
+        log.info("step %d of %d: %s", len(self.seconds) + 1, len(STEPS), name)
+        start = time.perf_counter()
+        result = function(*args)
+        self.seconds[name] = round(time.perf_counter() - start, 2)
+        log.info("step %s done in %.1f s", name, self.seconds[name])
+        return result
+
+
+def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Run the LHCO study of ``config``; write the report, summary, figures and transforms.
+
+    The steps (:data:`STEPS`) each reuse what an earlier run cached in
+    ``data.folder``: the generated events chunk by chunk, the feature table,
+    every trained model.
+    """
+    cfg = LhcoConfig.parse(config)
+    cfg.data.folder.mkdir(parents=True, exist_ok=True)
+    steps = Steps()
+    paths = steps.run("generate", _generate, cfg)
+    table = steps.run("features", _features, cfg, paths)
+    samples = steps.run("partition", _partition, table, cfg)
+    samples, models = steps.run("train", _train, cfg, samples)
+    best, disco = _choose_models(cfg, models, samples["optimisation"])
+    fits = steps.run("decorrelate", _decorrelate, cfg, samples, best, folder)
+    closure = steps.run("close", _close, cfg, folder, paths, samples, (best, disco), fits)
+    summary = _summary(cfg, models, fits, closure)
+    summary["step_seconds"] = steps.seconds
+    steps.run("report", _write_report, folder, summary, models, (best, disco), fits, samples, closure)
+    summary["step_seconds"] = steps.seconds
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2, default=float), encoding="utf-8")
+    return summary
+
+
+def _summary(cfg: LhcoConfig, models: list[dict[str, Any]], fits: Decorrelation, closure: Closure) -> dict[str, Any]:
+    """The study's summary: sizes, provenance, per-classifier figures, scans and the paper's claims."""
+    stats = closure.statistics
     summary: dict[str, Any] = {
         "study": "lhco",
-        "name": config["name"],
-        "sizes": _sizes(config),
-        "n_testing_after_mjj_cut": int(keep.sum()),
-        "processor_path": agreement,
-        **summary_classifiers,
-        "depth": chosen["irgi"],
-        "sigma_r": chosen["kde"],
+        "name": cfg.name,
+        "sizes": cfg.sizes,
+        **_provenance(cfg),
+        "n_testing_after_mjj_cut": closure.agreement.pop("n_testing_after_mjj_cut"),
+        "processor_path": closure.agreement,
+        **closure.classifiers,
+        "depth": fits.chosen["irgi"],
+        "sigma_r": fits.chosen["kde"],
         "models": [{k: v for k, v in m.items() if isinstance(v, (int, float, str, type(None)))} for m in models],
-        "scans": scans,
+        "scans": fits.scans,
         "contamination": stats["contamination"],
         "automatic_parameters": stats["automatic"],
         "statistics_seconds": stats["timings"],
     }
     summary["claims"] = _claims(summary)
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2, default=float), encoding="utf-8")
-    from rosenblatt.studies.lhco_report import figures, report
-
-    figs = figures(folder, summary, models, best, disco, scans, chosen, closures, test_mjj, test_label, test_scores, fitted["irgi"][chosen["irgi"]], x_def, y_def, stats)
-    (folder / "report.md").write_text(report(summary, figs), encoding="utf-8")
     return summary
 
 
+def _write_report(
+    folder: Path,
+    summary: dict[str, Any],
+    models: list[dict[str, Any]],
+    chosen_models: tuple[dict[str, Any], dict[str, Any] | None],
+    fits: Decorrelation,
+    samples: dict[str, Any],
+    closure: Closure,
+) -> None:
+    """Figures and ``report.md``."""
+    from rosenblatt.studies.lhco_report import figures, report
+
+    test = samples["testing"]
+    best, disco = chosen_models
+    figs = figures(
+        folder, summary, models, best, disco, fits.scans, fits.chosen, closure.closures,
+        np.asarray(test["mjj"], dtype=np.float64), np.asarray(test["label"]), closure.scores,
+        fits.transform("irgi"), fits.x_def, fits.y_def, closure.statistics,
+    )
+    (folder / "report.md").write_text(report(summary, figs), encoding="utf-8")
+
+
 def _closures_in_processor(
-    config: dict[str, Any],
+    cfg: LhcoConfig,
     paths: dict[str, Path],
     test: Any,
     models: dict[str, dict[str, Any] | None],
     transforms: dict[str, Any],
-    x0: NDArray[np.float64],
-    y0: NDArray[np.float64],
-    mjj_max: float,
     in_memory: dict[str, Any],
 ) -> tuple[dict[str, ClosureScan], dict[str, Any]]:
     """The testing sample's ABCD closure, computed by the analysis processor from the event files.
@@ -349,19 +446,18 @@ def _closures_in_processor(
     from rosenblatt.processors.runner import make_executor, run_processor
 
     scorers = {name: make_scorer({"model": model["path"]}) for name, model in models.items() if model is not None}
-    variants = [Variant(name, name, tuple(y0)) for name in scorers]
-    variants += [Variant(name, "baseline", tuple(y0), transform=t) for name, t in transforms.items()]
+    y0 = tuple(cfg.cuts.y0)
+    variants = [Variant(name, name, y0) for name in scorers]
+    variants += [Variant(name, "baseline", y0, transform=t) for name, t in transforms.items()]
     files = np.asarray(test["file"], dtype=str)
     entries = np.asarray(test["entry"], dtype=np.int64)
     selection = {path: np.sort(entries[files == path]) for path in np.unique(files)}
-    features = config.get("features", {})
-    executor = features.get("executor", "futures")
-    with make_executor(executor, 1 if executor == "iterative" else int(features.get("workers") or os.cpu_count() or 1)) as pool:
+    with make_executor(cfg.features.executor, cfg.features.workers) as pool:
         output = run_processor(
             {name: [str(p)] for name, p in paths.items()},
-            AnalysisProcessor(scorers=scorers, variants=tuple(variants), x0=tuple(x0), x_max=mjj_max, entries=selection),
+            AnalysisProcessor(scorers=scorers, variants=tuple(variants), x0=tuple(cfg.cuts.x0), x_max=cfg.cuts.mjj_max, entries=selection),
             pool,
-            chunksize=int(features.get("chunksize", 2000)),
+            chunksize=cfg.features.chunksize,
         )
     closures = {name: closure_scan(h[{"dataset": sum}]) for name, h in output["abcd"].items()}
     differences = {}

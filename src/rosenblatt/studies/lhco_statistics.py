@@ -11,8 +11,15 @@ Everything here works on the in-memory arrays of the study's samples:
   retrained: their uncertainty is the testing sample's alone.
 * **The closure test** (:func:`rosenblatt.abcd.closure_test`) per classifier on
   the testing sample: chi² per degree of freedom and p-value of the
-  background's non-closure, and the fraction of the cut grid where ``|eta_A|``
-  is below both 1e-2 and twice its bootstrap uncertainty.
+  background's non-closure (``closure_chi2``, ``closure_ndof``,
+  ``closure_chi2_ndf``, ``closure_pvalue``: the chi² of the whole grid at the
+  resolution ``closure_thin``, cuts evenly spaced over it); the fraction of the
+  grid where that non-closure is within 2 standard deviations of zero, cut by
+  cut (``frac_closure_consistent_2sd``); and the fraction where ``|eta_A|`` is
+  below both 1e-2 and twice its bootstrap uncertainty. For IRGI and KDE the
+  closure test's replicas are those of the figures of merit (testing Poisson
+  weights and the transform refitted, ``n_boot`` of them); for the baseline
+  and DisCo, ``closure_n_boot`` replicas of the testing sample.
 * **The ABCD likelihood** (:func:`rosenblatt.abcd.pyhf_workspace`) at each
   classifier's best cut, with the testing background's measured relative
   non-closure as a ``normsys``: Asimov significance and expected 95% CLs limit
@@ -127,6 +134,7 @@ def statistics(
     }
     results: dict[str, dict[str, Any]] = {}
     eta_error: dict[str, FloatArray] = {}
+    replica_scores: dict[str, list[FloatArray]] = {}
     for name, nominal in scores.items():
         ensemble = (
             rb.bootstrap(makers[name](), x_def, y_def, n=n_boot, seed=seed)
@@ -136,21 +144,18 @@ def statistics(
         foms = {key: np.full(n_boot, np.nan) for key in ("auc", "dcc", "r50")}
         etas = np.full((n_boot, len(x0), len(y0)), np.nan)
         unusable = 0
-        direct = 0
+        refitted: list[FloatArray] = []
         for k in range(n_boot):
             try:
                 score = (
                     nominal if ensemble is None else ensemble.replicas_[k].transform(mjj, baseline)
                 )
             except ValueError as err:
-                # KDE's fast Gauss transform can give a non-positive kernel sum where a replica's
-                # weights vanish (the x tail); the direct sum of the same replica does not
-                log.info("replica %d of %s: %s; evaluated with method='direct'", k, name, err)
-                score = _direct_score(ensemble, k, x_def, y_def, mjj, baseline)
-                if score is None:
-                    unusable += 1
-                    continue
-                direct += 1
+                log.info("replica %d of %s cannot evaluate every testing event: %s", k, name, err)
+                unusable += 1
+                continue
+            if ensemble is not None:
+                refitted.append(score[keep])
             w = test_weights[k]
             foms["auc"][k] = rb.roc_auc(label, score, w)
             foms["dcc"][k] = rb.distance_correlation_sqr(mjj[bkg], score[bkg], w[bkg])
@@ -158,6 +163,9 @@ def statistics(
             etas[k] = grid.eta(score[keep], w[keep])
         i, j = best_index[name]
         eta_error[name] = _std(etas)
+        with np.errstate(invalid="ignore"):
+            fractions = (np.abs(etas) < 1e-2).mean(axis=(1, 2))
+        fractions[np.isnan(etas).all(axis=(1, 2))] = np.nan
         with np.errstate(invalid="ignore"):
             nominal_eta = grid.eta(nominal[keep], np.ones(int(keep.sum())))
             difference = np.nanmax(np.abs(nominal_eta - closures[name].eta))
@@ -171,13 +179,14 @@ def statistics(
             "dcc_err": _sd(foms["dcc"]),
             "r50_err": _sd(foms["r50"]),
             "eta_best_err": float(eta_error[name][i, j]),
+            "frac_eta_below_1e-2_err": _sd(fractions),
             "n_boot": n_boot,
             "transform_refitted": ensemble is not None,
         }
         if ensemble is not None:
             results[name]["n_refits"] = ensemble.n_refits_
             results[name]["n_boot_unusable"] = unusable
-            results[name]["n_boot_direct"] = direct
+            replica_scores[name] = refitted
     timings["bootstrap"] = time.perf_counter() - start
 
     # ---- closure test
@@ -187,6 +196,7 @@ def statistics(
     thin = int(cfg.get("closure_thin", 5))
     for name, score in scores.items():
         scan = closures[name]
+        refitted = replica_scores.get(name)
         try:
             test = closure_test(
                 mjj[keep],
@@ -194,9 +204,10 @@ def statistics(
                 label[keep],
                 x0=x0,
                 y0=y0,
-                n_boot=n_closure,
+                n_boot=None if refitted else n_closure,
                 seed=seed,
                 thin=thin,
+                replica_scores=refitted or None,
             )
         except ValueError as err:  # too few events in the regions of every thinned cut
             log.warning("closure test of %s not possible: %s", name, err)
@@ -210,6 +221,9 @@ def statistics(
                 "closure_ndof": None if test is None else test.ndof,
                 "closure_chi2_ndf": None if test is None else test.chi2_per_dof,
                 "closure_pvalue": None if test is None else test.p_value,
+                "closure_n_boot": None if test is None else test.n_boot,
+                "closure_transform_refitted": test is not None and test.transform_replicas,
+                "frac_closure_consistent_2sd": None if test is None else test.consistent_fraction,
                 "frac_eta_significant_below_1e-2": float((significant & scan.valid).mean()),
             }
         )
@@ -309,32 +323,6 @@ def statistics(
         "eta_error": eta_error,
         "timings": timings,
     }
-
-
-def _direct_score(
-    ensemble: Any,
-    k: int,
-    x_def: FloatArray,
-    y_def: FloatArray,
-    mjj: FloatArray,
-    baseline: FloatArray,
-) -> FloatArray | None:
-    """``gamma`` of replica ``k`` of a KDE ensemble refitted with ``method="direct"`` (same Poisson weights).
-
-    None for another transform, or if the direct sum fails too.
-    """
-    from rosenblatt.transforms.ensemble import poisson_weights
-
-    nominal = ensemble.nominal_
-    if not isinstance(nominal, rb.KDE):
-        return None
-    draw = ensemble.replica_draws_[k]
-    weights = poisson_weights(len(x_def), ensemble.seed, draw).astype(np.float64)
-    try:
-        replica = rb.KDE(sigma_r=nominal.sigma_r, method="direct").fit(x_def, y_def, weights)
-        return replica.transform(mjj, baseline)
-    except ValueError:
-        return None
 
 
 class _Grid:
