@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 import rosenblatt as rb
 from rosenblatt.abcd import ClosureScan, abcd_histogram, closure_scan
 from rosenblatt.studies.lhco_config import CLASSES, PARTS, LhcoConfig
+from rosenblatt.studies.lhco_paper import paper_comparison
 
 __all__ = ["CLASSIFIERS", "STEPS", "run"]
 
@@ -400,6 +401,7 @@ def _summary(cfg: LhcoConfig, models: list[dict[str, Any]], fits: Decorrelation,
         "statistics_seconds": stats["timings"],
     }
     summary["claims"] = _claims(summary)
+    summary["paper_comparison"] = paper_comparison(summary)
     return summary
 
 
