@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -266,8 +267,10 @@ def test_to_correctionlib_returns_a_correction_set() -> None:
 def test_export_needs_a_fitted_transform() -> None:
     with pytest.raises(rb.NotFittedError, match="not fitted"):
         rb.IRGI(3).to_correctionlib()
-    with pytest.raises(TypeError, match="IRGI or KDE"):
+    with pytest.raises(TypeError, match="cannot export a object; export a fitted") as error:
         write_correctionlib(object(), "never.json")  # type: ignore[arg-type]
+    for name in ("IRGI", "KDE", "GridKDE"):
+        assert re.search(rf"\b{name}\b", str(error.value)), error.value
 
 
 def test_kde_options_are_checked(kde_exported: Exported, tmp_path: Path) -> None:

@@ -10,9 +10,10 @@ __all__ = ["add_parser", "main"]
 
 DESCRIPTION = """\
 Write a transform saved with rosenblatt (TRANSFORM.json) as a correctionlib (schema v2)
-JSON file with one correction of the inputs x, y and the output gamma. An IRGI is written
-exactly; a KDE is tabulated until the largest difference measured on a dense set of points
-is below --tolerance. The measured difference is written in the correction's description.
+JSON file with one correction of the inputs x, y and the output gamma. A transform whose
+gamma is a grid of columns (IRGI, GridKDE) is written exactly; one whose gamma is smooth in x
+(KDE) is tabulated until the largest difference measured on a dense set of points is below
+--tolerance. The measured difference is written in the correction's description.
 correctionlib evaluates the file from Python and C++ (`correction config` gives the flags);
 `rosenblatt.load` reads it back.
 """
@@ -44,7 +45,8 @@ def add_parser(subparsers: Any) -> None:
         "--tolerance",
         type=float,
         default=1e-3,
-        help="KDE only: largest difference allowed between the table and the KDE "
+        help="transforms tabulated rather than written exactly (KDE): largest difference allowed "
+        "between the table and the transform "
         "(default: %(default)g); smaller values make larger files",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
