@@ -140,21 +140,107 @@ def test_invalid_input() -> None:
         pyhf_workspace(10, 5, float("nan"), 5, 1.0)
 
 
-@pytest.mark.slow
+def _twice_nll(rates: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``2 sum(nu - n ln nu)`` per toy (constants dropped); infinite where a rate is not positive."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = 2.0 * (rates - counts * np.log(rates)).sum(axis=-1)
+    return np.where((rates > 0).all(axis=-1), value, np.inf)
+
+
+def _abcd_rates(theta: np.ndarray, signal: np.ndarray) -> np.ndarray:
+    """Expected A, B, C, D of the workspace's model for parameters ``(ln D_bkg, ln B_bkg, ln C_bkg, mu)``.
+
+    The background is that of ``pyhf_workspace``: ``A = B C / D`` (its normfactors
+    ``n_background``, ``tau_x``, ``tau_y`` are ``D_bkg / n_d``, ``B_bkg / D_bkg * n_d / n_b``,
+    ``C_bkg / D_bkg * n_d / n_c``); the signal is ``mu`` times ``signal``.
+    """
+    a, b, c, mu = theta.T
+    background = np.stack([np.exp(b + c - a), np.exp(b), np.exp(c), np.exp(a)], axis=-1)
+    return background + mu[:, None] * signal
+
+
+def _profile(counts: np.ndarray, signal: np.ndarray, mu: float | None) -> np.ndarray:
+    """Twice the negative log-likelihood per toy, profiled (``mu`` fixed, or free and >= 0 if None).
+
+    Fisher scoring with step halving, vectorised over the toys, until the
+    Newton decrement ``g^T I^-1 g`` is below 1e-10 for every toy (near the
+    rounding of the log-likelihood, ~1e-12 here).
+    """
+    n_toys = len(counts)
+    shift = 0.0 if mu is None else mu
+    theta = np.column_stack([
+        np.log(counts[:, 3]),
+        np.log(np.maximum(counts[:, 1] - shift * signal[1], 1.0)),
+        np.log(np.maximum(counts[:, 2] - shift * signal[2], 1.0)),
+        np.full(n_toys, 1.0 if mu is None else mu),
+    ])
+    free = slice(0, 4 if mu is None else 3)
+    current = _twice_nll(_abcd_rates(theta, signal), counts)
+    active = np.arange(n_toys)
+    for _ in range(100):
+        th, n = theta[active], counts[active]
+        background = _abcd_rates(th, signal) - th[:, 3:] * signal
+        jacobian = np.zeros((len(active), 4, 4))  # d rate[region] / d theta
+        jacobian[:, 0, :3] = background[:, :1] * np.array([-1.0, 1.0, 1.0])
+        jacobian[:, 1, 1], jacobian[:, 2, 2], jacobian[:, 3, 0] = background[:, 1:].T
+        jacobian[:, :, 3] = signal
+        jacobian = jacobian[:, :, free]
+        rates = _abcd_rates(th, signal)
+        gradient = np.einsum("trp,tr->tp", jacobian, 1.0 - n / rates)
+        fisher = np.einsum("trp,tr,trq->tpq", jacobian, 1.0 / rates, jacobian)
+        step = -np.linalg.solve(fisher, gradient[..., None])[..., 0]
+        moving = -np.einsum("tp,tp->t", gradient, step) > 1e-10
+        active, step = active[moving], step[moving]
+        if not len(active):
+            break
+        scale = np.ones(len(active))
+        for _ in range(30):
+            trial = theta[active]
+            trial[:, free] += scale[:, None] * step
+            value = _twice_nll(_abcd_rates(trial, signal), counts[active])
+            better = value <= current[active]
+            if better.all():
+                break
+            scale[~better] /= 2.0
+        theta[active[better]] = trial[better]
+        current[active[better]] = value[better]
+    else:
+        raise AssertionError(f"{len(active)} toys did not converge")
+    if mu is None:  # mu is bounded below by 0 in the workspace
+        negative = theta[:, 3] < 0
+        if negative.any():
+            current[negative] = _profile(counts[negative], signal, 0.0)
+    return current
+
+
 def test_profile_likelihood_interval_covers() -> None:
-    """2000 toys: the 68.3% interval {mu: q(mu) <= 1} holds the true mu in 68.3% +- 3% of them."""
+    """Toys: the 68.3% interval {mu: q(mu) <= 1} holds the true mu in 68.3% +- 3% of them.
+
+    The coverage estimated from N toys has its own Monte Carlo error,
+    sqrt(0.683 * 0.317 / N): 1.5% at 1000 toys, so a 3% band would fail for about
+    one seed in twenty even for an exact interval. With 20000 toys it is 0.33%,
+    and the 3% band is nine of them wide: any seed decides. The profile fits
+    are vectorised over the toys (Fisher scoring on the four Poisson counts,
+    the model has no constraint terms); on the first toys they equal pyhf's
+    own fits of the workspace. The 90% interval (q <= 2.706) is checked too.
+    """
     workspace = pyhf_workspace(140, 400, 500, 2000, 40.0, 4.0, 2.0, 0.0)
     model = workspace.model()
     truth = np.asarray(model.config.suggested_init(), dtype=np.float64)
     truth[model.config.poi_index] = 1.0
     assert model.config.nauxdata == 0  # no constraint terms: a toy is four Poisson counts
     rate = np.asarray(model.expected_actualdata(truth), dtype=np.float64)
-    toys = np.random.default_rng(11).poisson(rate, size=(2000, len(rate))).astype(np.float64)
-    covered = 0
-    for toy in toys:
+    signal = np.array([40.0, 4.0, 2.0, 0.0])
+    toys = np.random.default_rng(11).poisson(rate, size=(20_000, len(rate))).astype(np.float64)
+    q = _profile(toys, signal, 1.0) - _profile(toys, signal, None)
+    assert np.all(q >= -1e-9)
+    for toy, mine in zip(toys[:20], q[:20], strict=True):
         _, free = pyhf.infer.mle.fit(toy, model, init_pars=truth.tolist(), return_fitted_val=True)
         _, fixed = pyhf.infer.mle.fixed_poi_fit(
             1.0, toy, model, init_pars=truth.tolist(), return_fitted_val=True
         )
-        covered += float(fixed - free) <= 1.0
-    assert covered / len(toys) == pytest.approx(0.6827, abs=0.03)
+        assert mine == pytest.approx(float(fixed - free), abs=1e-5)
+    monte_carlo_error = math.sqrt(0.6827 * 0.3173 / len(toys))
+    assert monte_carlo_error < 0.004
+    assert np.mean(q <= 1.0) == pytest.approx(0.6827, abs=0.03)
+    assert np.mean(q <= 2.706) == pytest.approx(0.90, abs=0.03)
