@@ -68,3 +68,25 @@ def test_summary_numbers(study: Path) -> None:
     rms = summary["irgi"]["rms_exact"]
     assert rms[0] > rms[2] > rms[4]
     assert summary["claims"][0]["held"] is True
+
+
+def test_peers(study: Path) -> None:
+    """Every method of the comparison, measured in the same run, with the numbers that tell them apart."""
+    peers = json.loads((study / "summary.json").read_text())["peers"]
+    assert list(peers) == ["raw", "rarity", "ddt", "flow", "irgi", "kde", "grid_kde"]
+    for name in ("flow", "irgi", "kde", "grid_kde"):
+        assert peers[name]["rms_exact"] < 0.05, name
+        assert peers[name]["dcc"] < 0.01, name
+        assert peers[name]["fit_seconds"] > 0
+    # the marginal CDF keeps the dependence on x; the raw score is not a CDF at all
+    assert peers["rarity"]["dcc"] > 0.2
+    assert peers["rarity"]["rms_exact"] > 0.1
+    assert peers["raw"]["rms_exact"] > peers["rarity"]["rms_exact"]
+    # the DDT flattens its working point; the raw score's efficiency runs with x
+    assert peers["ddt"]["efficiency_spread"]["0.1"]["ratio"] < 3
+    assert peers["raw"]["efficiency_spread"]["0.1"]["ratio"] > 10
+    assert peers["flow"]["params"]["epochs"] >= 1
+    report = (study / "report.md").read_text()
+    assert "side by side" in report
+    assert "(peers.png)" in report
+    assert (study / "peers.png").is_file()

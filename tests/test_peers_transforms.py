@@ -106,9 +106,11 @@ def test_gamma_in_unit_interval_and_monotone(make: type, blob: tuple[np.ndarray,
     grid_y = np.linspace(-7, 7, 801)
     for x0 in (-6.0, -2.0, 0.0, 1.3, 6.0):
         gamma = t.transform(np.full_like(grid_y, x0), grid_y)
-        assert gamma.min() >= 0 and gamma.max() <= 1
+        assert gamma.min() >= 0
+        assert gamma.max() <= 1
         assert np.all(np.diff(gamma) >= 0)
-        assert gamma[0] == 0 and gamma[-1] == 1
+        assert gamma[0] == 0
+        assert gamma[-1] == 1
 
 
 @pytest.mark.parametrize("make", [lambda: rb.DDT(efficiency=[0.2, 0.7], n_bins=8), rb.Rarity])
@@ -131,13 +133,13 @@ def test_bad_input(make: type) -> None:
     x, y = bivariate_normal(5000, seed=6)
     with pytest.raises(rb.NotFittedError):
         make().transform(x, y)
-    with pytest.raises(ValueError, match="same length|length"):
+    with pytest.raises(ValueError, match="length"):
         make().fit(x, y[:-1])
     bad = y.copy()
     bad[7] = np.nan
     with pytest.raises(ValueError, match="y"):
         make().fit(x, bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="empty"):
         make().fit(x[:0], y[:0])
     with pytest.raises(ValueError, match="constant"):
         make().fit(x, np.ones_like(y))

@@ -16,6 +16,7 @@ modules are imported on first use.
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,8 @@ __all__ = [
 FORMAT = "rosenblatt-transform"
 #: version of the layout written by :func:`save`; older versions stay readable
 SCHEMA_VERSION = 1
+#: kinds defined in modules of optional extras, imported when a file of that kind is read
+_OPTIONAL_KINDS = {"conditional_flow": "rosenblatt.ml.flow"}
 
 
 def dumps(transform: ConditionalCDFTransform) -> str:
@@ -100,6 +103,12 @@ def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTrans
         msg = f"{source}: unknown schema version {version}"
         raise SchemaError(msg)
     kind = document.get("kind")
+    if isinstance(kind, str) and kind in _OPTIONAL_KINDS and kind not in transform_classes():
+        try:
+            importlib.import_module(_OPTIONAL_KINDS[kind])
+        except ImportError as err:
+            msg = f"{source}: a saved {kind} transform needs {err.name or 'an optional dependency'}: install rosenblatt[ml]"
+            raise SchemaError(msg) from err
     registry = transform_classes()
     if not isinstance(kind, str) or kind not in registry:
         msg = f"{source}: unknown transform kind {kind!r}; known: {sorted(registry)}"

@@ -9,6 +9,8 @@ Library entry points:
 * :class:`TrackImageCNN` is the network and :func:`distance_correlation_sqr`
   the differentiable weighted dCor^2 of the DisCo loss (both need torch, the
   ``ml`` extra; the gradient boosting needs only scikit-learn).
+* :class:`ConditionalFlow` is a conditional normalizing flow (zuko) of the
+  score given ``x`` whose CDF decorrelates it, a transform like IRGI.
 * :func:`make_scorer` turns a score specification (a column, a TorchScript
   file, a saved model) into a picklable callable on awkward records, for
   coffea processors; :func:`export_torchscript` writes the TorchScript file
@@ -29,6 +31,7 @@ from rosenblatt.ml.training import CNNOptions, TrainedModel, train_classifier, t
 __all__ = [
     "PAPER_ALPHAS",
     "CNNOptions",
+    "ConditionalFlow",
     "EventArrays",
     "GBDTOptions",
     "ModelSpec",
@@ -50,6 +53,7 @@ __all__ = [
 
 #: names that import torch, loaded on first use
 _TORCH_NAMES = {
+    "ConditionalFlow": "rosenblatt.ml.flow",
     "TrackImageCNN": "rosenblatt.ml.cnn",
     "distance_correlation_sqr": "rosenblatt.ml.disco",
     "export_torchscript": "rosenblatt.ml.torchscript",

@@ -1,0 +1,347 @@
+"""The decorrelation methods side by side on the same events: the peers of a study.
+
+Every method maps the score ``y`` of an event to a decorrelated score using a
+defining background sample: the raw score itself, the marginal rarity
+transform, the DDT, a conditional normalizing flow, IRGI, KDE and GridKDE
+(and, in the LHCO study, DisCo, whose score is taken as trained). For each,
+:func:`evaluate` measures on the testing sample the accuracy against the
+exact conditional CDF where one exists, dCor² with its permutation floor and
+p-value, the AUC, the spread of the background efficiency across ``x`` bins
+at fixed working points, an optional ABCD closure, and the fit time and
+transform time per 10^6 events. :func:`table` and :func:`plot` turn the
+result into the report's table and its log-log figure.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+import rosenblatt as rb
+from rosenblatt.transforms import ConditionalCDFTransform
+
+__all__ = ["LABELS", "WORKING_POINTS", "default_peers", "efficiency_spread", "evaluate", "plot", "table"]
+
+log = logging.getLogger("rosenblatt.peers")
+
+Array = NDArray[np.float64]
+Maker = Callable[[], ConditionalCDFTransform]
+
+#: background efficiencies at which the flatness in x is measured
+WORKING_POINTS = (0.1, 0.5, 0.9)
+
+LABELS = {
+    "raw": "raw score",
+    "baseline": "raw score",
+    "rarity": "rarity (marginal CDF)",
+    "ddt": "DDT (10%)",
+    "flow": "conditional flow",
+    "irgi": "IRGI",
+    "kde": "KDE",
+    "grid_kde": "GridKDE",
+    "disco": "DisCo",
+}
+
+
+def default_peers(
+    *,
+    irgi: Maker | None = None,
+    kde: Maker | None = None,
+    flow: Mapping[str, Any] | None = None,
+    ddt_efficiency: float | Sequence[float] = 0.1,
+) -> dict[str, Maker | None]:
+    """The methods compared, by name: ``None`` is the raw score, kept as it is.
+
+    Parameters
+    ----------
+    irgi, kde
+        How the study makes its IRGI and KDE (default: parameters chosen by
+        cross-validation, ``depth="auto"`` and ``sigma_r="auto"``).
+    flow
+        Options of :class:`rosenblatt.ml.ConditionalFlow`; the flow is left
+        out when torch or zuko cannot be imported.
+    ddt_efficiency
+        The DDT's working point(s).
+
+    Returns
+    -------
+    dict
+        ``{name: maker}`` in the order of the report.
+    """
+    peers: dict[str, Maker | None] = {
+        "raw": None,
+        "rarity": rb.Rarity,
+        "ddt": lambda: rb.DDT(efficiency=ddt_efficiency),
+    }
+    try:
+        from rosenblatt.ml.flow import ConditionalFlow
+    except ImportError as err:
+        log.warning("the conditional flow is left out (%s): install the ml extra", err)
+    else:
+        options = dict(flow or {})
+        peers["flow"] = lambda: ConditionalFlow(**options)
+    peers["irgi"] = irgi or (lambda: rb.IRGI(depth="auto"))
+    peers["kde"] = kde or (lambda: rb.KDE(sigma_r="auto"))
+    peers["grid_kde"] = lambda: rb.GridKDE(sigma_r="auto", degree=2)
+    return peers
+
+
+def efficiency_spread(
+    x: Array, score: Array, efficiency: float, n_bins: int = 10, weight: Array | None = None
+) -> dict[str, float]:
+    """Spread of the background efficiency across equal-occupancy bins of ``x`` at one working point.
+
+    The cut keeps the share ``efficiency`` of all events (the score's
+    quantile); per bin the share above it is measured.
+
+    Parameters
+    ----------
+    x, score
+        Background events.
+    efficiency
+        The working point, in (0, 1).
+    n_bins
+        Number of ``x`` bins of equal occupancy.
+    weight
+        Optional per-event weights.
+
+    Returns
+    -------
+    dict
+        ``sd`` (standard deviation of the per-bin efficiencies), ``range``
+        (largest minus smallest), ``expected`` (the binomial standard deviation
+        of an efficiency at this point with the events of a bin) and
+        ``ratio`` = ``sd / expected`` (about 1 for a flat efficiency), and
+        ``per_bin``, the efficiencies.
+    """
+    w = np.ones(len(x)) if weight is None else np.asarray(weight, dtype=np.float64)
+    order = np.argsort(score, kind="stable")
+    cum = np.cumsum(w[order]) / w.sum()
+    cut = score[order][min(int(np.searchsorted(cum, 1.0 - efficiency)), len(cum) - 1)]
+    passed = score > cut
+    edges = np.quantile(x, np.linspace(0, 1, n_bins + 1))
+    which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, n_bins - 1)
+    eff, n_eff = np.empty(n_bins), np.empty(n_bins)
+    for b in range(n_bins):
+        wb = w[which == b]
+        eff[b] = np.sum(wb * passed[which == b]) / wb.sum()
+        n_eff[b] = wb.sum() ** 2 / np.sum(wb * wb)
+    expected = float(np.sqrt(np.mean(efficiency * (1 - efficiency) / n_eff)))
+    sd = float(np.std(eff, ddof=1))
+    return {
+        "sd": sd,
+        "range": float(eff.max() - eff.min()),
+        "expected": expected,
+        "ratio": sd / expected,
+        "per_bin": eff.tolist(),
+    }
+
+
+def evaluate(
+    peers: Mapping[str, Maker | None],
+    *,
+    defining: tuple[Array, Array],
+    testing: tuple[Array, Array, NDArray[Any]],
+    exact: Callable[[Array, Array], Array] | None = None,
+    scores: Mapping[str, Array] | None = None,
+    abcd: Callable[[Array], dict[str, float]] | None = None,
+    working_points: Sequence[float] = WORKING_POINTS,
+    n_bins: int = 10,
+    permutations: int = 100,
+    dcc_events: int | None = None,
+    seed: int = 0,
+) -> dict[str, dict[str, Any]]:
+    """Fit each method on the defining sample and measure it on the testing sample.
+
+    Parameters
+    ----------
+    peers
+        ``{name: maker}`` (see :func:`default_peers`); ``None`` keeps the score.
+    defining
+        ``(x, y)`` of the defining background sample.
+    testing
+        ``(x, y, label)`` of the testing sample, label 0 for background.
+    exact
+        The exact conditional CDF of the background, if known: ``RMS`` of each
+        method's ``gamma`` against it on the testing background.
+    scores
+        Scores of further methods on the testing sample, taken as they are
+        (DisCo); they have no fit and no transform time.
+    abcd
+        ``abcd(score) -> dict`` of ABCD closure figures on the testing sample.
+    working_points
+        Background efficiencies of :func:`efficiency_spread`.
+    n_bins
+        ``x`` bins of :func:`efficiency_spread`.
+    permutations
+        Permutations of the dCor² floor and p-value.
+    dcc_events
+        dCor² and its floor on the first this many testing background events
+        (default all).
+    seed
+        Seed of the permutations.
+
+    Returns
+    -------
+    dict
+        ``{name: figures}``: ``rms_exact``, ``dcc``, ``dcc_floor``,
+        ``dcc_floor_std``, ``dcc_p_value``, ``auc``, ``efficiency_spread``
+        (per working point), ``abcd``, ``fit_seconds``,
+        ``transform_seconds_per_1e6`` and ``params`` (what the fit chose).
+    """
+    x_def, y_def = defining
+    x_test, y_test, label = testing
+    bkg = np.asarray(label) == 0
+    results: dict[str, dict[str, Any]] = {}
+    entries: list[tuple[str, Maker | None, Array | None]] = [(n, m, None) for n, m in peers.items()]
+    entries += [(n, None, np.asarray(s, dtype=np.float64)) for n, s in (scores or {}).items()]
+    for name, make, given in entries:
+        fit_seconds = transform_seconds = 0.0
+        params: dict[str, Any] = {}
+        if given is not None:
+            score = given
+        elif make is None:
+            score = y_test
+        else:
+            start = time.perf_counter()
+            transform = make().fit(x_def, y_def)
+            fit_seconds = time.perf_counter() - start
+            start = time.perf_counter()
+            score = transform.transform(x_test, y_test)
+            transform_seconds = time.perf_counter() - start
+            params = _chosen(transform)
+        row = _figures(score, (x_test, y_test, label), bkg, exact, working_points, n_bins, permutations, dcc_events, seed)
+        row.update(
+            {
+                "fit_seconds": fit_seconds,
+                "transform_seconds_per_1e6": transform_seconds * 1e6 / len(x_test),
+                "params": params,
+                "kind": "given" if given is not None else ("raw" if make is None else "transform"),
+            }
+        )
+        if abcd is not None:
+            row["abcd"] = abcd(score)
+        results[name] = row
+        log.info(
+            "%s: dCor2 %.2e (floor %.2e), AUC %.4f, fit %.2f s%s",
+            name, row["dcc"], row["dcc_floor"], row["auc"], fit_seconds,
+            "" if row["rms_exact"] is None else f", RMS {row['rms_exact']:.4f}",
+        )
+    return results
+
+
+def _chosen(transform: ConditionalCDFTransform) -> dict[str, Any]:
+    """What a fitted transform evaluates with, as JSON data (chosen parameters, training)."""
+    params = {k: v for k, v in transform.fitted_params().items() if isinstance(v, (int, float, str, list))}
+    history = getattr(transform, "history_", None)
+    if history is not None:
+        params.update(epochs=history["epochs"], best_epoch=history["best_epoch"], training_seconds=history["seconds"])
+    return params
+
+
+def _figures(
+    score: Array,
+    testing: tuple[Array, Array, NDArray[Any]],
+    bkg: NDArray[np.bool_],
+    exact: Callable[[Array, Array], Array] | None,
+    working_points: Sequence[float],
+    n_bins: int,
+    permutations: int,
+    dcc_events: int | None,
+    seed: int,
+) -> dict[str, Any]:
+    x, y, label = testing
+    x_b, y_b, s_b = x[bkg], y[bkg], score[bkg]
+    n = len(x_b) if dcc_events is None else min(int(dcc_events), len(x_b))
+    perm = rb.permutation_test(x_b[:n], s_b[:n], n_permutations=permutations, seed=seed)
+    has_signal = bool(np.any(~bkg))
+    return {
+        "rms_exact": None if exact is None else float(np.sqrt(np.mean((s_b - exact(x_b, y_b)) ** 2))),
+        "dcc": float(perm.statistic),
+        "dcc_floor": float(perm.floor),
+        "dcc_floor_std": float(perm.floor_std),
+        "dcc_p_value": float(perm.p_value),
+        "dcc_events": n,
+        "auc": float(rb.roc_auc(label, score)) if has_signal else None,
+        "efficiency_spread": {
+            f"{eff:g}": efficiency_spread(x_b, s_b, eff, n_bins=n_bins) for eff in working_points
+        },
+    }
+
+
+def table(peers: Mapping[str, Mapping[str, Any]], working_points: Sequence[float] = WORKING_POINTS) -> str:
+    """The Markdown table of :func:`evaluate`'s result, one row per method."""
+    has_rms = any(row.get("rms_exact") is not None for row in peers.values())
+    has_abcd = any(row.get("abcd") for row in peers.values())
+    head = ["method"]
+    if has_rms:
+        head.append("RMS vs exact")
+    head += ["dCor² (floor, p)", "AUC"]
+    head += [f"eff. spread at {100 * e:g}%: sd (x binomial)" for e in working_points]
+    if has_abcd:
+        head.append("ABCD: share of cuts with abs(eta) < 1e-2")
+    head += ["fit [s]", "transform [s / 10^6]"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, row in peers.items():
+        cells = [LABELS.get(name, name)]
+        if has_rms:
+            cells.append("–" if row.get("rms_exact") is None else f"{row['rms_exact']:.4f}")
+        cells.append(f"{row['dcc']:.2e} ({row['dcc_floor']:.1e}, {row['dcc_p_value']:.2f})")
+        cells.append("–" if row.get("auc") is None else f"{row['auc']:.4f}")
+        for e in working_points:
+            spread = row["efficiency_spread"][f"{e:g}"]
+            cells.append(f"{spread['sd']:.4f} ({spread['ratio']:.1f}x)")
+        if has_abcd:
+            closure = row.get("abcd") or {}
+            value = closure.get("frac_eta_below_1e-2")
+            cells.append("–" if value is None else f"{value:.3f}")
+        given = row.get("kind") != "transform"
+        cells.append("–" if given else f"{row['fit_seconds']:.2f}")
+        cells.append("–" if given else f"{row['transform_seconds_per_1e6']:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(peers: Mapping[str, Mapping[str, Any]], path: Path) -> str:
+    """Accuracy (where the exact CDF is known) and dCor² against fit + transform time, log-log.
+
+    Returns the file name written. Methods without a fit (the raw score,
+    DisCo) are horizontal lines; the permutation floor is a grey band.
+    """
+    from rosenblatt.plotting import figure, save_figure
+
+    panels = ["dcc"]
+    if any(row.get("rms_exact") is not None for row in peers.values()):
+        panels.insert(0, "rms_exact")
+    fig, axes = figure(ncols=len(panels), width=7.0 * len(panels) / 1.3)
+    axes = np.atleast_1d(axes)
+    for ax, key in zip(axes, panels, strict=True):
+        for i, (name, row) in enumerate(peers.items()):
+            value = row.get(key)
+            if value is None or not value > 0:
+                continue
+            colour = f"C{i % 10}"
+            if row.get("kind") != "transform":
+                ax.axhline(value, color=colour, linestyle="--", label=LABELS.get(name, name))
+                continue
+            seconds = row["fit_seconds"] + row["transform_seconds_per_1e6"]
+            ax.scatter(seconds, value, color=colour, s=80, label=LABELS.get(name, name), zorder=3)
+        if key == "dcc":
+            floors = np.array([row["dcc_floor"] for row in peers.values()])
+            spread = np.array([row["dcc_floor_std"] for row in peers.values()])
+            lo, hi = float(np.median(floors - spread)), float(np.median(floors + spread))
+            ax.axhspan(max(lo, 1e-12), hi, color="grey", alpha=0.3, label="permutation floor")
+            ax.set_ylabel(r"dCor$^2$(x, score) on background")
+        else:
+            ax.set_ylabel(r"RMS($\gamma - \gamma_{exact}$)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(r"fit + transform of $10^6$ events [s]")
+    axes[-1].legend(fontsize="x-small", loc="best")
+    return save_figure(fig, path).name
