@@ -10,6 +10,9 @@ Distance correlation
     and :math:`O(n)` memory (Huo & Székely 2016), so millions of events are routine.
     :func:`permutation_test` puts a value in context: it reports the floor that
     independent samples of the same size reach and a permutation p-value.
+    ``x`` may hold several observables, shape ``(n, k)``: the statistic is then
+    exact over all pairs up to 5x10^4 events and estimated from random
+    projections beyond (:func:`projected_distance_correlation_sqr`, Huang & Huo 2017).
 
 Classification
     :func:`roc_curve` and :func:`roc_auc` follow scikit-learn exactly;
@@ -31,19 +34,23 @@ from rosenblatt.metrics.distance import (
     distance_correlation,
     distance_correlation_sqr,
     distance_covariance_sqr,
+    projected_distance_correlation_sqr,
 )
+from rosenblatt.metrics._multivariate import ProjectedCorrelation
 from rosenblatt.metrics.divergence import inverse_jsd
 from rosenblatt.metrics.permutation import PermutationTestResult, permutation_test
 from rosenblatt.metrics.roc import background_rejection, roc_auc, roc_curve
 
 __all__ = [
     "PermutationTestResult",
+    "ProjectedCorrelation",
     "background_rejection",
     "distance_correlation",
     "distance_correlation_sqr",
     "distance_covariance_sqr",
     "inverse_jsd",
     "permutation_test",
+    "projected_distance_correlation_sqr",
     "roc_auc",
     "roc_curve",
 ]

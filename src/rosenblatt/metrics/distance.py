@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -20,8 +21,24 @@ from numpy.typing import ArrayLike, NDArray
 from rosenblatt._jit import compiled
 from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_same_length
 from rosenblatt.metrics._distance_kernels import _terms_loop, _terms_numpy
+from rosenblatt.metrics._multivariate import (
+    ProjectedCorrelation,
+    exact_terms,
+    projected_correlation,
+)
 
-__all__ = ["distance_correlation", "distance_correlation_sqr", "distance_covariance_sqr"]
+__all__ = [
+    "EXACT_LIMIT",
+    "distance_correlation",
+    "distance_correlation_sqr",
+    "distance_covariance_sqr",
+    "projected_distance_correlation_sqr",
+]
+
+#: with ``method="auto"``, a vector ``x`` is handled exactly up to this many events
+EXACT_LIMIT = 50_000
+#: random directions of the projection estimate by default
+DEFAULT_PROJECTIONS = 100
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -153,16 +170,150 @@ def _correlation_from_terms(
     return dcov_sqr / math.sqrt(dvar_x_sqr * dvar_y_sqr)
 
 
+@dataclass(frozen=True)
+class _VectorSample:
+    """A validated sample with a vector ``x``: ``x`` centred and scaled, ``y`` standardised."""
+
+    x: FloatArray
+    y: FloatArray
+    weight: FloatArray | None
+    prob: FloatArray
+    x_scale: float
+    y_scale: float
+    constant: bool
+
+
+def _vector_x(x: ArrayLike) -> FloatArray | None:
+    """``x`` as an ``(n, k)`` float array when it holds ``k >= 2`` observables, else ``None``."""
+    arr = np.asarray(x) if isinstance(x, (list, tuple)) else x
+    if getattr(arr, "ndim", 1) != 2 or np.shape(arr)[1] == 1:
+        return None
+    arr = np.asarray(arr)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        msg = f"x must be numeric, got an array of dtype {arr.dtype}"
+        raise TypeError(msg)
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+def _scalar_x(x: ArrayLike) -> ArrayLike:
+    """A column ``(n, 1)`` as ``(n,)``; anything else unchanged."""
+    if getattr(x, "ndim", 1) == 2 and np.shape(x)[1] == 1:
+        return np.ravel(x)
+    return x
+
+
+def _prepare_vector(x: FloatArray, y: ArrayLike, weight: ArrayLike | None) -> _VectorSample:
+    """Validate a vector ``x`` (``(n, k)``) with ``y`` and ``weight``; shift and scale both."""
+    y_arr = as_1d_float(y, "y")
+    if len(x) != len(y_arr):
+        msg = f"length mismatch: x has {len(x)}, y has {len(y_arr)} events"
+        raise ValueError(msg)
+    if len(x) < 2:
+        msg = f"x and y have {len(x)} event: distance correlation needs at least 2"
+        raise ValueError(msg)
+    check_finite(x.ravel(), "x")
+    check_finite(y_arr, "y")
+    w = as_weight(weight, len(x))
+    prob = np.full(len(x), 1.0 / len(x)) if w is None else w / math.fsum(w)
+    support = np.ones(len(x), dtype=bool) if w is None else w != 0
+    on_support = x[support]
+    spread = on_support.max(axis=0) - on_support.min(axis=0)
+    x_constant = not np.any(spread > 0)
+    x_scale = float(spread.max()) if not x_constant else 1.0
+    centred = (x - on_support.min(axis=0) - 0.5 * spread) / x_scale
+    centred -= prob @ centred
+    y_std, y_scale, y_constant = _standardise(y_arr, support)
+    return _VectorSample(centred, y_std, w, prob, x_scale, y_scale, x_constant or y_constant)
+
+
+def _vector_correlation(sample: _VectorSample, method: str, n_projections: int, seed: Any) -> float:
+    """dCor² of a prepared vector sample by ``method`` (``"exact"`` or ``"projection"``)."""
+    if sample.constant:
+        return 0.0
+    if method == "exact":
+        dcov, dvar_x, dvar_y = exact_terms(sample.x, sample.y, sample.prob)
+        if dvar_x <= _VARIANCE_FLOOR or dvar_y <= _VARIANCE_FLOOR:
+            return 0.0
+        return dcov / math.sqrt(dvar_x * dvar_y)
+    return _projected(sample, n_projections, seed).value
+
+
+def _projected(sample: _VectorSample, n_projections: int, seed: Any) -> ProjectedCorrelation:
+    dvar_y = distance_covariance_sqr(sample.y, sample.y, sample.weight)
+    return projected_correlation(sample.x, sample.y, sample.weight, n_projections, seed, dvar_y)
+
+
+def _check_method(method: str, n_projections: int, n_events: int) -> str:
+    """The method a vector ``x`` of ``n_events`` is handled with."""
+    if method not in ("auto", "exact", "projection"):
+        msg = f"method must be 'auto', 'exact' or 'projection', got {method!r}"
+        raise ValueError(msg)
+    if isinstance(n_projections, bool) or not isinstance(n_projections, (int, np.integer)) or n_projections < 2:
+        msg = f"n_projections must be an integer >= 2, got {n_projections!r}"
+        raise ValueError(msg)
+    if method == "auto":
+        return "exact" if n_events <= EXACT_LIMIT else "projection"
+    return method
+
+
+def projected_distance_correlation_sqr(
+    x: ArrayLike,
+    y: ArrayLike,
+    weight: ArrayLike | None = None,
+    *,
+    n_projections: int = DEFAULT_PROJECTIONS,
+    seed: Any = 0,
+) -> ProjectedCorrelation:
+    """The random-projection estimate of dCor²(x, y) for ``x`` of shape ``(n, k)``, with its error.
+
+    The estimator of Huang & Huo (2017): the distance covariance and the
+    distance variance of ``x`` are averages of one-dimensional ones of random
+    projections ``u . x`` (see :mod:`rosenblatt.metrics._multivariate`), each
+    exact in ``O(n log n)``; ``dVar²(y)`` is exact. Its expectation over the
+    directions is the exact V-statistic's numerator and denominator, so the
+    estimate converges to :func:`distance_correlation_sqr` with
+    ``method="exact"`` as ``n_projections`` grows, with the stated error.
+
+    Parameters
+    ----------
+    x
+        ``(n, k)`` observables (``k >= 2``).
+    y, weight
+        As for :func:`distance_correlation_sqr`.
+    n_projections
+        Number of random directions (at least 2); the time is that of
+        ``2 n_projections`` one-dimensional distance covariances.
+    seed
+        Seed of the directions.
+
+    Returns
+    -------
+    ProjectedCorrelation
+        ``value`` (dCor²), ``error`` (its jackknife standard error over the
+        directions) and ``n_projections``.
+    """
+    x_arr = _vector_x(x)
+    if x_arr is None:
+        msg = f"x must have shape (n, k) with k >= 2, got shape {np.shape(x)}"
+        raise ValueError(msg)
+    _check_method("projection", n_projections, len(x_arr))
+    sample = _prepare_vector(x_arr, y, weight)
+    if sample.constant:
+        return ProjectedCorrelation(0.0, 0.0, int(n_projections))
+    return _projected(sample, int(n_projections), seed)
+
+
 def distance_covariance_sqr(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None = None) -> float:
     """Squared distance covariance dCov²(x, y), the V-statistic.
 
-    Equal to ``dcor.distance_covariance_sqr(x, y)`` for unweighted
-    one-dimensional data.
+    Equal to ``dcor.distance_covariance_sqr(x, y)`` for unweighted data.
 
     Parameters
     ----------
     x, y
         One value per event, the same number of events (at least 2), finite.
+        ``x`` may also hold ``k >= 2`` observables per event, shape ``(n, k)``,
+        with Euclidean distances (computed exactly, ``O(n**2 k)`` time).
     weight
         Optional per-event weights. They enter as probabilities
         ``p_i = w_i / sum(w)``, so integer weights reproduce the statistic of
@@ -181,6 +332,12 @@ def distance_covariance_sqr(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None
         On NaN or infinite values, mismatched lengths, fewer than two events
         or weights with a non-positive total.
     """
+    x_vector = _vector_x(x)
+    if x_vector is not None:
+        sample = _prepare_vector(x_vector, y, weight)
+        if sample.constant:
+            return 0.0
+        return exact_terms(sample.x, sample.y, sample.prob)[0] * sample.x_scale * sample.y_scale
     pair = _prepare_pair(x, y, weight)
     if pair.x_constant or pair.y_constant:
         return 0.0
@@ -188,7 +345,15 @@ def distance_covariance_sqr(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None
     return dcov_sqr * pair.x_scale * pair.y_scale
 
 
-def distance_correlation_sqr(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None = None) -> float:
+def distance_correlation_sqr(
+    x: ArrayLike,
+    y: ArrayLike,
+    weight: ArrayLike | None = None,
+    *,
+    method: str = "auto",
+    n_projections: int = DEFAULT_PROJECTIONS,
+    seed: Any = 0,
+) -> float:
     """Squared distance correlation dCor²(x, y): the "DCC" of the paper.
 
     The V-statistic of Székely, Rizzo & Bakirov (2007),
@@ -204,10 +369,20 @@ def distance_correlation_sqr(x: ArrayLike, y: ArrayLike, weight: ArrayLike | Non
     passes). The data are shifted and scaled onto [-1, 1] first and the sums
     are compensated, so 10^7 events keep full precision.
 
+    ``x`` may hold ``k >= 2`` protected observables per event, shape
+    ``(n, k)``; distances in ``x`` are then Euclidean, as in ``dcor``, and the
+    statistic is computed by ``method``: ``"exact"`` sums all pairs row by row
+    (``O(n**2 k)`` time, ``O(n)`` memory: 5x10^4 events take seconds),
+    ``"projection"`` is the random-projection estimate of Huang & Huo (2017)
+    (:func:`projected_distance_correlation_sqr`, which also gives its error),
+    and ``"auto"`` (default) is exact up to :data:`EXACT_LIMIT` events. A
+    shape ``(n, 1)`` is the same as ``(n,)``.
+
     Parameters
     ----------
     x, y
-        One value per event, the same number of events (at least 2), finite.
+        One value per event, the same number of events (at least 2), finite;
+        ``x`` may be ``(n, k)``.
     weight
         Optional per-event weights, used as probabilities ``w_i / sum(w)`` in
         every sum over events and pairs: integer weights give exactly the value
@@ -219,6 +394,11 @@ def distance_correlation_sqr(x: ArrayLike, y: ArrayLike, weight: ArrayLike | Non
         functions, which needs no positivity), but the Cauchy-Schwarz bound
         is lost, so dCor² is ``>= 0`` but may exceed 1 when negative weights
         are large.
+    method
+        For a vector ``x``: ``"auto"``, ``"exact"`` or ``"projection"``;
+        ignored for a scalar ``x`` (always exact).
+    n_projections, seed
+        The random directions of ``method="projection"``.
 
     Returns
     -------
@@ -236,7 +416,11 @@ def distance_correlation_sqr(x: ArrayLike, y: ArrayLike, weight: ArrayLike | Non
         mismatched lengths, fewer than two events or weights with a
         non-positive total.
     """
-    pair = _prepare_pair(x, y, weight)
+    x_vector = _vector_x(x)
+    if x_vector is not None:
+        chosen = _check_method(method, n_projections, len(x_vector))
+        return _vector_correlation(_prepare_vector(x_vector, y, weight), chosen, int(n_projections), seed)
+    pair = _prepare_pair(_scalar_x(x), y, weight)
     if pair.x_constant or pair.y_constant:
         return 0.0
     terms = _dependence_terms(pair.x_sorted, pair.y_by_x, pair.prob_by_x, pair.y_rank)
@@ -253,15 +437,11 @@ def distance_correlation(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None = 
     Parameters
     ----------
     x, y, weight
-        As for :func:`distance_correlation_sqr`.
+        As for :func:`distance_correlation_sqr` (a vector ``x`` with ``method="auto"``).
 
     Returns
     -------
     float
         dCor in [0, 1] for non-negative weights.
     """
-    pair = _prepare_pair(x, y, weight)
-    if pair.x_constant or pair.y_constant:
-        return 0.0
-    terms = _dependence_terms(pair.x_sorted, pair.y_by_x, pair.prob_by_x, pair.y_rank)
-    return math.sqrt(max(_correlation_from_terms(pair, *terms), 0.0))
+    return math.sqrt(max(distance_correlation_sqr(x, y, weight), 0.0))

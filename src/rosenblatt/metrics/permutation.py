@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -12,9 +13,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from rosenblatt.metrics.distance import (
     _NO_SHUFFLE,
+    DEFAULT_PROJECTIONS,
+    _check_method,
     _correlation_from_terms,
     _dependence_terms,
     _prepare_pair,
+    _prepare_vector,
+    _scalar_x,
+    _vector_correlation,
+    _vector_x,
 )
 
 __all__ = ["PermutationTestResult", "permutation_test"]
@@ -68,6 +75,8 @@ def permutation_test(
     *,
     n_jobs: int | None = None,
     progress: bool = False,
+    method: str = "auto",
+    n_projections: int = DEFAULT_PROJECTIONS,
 ) -> PermutationTestResult:
     """Permutation floor and test of independence for dCor².
 
@@ -89,9 +98,14 @@ def permutation_test(
         it, so the result does not depend on ``n_jobs``.
     n_jobs
         Worker threads (the numba kernel releases the GIL). Default: all cores
-        this process may use.
+        this process may use. A vector ``x`` is permuted in one thread (its
+        exact kernel is itself parallel).
     progress
         Show a tqdm progress bar (needs ``tqdm``).
+    method, n_projections
+        For ``x`` of shape ``(n, k)``: how each dCor² is computed (see
+        :func:`distance_correlation_sqr`); the projection estimate uses the
+        same directions for the sample and every permutation.
 
     Returns
     -------
@@ -118,19 +132,20 @@ def permutation_test(
         msg = f"n_jobs must be at least 1, got {n_jobs}"
         raise ValueError(msg)
 
-    pair = _prepare_pair(x, y, weight)
-    if pair.x_constant or pair.y_constant:
+    x_vector = _vector_x(x)
+    if x_vector is not None:
+        chosen = _check_method(method, n_projections, len(x_vector))
+        correlation, n_events, constant = _vector_statistic(x_vector, y, weight, chosen, int(n_projections))
+        workers = 1
+    else:
+        correlation, n_events, constant = _scalar_statistic(_scalar_x(x), y, weight)
+    if constant:
         return PermutationTestResult(0.0, 0.0, 0.0, 1.0, n_permutations)
-
-    def correlation(shuffle: IntArray) -> float:
-        terms = _dependence_terms(pair.x_sorted, pair.y_by_x, pair.prob_by_x, pair.y_rank, shuffle)
-        return _correlation_from_terms(pair, *terms)
 
     statistic = correlation(_NO_SHUFFLE)
     stream_seeds = np.random.default_rng(seed).integers(
         0, np.iinfo(np.int64).max, size=n_permutations, dtype=np.int64
     )
-    n_events = pair.x_sorted.size
 
     def permuted(stream_seed: np.int64) -> float:
         return correlation(np.random.default_rng(int(stream_seed)).permutation(n_events))
@@ -149,6 +164,30 @@ def permutation_test(
         p_value=(1 + n_at_least) / (1 + n_permutations),
         n_permutations=n_permutations,
     )
+
+
+def _scalar_statistic(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None) -> tuple[Any, int, bool]:
+    """dCor² of a scalar ``x`` as a function of a shuffle of ``y``, the event count, constancy."""
+    pair = _prepare_pair(x, y, weight)
+
+    def correlation(shuffle: IntArray) -> float:
+        terms = _dependence_terms(pair.x_sorted, pair.y_by_x, pair.prob_by_x, pair.y_rank, shuffle)
+        return _correlation_from_terms(pair, *terms)
+
+    return correlation, pair.x_sorted.size, pair.x_constant or pair.y_constant
+
+
+def _vector_statistic(
+    x: FloatArray, y: ArrayLike, weight: ArrayLike | None, method: str, n_projections: int
+) -> tuple[Any, int, bool]:
+    """dCor² of a vector ``x`` as a function of a shuffle of ``y``, the event count, constancy."""
+    sample = _prepare_vector(x, y, weight)
+
+    def correlation(shuffle: IntArray) -> float:
+        shuffled = sample if len(shuffle) == 0 else dataclasses.replace(sample, y=sample.y[shuffle])
+        return _vector_correlation(shuffled, method, n_projections, 0)
+
+    return correlation, len(sample.y), sample.constant
 
 
 def _collect(values: Any, total: int, progress: bool) -> FloatArray:
