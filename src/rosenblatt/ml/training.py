@@ -321,6 +321,99 @@ def _batches(n: int, batch_size: int, order: NDArray[np.int64]) -> Iterator[NDAr
         yield np.sort(order[start : start + batch_size])
 
 
+class _CNNData:
+    """The training and validation tensors of one CNN fit, cut into batches on demand."""
+
+    def __init__(self, train: EventArrays, val: EventArrays, device: Any) -> None:
+        import torch
+
+        from rosenblatt.ml.cnn import check_images
+
+        assert train.images is not None
+        assert val.images is not None
+        check_images(train.images, "train images")
+        check_images(val.images, "validation images")
+        self.arrays = {"train": train, "validation": val}
+        self.device = device
+        self.label = {k: torch.from_numpy(a.label.astype(np.float32)) for k, a in self.arrays.items()}
+        self.weight = {
+            "train": torch.from_numpy(balanced_weights(train.label, train.weight, "train table")),
+            "validation": torch.from_numpy(balanced_weights(val.label, val.weight, "validation table")),
+        }
+        self.mjj = {k: torch.from_numpy(a.mjj) for k, a in self.arrays.items()}
+        # fixed validation batches, shuffled once so each batch mixes both classes
+        self.val_order = np.random.default_rng(0).permutation(len(val))
+
+    def batch(self, sample: str, index: NDArray[np.int64]) -> tuple[Any, ...]:
+        """Images, labels, weights and m_jj of the events ``index`` of ``sample``, on the device."""
+        import torch
+
+        images = self.arrays[sample].images
+        assert images is not None
+        index_t = torch.from_numpy(index)
+        return (
+            torch.from_numpy(np.array(images[index], dtype=np.float32)).to(self.device),
+            self.label[sample][index_t].to(self.device),
+            self.weight[sample][index_t].to(self.device, torch.float32),
+            self.mjj[sample][index_t].to(self.device),
+        )
+
+
+def _validation_loss(
+    network: Any, data: _CNNData, objective: _Objective, alpha: float, batch_size: int
+) -> tuple[float, float | None]:
+    """The validation loss (weighted BCE plus alpha times the mean batch dCor²) and that mean."""
+    import torch
+
+    network.eval()
+    bce_total, dcor_values = 0.0, []
+    with torch.no_grad():
+        for index in _batches(len(data.val_order), batch_size, data.val_order):
+            images, label, weight, mjj = data.batch("validation", index)
+            bce_sum, dcor = objective.terms(network(images), label, weight, mjj)
+            bce_total += float(bce_sum)
+            if dcor is not None:
+                dcor_values.append(float(dcor))
+    bce = bce_total / float(data.weight["validation"].sum())
+    if not dcor_values:
+        return bce, None
+    dcor_mean = float(np.mean(dcor_values))
+    return bce + alpha * dcor_mean, dcor_mean
+
+
+def _train_epoch(
+    network: Any,
+    optimizer: Any,
+    data: _CNNData,
+    objective: _Objective,
+    generator: Any,
+    alpha: float,
+    options: CNNOptions,
+) -> tuple[float, float | None]:
+    """One pass over the shuffled training sample; its mean BCE and mean batch dCor²."""
+    import torch
+
+    network.train()
+    n_train = len(data.arrays["train"])
+    order = torch.randperm(n_train, generator=generator).numpy()
+    train_bce, train_weight_sum, train_dcor = 0.0, 0.0, []
+    for index in _batches(n_train, options.batch_size, order):
+        images, label, weight, mjj = data.batch("train", index)
+        if options.augment:
+            images = _reflect_at_random(images, generator)
+        bce_sum, dcor = objective.terms(network(images), label, weight, mjj)
+        loss = bce_sum / weight.sum()
+        if dcor is not None:
+            loss = loss + alpha * dcor
+            train_dcor.append(float(dcor.detach()))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        train_bce += float(bce_sum.detach())
+        train_weight_sum += float(weight.sum())
+    return train_bce / train_weight_sum, float(np.mean(train_dcor)) if train_dcor else None
+
+
 def _train_cnn(
     train: EventArrays,
     val: EventArrays,
@@ -330,61 +423,20 @@ def _train_cnn(
     options: CNNOptions,
     progress: bool,
 ) -> tuple[Any, dict[str, Any]]:
+    """Train the CNN with early stopping on the validation loss; return the best epoch's network."""
     import torch
 
-    from rosenblatt.ml.cnn import TrackImageCNN, check_images
+    from rosenblatt.ml.cnn import TrackImageCNN
 
-    assert train.images is not None
-    assert val.images is not None
-    check_images(train.images, "train images")
-    check_images(val.images, "validation images")
     device = torch.device(options.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     objective = _Objective(alpha, options.max_block_bytes)
-    train_weight = torch.from_numpy(balanced_weights(train.label, train.weight, "train table"))
-    val_weight = torch.from_numpy(balanced_weights(val.label, val.weight, "validation table"))
-    train_label = torch.from_numpy(train.label.astype(np.float32))
-    val_label = torch.from_numpy(val.label.astype(np.float32))
-    train_mjj = torch.from_numpy(train.mjj)
-    val_mjj = torch.from_numpy(val.mjj)
-    # fixed validation batches, shuffled once so each batch mixes both classes
-    val_order = np.random.default_rng(0).permutation(len(val))
-
-    def batch_tensors(
-        arrays: EventArrays, index: NDArray[np.int64], label: Any, weight: Any, mjj: Any
-    ) -> tuple[Any, ...]:
-        assert arrays.images is not None
-        images = torch.from_numpy(np.array(arrays.images[index], dtype=np.float32))
-        index_t = torch.from_numpy(index)
-        return (
-            images.to(device),
-            label[index_t].to(device),
-            weight[index_t].to(device, torch.float32),
-            mjj[index_t].to(device),
-        )
-
-    def validation_loss(network: Any) -> tuple[float, float | None]:
-        network.eval()
-        bce_total, dcor_values = 0.0, []
-        with torch.no_grad():
-            for index in _batches(len(val), options.batch_size, val_order):
-                images, label, weight, mjj = batch_tensors(
-                    val, index, val_label, val_weight, val_mjj
-                )
-                bce_sum, dcor = objective.terms(network(images), label, weight, mjj)
-                bce_total += float(bce_sum)
-                if dcor is not None:
-                    dcor_values.append(float(dcor))
-        bce = bce_total / float(val_weight.sum())
-        if not dcor_values:
-            return bce, None
-        dcor_mean = float(np.mean(dcor_values))
-        return bce + alpha * dcor_mean, dcor_mean
-
+    data = _CNNData(train, val, device)
     history: list[dict[str, float | None]] = []
     started = time.perf_counter()
     with _torch_settings(options.n_threads, device):
         torch.manual_seed(seed)
         network = TrackImageCNN()
+        assert train.images is not None
         network.fit_input_scale(train.images)
         network.to(device)
         optimizer = torch.optim.Adam(network.parameters(), lr=options.learning_rate)
@@ -397,31 +449,13 @@ def _train_cnn(
             epochs = tqdm(epochs, desc=f"CNN alpha={alpha:g} seed={seed}", unit="epoch")
         epoch = 0
         for epoch in epochs:
-            network.train()
-            order = torch.randperm(len(train), generator=generator).numpy()
-            train_bce, train_weight_sum, train_dcor = 0.0, 0.0, []
-            for index in _batches(len(train), options.batch_size, order):
-                images, label, weight, mjj = batch_tensors(
-                    train, index, train_label, train_weight, train_mjj
-                )
-                if options.augment:
-                    images = _reflect_at_random(images, generator)
-                bce_sum, dcor = objective.terms(network(images), label, weight, mjj)
-                loss = bce_sum / weight.sum()
-                if dcor is not None:
-                    loss = loss + alpha * dcor
-                    train_dcor.append(float(dcor.detach()))
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                train_bce += float(bce_sum.detach())
-                train_weight_sum += float(weight.sum())
-            val_loss, val_dcor = validation_loss(network)
+            train_bce, train_dcor = _train_epoch(network, optimizer, data, objective, generator, alpha, options)
+            val_loss, val_dcor = _validation_loss(network, data, objective, alpha, options.batch_size)
             history.append(
                 {
                     "epoch": epoch,
-                    "train_bce": train_bce / train_weight_sum,
-                    "train_batch_dcor2": float(np.mean(train_dcor)) if train_dcor else None,
+                    "train_bce": train_bce,
+                    "train_batch_dcor2": train_dcor,
                     "val_loss": val_loss,
                     "val_batch_dcor2": val_dcor,
                 }
@@ -439,9 +473,7 @@ def _train_cnn(
         "stopped_early": epoch < options.max_epochs,
         "best_val_loss": best_loss,
         "device": str(device),
-        "n_threads": options.n_threads
-        if options.n_threads is not None
-        else torch.get_num_threads(),
+        "n_threads": options.n_threads if options.n_threads is not None else torch.get_num_threads(),
         "torch_version": torch.__version__,
         "seconds": time.perf_counter() - started,
         "history": history,
