@@ -31,6 +31,7 @@ STATISTICS_KEYS = (
     "eta_best_err",
     "closure_chi2_ndf",
     "closure_pvalue",
+    "frac_closure_consistent_2sd",
     "frac_eta_significant_below_1e-2",
     "significance",
     "upper_limit",
@@ -133,12 +134,18 @@ def test_statistics_in_summary_and_report(study: Path) -> None:
         ):  # too few events for the test at smoke size is allowed
             assert 0 <= entry["closure_pvalue"] <= 1
             assert entry["closure_chi2_ndf"] >= 0
+            assert 0 <= entry["frac_closure_consistent_2sd"] <= 1
+            # IRGI's and KDE's closure replicas are the refitted ones of the figures of merit
+            refitted = name in ("irgi", "kde")
+            assert entry["closure_transform_refitted"] == refitted
+            assert entry["closure_n_boot"] == (30 - entry["n_boot_unusable"] if refitted else 200)
         assert entry["significance"] != entry["significance"] or entry["significance"] >= 0
         assert entry["upper_limit"] != entry["upper_limit"] or entry["upper_limit"] > 0
         assert entry["n_boot"] == 30
     assert summary["irgi"]["transform_refitted"]
     assert not summary["baseline"]["transform_refitted"]
     assert f"{summary['irgi']['auc']:.4f} ± {summary['irgi']['auc_err']:.4f}" in report
+    assert "| grid fraction with background non-closure within 2σ of 0 |" in report
     assert set(summary["statistics_seconds"]) >= {
         "bootstrap",
         "closure_test",

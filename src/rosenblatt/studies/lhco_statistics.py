@@ -58,7 +58,7 @@ from rosenblatt.abcd import (
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_test import thinned_indices
 
-__all__ = ["CONTAMINATION_FRACTIONS", "quiet_pyhf", "statistics"]
+__all__ = ["CONTAMINATION_FRACTIONS", "likelihood_at_cut", "quiet_pyhf", "statistics"]
 
 log = logging.getLogger("rosenblatt.lhco")
 
@@ -196,7 +196,7 @@ def statistics(
     thin = int(cfg.get("closure_thin", 5))
     for name, score in scores.items():
         scan = closures[name]
-        refitted = replica_scores.get(name)
+        replicas = replica_scores.get(name)
         try:
             test = closure_test(
                 mjj[keep],
@@ -204,10 +204,10 @@ def statistics(
                 label[keep],
                 x0=x0,
                 y0=y0,
-                n_boot=None if refitted else n_closure,
+                n_boot=None if replicas else n_closure,
                 seed=seed,
                 thin=thin,
-                replica_scores=refitted or None,
+                replica_scores=replicas or None,
             )
         except ValueError as err:  # too few events in the regions of every thinned cut
             log.warning("closure test of %s not possible: %s", name, err)
@@ -259,7 +259,7 @@ def statistics(
             )
             continue
         results[name].update(
-            _likelihood(
+            likelihood_at_cut(
                 folder,
                 name,
                 [float(r[i, j]) for r in background_regions[name]],
@@ -388,10 +388,28 @@ def _std(replicas: FloatArray) -> FloatArray:
     return np.where(2 * count >= max(len(replicas), 2), np.sqrt(variance), np.nan)
 
 
-def _likelihood(
+def likelihood_at_cut(
     folder: Path, name: str, background: list[float], signal: list[float], relative: float
 ) -> dict[str, Any]:
-    """Asimov significance and expected limit at one cut; the workspace written as JSON."""
+    """Asimov significance and expected limit of the ABCD likelihood at one cut.
+
+    Parameters
+    ----------
+    folder, name
+        The workspace is written as ``folder / f"workspace_{name}.json"`` (pyhf's JSON).
+    background, signal
+        Expected background and signal in the regions A, B, C, D of the cut.
+    relative
+        Relative background non-closure in A (the ``normsys``); NaN leaves it
+        out, values from :data:`MAX_NONCLOSURE` up are capped there.
+
+    Returns
+    -------
+    dict
+        ``significance``, ``upper_limit`` (NaN where not computed),
+        ``nonclosure``, ``workspace`` (the file's name, when written) and a
+        ``likelihood_note`` saying what was left out or failed.
+    """
     out: dict[str, Any] = {
         "significance": float("nan"),
         "upper_limit": float("nan"),
