@@ -31,13 +31,19 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, overload
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._awkward import apply_flat
 from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_same_length
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+#: numpy input of :meth:`ConditionalCDFTransform.transform` (awkward input gives awkward output)
+NumpyInput = NDArray[Any] | float
 
 __all__ = [
     "ConditionalCDFTransform",
@@ -220,7 +226,7 @@ class ConditionalCDFTransform(ABC):
     n_events_: int
     sum_weight_: float
 
-    def fit(self, x: Any, y: Any, weight: Any = None) -> ConditionalCDFTransform:
+    def fit(self, x: Any, y: Any, weight: Any = None) -> Self:
         """Learn ``gamma`` from the defining background sample.
 
         Parameters
@@ -245,6 +251,12 @@ class ConditionalCDFTransform(ABC):
         self.n_events_ = len(x_arr)
         self.sum_weight_ = float(len(x_arr) if w_arr is None else w_arr.sum())
         return self
+
+    @overload
+    def transform(self, x: NumpyInput, y: NumpyInput, *, nan_policy: NaNPolicy = ...) -> NDArray[np.float64]: ...
+
+    @overload
+    def transform(self, x: Any, y: Any, *, nan_policy: NaNPolicy = ...) -> Any: ...
 
     def transform(self, x: Any, y: Any, *, nan_policy: NaNPolicy = "raise") -> Any:
         """Return ``gamma(x, y)`` for every event, in ``[0, 1]``.
@@ -300,6 +312,12 @@ class ConditionalCDFTransform(ABC):
                 stacklevel=5,
             )
         return out
+
+    @overload
+    def fit_transform(self, x: NDArray[Any], y: NDArray[Any], weight: Any = None) -> NDArray[np.float64]: ...
+
+    @overload
+    def fit_transform(self, x: Any, y: Any, weight: Any = None) -> Any: ...
 
     def fit_transform(self, x: Any, y: Any, weight: Any = None) -> Any:
         """Fit on ``(x, y, weight)`` and return ``gamma`` of the same events."""
