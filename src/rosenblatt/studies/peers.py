@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 import rosenblatt as rb
 from rosenblatt.transforms import ConditionalCDFTransform
 
-__all__ = ["LABELS", "WORKING_POINTS", "default_peers", "efficiency_spread", "evaluate", "plot", "table"]
+__all__ = ["LABELS", "WORKING_POINTS", "default_peers", "efficiency_spread", "evaluate", "plot", "section", "table"]
 
 log = logging.getLogger("rosenblatt.peers")
 
@@ -55,6 +55,7 @@ def default_peers(
     kde: Maker | None = None,
     flow: Mapping[str, Any] | None = None,
     ddt_efficiency: float | Sequence[float] = 0.1,
+    n_defining: int | None = None,
 ) -> dict[str, Maker | None]:
     """The methods compared, by name: ``None`` is the raw score, kept as it is.
 
@@ -68,16 +69,23 @@ def default_peers(
         out when torch or zuko cannot be imported.
     ddt_efficiency
         The DDT's working point(s).
+    n_defining
+        Size of the defining sample: the DDT takes up to 20 ``x`` bins with
+        at least 20 events above (and below) each working point per bin.
 
     Returns
     -------
     dict
         ``{name: maker}`` in the order of the report.
     """
+    n_bins = 20
+    if n_defining is not None:
+        tail = float(np.min(np.minimum(np.atleast_1d(ddt_efficiency), 1 - np.atleast_1d(ddt_efficiency))))
+        n_bins = int(np.clip(n_defining * tail // 20, 1, 20))
     peers: dict[str, Maker | None] = {
         "raw": None,
         "rarity": rb.Rarity,
-        "ddt": lambda: rb.DDT(efficiency=ddt_efficiency),
+        "ddt": lambda: rb.DDT(efficiency=ddt_efficiency, n_bins=n_bins),
     }
     try:
         from rosenblatt.ml.flow import ConditionalFlow
@@ -345,3 +353,16 @@ def plot(peers: Mapping[str, Mapping[str, Any]], path: Path) -> str:
         ax.set_xlabel(r"fit + transform of $10^6$ events [s]")
     axes[-1].legend(fontsize="x-small", loc="best")
     return save_figure(fig, path).name
+
+
+def section(peers: Mapping[str, Mapping[str, Any]], folder: Path, intro: str) -> str:
+    """The report's section on the peers: ``intro``, the table and the figure (written to ``folder``)."""
+    figure = plot(peers, folder / "peers.png")
+    return f"""## The decorrelation methods side by side
+
+{intro}
+
+{table(peers)}
+
+![peers]({figure})
+"""
