@@ -29,7 +29,8 @@ def _as_label(label: ArrayLike) -> NDArray[np.bool_]:
             f"{values.size} value(s) are neither (first at index {first}: {values[first]!r})"
         )
         raise ValueError(msg)
-    return values == 1
+    signal: NDArray[np.bool_] = values == 1
+    return signal
 
 
 def _classification_inputs(

@@ -148,7 +148,7 @@ class ColumnGrid:
         c0, c1 = cdf[lower], cdf[lower + 1]
         width = e1 - e0
         frac = np.divide(y - e0, width, out=np.zeros_like(y), where=width > 0)
-        out = c0 + (c1 - c0) * np.clip(frac, 0.0, 1.0)
+        out: NDArray[np.float64] = c0 + (c1 - c0) * np.clip(frac, 0.0, 1.0)
         out[count == 0] = 0.0
         out[count == n_edge] = 1.0
         return out

@@ -98,7 +98,8 @@ def _interpolate(grid: NDArray[np.float64], start: int, n_edge: int, count: int,
     frac = (y - e0) / width if width > 0 else 0.0
     frac = min(max(frac, 0.0), 1.0)
     c0 = grid[lower, 1]
-    return c0 + (grid[lower + 1, 1] - c0) * frac
+    value: float = c0 + (grid[lower + 1, 1] - c0) * frac
+    return value
 
 
 def column_grid_evaluate(

@@ -303,7 +303,7 @@ class IRGI(ColumnGridTransform):
         """One ``Variable`` axis of ``y`` edges per column."""
         return [self.y_axis(k) for k in range(len(self.x_centres_))]
 
-    def column_histograms(self) -> list[hist.Hist]:
+    def column_histograms(self) -> list[hist.Hist[Any]]:
         """The defining sample's weight in the IRGI bins, one ``hist.Hist`` per column.
 
         These are the histogram matrix ``H`` of the method: the bins of column
@@ -326,7 +326,7 @@ class IRGI(ColumnGridTransform):
             out.append(h)
         return out
 
-    def column_weight_histogram(self) -> hist.Hist:
+    def column_weight_histogram(self) -> hist.Hist[Any]:
         """Summed defining weight per column on the ``x`` column-boundary axis."""
         import hist as hist_module
 

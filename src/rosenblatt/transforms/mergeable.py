@@ -502,7 +502,8 @@ class _Rows(dict[str, list[Any]]):
         self.columns = columns
 
     def __missing__(self, name: str) -> list[Any]:
-        self[name] = values = self.columns[name].tolist()
+        values: list[Any] = self.columns[name].tolist()
+        self[name] = values
         return values
 
 
