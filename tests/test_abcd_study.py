@@ -85,6 +85,44 @@ def test_outputs_are_written(iterative_run: Path) -> None:
     assert "## Closure over the cut grid" in report
 
 
+def test_bootstrap_ensembles_and_workspaces(iterative_run: Path) -> None:
+    """Each transform's ensemble (nominal = the fitted transform) and each variant's pyhf workspace."""
+    summary = json.loads((iterative_run / "summary.json").read_text())
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(2000.0, 4500.0, 500), rng.uniform(0.0, 400.0, 500)
+    for name in ("irgi", "gridkde", "kde"):
+        assert summary["ensembles"][name] == f"{name}_ensemble.json"
+        ensemble = rb.load(iterative_run / f"{name}_ensemble.json")
+        assert isinstance(ensemble, rb.TransformEnsemble)
+        assert len(ensemble.replicas_) == 20  # statistics.n_boot's default
+        fitted = rb.load(iterative_run / f"{name}.json")
+        np.testing.assert_allclose(ensemble.transform(x, y), fitted.transform(x, y), rtol=0, atol=1e-12)
+        assert np.all(ensemble.std(x, y) >= 0)
+        assert np.any(ensemble.std(x, y) > 0)
+    assert "## Bootstrap ensembles of the transforms" in (iterative_run / "report.md").read_text()
+    pyhf = pytest.importorskip("pyhf")
+    import warnings
+
+    with uproot.open(iterative_run / "abcd.root") as handle:
+        for variant in ("score", "irgi", "gridkde", "kde"):
+            result = summary["likelihood"][variant]
+            assert result["workspace"] == f"workspace_{variant}.json"
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="jsonschema.RefResolver", category=DeprecationWarning)
+                workspace = pyhf.Workspace(json.loads((iterative_run / result["workspace"]).read_text()))
+                model = workspace.model()
+            # the observations are the QCD counts in A, B, C, D at the variant's best cut
+            stored = handle[f"qcd_{variant}"]
+            i = int(np.flatnonzero(stored.axis(0).edges() == result["x0"])[0])
+            j = int(np.flatnonzero(stored.axis(1).edges() == result["y0"])[0])
+            counts = stored.values(flow=True)
+            regions = [counts[i + 1 :, j + 1 :], counts[i + 1 :, : j + 1], counts[: i + 1, j + 1 :], counts[: i + 1, : j + 1]]
+            assert [float(v) for v in workspace.data(model, include_auxdata=False)] == pytest.approx(
+                [float(r.sum()) for r in regions]
+            )
+            assert result["significance"] != result["significance"] or result["significance"] >= 0
+
+
 def test_root_counts_equal_in_memory_scoring(iterative_run: Path, event_files: dict[str, Path]) -> None:
     """Every TH2D equals the counts of the same events scored in memory and transformed."""
     table = in_memory_table([event_files["qcd"], event_files["wprime"]])
@@ -184,3 +222,8 @@ def test_configuration_errors_name_the_key(event_files: dict[str, Path], tmp_pat
         AbcdConfig.parse({**good, "fileset": {"qcd": ["missing.root"]}})
     with pytest.raises(ValueError, match=r"executor\.kind"):
         AbcdConfig.parse({**good, "executor": {"kind": "spark"}})
+    with pytest.raises(ValueError, match=r"statistics\.n_boot.*at least 2"):
+        AbcdConfig.parse({**good, "statistics": {"n_boot": 1}})
+    with pytest.raises(ValueError, match=r"statistics: unknown key"):
+        AbcdConfig.parse({**good, "statistics": {"replicas": 10}})
+    assert AbcdConfig.parse({**good, "statistics": {"n_boot": 0, "seed": 4}}).statistics.n_boot == 0

@@ -8,10 +8,15 @@ Steps, each a pass of coffea processors over files (see ``configs/abcd-example.y
 3. ``fit``: each transform is fitted on the skims — IRGI and GridKDE with fixed
    parameters in the workers by :class:`rosenblatt.MergeableFit`, KDE and
    ``"auto"`` parameters on the gathered skims (below ``max_gather_events``);
-4. ``analyse``: every event of the file set is scored, transformed and filled
+4. ``bootstrap``: a bootstrap ensemble of each fitted transform
+   (:func:`rosenblatt.bootstrap`, ``statistics.n_boot`` replicas) on the
+   gathered skims, saved as ``<name>_ensemble.json``;
+5. ``analyse``: every event of the file set is scored, transformed and filled
    into the ABCD histograms;
-5. ``close``: the closure over the cut grid from the merged histograms;
-6. ``report``: ``abcd.root``, ``histograms.json``, ``closure.json``,
+6. ``close``: the closure over the cut grid from the merged histograms, and per
+   variant the ABCD likelihood at its best cut as a pyhf workspace
+   ``workspace_<variant>.json``;
+7. ``report``: ``abcd.root``, ``histograms.json``, ``closure.json``,
    ``cutflow.json``, ``report.md`` and the figures.
 """
 
@@ -33,7 +38,7 @@ __all__ = ["STEPS", "run"]
 log = logging.getLogger("rosenblatt.abcd")
 
 #: the steps of the study, in order
-STEPS = ("generate", "score", "fit", "analyse", "close", "report")
+STEPS = ("generate", "score", "fit", "bootstrap", "analyse", "close", "report")
 
 
 def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -89,6 +94,9 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
             log.info("transform %s: %r fitted (%s)", spec.name, transform, routes[spec.name])
         score_y0, score_range = _score_cuts(cfg, skims, run_pass)
         timings["fit"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        ensembles = _ensembles(cfg, skims, folder)
+        timings["bootstrap"] = time.perf_counter() - clock
 
         variants = [Variant("score", "score", score_y0, y_range=score_range)]
         variants += [Variant(name, "score", cfg.cuts.y0, transform=t) for name, t in transforms.items()]
@@ -103,7 +111,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         )
         timings["analyse"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    summary = write_outputs(folder, cfg, output, defining, routes, timings)
+    summary = write_outputs(folder, cfg, output, defining, routes, timings, ensembles)
     timings["close and report"] = time.perf_counter() - clock
     (folder / "timings.json").write_text(json.dumps(timings, indent=2), encoding="utf-8")
     return summary
@@ -130,6 +138,42 @@ def _generate(cfg: AbcdConfig) -> None:
     missing = [p for paths in (*cfg.defining.values(), *cfg.fileset.values()) for p in paths if not Path(p).is_file()]
     if missing:
         raise FileNotFoundError(f"{cfg.source}: input file(s) {missing} do not exist and generate: does not write them")
+
+
+def _ensembles(cfg: AbcdConfig, skims: Sequence[str], folder: Path) -> dict[str, str]:
+    """A bootstrap ensemble of each fitted transform, saved as ``<name>_ensemble.json``.
+
+    Fitted on the gathered skims of the defining sample; its nominal is the
+    transform fitted in the ``fit`` step (equal to rounding for weighted
+    events fitted in the workers). Returns per transform the file written, or
+    why none was.
+    """
+    import rosenblatt as rb
+    from rosenblatt.processors.fitting import gather_skims
+
+    n_boot, seed = cfg.statistics.n_boot, cfg.statistics.seed
+    notes: dict[str, str] = {}
+    sample: tuple[Any, Any, Any] | None = None
+    for spec in cfg.transforms:
+        if n_boot == 0:
+            notes[spec.name] = "none (statistics.n_boot: 0)"
+            continue
+        if spec.file is not None:
+            notes[spec.name] = "none: read from a file, fitted on a sample not given here"
+            continue
+        if sample is None:
+            try:
+                x, y, weight = gather_skims(skims, "score", max_events=cfg.max_gather_events)
+            except ValueError as err:
+                notes[spec.name] = f"none: {err}"
+                continue
+            sample = (x, y, None if np.all(weight == 1.0) else weight)
+        ensemble = rb.bootstrap(spec.build(), sample[0], sample[1], sample[2], n=n_boot, seed=seed)
+        path = folder / f"{spec.name}_ensemble.json"
+        ensemble.save(path)
+        notes[spec.name] = path.name
+        log.info("transform %s: %d bootstrap replicas saved in %s", spec.name, n_boot, path.name)
+    return notes
 
 
 def _score_cuts(

@@ -27,6 +27,7 @@ __all__ = [
     "AbcdCuts",
     "ConfigError",
     "ExecutorConfig",
+    "StatisticsConfig",
     "TransformConfig",
 ]
 
@@ -38,7 +39,7 @@ EXECUTOR_KINDS = ("iterative", "futures", "dask")
 
 _TOP_KEYS = {
     "study", "name", "seed", "generate", "defining", "fileset", "score", "transforms", "abcd",
-    "executor", "skip_bad_files", "max_gather_events", "plane", "data",
+    "executor", "skip_bad_files", "max_gather_events", "plane", "data", "statistics",
 }
 _SCORE_KEYS = ("column", "torchscript", "model")
 _TRANSFORM_PARAMETERS = {
@@ -192,6 +193,26 @@ class ExecutorConfig:
 
 
 @dataclass(frozen=True)
+class StatisticsConfig:
+    """``statistics:``: replicas (``n_boot``, 0 for none) and seed of each transform's bootstrap ensemble."""
+
+    n_boot: int = 20
+    seed: int = 0
+
+    @classmethod
+    def parse(cls, value: Any, source: str) -> StatisticsConfig:
+        """Validate ``statistics:``."""
+        entry = dict(_mapping(value or {}, source, "statistics"))
+        unknown = sorted(set(entry) - {"n_boot", "seed"})
+        if unknown:
+            raise _fail(source, "statistics", f"unknown key(s) {unknown}; known: ['n_boot', 'seed']")
+        n_boot = _count(entry.get("n_boot", cls.n_boot), source, "statistics.n_boot", 0)
+        if n_boot == 1:
+            raise _fail(source, "statistics.n_boot", "an ensemble needs at least 2 replicas (0: none), got 1")
+        return cls(n_boot=n_boot, seed=_count(entry.get("seed", cls.seed), source, "statistics.seed", 0))
+
+
+@dataclass(frozen=True)
 class AbcdConfig:
     """A validated ``study: abcd`` configuration (see ``configs/abcd-example.yaml``)."""
 
@@ -208,6 +229,7 @@ class AbcdConfig:
     data_dir: Path
     generate: tuple[dict[str, Any], ...]
     plane_x_range: tuple[float, float] | None
+    statistics: StatisticsConfig = StatisticsConfig()
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> AbcdConfig:
@@ -253,4 +275,5 @@ class AbcdConfig:
             data_dir=Path(str(_mapping(config.get("data") or {}, source, "data").get("folder", Path("data") / str(config["name"])))),
             generate=generate,
             plane_x_range=None if plane is None else (float(plane[0]), float(plane[1])),
+            statistics=StatisticsConfig.parse(config.get("statistics"), source),
         )

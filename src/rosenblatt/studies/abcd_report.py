@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rosenblatt.abcd import ClosureScan, closure_scan
+from rosenblatt.abcd.closure import region_sums
 
-__all__ = ["closure_summary", "write_outputs", "write_root_histograms"]
+__all__ = ["closure_summary", "write_likelihoods", "write_outputs", "write_root_histograms"]
 
 
 def write_root_histograms(path: Path, histograms: dict[str, Any]) -> list[str]:
@@ -60,6 +62,44 @@ def closure_summary(scan: ClosureScan) -> dict[str, Any]:
     }
 
 
+def write_likelihoods(folder: Path, histograms: dict[str, Any], scans: dict[str, ClosureScan]) -> dict[str, Any]:
+    """Per variant, the ABCD likelihood at its best cut as ``workspace_<variant>.json``.
+
+    The expectation is the file set's background (process 0) and signal
+    (process 1) in the regions of the cut of smallest ``|eta_A|``; the
+    background's relative non-closure there, ``|N_A - N_B N_C / N_D| /
+    (N_B N_C / N_D)``, enters A as a ``normsys``. Returns per variant the
+    cut, the expected significance and 95% CLs limit on ``mu`` and the
+    workspace's file name (or a note when pyhf is missing or the cut holds
+    no signal in A or no background in a control region).
+    """
+    from rosenblatt.studies.lhco_statistics import likelihood_at_cut
+
+    try:
+        import pyhf  # noqa: F401
+    except ImportError:
+        return {variant: {"likelihood_note": "pyhf is not installed (pip install 'rosenblatt[stats]')"} for variant in scans}
+    results: dict[str, dict[str, Any]] = {}
+    for variant, scan in scans.items():
+        if not scan.valid.any():
+            results[variant] = {"likelihood_note": "no cut populates every region"}
+            continue
+        abs_eta = np.where(scan.valid, np.abs(scan.eta), np.inf)
+        i, j = np.unravel_index(int(np.argmin(abs_eta)), abs_eta.shape)
+        h = histograms[variant][{"dataset": sum}]
+        values = np.moveaxis(h.view(flow=True).value, -1, 0)
+        process = h.axes["process"]
+        regions = {
+            label: [float(r[i, j]) for r in region_sums(values[process.index(label)])] if label in process else [0.0] * 4
+            for label in (0, 1)
+        }
+        n_a, n_b, n_c, n_d = regions[0]
+        relative = abs(n_a - n_b * n_c / n_d) / (n_b * n_c / n_d) if min(n_b, n_c, n_d) > 0 else float("nan")
+        cut: dict[str, Any] = {"x0": float(scan.x0[i]), "y0": float(scan.y0[j])}
+        results[variant] = {**cut, **likelihood_at_cut(folder, variant, regions[0], regions[1], relative)}
+    return results
+
+
 def write_outputs(
     folder: Path,
     cfg: Any,
@@ -67,6 +107,7 @@ def write_outputs(
     defining: dict[str, Any],
     routes: dict[str, str],
     timings: dict[str, float],
+    ensembles: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Write every output of the study to ``folder``; return the summary."""
     names = write_root_histograms(folder / "abcd.root", output["abcd"])
@@ -82,6 +123,9 @@ def write_outputs(
         "unreadable_chunks": {**defining.get("unreadable", {}), **output.get("unreadable", {})},
     }
     (folder / "cutflow.json").write_text(json.dumps(cutflow, indent=2), encoding="utf-8")
+    clock = time.perf_counter()
+    likelihood = write_likelihoods(folder, output["abcd"], scans)
+    timings["likelihood (in close and report)"] = time.perf_counter() - clock
     figures = draw_figures(folder, output, scans, cfg.cuts.x)
     summary = {
         "study": "abcd",
@@ -90,6 +134,8 @@ def write_outputs(
         "histograms": names,
         "transforms": routes,
         "closure": {v: {k: c[k] for k in ("best", "frac_eta_below_1e-2", "frac_eta_below_1e-3", "pull_mean", "pull_std", "valid_cuts")} for v, c in closure.items()},
+        "ensembles": ensembles or {},
+        "likelihood": likelihood,
         "cutflow": cutflow,
         "timings": timings,
     }
@@ -150,9 +196,76 @@ def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
             f"| {variant} | {best.get('x0', float('nan')):.4g} | {best.get('y0', float('nan')):.4g} | {eta} | "
             f"{c['frac_eta_below_1e-2']:.3f} | {c['frac_eta_below_1e-3']:.3f} | {_fmt(c['pull_mean'])} | {_fmt(c['pull_std'])} |"
         )
+    lines += _statistics_lines(summary)
     lines += ["", "## Time per step", ""] + [f"- {step}: {seconds:.1f} s" for step, seconds in summary["timings"].items()]
     lines += ["", "## Figures", ""] + [f"![{variant}]({name})" for variant, name in figures.items()]
     return "\n".join(lines) + "\n"
+
+
+def _statistics_lines(summary: dict[str, Any]) -> list[str]:
+    """The report's sections on the bootstrap ensembles and the pyhf workspaces, with how to use them."""
+    lines = ["", "## Bootstrap ensembles of the transforms", ""]
+    made = {name: note for name, note in summary["ensembles"].items() if note.endswith("_ensemble.json")}
+    for name, note in summary["ensembles"].items():
+        lines.append(f"- `{name}`: " + (f"`{note}`" if name in made else note))
+    if made:
+        name, file = next(iter(made.items()))
+        lines += [
+            "",
+            "Each file holds the nominal transform (equal to `<name>.json`) and its replicas refitted with",
+            "Poisson(1) event weights on the defining sample: the transform's statistical uncertainty.",
+            "",
+            "```python",
+            "import rosenblatt as rb",
+            f'ens = rb.load("{file}")',
+            "gamma = ens.transform(x, score)                    # the nominal",
+            'gamma_up = ens.transform(x, score, variation="up")  # "down": the per-event ±1 sd envelope; "replica_<k>"',
+            "spread = ens.std(x, score)                         # per event; ens.variations(x, score): every replica",
+            "```",
+            "",
+            f"`rosenblatt export {file} --correctionlib {name}_ensemble_correction.json` writes it for",
+            "correctionlib (grid transforms) with a string input `variation`; a closure test that also",
+            "refits the transform passes the replicas' scores to",
+            "`rosenblatt.abcd.closure_test(..., replica_scores=ens.variations(x, score))`.",
+        ]
+    lines += ["", "## ABCD likelihood (pyhf) at each variant's best cut", ""]
+    written = {variant: r for variant, r in summary["likelihood"].items() if r.get("workspace")}
+    if written:
+        lines += [
+            "| variant | x0 | y0 | expected significance (Asimov) | expected 95% CLs limit on μ | non-closure normsys | workspace |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for variant, r in written.items():
+            lines.append(
+                f"| {variant} | {r['x0']:.4g} | {r['y0']:.4g} | {_number(r['significance'])} | "
+                f"{_number(r['upper_limit'])} | {r['nonclosure']:.3f} | `{r['workspace']}` |"
+            )
+    notes = [f"`{variant}`: {r['likelihood_note']}" for variant, r in summary["likelihood"].items() if r.get("likelihood_note")]
+    if notes:
+        lines += ["", "Notes: " + "; ".join(notes) + "."]
+    if written:
+        variant, r = next(iter(written.items()))
+        lines += [
+            "",
+            "Four single-bin channels A, B, C, D; the background is D = n, B = n τ_x, C = n τ_y,",
+            "A = n τ_x τ_y (free normfactors), the signal enters every region with strength `mu`, and",
+            "the background's measured relative non-closure enters A as the normsys `nonclosure`. The",
+            "observations are the file set's expected counts: put the data's counts in A to D to fit data.",
+            "",
+            "```python",
+            "import json, pyhf",
+            f'ws = pyhf.Workspace(json.load(open("{r["workspace"]}")))',
+            "model = ws.model()",
+            "data = ws.data(model)                                # or the data's [A, B, C, D] + model.config.auxdata",
+            "pars = pyhf.infer.mle.fit(data, model)               # best fit; A's background is B C / D",
+            'cls_obs = pyhf.infer.hypotest(1.0, data, model, test_stat="qtilde")',
+            "```",
+        ]
+    return lines
+
+
+def _number(value: float) -> str:
+    return f"{value:.2f}" if np.isfinite(value) else "–"
 
 
 def _steps(summary: dict[str, Any]) -> list[str]:
