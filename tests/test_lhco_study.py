@@ -197,3 +197,26 @@ def test_contamination_list(study: Path) -> None:
         assert mine[0]["dcc"] == pytest.approx(summary[name]["dcc"])
         assert [r["n_injected"] for r in mine] == sorted(r["n_injected"] for r in mine)
         assert mine[-1]["n_injected"] == round(0.1 * summary["sizes"]["validation"]["background"])
+
+
+def test_peers_in_summary_and_report(study: Path) -> None:
+    """Raw, rarity, DDT, flow, IRGI, KDE, GridKDE and DisCo measured on the same testing events."""
+    summary = json.loads((study / "results" / "summary.json").read_text())
+    peers = summary["peers"]
+    assert {"raw", "rarity", "ddt", "flow", "irgi", "kde", "grid_kde", "disco"} <= set(peers)
+    for name, row in peers.items():
+        assert row["dcc_floor"] > 0, name
+        assert 0 < row["dcc_p_value"] <= 1, name
+        assert 0 <= row["abcd"]["frac_eta_below_1e-2"] <= 1, name
+        assert set(row["efficiency_spread"]) == {"0.1", "0.5", "0.9"}, name
+        assert (row["fit_seconds"] > 0) == (name not in ("raw", "disco")), name
+    # the chosen IRGI refitted on the same defining sample gives the study's own IRGI score
+    assert peers["irgi"]["dcc"] == pytest.approx(summary["irgi"]["dcc"], rel=1e-9)
+    assert peers["raw"]["auc"] == pytest.approx(summary["baseline"]["auc"], rel=1e-9)
+    # the marginal CDF is a monotone map of the raw score: the same AUC
+    assert peers["rarity"]["auc"] == pytest.approx(peers["raw"]["auc"], abs=1e-3)
+    report = (study / "results" / "report.md").read_text()
+    assert "## The decorrelation methods side by side" in report
+    assert "(peers.png)" in report
+    assert (study / "results" / "peers.png").is_file()
+    assert "peers" in summary["step_seconds"]
