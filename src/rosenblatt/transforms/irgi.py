@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -155,70 +155,11 @@ class IRGI(ColumnGridTransform):
         depth: int,
         domain: Domain,
     ) -> None:
-        (x_lo, x_hi), (y_lo, y_hi) = domain
-        n = len(x)
-        # x: bisection to depth + 1; even edges are centres, odd edges boundaries
-        if w is None:
-            xs = np.sort(x)
-            cells = bisect_segments(None, np.array([0, n]), depth + 1)
-        else:
-            # a stable order: events tied in x are taken in input order, as without weights
-            order, xs = _stable_argsort(x)
-            cells = _bisect_weighted(_cumulative(w[order], n), np.array([0, n]), depth + 1, w, "x", depth)
-        split = cells[1:-1]
-        x_edges = np.concatenate(([x_lo], _midpoint(xs[split - 1], xs[split]), [x_hi]))
-        centres = x_edges[0::2]
-        boundaries = np.concatenate(([x_lo], x_edges[1::2], [x_hi]))
-        if np.any(np.diff(boundaries) <= 0) or np.any(np.diff(centres) <= 0):
-            values, counts = np.unique(xs, return_counts=True)
-            msg = (
-                f"x has too many tied values for depth {depth}: {int(counts.max())} of {n} "
-                f"events share x = {values[np.argmax(counts)]:g}, so IRGI columns coincide; "
-                "use a smaller depth or KDE"
-            )
-            raise ValueError(msg)
-        column_bounds = np.concatenate(([0], cells[1::2], [n]))
-
-        # y: group the events by column, sort inside each column, bisect each to depth
-        if w is None:
-            column = _column_of(x, xs, boundaries[1:-1], column_bounds[1:-1])
-            ys = _group_by_column(column, column_bounds[:-1], y)
-            ws = None
-        else:
-            ys, ws = y[order], w[order]
-        for start, stop in itertools.pairwise(column_bounds):
-            if ws is None:
-                ys[start:stop].sort()
-            else:
-                inner, ys[start:stop] = _stable_argsort(ys[start:stop])
-                ws[start:stop] = ws[start:stop][inner]
-        cumulative = None if ws is None else _cumulative(ws, n)
-        column_weight = (
-            np.diff(column_bounds).astype(np.float64) if cumulative is None else np.diff(cumulative[column_bounds])
-        )
-        _check_column_weight(column_weight, boundaries)
-        rows = _bisect_weighted(cumulative, column_bounds, depth, w, "y", depth)
-        n_col, n_edge = len(centres), 2**depth + 1
-        inner_rows = rows[:-1].reshape(n_col, n_edge - 1)[:, 1:]
-        y_edges = np.empty((n_col, n_edge))
-        y_edges[:, 0] = y_lo
-        y_edges[:, -1] = y_hi
-        below_edge = ys[inner_rows - 1]
-        y_edges[:, 1:-1] = _midpoint(below_edge, ys[inner_rows])
-
-        # weight strictly below each edge, per column: an edge on a tied value
-        # carries the weight below the first event of that value
-        below = inner_rows.copy()
-        tied = below_edge >= y_edges[:, 1:-1]
-        if tied.any():
-            below[tied] = _run_starts(ys, column_bounds[:-1])[inner_rows[tied] - 1]
-        column_start = column_bounds[:-1, None]
-        if cumulative is None:
-            weight_below = (below - column_start).astype(np.float64)
-        else:
-            weight_below = cumulative[below] - cumulative[column_start]
-        cdf = _column_cdf(weight_below, column_weight)
-        self._set_grid(domain, depth, centres, boundaries, y_edges, cdf, column_weight)
+        columns = _x_columns(x, w, depth, domain[0])
+        ys, cumulative, column_weight = _y_by_column(x, y, w, columns)
+        _check_column_weight(column_weight, columns.boundaries)
+        y_edges, cdf = _y_edges_and_cdf(ys, cumulative, column_weight, columns.bounds, w, depth, domain[1])
+        self._set_grid(domain, depth, columns.centres, columns.boundaries, y_edges, cdf, column_weight)
 
     def _set_grid(
         self,
@@ -566,3 +507,99 @@ def _domain_list(domain: Domain | None) -> list[list[float]] | None:
     if domain is None:
         return None
     return [[float(v) for v in axis] for axis in domain]
+
+
+class _Columns(NamedTuple):
+    """IRGI's columns in ``x``: the sorted ``x``, its order, centres, boundaries and event ranges."""
+
+    xs: NDArray[np.float64]
+    order: NDArray[np.int64] | None
+    centres: NDArray[np.float64]
+    boundaries: NDArray[np.float64]
+    bounds: NDArray[np.int64]
+
+
+def _x_columns(
+    x: NDArray[np.float64], w: NDArray[np.float64] | None, depth: int, x_domain: tuple[float, float]
+) -> _Columns:
+    """Bisect ``x`` to ``depth + 1``: even edges are the column centres, odd edges their boundaries."""
+    x_lo, x_hi = x_domain
+    n = len(x)
+    order = None
+    if w is None:
+        xs = np.sort(x)
+        cells = bisect_segments(None, np.array([0, n]), depth + 1)
+    else:
+        # a stable order: events tied in x are taken in input order, as without weights
+        order, xs = _stable_argsort(x)
+        cells = _bisect_weighted(_cumulative(w[order], n), np.array([0, n]), depth + 1, w, "x", depth)
+    split = cells[1:-1]
+    x_edges = np.concatenate(([x_lo], _midpoint(xs[split - 1], xs[split]), [x_hi]))
+    centres = x_edges[0::2]
+    boundaries = np.concatenate(([x_lo], x_edges[1::2], [x_hi]))
+    if np.any(np.diff(boundaries) <= 0) or np.any(np.diff(centres) <= 0):
+        values, counts = np.unique(xs, return_counts=True)
+        msg = (
+            f"x has too many tied values for depth {depth}: {int(counts.max())} of {n} "
+            f"events share x = {values[np.argmax(counts)]:g}, so IRGI columns coincide; "
+            "use a smaller depth or KDE"
+        )
+        raise ValueError(msg)
+    bounds = np.concatenate(([0], cells[1::2], [n]))
+    return _Columns(xs, order, centres, boundaries, bounds)
+
+
+def _y_by_column(
+    x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None, columns: _Columns
+) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, NDArray[np.float64]]:
+    """``y`` grouped by column and sorted inside each; the cumulative weight and each column's weight."""
+    n = len(x)
+    bounds = columns.bounds
+    if w is None:
+        column = _column_of(x, columns.xs, columns.boundaries[1:-1], bounds[1:-1])
+        ys = _group_by_column(column, bounds[:-1], y)
+        ws = None
+    else:
+        assert columns.order is not None
+        ys, ws = y[columns.order], w[columns.order]
+    for start, stop in itertools.pairwise(bounds):
+        if ws is None:
+            ys[start:stop].sort()
+        else:
+            inner, ys[start:stop] = _stable_argsort(ys[start:stop])
+            ws[start:stop] = ws[start:stop][inner]
+    cumulative = None if ws is None else _cumulative(ws, n)
+    column_weight = np.diff(bounds).astype(np.float64) if cumulative is None else np.diff(cumulative[bounds])
+    return ys, cumulative, column_weight
+
+
+def _y_edges_and_cdf(
+    ys: NDArray[np.float64],
+    cumulative: NDArray[np.float64] | None,
+    column_weight: NDArray[np.float64],
+    bounds: NDArray[np.int64],
+    w: NDArray[np.float64] | None,
+    depth: int,
+    y_domain: tuple[float, float],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Bisect each column's ``y`` to ``depth``: the edges and the CDF at each edge."""
+    rows = _bisect_weighted(cumulative, bounds, depth, w, "y", depth)
+    n_col, n_edge = len(bounds) - 1, 2**depth + 1
+    inner_rows = rows[:-1].reshape(n_col, n_edge - 1)[:, 1:]
+    y_edges = np.empty((n_col, n_edge))
+    y_edges[:, 0], y_edges[:, -1] = y_domain
+    below_edge = ys[inner_rows - 1]
+    y_edges[:, 1:-1] = _midpoint(below_edge, ys[inner_rows])
+
+    # weight strictly below each edge, per column: an edge on a tied value
+    # carries the weight below the first event of that value
+    below = inner_rows.copy()
+    tied = below_edge >= y_edges[:, 1:-1]
+    if tied.any():
+        below[tied] = _run_starts(ys, bounds[:-1])[inner_rows[tied] - 1]
+    column_start = bounds[:-1, None]
+    if cumulative is None:
+        weight_below = (below - column_start).astype(np.float64)
+    else:
+        weight_below = cumulative[below] - cumulative[column_start]
+    return y_edges, _column_cdf(weight_below, column_weight)
