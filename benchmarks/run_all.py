@@ -34,7 +34,7 @@ BENCHMARKS = {
     "bench_analysis.py": ([], ["--quick"]),
     "bench_training.py": ([], ["--events-per-class", "200", "--batch-sizes", "2048", "256", "--repeats", "1"]),
     "bench_blob_study.py": ([], ["--config", "blobs"]),
-    "bench_peers.py": ([], ["--sizes", "10000", "100000"]),
+    "bench_peers.py": ([], ["--sizes", "10000", "100000", "--flow-draws", "1"]),
 }
 SUMMARY_VARIABLE = "ROSENBLATT_BENCH_SUMMARY"
 
