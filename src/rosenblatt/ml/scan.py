@@ -442,13 +442,7 @@ def run_scan(
     """
     specs = plan_scan(kind, seeds, alphas, baseline=baseline)
     resolved = make_options(kind, options)
-    for role, sample in (("train", train), ("validation", validation)):
-        if sample not in samples:
-            msg = f"{role} sample {sample!r} is not among the samples ({', '.join(samples)})"
-            raise KeyError(msg)
-    if n_workers < 1:
-        msg = f"n_workers must be a positive integer, got {n_workers}"
-        raise ValueError(msg)
+    _check_roles(samples, train, validation, n_workers)
     output = Path(output_dir)
     models_dir = output / "models"
     models_dir.mkdir(parents=True, exist_ok=True)
@@ -470,19 +464,7 @@ def run_scan(
 
         bar = tqdm(total=len(specs), initial=len(specs) - len(pending), desc="scan", unit="model")
     try:
-        if pending and n_workers == 1:
-            for spec in pending:
-                metadata[spec.name] = _train_and_save(
-                    spec, arrays, train, validation, resolved, models_dir
-                )
-                if bar is not None:
-                    bar.update()
-        elif pending:
-            metadata.update(
-                _train_in_pool(
-                    pending, arrays, train, validation, resolved, models_dir, n_workers, bar
-                )
-            )
+        metadata.update(_train_pending(pending, arrays, (train, validation), resolved, models_dir, n_workers, bar))
     finally:
         if bar is not None:
             bar.close()
@@ -499,6 +481,40 @@ def run_scan(
     temporary.write_text(json.dumps({"models": summary}, indent=1) + "\n")
     os.replace(temporary, output / "scan.json")
     return ScanResult(models, updated, [s.name for s in pending], output)
+
+
+def _check_roles(samples: Mapping[str, Any], train: str, validation: str, n_workers: int) -> None:
+    """The training and validation samples are among ``samples``; ``n_workers`` is positive."""
+    for role, sample in (("train", train), ("validation", validation)):
+        if sample not in samples:
+            msg = f"{role} sample {sample!r} is not among the samples ({', '.join(samples)})"
+            raise KeyError(msg)
+    if n_workers < 1:
+        msg = f"n_workers must be a positive integer, got {n_workers}"
+        raise ValueError(msg)
+
+
+def _train_pending(
+    pending: list[ModelSpec],
+    arrays: Mapping[str, EventArrays],
+    roles: tuple[str, str],
+    options: Any,
+    models_dir: Path,
+    n_workers: int,
+    bar: Any,
+) -> dict[str, dict[str, Any]]:
+    """Train the models not yet saved, here or in a pool of ``n_workers`` processes."""
+    train, validation = roles
+    if not pending:
+        return {}
+    if n_workers > 1:
+        return _train_in_pool(pending, arrays, train, validation, options, models_dir, n_workers, bar)
+    metadata = {}
+    for spec in pending:
+        metadata[spec.name] = _train_and_save(spec, arrays, train, validation, options, models_dir)
+        if bar is not None:
+            bar.update()
+    return metadata
 
 
 def _train_in_pool(
