@@ -7,6 +7,8 @@ invariants of a conditional CDF, and saved and loaded as JSON.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +25,7 @@ SMALL = {"bins": 8, "transforms": 1, "hidden": (32, 32), "batch_size": 1024, "le
 
 @pytest.fixture(scope="module")
 def flow() -> ConditionalFlow:
-    x, y = bivariate_normal(20_000, seed=51)
+    x, y = bivariate_normal(10_000, seed=51)
     return ConditionalFlow(**SMALL).fit(x, y)
 
 
@@ -91,3 +93,17 @@ def test_bad_input() -> None:
         ConditionalFlow(bins=0).fit(x, y)
     with pytest.raises(ValueError, match="hidden"):
         ConditionalFlow(hidden=()).fit(x, y)
+
+
+def test_loaded_without_importing_the_flow_module(flow: ConditionalFlow, tmp_path: Path) -> None:
+    """``rb.load`` imports the module of an optional kind when it reads one."""
+    flow.save(tmp_path / "flow.json")
+    code = (
+        "import sys, rosenblatt as rb\n"
+        "assert 'rosenblatt.ml.flow' not in sys.modules\n"
+        f"t = rb.load({str(tmp_path / 'flow.json')!r})\n"
+        "print(type(t).__name__, float(t.transform([0.0], [0.0])[0]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "ConditionalFlow"
+    assert float(out[1]) == pytest.approx(float(flow.transform([0.0], [0.0])[0]), abs=1e-12)
