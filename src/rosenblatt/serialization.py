@@ -68,6 +68,29 @@ def save(transform: ConditionalCDFTransform, path: str | Path) -> None:
 
 def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTransform:
     """Rebuild a transform from JSON text written by :func:`dumps`."""
+    document = _parse(text, source)
+    if "corrections" in document and "schema_version" in document:
+        from rosenblatt.io.correctionlib_import import from_correctionlib
+
+        return from_correctionlib(document, source=source)
+    _check_version(document, source)
+    kind, cls = _transform_class(document.get("kind"), source)
+    state = document.get("state")
+    if not isinstance(state, dict):
+        msg = f"{source}: 'state' must be an object"
+        raise SchemaError(msg)
+    try:
+        return cls.from_state(state)
+    except SchemaError as err:
+        msg = f"{source}: {err}"
+        raise SchemaError(msg) from err
+    except (KeyError, TypeError, ValueError) as err:
+        msg = f"{source}: malformed {kind} state ({type(err).__name__}: {err})"
+        raise SchemaError(msg) from err
+
+
+def _parse(text: str | bytes, source: str) -> dict[str, Any]:
+    """The JSON object of ``text``; non-finite numbers are refused."""
 
     def reject_constant(name: str) -> float:
         msg = f"{source}: non-finite number {name} in a saved transform"
@@ -81,10 +104,11 @@ def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTrans
     if not isinstance(document, dict):
         msg = f"{source}: expected a JSON object, got {type(document).__name__}"
         raise SchemaError(msg)
-    if "corrections" in document and "schema_version" in document:
-        from rosenblatt.io.correctionlib_import import from_correctionlib
+    return document
 
-        return from_correctionlib(document, source=source)
+
+def _check_version(document: dict[str, Any], source: str) -> None:
+    """The document is a rosenblatt transform of a schema version this release reads."""
     if document.get("format") != FORMAT:
         msg = f"{source} is not a saved rosenblatt transform (format {document.get('format')!r})"
         raise SchemaError(msg)
@@ -102,7 +126,10 @@ def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTrans
     if version < 1:
         msg = f"{source}: unknown schema version {version}"
         raise SchemaError(msg)
-    kind = document.get("kind")
+
+
+def _transform_class(kind: Any, source: str) -> tuple[str, type[ConditionalCDFTransform]]:
+    """The registered class of ``kind``, importing the optional module that defines it if need be."""
     if isinstance(kind, str) and kind in _OPTIONAL_KINDS and kind not in transform_classes():
         try:
             importlib.import_module(_OPTIONAL_KINDS[kind])
@@ -113,18 +140,7 @@ def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTrans
     if not isinstance(kind, str) or kind not in registry:
         msg = f"{source}: unknown transform kind {kind!r}; known: {sorted(registry)}"
         raise SchemaError(msg)
-    state = document.get("state")
-    if not isinstance(state, dict):
-        msg = f"{source}: 'state' must be an object"
-        raise SchemaError(msg)
-    try:
-        return registry[kind].from_state(state)
-    except SchemaError as err:
-        msg = f"{source}: {err}"
-        raise SchemaError(msg) from err
-    except (KeyError, TypeError, ValueError) as err:
-        msg = f"{source}: malformed {kind} state ({type(err).__name__}: {err})"
-        raise SchemaError(msg) from err
+    return kind, registry[kind]
 
 
 def load(path: str | Path) -> ConditionalCDFTransform:
