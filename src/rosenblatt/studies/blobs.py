@@ -140,7 +140,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     if config.get("peers", True) is not False:
         from rosenblatt.studies import peers
 
-        options = config.get("peers") or {}
+        options = config["peers"] if isinstance(config.get("peers"), dict) else {}
         results["peers"] = peers.evaluate(
             peers.default_peers(flow=options.get("flow")),
             defining=(x_def, y_def),
