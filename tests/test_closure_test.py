@@ -109,6 +109,8 @@ def test_replica_scores_equal_to_the_nominal_give_the_testing_bootstrap(weighted
     grid = cuts(x, y, 8)
     alone = closure_test(x, y, label, weight, **grid, n_boot=60, seed=3)
     replicas = closure_test(x, y, label, weight, **grid, replica_scores=[y] * 60, seed=3)
+    streamed = closure_test(x, y, label, weight, **grid, replica_scores=(y for _ in range(60)), seed=3)
+    assert streamed.chi2 == replicas.chi2
     assert replicas.n_boot == 60
     assert replicas.transform_replicas
     assert not alone.transform_replicas
@@ -182,6 +184,8 @@ def test_invalid_input() -> None:
         closure_test(x, y, label, **cuts(x, y, 4), n_boot=40, replica_scores=[y] * 30)
     with pytest.raises(ValueError, match="not finite"):
         closure_test(x, y, label, **cuts(x, y, 4), replica_scores=[y, np.full(len(y), np.nan), y])
+    with pytest.raises(ValueError, match="replica scores must be an integer >= 2"):
+        closure_test(x, y, label, **cuts(x, y, 4), replica_scores=[y])
 
 
 def test_thinned_indices() -> None:

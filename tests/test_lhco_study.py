@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rosenblatt.cli import main
@@ -135,10 +136,10 @@ def test_statistics_in_summary_and_report(study: Path) -> None:
             assert 0 <= entry["closure_pvalue"] <= 1
             assert entry["closure_chi2_ndf"] >= 0
             assert 0 <= entry["frac_closure_consistent_2sd"] <= 1
-            # IRGI's and KDE's closure replicas are the refitted ones of the figures of merit
+            # IRGI's and KDE's closure replicas also refit the transform
             refitted = name in ("irgi", "kde")
             assert entry["closure_transform_refitted"] == refitted
-            assert entry["closure_n_boot"] == (30 - entry["n_boot_unusable"] if refitted else 200)
+            assert entry["closure_n_boot"] == 200
         assert entry["significance"] != entry["significance"] or entry["significance"] >= 0
         assert entry["upper_limit"] != entry["upper_limit"] or entry["upper_limit"] > 0
         assert entry["n_boot"] == 30
@@ -152,6 +153,23 @@ def test_statistics_in_summary_and_report(study: Path) -> None:
         "likelihood",
         "contamination",
     }
+
+
+def test_closure_replicas_continue_the_ensemble() -> None:
+    """The closure test's transform replicas: the ensemble's, then the draws an ensemble of more replicas makes."""
+    import rosenblatt as rb
+    from rosenblatt.studies.lhco_statistics import _closure_replicas
+
+    rng = np.random.default_rng(5)
+    x, y = rng.uniform(2000.0, 4000.0, 3000), rng.uniform(0.0, 1.0, 3000)
+    xt, yt = rng.uniform(2000.0, 4000.0, 500), rng.uniform(0.0, 1.0, 500)
+    small = rb.bootstrap(rb.IRGI(depth=3), x, y, n=4, seed=2)
+    large = rb.bootstrap(rb.IRGI(depth=3), x, y, n=9, seed=2)
+    first = [r.transform(xt, yt) for r in small.replicas_]
+    replicas = list(_closure_replicas(first, small, lambda: rb.IRGI(depth=3), 9, x, y, xt, yt))
+    assert len(replicas) == 9
+    for mine, theirs in zip(replicas, large.replicas_, strict=True):
+        np.testing.assert_array_equal(mine, theirs.transform(xt, yt))
 
 
 def test_pyhf_workspaces_written(study: Path) -> None:

@@ -218,9 +218,11 @@ def closure_test(
         The testing events' score in each replica of the transform, one array
         of ``len(x)`` per replica: e.g. the rows of
         ``ensemble.variations(x, raw_score)`` for an ensemble from
-        :func:`rosenblatt.bootstrap`. Replica ``k`` then weights the testing
-        events by Poisson(1) counts and fills them with ``replica_scores[k]``,
-        so that the covariance holds the transform's fit as well.
+        :func:`rosenblatt.bootstrap`, or a generator that yields them one at a
+        time (only the histogram of each is kept). Replica ``k`` then weights
+        the testing events by Poisson(1) counts and fills them with
+        ``replica_scores[k]``, so that the covariance holds the transform's
+        fit as well.
 
     Returns
     -------
@@ -234,14 +236,7 @@ def closure_test(
         events (in length, or in number when ``n_boot`` is given too).
     """
     histogram = abcd_histogram(x, score, label, x0=x0, y0=y0, weight=weight)
-    scores = None if replica_scores is None else _replica_scores(replica_scores, len(_flat(x)))
-    if scores is not None:
-        if n_boot is not None and n_boot != len(scores):
-            msg = f"n_boot = {n_boot} but {len(scores)} replica scores given"
-            raise ValueError(msg)
-        n_boot = len(scores)
-    n_boot = DEFAULT_N_BOOT if n_boot is None else n_boot
-    n_boot, seed = _check_count(n_boot, "n_boot", 2), _check_count(seed, "seed", 0)
+    seed = _check_count(seed, "seed", 0)
     if thin is not None:
         thin = _check_count(thin, "thin", 1)
     view = histogram.view(flow=True)
@@ -250,10 +245,15 @@ def closure_test(
     values, variances = view.value[..., columns], view.variance[..., columns]
     content = np.moveaxis(values, -1, 0)  # (process, x bin, y bin)
 
-    if scores is None:
+    if replica_scores is None:
+        n_boot = _check_count(DEFAULT_N_BOOT if n_boot is None else n_boot, "n_boot", 2)
         replicas = _bootstrap_contents(histogram, x, score, label, weight, content.shape, n_boot, seed)
     else:
-        replicas = _replica_contents(histogram, x, scores, label, weight, content.shape, seed)
+        replicas = _replica_contents(histogram, x, replica_scores, label, weight, content.shape, seed)
+        if n_boot is not None and n_boot != len(replicas):
+            msg = f"n_boot = {n_boot} but {len(replicas)} replica scores given"
+            raise ValueError(msg)
+        n_boot = _check_count(len(replicas), "the number of replica scores", 2)
     replica_a, replica_b, replica_c, replica_d = region_sums(replicas[:, 0])
     background = replica_a - _estimate(replica_b, replica_c, replica_d)
     eta = _eta(replicas)
@@ -278,7 +278,7 @@ def closure_test(
         covariance=covariance,
         n_boot=n_boot,
         seed=seed,
-        transform_replicas=scores is not None,
+        transform_replicas=replica_scores is not None,
     )
 
 
@@ -294,47 +294,44 @@ def _flat(values: ArrayLike) -> FloatArray:
     return np.asarray(values, dtype=np.float64).ravel()
 
 
-def _replica_scores(replica_scores: Iterable[ArrayLike], n_events: int) -> list[FloatArray]:
-    """The replica scores as flat arrays of ``n_events`` finite values."""
-    scores = [_flat(s) for s in replica_scores]
-    for k, s in enumerate(scores):
-        if len(s) != n_events:
-            msg = f"replica_scores[{k}] has {len(s)} values for {n_events} events"
-            raise ValueError(msg)
-        if not np.isfinite(s).all():
-            msg = f"replica_scores[{k}] is not finite everywhere"
-            raise ValueError(msg)
-    return scores
-
-
 def _replica_contents(
     histogram: Any,
     x: ArrayLike,
-    scores: list[FloatArray],
+    replica_scores: Iterable[ArrayLike],
     label: ArrayLike,
     weight: ArrayLike | None,
     shape: tuple[int, ...],
     seed: int,
 ) -> FloatArray:
-    """``(n_boot, process, x bin, y bin)``: replica ``k`` fills ``scores[k]`` with Poisson(1) weights.
+    """``(n_boot, process, x bin, y bin)``: replica ``k`` fills its scores with Poisson(1) weights.
 
-    Without weights the Poisson counts of a bin are drawn at once (the sum of
-    its events' independent Poisson(1) counts is Poisson of their number).
+    The replica scores are read one at a time (a generator works). Without
+    weights the Poisson counts of a bin are drawn at once (the sum of its
+    events' independent Poisson(1) counts is Poisson of their number).
     """
     rng = np.random.default_rng(seed)
     x_edges, y_edges = histogram.axes["x"].edges, histogram.axes["y"].edges
-    x_bin = np.searchsorted(x_edges, _flat(x), side="right")
+    x_flat = _flat(x)
+    x_bin = np.searchsorted(x_edges, x_flat, side="right")
     base = (np.asarray(label).astype(np.intp) * shape[1] + x_bin) * shape[2]
     n_bins = int(np.prod(shape))
     w = None if weight is None else _flat(weight)
-    out = np.empty((len(scores), n_bins))
-    for k, replica in enumerate(scores):
+    rows: list[NDArray[Any]] = []
+    for k, scores in enumerate(replica_scores):
+        replica = _flat(scores)
+        if len(replica) != len(x_flat):
+            msg = f"replica_scores[{k}] has {len(replica)} values for {len(x_flat)} events"
+            raise ValueError(msg)
+        if not np.isfinite(replica).all():
+            msg = f"replica_scores[{k}] is not finite everywhere"
+            raise ValueError(msg)
         index = base + np.searchsorted(y_edges, replica, side="right")
         if w is None:
-            out[k] = rng.poisson(np.bincount(index, minlength=n_bins))
+            rows.append(rng.poisson(np.bincount(index, minlength=n_bins)).astype(np.float64))
         else:
-            out[k] = np.bincount(index, weights=rng.poisson(1.0, len(index)) * w, minlength=n_bins)
-    return out.reshape(len(scores), *shape)
+            draws = rng.poisson(1.0, len(index)) * w
+            rows.append(np.bincount(index, weights=draws, minlength=n_bins))
+    return np.asarray(rows, dtype=np.float64).reshape(len(rows), *shape)
 
 
 def _bootstrap_contents(

@@ -16,10 +16,12 @@ Everything here works on the in-memory arrays of the study's samples:
   resolution ``closure_thin``, cuts evenly spaced over it); the fraction of the
   grid where that non-closure is within 2 standard deviations of zero, cut by
   cut (``frac_closure_consistent_2sd``); and the fraction where ``|eta_A|`` is
-  below both 1e-2 and twice its bootstrap uncertainty. For IRGI and KDE the
-  closure test's replicas are those of the figures of merit (testing Poisson
-  weights and the transform refitted, ``n_boot`` of them); for the baseline
-  and DisCo, ``closure_n_boot`` replicas of the testing sample.
+  below both 1e-2 and twice its bootstrap uncertainty. Every classifier's
+  test has ``closure_n_boot`` replicas (Hotelling's p-value loses power when
+  the replicas are few beside the cuts); for IRGI and KDE each also refits the
+  transform (testing Poisson weights and a Poisson refit on the defining
+  sample: the ``n_boot`` replicas of the figures of merit, then further
+  refits).
 * **The ABCD likelihood** (:func:`rosenblatt.abcd.pyhf_workspace`) at each
   classifier's best cut, with the testing background's measured relative
   non-closure as a ``normsys``: Asimov significance and expected 95% CLs limit
@@ -39,7 +41,7 @@ import json
 import logging
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +137,7 @@ def statistics(
     results: dict[str, dict[str, Any]] = {}
     eta_error: dict[str, FloatArray] = {}
     replica_scores: dict[str, list[FloatArray]] = {}
+    ensembles: dict[str, rb.TransformEnsemble] = {}
     for name, nominal in scores.items():
         ensemble = (
             rb.bootstrap(makers[name](), x_def, y_def, n=n_boot, seed=seed)
@@ -187,6 +190,7 @@ def statistics(
             results[name]["n_refits"] = ensemble.n_refits_
             results[name]["n_boot_unusable"] = unusable
             replica_scores[name] = refitted
+            ensembles[name] = ensemble
     timings["bootstrap"] = time.perf_counter() - start
 
     # ---- closure test
@@ -196,7 +200,20 @@ def statistics(
     thin = int(cfg.get("closure_thin", 5))
     for name, score in scores.items():
         scan = closures[name]
-        replicas = replica_scores.get(name)
+        replicas = (
+            _closure_replicas(
+                replica_scores[name],
+                ensembles[name],
+                makers[name],
+                n_closure,
+                x_def,
+                y_def,
+                mjj[keep],
+                baseline[keep],
+            )
+            if name in ensembles
+            else None
+        )
         try:
             test = closure_test(
                 mjj[keep],
@@ -204,10 +221,10 @@ def statistics(
                 label[keep],
                 x0=x0,
                 y0=y0,
-                n_boot=None if replicas else n_closure,
+                n_boot=None if replicas is not None else n_closure,
                 seed=seed,
                 thin=thin,
-                replica_scores=replicas or None,
+                replica_scores=replicas,
             )
         except ValueError as err:  # too few events in the regions of every thinned cut
             log.warning("closure test of %s not possible: %s", name, err)
@@ -323,6 +340,42 @@ def statistics(
         "eta_error": eta_error,
         "timings": timings,
     }
+
+
+def _closure_replicas(
+    refitted: list[FloatArray],
+    ensemble: rb.TransformEnsemble,
+    make: Callable[[], Any],
+    n_total: int,
+    x_def: FloatArray,
+    y_def: FloatArray,
+    mjj: FloatArray,
+    baseline: FloatArray,
+) -> Iterator[FloatArray]:
+    """The testing scores of ``n_total`` bootstrap replicas of a transform, one at a time.
+
+    First the replicas of the figures of merit (``refitted``), then further
+    Poisson(1) refits on the defining sample, with the draws that follow the
+    ensemble's own (:func:`~rosenblatt.transforms.ensemble.poisson_weights`),
+    each evaluated and dropped. A draw that cannot be fitted, or whose
+    transform cannot evaluate every testing event, is replaced by the next.
+    """
+    from rosenblatt.transforms.ensemble import poisson_weights
+
+    yield from refitted
+    made, failed = len(refitted), 0
+    draw = max([*ensemble.replica_draws_, *ensemble.failed_draws_]) + 1
+    while made < n_total and failed < n_total:
+        counts = poisson_weights(len(x_def), ensemble.seed, draw)
+        draw += 1
+        try:
+            score = make().fit(x_def, y_def, counts).transform(mjj, baseline)
+        except ValueError as err:
+            log.info("closure replica of draw %d left out: %s", draw - 1, err)
+            failed += 1
+            continue
+        made += 1
+        yield score
 
 
 class _Grid:
