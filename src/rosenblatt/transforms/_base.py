@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 
 from rosenblatt._awkward import apply_flat
 from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_same_length
+from rosenblatt.transforms import _observables
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -200,6 +201,8 @@ class ConditionalCDFTransform(ABC):
 
     #: name used in saved files
     kind: ClassVar[str]
+    #: most protected observables ``k`` the transform is fitted on (``x`` of shape ``(n, k)``)
+    max_x_dims: ClassVar[int] = 1
 
     def __init_subclass__(cls, *, register: bool = True, **kwargs: Any) -> None:
         """Record a concrete subclass with its own ``kind`` in :func:`transform_classes`."""
@@ -233,6 +236,10 @@ class ConditionalCDFTransform(ABC):
         ----------
         x, y
             One-dimensional arrays of the protected observable and the score.
+            Transforms with ``max_x_dims > 1`` also take ``k`` protected
+            observables: ``x`` of shape ``(n, k)`` or a list of ``k`` arrays,
+            one per observable (numpy, or awkward arrays that are flattened);
+            ``(n, 1)`` is the scalar case.
         weight
             Optional per-event weights; may be negative (Monte Carlo weights),
             their sum must be positive.
@@ -241,6 +248,10 @@ class ConditionalCDFTransform(ABC):
         -------
         self
         """
+        x_matrix, x = _observables.split_observables(x)
+        if x_matrix is not None:
+            return self._fit_observables(x_matrix, y, weight)
+        self.__dict__.pop("x_dims_", None)
         x_arr = as_1d_float(x, "x")
         y_arr = as_1d_float(y, "y")
         check_same_length(x=x_arr, y=y_arr)
@@ -251,6 +262,63 @@ class ConditionalCDFTransform(ABC):
         self.n_events_ = len(x_arr)
         self.sum_weight_ = float(len(x_arr) if w_arr is None else w_arr.sum())
         return self
+
+    @property
+    def x_dims(self) -> int:
+        """The number of protected observables the transform was fitted on (1 before fitting)."""
+        return int(self.__dict__.get("x_dims_", 1))
+
+    def _fit_observables(self, x: NDArray[np.float64], y: Any, weight: Any) -> Self:
+        """:meth:`fit` on ``k >= 2`` observables ``x`` of shape ``(n, k)``."""
+        _observables.check_dims(x.shape, self.max_x_dims, type(self).__name__)
+        y_arr = _observables.flat_values(y, "y")
+        check_same_length(x=x, y=y_arr)
+        if len(y_arr) == 0:
+            msg = "x is empty: at least one event is needed"
+            raise ValueError(msg)
+        check_finite(x, "x")
+        check_finite(y_arr, "y")
+        w_arr = as_weight(weight, len(y_arr))
+        self._fit_vector(x, y_arr, w_arr)
+        self.x_dims_ = x.shape[1]
+        self.n_events_ = len(y_arr)
+        self.sum_weight_ = float(len(y_arr) if w_arr is None else w_arr.sum())
+        return self
+
+    def _fit_vector(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+        """Learn the state from ``(n, k)`` observables; transforms with ``max_x_dims > 1`` override it.
+
+        Must set ``domain_ = ((x_lo, x_hi), (y_lo, y_hi))`` with ``x_lo`` and
+        ``x_hi`` tuples of ``k`` floats.
+        """
+        msg = f"{type(self).__name__} does not take several protected observables"
+        raise TypeError(msg)
+
+    def _transform_vector(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Evaluate ``gamma`` on finite ``(m, k)`` observables (``x`` within the domain) and scores."""
+        msg = f"{type(self).__name__} does not take several protected observables"
+        raise TypeError(msg)
+
+    def _transform_observables(self, x: Any, y: Any, nan_policy: NaNPolicy) -> Any:
+        """:meth:`transform` of a transform fitted on several observables."""
+        (x_lo, x_hi), _ = self.domain_
+        lo, hi = np.asarray(x_lo), np.asarray(x_hi)
+
+        def evaluate(x_flat: NDArray[np.float64], y_flat: NDArray[np.float64]) -> NDArray[np.float64]:
+            if nan_policy == "raise":
+                check_finite(x_flat, "x")
+                check_finite(y_flat, "y")
+                return self._transform_vector(np.clip(x_flat, lo, hi), y_flat)
+            missing = np.isnan(x_flat).any(axis=1) | np.isnan(y_flat)
+            out = np.full(len(y_flat), np.nan)
+            finite = ~missing & np.isfinite(y_flat)
+            out[finite] = self._transform_vector(np.clip(x_flat[finite], lo, hi), y_flat[finite])
+            out[~missing & (y_flat == -np.inf)] = 0.0
+            out[~missing & (y_flat == np.inf)] = 1.0
+            _warn_missing(missing)
+            return out
+
+        return _observables.apply_observables(evaluate, x, y, self.x_dims)
 
     @overload
     def transform(self, x: NumpyInput, y: NumpyInput, *, nan_policy: NaNPolicy = ...) -> NDArray[np.float64]: ...
@@ -267,7 +335,10 @@ class ConditionalCDFTransform(ABC):
         Parameters
         ----------
         x, y
-            The protected observable and the score of each event.
+            The protected observable and the score of each event. After a fit
+            on ``k`` observables, ``x`` is ``(..., k)`` (the last axis holds
+            the observables) or a list of ``k`` arrays, numpy or awkward, one
+            per observable, broadcast with ``y``.
         nan_policy
             ``"raise"`` (default): NaN or infinite input raises a
             :class:`ValueError` that names the argument and counts the events.
@@ -280,6 +351,8 @@ class ConditionalCDFTransform(ABC):
         if nan_policy not in ("raise", "propagate"):
             msg = f"nan_policy must be 'raise' or 'propagate', got {nan_policy!r}"
             raise ValueError(msg)
+        if self.x_dims > 1:
+            return self._transform_observables(x, y, nan_policy)
 
         def evaluate(x_flat: NDArray[Any], y_flat: NDArray[Any]) -> NDArray[np.float64]:
             x_b, y_b = np.broadcast_arrays(x_flat, y_flat)
@@ -344,6 +417,8 @@ class ConditionalCDFTransform(ABC):
             If ``x`` and ``y`` have different lengths (both are named).
         """
         self._check_fitted()
+        if self.x_dims > 1:
+            return self._outside_observables(x, y)
 
         def flat(values: Any, name: str) -> NDArray[np.float64]:
             from rosenblatt._awkward import is_awkward
@@ -365,6 +440,28 @@ class ConditionalCDFTransform(ABC):
             y_below=int((y_arr < y_lo).sum()),
             y_above=int((y_arr > y_hi).sum()),
             total=int((x_out | y_out).sum()),
+        )
+
+    def _outside_observables(self, x: Any, y: Any) -> OutsideCounts:
+        """:meth:`outside` of a transform fitted on several observables (below or above in any)."""
+        counts: list[Any] = []
+
+        def flags(x_flat: NDArray[np.float64], y_flat: NDArray[np.float64]) -> NDArray[np.float64]:
+            (x_lo, x_hi), (y_lo, y_hi) = self.domain_
+            counts.extend([
+                (x_flat < np.asarray(x_lo)).any(axis=1), (x_flat > np.asarray(x_hi)).any(axis=1),
+                y_flat < y_lo, y_flat > y_hi,
+            ])
+            return np.zeros(len(y_flat))
+
+        _observables.apply_observables(flags, x, y, self.x_dims)
+        x_below, x_above, y_below, y_above = counts
+        return OutsideCounts(
+            x_below=int(x_below.sum()),
+            x_above=int(x_above.sum()),
+            y_below=int(y_below.sum()),
+            y_above=int(y_above.sum()),
+            total=int((x_below | x_above | y_below | y_above).sum()),
         )
 
     def save(self, path: str | Path) -> None:
@@ -434,3 +531,16 @@ class ConditionalCDFTransform(ABC):
     @abstractmethod
     def from_state(cls, state: dict[str, Any]) -> ConditionalCDFTransform:
         """Rebuild a fitted transform from :meth:`get_state` output (validated)."""
+
+
+def _warn_missing(missing: NDArray[np.bool_]) -> None:
+    """Issue a :class:`NaNInputWarning` counting the events with a NaN input, if any."""
+    n_missing = int(missing.sum())
+    if n_missing:
+        first = int(np.flatnonzero(missing)[0])
+        warnings.warn(
+            f"{n_missing} of {len(missing)} event(s) have a NaN x or y (first at index {first}); "
+            "their gamma is NaN",
+            NaNInputWarning,
+            stacklevel=6,
+        )

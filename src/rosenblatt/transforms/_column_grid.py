@@ -197,10 +197,20 @@ class ColumnGridTransform(ConditionalCDFTransform):
 
     def column_table(self) -> ColumnTable:
         """The fitted columns: their ``x``, and per column its ``y`` edges and the CDF at them."""
-        self._check_fitted()
+        self._check_scalar()
         return ColumnTable(self.x_centres_, self.y_edges_, self.cdf_)
 
     def kinks(self) -> Kinks:
         """``gamma`` bends at the column centres in ``x`` and at the edges in ``y``."""
-        self._check_fitted()
+        self._check_scalar()
         return Kinks(self.x_centres_, self.y_edges_.ravel(), 0.0)
+
+    def _check_scalar(self) -> None:
+        """Refuse a fit on several observables, which has no columns in one ``x``."""
+        self._check_fitted()
+        if self.x_dims > 1:
+            msg = (
+                f"this {type(self).__name__} is fitted on {self.x_dims} observables: its grid has no "
+                "columns in a single x"
+            )
+            raise TypeError(msg)

@@ -11,6 +11,13 @@ from numpy.typing import NDArray
 from rosenblatt._validation import as_sigma_r
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._column_grid import ColumnGridTransform
+from rosenblatt.transforms._grid_kde_vector import (
+    TensorFit,
+    fit_tensor,
+    tensor_from_state,
+    tensor_state,
+)
+from rosenblatt.transforms._tensor_grid import TensorColumns
 from rosenblatt.transforms.kde import absolute_sigma
 from rosenblatt.transforms.selection import (
     Selection,
@@ -44,6 +51,17 @@ class GridKDE(ColumnGridTransform):
     linear in ``y`` between a column's edges and linear in ``x`` between
     columns.
 
+    Several protected observables (``x`` of shape ``(n, k)``, ``k <= 3``, or a
+    list of ``k`` arrays) are smoothed on a tensor grid with a product
+    Gaussian kernel of width ``sigma_r * sigma_a[d]`` along observable ``d``
+    (``sigma_a`` per observable) and a local polynomial of degree
+    ``degree <= 2`` in all of them (see
+    :mod:`rosenblatt.transforms._tensor_grid`); ``gamma`` is multilinear in
+    ``x`` between the ``2**k`` nodes around it. With ``sigma_r="auto"`` the
+    common ``sigma_r`` is cross-validated, then each observable's width is
+    refined in turn by factors of ``sqrt(2)``
+    (:mod:`rosenblatt.transforms._vector_selection`).
+
     ``degree=0`` is the method paper's Gaussian-kernel (Nadaraya-Watson)
     estimate on a grid. Degree 1 (local linear) removes its bias from the
     slope of the density of ``x``, which dominates in the sparse tails;
@@ -62,12 +80,14 @@ class GridKDE(ColumnGridTransform):
         The stored columns keep an edge wherever their CDF reaches a new
         multiple of ``1 / y_levels``.
     nodes_per_bandwidth
-        ``x`` nodes per kernel width.
+        ``x`` nodes per kernel width (half as many along each axis of a
+        tensor grid).
     folds, seed
         Cross-validation folds and the seed of their random assignment
         (``sigma_r="auto"`` only); the choice is deterministic given both.
     max_nodes
-        Most ``x`` nodes allowed (a clear error beyond).
+        Most ``x`` nodes allowed (a clear error beyond); a tensor grid of
+        several observables may hold ten times as many in all.
 
     Attributes
     ----------
@@ -95,10 +115,11 @@ class GridKDE(ColumnGridTransform):
     """
 
     kind: ClassVar[str] = "grid_kde"
+    max_x_dims: ClassVar[int] = 3
 
     sigma_r_: float
-    sigma_a_: float
-    bandwidth_: float
+    sigma_a_: Any
+    bandwidth_: Any
     degree_: int
     selection_: Selection | None
     x_centres_: Array
@@ -152,6 +173,34 @@ class GridKDE(ColumnGridTransform):
     # ------------------------------------------------------------------- fit
     def _fit(self, x: Array, y: Array, w: Array | None) -> None:
         self._fit_binned(x, y, w)
+
+    def _fit_vector(self, x: Array, y: Array, w: Array | None) -> None:
+        sigma_r, degree, levels, per, most = self._checked()
+        if len(y) < 2:
+            msg = f"GridKDE needs at least two defining events, got {len(y)}"
+            raise ValueError(msg)
+        self._set_tensor(fit_tensor(
+            x, y, w, sigma_r=sigma_r, degree=degree, y_levels=levels, nodes_per_bandwidth=per,
+            max_nodes=most, folds=self.folds, seed=self.seed, fine_edges=fine_edge_count(len(y), levels),
+        ))
+
+    def _set_tensor(self, fit: TensorFit) -> None:
+        """Store the learned state of a fit on several observables."""
+        self.__dict__.pop("x_centres_", None)
+        self.tensor_ = fit
+        self.domain_ = fit.domain  # type: ignore[assignment]
+        self.sigma_r_ = fit.sigma_r
+        self.sigma_a_ = fit.sigma_a
+        self.bandwidth_ = fit.axis_sigma_r * fit.sigma_a
+        self.degree_ = self._checked()[1]
+        self.selection_ = fit.selection
+        self.axes_ = fit.axes
+        self.y_edges_, self.cdf_ = fit.y_edges, fit.cdf
+        self.__dict__["_tensor_columns"] = TensorColumns(fit.axes, fit.y_edges, fit.cdf)
+
+    def _transform_vector(self, x: Array, y: Array) -> Array:
+        columns: TensorColumns = self.__dict__["_tensor_columns"]
+        return columns(x, y)
 
     def _fit_binned(self, x: Array, y: Array, w: Array | None, fine_edges: Array | None = None) -> None:
         """Fit on validated arrays, on the shared ``y`` edges ``fine_edges`` if given.
@@ -213,6 +262,13 @@ class GridKDE(ColumnGridTransform):
     def describe(self) -> str:
         """The kernel width, the degree and the shape of ``gamma`` between nodes."""
         self._check_fitted()
+        if self.x_dims > 1:
+            shape = " x ".join(str(len(a)) for a in self.axes_)
+            return (
+                f"GridKDE (sigma_r = {self.sigma_r_:g}, degree {self.degree_}) on a {shape} tensor "
+                "grid of x nodes, linear in y between the edges of each node's column and "
+                "multilinear in x between nodes"
+            )
         return (
             f"GridKDE (sigma_r = {self.sigma_r_:g}, degree {self.degree_}) on its "
             f"{len(self.x_centres_)} x nodes, linear in y between the edges of each node's "
@@ -225,19 +281,29 @@ class GridKDE(ColumnGridTransform):
         return {"sigma_r": float(self.sigma_r_), "degree": int(self.degree_)}
 
     # --------------------------------------------------------- serialisation
+    def _params_state(self) -> dict[str, Any]:
+        return {
+            "sigma_r": self.sigma_r if self.sigma_r == "auto" else float(self.sigma_r),
+            "degree": int(self.degree_),
+            "y_levels": int(self.y_levels),
+            "nodes_per_bandwidth": float(self.nodes_per_bandwidth),
+            "folds": int(self.folds),
+            "seed": int(self.seed),
+            "max_nodes": int(self.max_nodes),
+        }
+
     def get_state(self) -> dict[str, Any]:
         """Hyper-parameters, the chosen width and the grid as JSON-compatible data."""
         self._check_fitted()
+        if self.x_dims > 1:
+            return {
+                "params": self._params_state(),
+                "n_events": int(self.n_events_),
+                "sum_weight": float(self.sum_weight_),
+                **tensor_state(self.tensor_),
+            }
         return {
-            "params": {
-                "sigma_r": self.sigma_r if self.sigma_r == "auto" else float(self.sigma_r),
-                "degree": int(self.degree_),
-                "y_levels": int(self.y_levels),
-                "nodes_per_bandwidth": float(self.nodes_per_bandwidth),
-                "folds": int(self.folds),
-                "seed": int(self.seed),
-                "max_nodes": int(self.max_nodes),
-            },
+            "params": self._params_state(),
             "sigma_r": self.sigma_r_,
             "sigma_a": self.sigma_a_,
             "selection": None if self.selection_ is None else self.selection_.to_dict(),
@@ -260,6 +326,8 @@ class GridKDE(ColumnGridTransform):
             nodes_per_bandwidth=params["nodes_per_bandwidth"], folds=params["folds"],
             seed=params["seed"], max_nodes=params["max_nodes"],
         )
+        if state.get("x_dims", 1) != 1:
+            return obj._with_tensor_state(state)
         try:
             obj._checked()
             sigma_r = float(check_array(state["sigma_r"], "sigma_r", ()))
@@ -307,6 +375,25 @@ class GridKDE(ColumnGridTransform):
         obj.n_events_ = int(state["n_events"])
         obj.sum_weight_ = float(state["sum_weight"])
         return obj
+
+
+    def _with_tensor_state(self, state: dict[str, Any]) -> GridKDE:
+        """Set the learned state of a fit on several observables from its saved state."""
+        from rosenblatt._schema import SchemaError
+
+        try:
+            self._checked()
+        except (TypeError, ValueError) as err:
+            raise SchemaError(str(err)) from err
+        fit = tensor_from_state(state)
+        if (fit.selection is None) != (self.sigma_r != "auto"):
+            msg = "a selection is stored exactly when sigma_r is 'auto'"
+            raise SchemaError(msg)
+        self._set_tensor(fit)
+        self.x_dims_ = len(fit.axes)
+        self.n_events_ = int(state["n_events"])
+        self.sum_weight_ = float(state["sum_weight"])
+        return self
 
 
 def fine_edge_count(n_events: int, y_levels: int) -> int:

@@ -1,0 +1,289 @@
+"""Binned local-polynomial smoothing of a conditional CDF on a tensor grid in ``x`` (k = 2, 3).
+
+The k-dimensional counterpart of :mod:`rosenblatt.transforms._local_polynomial`.
+The defining sample is binned on a regular grid of nodes in every observable
+(multilinear binning: an event gives each of the ``2**k`` corners of its cell
+a share of its weight, the product of its closeness along every axis) and on
+``y`` edges (the weight strictly below each edge, per node). A local
+polynomial of degree ``p`` in ``x`` (all monomials ``x**alpha`` with
+``|alpha| <= p``), with a product Gaussian kernel of width ``h_d`` along axis
+``d``, fitted at every node to the binned weights, gives the conditional CDF
+at every node and edge:
+
+``F(x_j, e) = sum_alpha a_alpha(x_j) N_alpha(x_j, e)``, with the kernel sums
+``N_alpha = sum_l K_jl u_jl**alpha C(x_l, e)`` (``u = (x_l - x_j) / h``, ``C``
+the binned weight below ``e``) and ``a(x_j)`` the first row of the inverse of
+the local moment matrix ``A_ab = sum_l K_jl u_jl**(a + b) S_l`` (``S`` the
+binned weight). The product kernel makes every kernel sum separable: it is
+one matrix product along each axis of the grid. Each node's CDF is then made
+monotone by rearrangement and clipped to ``[0, 1]``, as in one dimension.
+
+``gamma`` between nodes is multilinear in ``x`` over the ``2**k`` corners of
+the cell, each corner's CDF linear in ``y`` between its edges: continuous in
+``x`` and ``y``, monotone in ``y`` and within ``[0, 1]``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import sparse
+
+from rosenblatt.transforms import _local_polynomial as lp
+from rosenblatt.transforms._column_grid import ColumnGrid
+
+__all__ = [
+    "TensorColumns",
+    "bin_tensor",
+    "local_polynomial_tensor",
+    "monomials",
+    "multilinear_binning",
+    "tensor_histograms",
+    "tensor_nodes",
+]
+
+Array = NDArray[np.float64]
+IntArray = NDArray[np.intp]
+Binning = tuple[IntArray, Array]
+
+#: ridge added to the non-constant terms of the local moment matrix, relative to its zeroth moment
+RIDGE = 1e-6
+#: a node whose kernel-weighted count of defining events is below the kernel's value at
+#: this many bandwidths (the reach of the one-dimensional grids) has no event in reach
+REACH = lp.KERNEL_REACH
+
+
+def tensor_nodes(lo: Array, hi: Array, spacing: Array, max_nodes: int) -> tuple[Array, ...]:
+    """Regular nodes along every axis, at most ``spacing[d]`` apart.
+
+    Raises
+    ------
+    ValueError
+        If the grid would hold more than ``max_nodes`` nodes in all.
+    """
+    counts = [max(2, math.ceil((h - low) / s) + 1) for low, h, s in zip(lo, hi, spacing, strict=True)]
+    total = math.prod(counts)
+    if total > max_nodes:
+        shape = " x ".join(map(str, counts))
+        msg = (
+            f"the grid needs {shape} = {total} x nodes, more than max_nodes = {max_nodes}; "
+            "use a larger sigma_r, fewer nodes per bandwidth, or raise max_nodes"
+        )
+        raise ValueError(msg)
+    axes = []
+    for low, h, n in zip(lo, hi, counts, strict=True):
+        nodes = np.linspace(low, h, n)
+        nodes[-1] = h
+        axes.append(nodes)
+    return tuple(axes)
+
+
+def monomials(k: int, degree: int) -> list[tuple[int, ...]]:
+    """The exponents ``alpha`` of the monomials of ``k`` variables with ``|alpha| <= degree``, constant first."""
+    out = [a for a in itertools.product(range(degree + 1), repeat=k) if sum(a) <= degree]
+    return sorted(out, key=lambda a: (sum(a), tuple(-v for v in a)))
+
+
+def multilinear_binning(x: Array, axes: tuple[Array, ...]) -> Binning:
+    """Flat index of the ``2**k`` corner nodes of each event's cell and each corner's share.
+
+    ``x`` beyond the grid goes to the nearest face. Returns ``(index, share)``,
+    both ``(n, 2**k)``; the shares of an event sum to one.
+    """
+    lefts, fractions = [], []
+    for d, nodes in enumerate(axes):
+        left, share = lp.linear_binning(x[:, d], nodes)
+        lefts.append(left)
+        fractions.append(share)
+    shape = tuple(len(a) for a in axes)
+    strides = np.array([math.prod(shape[d + 1 :]) for d in range(len(shape))], dtype=np.intp)
+    corners = list(itertools.product((0, 1), repeat=len(axes)))
+    index = np.empty((len(x), len(corners)), dtype=np.intp)
+    share = np.ones((len(x), len(corners)))
+    for c, corner in enumerate(corners):
+        flat = np.zeros(len(x), dtype=np.intp)
+        for d, step in enumerate(corner):
+            flat += (lefts[d] + step) * strides[d]
+            share[:, c] *= fractions[d] if step else 1.0 - fractions[d]
+        index[:, c] = flat
+    return index, share
+
+
+def tensor_histograms(
+    binning: Binning,
+    column: IntArray,
+    weight: Array | None,
+    n_nodes: int,
+    n_edges: int,
+    fold: IntArray | None = None,
+    n_folds: int = 1,
+) -> tuple[Array, Array]:
+    """Binned weight per fold: ``mass[f, j]`` and ``below[f, j, e]`` (weight with ``y < edges[e]``).
+
+    ``column`` is the number of edges ``<= y`` of each event; ``fold`` the fold
+    of each event in ``range(n_folds)`` (``None``: one fold).
+    """
+    index, share = binning
+    w = np.ones(len(column)) if weight is None else weight
+    stride = n_edges + 1
+    base = column if fold is None else fold * (n_nodes * stride) + column
+    size = n_folds * n_nodes * stride
+    flat: Array = np.zeros(size)
+    for c in range(index.shape[1]):
+        flat += np.bincount(base + index[:, c] * stride, weights=w * share[:, c], minlength=size)
+    counts = flat.reshape(n_folds, n_nodes, stride)
+    return counts.sum(axis=2), np.cumsum(counts[:, :, :n_edges], axis=2)
+
+
+def bin_tensor(x: Array, y: Array, weight: Array | None, axes: tuple[Array, ...], edges: Array) -> tuple[Array, Array]:
+    """Binned weight of the whole sample on the grid: ``mass[j]`` and ``below[j, e]``."""
+    column = np.searchsorted(edges, y, side="right")
+    n_nodes = math.prod(len(a) for a in axes)
+    mass, below = tensor_histograms(multilinear_binning(x, axes), column, weight, n_nodes, len(edges))
+    return mass[0], below[0]
+
+
+def kernel_matrices(axes: tuple[Array, ...], bandwidth: Array, max_power: int) -> list[list[Any]]:
+    """``W[d][q][j, l] = K(u) u**q`` with ``u = (x_l - x_j) / h_d`` along axis ``d``, for ``q <= max_power``.
+
+    ``K`` is the unnormalised Gaussian cut at :data:`REACH` bandwidths; the
+    matrices are sparse (CSR).
+    """
+    out = []
+    for nodes, h in zip(axes, bandwidth, strict=True):
+        u = (nodes[None, :] - nodes[:, None]) / h
+        kernel = np.where(np.abs(u) <= REACH, np.exp(-0.5 * u * u), 0.0)
+        out.append([sparse.csr_matrix(kernel * u**q) for q in range(max_power + 1)])
+    return out
+
+
+def _smooth(values: Array, shape: tuple[int, ...], matrices: list[list[Any]], power: tuple[int, ...]) -> Array:
+    """The kernel sum of ``values`` (``(n_nodes, m)``) with the exponents ``power``, one product per axis."""
+    grid: Array = values.reshape((*shape, -1))
+    for d, q in enumerate(power):
+        moved = np.moveaxis(grid, d, 0)
+        product = matrices[d][q] @ moved.reshape(shape[d], -1)
+        grid = np.moveaxis(np.asarray(product).reshape(moved.shape), 0, d)
+    return np.ascontiguousarray(grid).reshape(values.shape)
+
+
+def _coefficients(
+    mass: Array, shape: tuple[int, ...], matrices: list[list[Any]], terms: list[tuple[int, ...]]
+) -> tuple[Array, NDArray[np.bool_]]:
+    """First row of the inverse local moment matrix at every node, and the nodes with no event in reach."""
+    m = len(terms)
+    sums = {tuple(int(a + b) for a, b in zip(s, t, strict=True)) for s in terms for t in terms}
+    moments = {p: _smooth(mass[:, None], shape, matrices, p)[:, 0] for p in sums}
+    total = moments[terms[0]]
+    reach = _smooth((mass != 0).astype(np.float64)[:, None], shape, matrices, terms[0])[:, 0]
+    empty = ~(reach >= math.exp(-0.5 * REACH * REACH))
+    bad = ~(total > 0) & ~empty
+    if bad.any():
+        msg = (
+            f"the kernel-weighted sum of the defining weights is not positive at {int(bad.sum())} "
+            "grid node(s): negative weights dominate there; use a wider sigma_r"
+        )
+        raise ValueError(msg)
+    safe = np.where(empty, 1.0, total)
+    if m == 1:
+        return (1.0 / safe)[:, None], empty
+    matrix = np.empty((len(mass), m, m))
+    for i, s in enumerate(terms):
+        for j, t in enumerate(terms):
+            matrix[:, i, j] = moments[tuple(int(a + b) for a, b in zip(s, t, strict=True))]
+    matrix[empty] = np.eye(m)
+    matrix[:, np.arange(1, m), np.arange(1, m)] += RIDGE * safe[:, None]
+    unit = np.zeros((len(mass), m, 1))
+    unit[:, 0, 0] = 1.0
+    solved = np.asarray(np.linalg.solve(matrix, unit)[:, :, 0], dtype=np.float64)
+    return solved, empty
+
+
+def local_polynomial_tensor(
+    mass: Array, below: Array, axes: tuple[Array, ...], bandwidth: Array, degree: int
+) -> Array:
+    """Raw local-polynomial estimate of the weight fraction below each edge, per node, ``(n_nodes, n_edges)``.
+
+    Nodes with no defining event within reach of the kernel take the estimate
+    of the nearest node that has one.
+    """
+    shape = tuple(len(a) for a in axes)
+    terms = monomials(len(axes), degree)
+    matrices = kernel_matrices(axes, bandwidth, 2 * degree)
+    coefficients, empty = _coefficients(mass, shape, matrices, terms)
+    out = np.zeros(below.shape)
+    for i, term in enumerate(terms):
+        out += coefficients[:, i : i + 1] * _smooth(below, shape, matrices, term)
+    return _fill_empty(out, empty, shape)
+
+
+def _fill_empty(rows: Array, empty: NDArray[np.bool_], shape: tuple[int, ...]) -> Array:
+    """Rows of nodes with no event in reach, copied from the nearest node with one."""
+    if not empty.any():
+        return rows
+    if empty.all():
+        msg = "no grid node has defining events within its kernel window"
+        raise ValueError(msg)
+    from scipy import ndimage
+
+    nearest = ndimage.distance_transform_edt(
+        empty.reshape(shape), return_distances=False, return_indices=True
+    )
+    source = np.ravel_multi_index(tuple(nearest), shape).ravel()
+    return rows[source]
+
+
+def interpolate_nodes(values: Array, binning: Binning) -> Array:
+    """Multilinear interpolation of per-node rows ``values[j, :]`` at events binned by ``binning``."""
+    index, share = binning
+    out = np.zeros((len(index), values.shape[1]))
+    for c in range(index.shape[1]):
+        out += share[:, c : c + 1] * values[index[:, c]]
+    return out
+
+
+class TensorColumns:
+    """A tensor grid of columns: per node a CDF linear in ``y`` between its edges.
+
+    ``gamma(x, y)`` is the multilinear interpolation, over the ``2**k``
+    corners of the cell of ``x`` (clamped to the grid), of the corners'
+    piecewise-linear CDFs at ``y``.
+
+    Parameters
+    ----------
+    axes
+        The nodes along every axis, increasing.
+    y_edges, cdf
+        ``(n_nodes, n_edge)`` in C order of the grid: per node the edges
+        (non-decreasing) and the CDF at them.
+    """
+
+    def __init__(self, axes: tuple[Array, ...], y_edges: Array, cdf: Array) -> None:
+        self.axes = axes
+        self.columns = ColumnGrid(np.arange(len(y_edges), dtype=np.float64), y_edges, cdf)
+
+    def __call__(self, x: Array, y: Array) -> Array:
+        """``gamma`` at each ``(x, y)``, ``x`` of shape ``(n, k)``."""
+        index, share = multilinear_binning(x, self.axes)
+        out, total = np.zeros(len(y)), np.zeros(len(y))
+        for c in range(index.shape[1]):
+            used = share[:, c] > 0
+            out[used] += share[used, c] * self.columns._column_cdf(index[used, c], y[used])
+            total[used] += share[used, c]
+        # dividing by the summed shares (one up to rounding) keeps gamma exactly 1 where every corner is 1
+        return np.clip(out / total, 0.0, 1.0)
+
+
+def compress(edges: Array, raw: Array, n_levels: int) -> tuple[Array, Array]:
+    """Monotone ``[0, 1]`` columns from the raw estimate, compressed to about ``1 / n_levels``."""
+    return lp.compress_columns(edges, lp.rearrange(raw), n_levels)
+
+
+def kinks_of(axes: tuple[Array, ...]) -> Any:
+    """The nodes of the grid as ``(n_nodes, k)`` points."""
+    mesh = np.meshgrid(*axes, indexing="ij")
+    return np.stack([m.ravel() for m in mesh], axis=1)

@@ -1,0 +1,207 @@
+"""Transforms fitted on several protected observables, ``x`` of shape ``(n, k)``.
+
+Checked against the exact conditional CDF of the closed forms with two and
+three correlated observables, and for every guarantee of the scalar case.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import rosenblatt as rb
+from rosenblatt.closed_forms import closed_form
+
+TWO = closed_form("two_observables")
+THREE = closed_form("three_observables")
+
+#: estimators of several observables, at parameters fixed for speed
+MAKERS = {
+    "grid_kde": lambda: rb.GridKDE(0.35),
+    "grid_kde_linear": lambda: rb.GridKDE(0.3, degree=1),
+}
+
+
+@pytest.fixture(scope="module")
+def sample() -> tuple[np.ndarray, np.ndarray]:
+    return TWO.sample(10_000, seed=1)
+
+
+@pytest.fixture(scope="module")
+def testing() -> tuple[np.ndarray, np.ndarray]:
+    return TWO.sample(5_000, seed=2)
+
+
+@pytest.fixture(scope="module", params=sorted(MAKERS))
+def fitted(request: pytest.FixtureRequest, sample: tuple[np.ndarray, np.ndarray]) -> rb.GridKDE:
+    return MAKERS[request.param]().fit(*sample)
+
+
+def _rms(transform: object, case: object, x: np.ndarray, y: np.ndarray) -> float:
+    gamma = transform.transform(x, y)  # type: ignore[attr-defined]
+    return float(np.sqrt(np.mean((gamma - case.exact(x, y)) ** 2)))  # type: ignore[attr-defined]
+
+
+def test_joint_estimate_beats_the_first_observable_alone(fitted, sample, testing) -> None:
+    x, y = sample
+    alone = rb.GridKDE(0.2).fit(x[:, 0], y)
+    rms_alone = float(np.sqrt(np.mean((alone.transform(testing[0][:, 0], testing[1]) - TWO.exact(*testing)) ** 2)))
+    rms_joint = _rms(fitted, TWO, *testing)
+    assert rms_alone > 0.13
+    assert rms_joint < 0.035
+    assert fitted.x_dims == 2
+
+
+def test_gamma_is_a_cdf_in_y_at_every_x(fitted) -> None:
+    rng = np.random.default_rng(3)
+    ys = np.linspace(-5, 5, 401)
+    for x0 in rng.normal(size=(6, 2)) * 1.5:
+        gamma = fitted.transform(np.tile(x0, (len(ys), 1)), ys)
+        assert np.all((gamma >= 0) & (gamma <= 1))
+        assert np.all(np.diff(gamma) >= 0)
+        assert gamma[0] == 0.0
+        assert gamma[-1] == 1.0
+
+
+def test_gamma_is_continuous_in_x(fitted) -> None:
+    t = np.linspace(-2, 2, 4001)
+    x = np.stack([t, 0.3 * t], axis=1)
+    gamma = fitted.transform(x, np.full(len(t), 0.2))
+    assert np.max(np.abs(np.diff(gamma))) < 0.01
+
+
+def test_uniform_on_the_defining_sample_and_independent_of_each_observable(fitted, sample) -> None:
+    x, y = sample
+    gamma = fitted.transform(x, y)
+    assert stats.kstest(gamma, "uniform").statistic < 0.04
+    for d in range(2):
+        low = x[:, d] < np.median(x[:, d])
+        assert stats.ks_2samp(gamma[low], gamma[~low]).statistic < 0.04
+        assert stats.ks_2samp(y[low], y[~low]).statistic > 0.3
+
+
+def test_outside_the_domain_events_are_kept(fitted) -> None:
+    (x_lo, x_hi), (y_lo, y_hi) = fitted.domain_
+    x = np.array([[x_hi[0] + 5, 0.0], [x_lo[0] - 1, x_hi[1] + 2], [0.0, 0.0], [0.0, 0.0]])
+    y = np.array([0.0, 0.0, y_lo - 1, y_hi + 1])
+    gamma = fitted.transform(x, y)
+    assert gamma[2] == 0.0
+    assert gamma[3] == 1.0
+    edge = fitted.transform(np.array([[x_hi[0], 0.0], [x_lo[0], x_hi[1]]]), y[:2])
+    assert np.array_equal(gamma[:2], edge)
+    counts = fitted.outside(x, y)
+    assert (counts.x_below, counts.x_above, counts.y_below, counts.y_above, counts.total) == (1, 2, 1, 1, 4)
+
+
+def test_nan_policy(fitted) -> None:
+    x = np.array([[0.0, np.nan], [0.1, 0.2], [np.inf, 0.0]])
+    y = np.array([0.0, np.nan, -np.inf])
+    with pytest.raises(ValueError, match="x has 1 NaN and 1 infinite"):
+        fitted.transform(x, y)
+    with pytest.warns(rb.NaNInputWarning, match="2 of 3"):
+        gamma = fitted.transform(x, y, nan_policy="propagate")
+    assert np.isnan(gamma[:2]).all()
+    assert gamma[2] == 0.0
+
+
+def test_weights_scale_free_and_reweighting_x_keeps_the_conditional(sample) -> None:
+    x, y = sample
+    xt, yt = TWO.sample(3000, seed=5)
+    plain = rb.GridKDE(0.4).fit(x, y)
+    doubled = rb.GridKDE(0.4).fit(x, y, np.full(len(y), 2.0))
+    assert np.allclose(doubled.transform(xt, yt), plain.transform(xt, yt), rtol=0, atol=1e-12)
+    # weights that depend on x only change the density of x, not P(Y <= y | x)
+    tilted = rb.GridKDE(0.4).fit(x, y, np.exp(0.5 * x[:, 0] - 0.3 * x[:, 1]))
+    assert _rms(tilted, TWO, xt, yt) < 0.04
+
+
+def test_negative_weights_keep_gamma_a_cdf(sample) -> None:
+    x, y = sample
+    w = np.where(np.random.default_rng(6).uniform(size=len(y)) < 0.1, -0.5, 1.0)
+    t = rb.GridKDE(0.4).fit(x, y, w)
+    assert t.sum_weight_ == pytest.approx(w.sum())
+    ys = np.linspace(-4, 4, 201)
+    gamma = t.transform(np.zeros((len(ys), 2)), ys)
+    assert np.all(np.diff(gamma) >= 0)
+    assert np.all((gamma >= 0) & (gamma <= 1))
+    xt, yt = TWO.sample(3000, seed=7)
+    assert _rms(t, TWO, xt, yt) < 0.05
+
+
+def test_save_load_round_trip(fitted, tmp_path) -> None:
+    path = tmp_path / "t.json"
+    fitted.save(path)
+    loaded = rb.load(path)
+    xt, yt = TWO.sample(2000, seed=8)
+    assert type(loaded) is type(fitted)
+    assert loaded.x_dims == 2
+    assert np.array_equal(loaded.transform(xt, yt), fitted.transform(xt, yt))
+    assert loaded.domain_ == fitted.domain_
+
+
+def test_one_array_per_observable_numpy_and_awkward(fitted) -> None:
+    ak = pytest.importorskip("awkward")
+    xt, yt = TWO.sample(1000, seed=9)
+    flat = fitted.transform(xt, yt)
+    assert np.array_equal(fitted.transform([xt[:, 0], xt[:, 1]], yt), flat)
+    counts = [3, 0, 5] + [1] * (1000 - 8)
+    jagged = [ak.unflatten(xt[:, d], counts) for d in range(2)]
+    gamma = fitted.transform(jagged, ak.unflatten(yt, counts))
+    assert ak.to_list(ak.num(gamma)) == counts
+    assert np.array_equal(ak.to_numpy(ak.flatten(gamma)), flat)
+    refit = rb.GridKDE(0.35).fit(jagged, ak.unflatten(yt, counts))
+    assert refit.x_dims == 2
+
+
+def test_column_is_the_scalar_case_exactly(sample) -> None:
+    x, y = sample
+    column = rb.GridKDE(0.2).fit(x[:, :1], y)
+    scalar = rb.GridKDE(0.2).fit(x[:, 0], y)
+    assert column.x_dims == 1
+    assert np.array_equal(column.cdf_, scalar.cdf_)
+    assert np.array_equal(column.transform(x[:, 0], y), scalar.transform(x[:, 0], y))
+
+
+def test_refit_on_one_observable_after_several(sample) -> None:
+    x, y = sample
+    t = rb.GridKDE(0.35).fit(x, y)
+    t.fit(x[:, 0], y)
+    assert t.x_dims == 1
+    assert np.array_equal(t.transform(x[:, 0], y), rb.GridKDE(0.35).fit(x[:, 0], y).transform(x[:, 0], y))
+
+
+def test_bad_input_is_refused(sample, fitted) -> None:
+    x, y = sample
+    with pytest.raises(ValueError, match="k <= 3"):
+        rb.GridKDE(0.3).fit(np.zeros((100, 4)), y[:100])
+    with pytest.raises(ValueError, match="length mismatch"):
+        rb.GridKDE(0.3).fit(x[:-1], y)
+    with pytest.raises(ValueError, match="length mismatch"):
+        rb.GridKDE(0.3).fit([x[:, 0], x[:-1, 1]], y)
+    bad = x.copy()
+    bad[5, 1] = np.nan
+    with pytest.raises(ValueError, match="x has 1 NaN"):
+        rb.GridKDE(0.3).fit(bad, y)
+    with pytest.raises(ValueError, match="2 observables"):
+        fitted.transform(np.zeros((3, 3)), np.zeros(3))
+    with pytest.raises(ValueError, match="constant"):
+        rb.GridKDE(0.3).fit(np.stack([x[:, 0], np.ones(len(y))], axis=1), y)
+    with pytest.raises(ValueError, match="degree"):
+        rb.GridKDE(0.3, degree=3).fit(x, y)
+    with pytest.raises(TypeError, match="2 observables"):
+        fitted.column_table()
+
+
+def test_automatic_width_on_three_observables() -> None:
+    x, y = THREE.sample(10_000, seed=10)
+    xt, yt = THREE.sample(4000, seed=11)
+    joint = rb.GridKDE(degree=1).fit(x, y)
+    assert joint.x_dims == 3
+    assert joint.selection_ is not None
+    assert 0.08 <= joint.sigma_r_ <= 1.3
+    best_alone = min(
+        float(np.sqrt(np.mean((rb.GridKDE(degree=1).fit(x[:, d], y).transform(xt[:, d], yt) - THREE.exact(xt, yt)) ** 2)))
+        for d in range(3)
+    )
+    assert _rms(joint, THREE, xt, yt) < best_alone / 2
