@@ -18,7 +18,9 @@ degrees of freedom. As the covariance is itself estimated from ``n_boot``
 replicas, the p-value is that of Hotelling's ``T^2``:
 ``chi2 (n_boot - k) / (k (n_boot - 1))`` follows ``F(k, n_boot - k)`` for
 ``k`` degrees of freedom, which tends to the chi-square distribution for
-many replicas.
+many replicas. Its power needs many more replicas than cuts: for 25 cuts, a
+p-value of 0.01 takes ``chi2 / k`` = 5.1 with 50 replicas, 2.1 with 200
+(1.8 for a known covariance).
 
 The chi-square is that of the whole grid at the resolution ``thin``: the
 thinned cuts span it evenly, its first and last cut of each axis included.
