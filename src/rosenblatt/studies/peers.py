@@ -177,7 +177,8 @@ def evaluate(
         ``(x, y, label)`` of the testing sample, label 0 for background.
     exact
         The exact conditional CDF of the background, if known: ``RMS`` of each
-        method's ``gamma`` against it on the testing background.
+        fitted transform's ``gamma`` against it on the testing background
+        (``None`` for the raw and given scores, which are not CDFs).
     scores
         Scores of further methods on the testing sample, taken as they are
         (DisCo); they have no fit and no transform time.
@@ -224,7 +225,9 @@ def evaluate(
             score = transform.transform(x_test, y_test)
             transform_seconds = time.perf_counter() - start
             params = _chosen(transform)
-        row = _figures(score, (x_test, y_test, label), bkg, exact, working_points, n_bins, permutations, dcc_events, seed)
+        # only a fitted transform estimates the conditional CDF: the raw and given scores have no RMS
+        cdf = exact if make is not None else None
+        row = _figures(score, (x_test, y_test, label), bkg, cdf, working_points, n_bins, permutations, dcc_events, seed)
         row.update(
             {
                 "fit_seconds": fit_seconds,
