@@ -232,3 +232,24 @@ def test_kde_automatic_widths(sample, testing) -> None:
     assert _rms(t, TWO, *testing) < 0.05
     loaded = type(t).from_state(t.get_state())
     assert np.array_equal(loaded.transform(*testing), t.transform(*testing))
+
+
+def test_sequential_removes_the_last_observable_only(sample, testing) -> None:
+    x, y = sample
+    t = rb.SequentialTransform([rb.GridKDE(0.2), rb.GridKDE(0.2)]).fit(x, y)
+    assert t.x_dims == 2
+    gamma = t.transform(x, y)
+    assert stats.kstest(gamma, "uniform").statistic < 0.03
+    joint = rb.GridKDE(0.35).fit(x, y)
+    # independent of the last observable, not of the vector: its dCor² with x stays above the joint's
+    assert rb.distance_correlation_sqr(x[:, 1], gamma) < 2e-3
+    assert rb.distance_correlation_sqr(x, gamma) > 2 * rb.distance_correlation_sqr(x, joint.transform(x, y))
+    ys = np.linspace(-4, 4, 101)
+    curve = t.transform(np.zeros((len(ys), 2)), ys)
+    assert np.all(np.diff(curve) >= 0)
+    loaded = rb.SequentialTransform.from_state(t.get_state())
+    assert np.array_equal(loaded.transform(*testing), t.transform(*testing))
+    with pytest.raises(ValueError, match="one transform per observable"):
+        rb.SequentialTransform([rb.GridKDE(0.2)]).fit(x, y)
+    with pytest.raises(ValueError, match="k >= 2"):
+        rb.SequentialTransform([rb.GridKDE(0.2)]).fit(x[:, 0], y)

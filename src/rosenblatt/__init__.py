@@ -27,6 +27,7 @@ from rosenblatt.transforms import (
     NotFittedError,
     OutsideCounts,
     Rarity,
+    SequentialTransform,
     TransformEnsemble,
     bootstrap,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "PermutationTestResult",
     "Rarity",
     "SchemaError",
+    "SequentialTransform",
     "TransformEnsemble",
     "__version__",
     "background_rejection",

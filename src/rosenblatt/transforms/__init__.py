@@ -15,6 +15,7 @@ from rosenblatt.transforms.irgi import IRGI
 from rosenblatt.transforms.kde import KDE, absolute_sigma
 from rosenblatt.transforms.mergeable import MergeableFit
 from rosenblatt.transforms.rarity import Rarity
+from rosenblatt.transforms.sequential import SequentialTransform
 
 __all__ = [
     "DDT",
@@ -27,6 +28,7 @@ __all__ = [
     "NotFittedError",
     "OutsideCounts",
     "Rarity",
+    "SequentialTransform",
     "TransformEnsemble",
     "absolute_sigma",
     "bootstrap",
