@@ -92,7 +92,13 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         k-fold): the transform is fitted on out-of-fold scores
         (:func:`sklearn.model_selection.cross_val_predict`), so that a
         classifier that over-fits its training events does not bias it, and
-        ``estimator_`` is then fitted on all events.
+        ``estimator_`` is then fitted on all events. Out-of-fold scores come
+        from k slightly different models, whose spread widens the fitted
+        conditional distribution most where the models disagree most (at
+        extreme values of the protected column): use it for classifiers that
+        over-fit (boosting, forests), not for low-variance ones (a logistic
+        regression on many events), whose training scores are already fair
+        samples of their scores on new events.
     use_protected
         Whether the estimator sees the protected columns (default ``True``);
         ``False`` drops them from its input.

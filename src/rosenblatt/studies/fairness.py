@@ -1,0 +1,618 @@
+"""Outside physics: a classifier made independent of a continuous protected attribute.
+
+Two data sets that ship inside installed packages (nothing is downloaded):
+
+- the Toronto arrests (``sklego.datasets.load_arrests``, 5,226 people):
+  predict release with a summons, protected attribute ``age``. Compared on the
+  same stratified folds: the raw classifiers (logistic regression and
+  histogram gradient boosting), :class:`rosenblatt.sklearn.DecorrelatedClassifier`
+  with IRGI, KDE and GridKDE, scikit-lego's linear ``InformationFilter`` and
+  fairlearn's ``ThresholdOptimizer`` (demographic parity over age quintiles);
+- scikit-learn's handwritten digits (``load_digits``): a classifier of two
+  digits whose score is made independent of the image's total ink.
+
+Every figure of merit is computed on the pooled out-of-fold scores, with a
+paired bootstrap over people for its uncertainty: AUC, dCor² of the protected
+attribute and the score beside its permutation floor, and the spread (largest
+minus smallest) across age quintiles of the positive rate (demographic
+parity) and of the true- and false-positive rates (equalised odds), at every
+working point from 10% to 90% of people rejected.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+import rosenblatt as rb
+
+__all__ = [
+    "age_groups",
+    "arrests_table",
+    "group_rates",
+    "parity_spreads",
+    "run",
+]
+
+log = logging.getLogger("rosenblatt.fairness")
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.intp]
+
+
+def arrests_table() -> tuple[Any, NDArray[np.int64]]:
+    """The arrests data as numeric columns, and the label (1: released with a summons).
+
+    Returns
+    -------
+    X : pandas.DataFrame
+        ``age``, ``year``, ``checks`` and the indicators ``colour_white``,
+        ``sex_male``, ``employed``, ``citizen`` (all float).
+    y : ndarray
+        1 where ``released`` is ``"Yes"``.
+    """
+    import pandas as pd
+    from sklego.datasets import load_arrests
+
+    df = load_arrests(as_frame=True)
+    X = pd.DataFrame(
+        {
+            "age": df["age"].astype(float),
+            "year": df["year"].astype(float),
+            "checks": df["checks"].astype(float),
+            "colour_white": (df["colour"] == "White").astype(float),
+            "sex_male": (df["sex"] == "Male").astype(float),
+            "employed": (df["employed"] == "Yes").astype(float),
+            "citizen": (df["citizen"] == "Yes").astype(float),
+        }
+    )
+    return X, (df["released"] == "Yes").to_numpy().astype(np.int64)
+
+
+def age_groups(values: FloatArray, n_groups: int = 5) -> tuple[IntArray, FloatArray]:
+    """Quantile groups of a protected attribute: group ``g`` holds ``edges[g-1] <= v < edges[g]``.
+
+    Parameters
+    ----------
+    values
+        The protected attribute of every person.
+    n_groups
+        Number of groups (5: quintiles).
+
+    Returns
+    -------
+    groups : ndarray of int
+        Group of every person, 0 to ``n_groups - 1``.
+    edges : ndarray
+        The inner edges, the ``k / n_groups`` quantiles (tied values share a group,
+        so the groups are only as even as the ties allow).
+    """
+    edges = np.quantile(values, np.arange(1, n_groups) / n_groups)
+    return np.searchsorted(edges, values, side="right").astype(np.intp), edges
+
+
+def group_rates(
+    score: FloatArray,
+    groups: IntArray,
+    n_groups: int,
+    rejected: float,
+    weight: FloatArray | None = None,
+    subset: NDArray[np.bool_] | None = None,
+) -> FloatArray:
+    """Fraction of each group above the cut that rejects a fraction ``rejected`` of everyone.
+
+    Events tied at the cut pass with the probability that makes the overall
+    passing fraction exactly ``1 - rejected`` (a randomised cut), so scores
+    with ties or few distinct values (a thresholded classifier) are compared
+    at the same working point as continuous ones.
+
+    Parameters
+    ----------
+    score
+        Score of every person; higher means positive.
+    groups
+        Group of every person, 0 to ``n_groups - 1``.
+    n_groups
+        Number of groups.
+    rejected
+        Fraction of all (weighted) people below the cut, in [0, 1].
+    weight
+        Optional non-negative weights (bootstrap counts).
+    subset
+        Optional mask: the passing fractions are those of the people in it
+        (the positives for a true-positive rate), at the cut set on everyone.
+
+    Returns
+    -------
+    ndarray of shape (n_groups,)
+        Passing fraction of every group (NaN for an empty group).
+    """
+    w = np.ones(len(score)) if weight is None else np.asarray(weight, dtype=np.float64)
+    order = np.argsort(-score, kind="stable")
+    cumulative = np.cumsum(w[order])
+    target = (1.0 - rejected) * cumulative[-1]
+    k = min(int(np.searchsorted(cumulative, target, side="left")), len(score) - 1)
+    cut = score[order[k]]
+    above = score > cut
+    at = score == cut
+    w_above = w[above].sum()
+    w_at = w[at].sum()
+    fraction = float(np.clip((target - w_above) / w_at, 0.0, 1.0)) if w_at > 0 else 0.0
+    if subset is not None:
+        w = w * subset
+    passing = w * (above + fraction * at)
+    total = np.bincount(groups, weights=w, minlength=n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.bincount(groups, weights=passing, minlength=n_groups) / total
+
+
+def parity_spreads(
+    score: FloatArray,
+    label: NDArray[np.int64],
+    groups: IntArray,
+    n_groups: int,
+    working_points: FloatArray,
+    weight: FloatArray | None = None,
+) -> dict[str, FloatArray]:
+    """Spread across groups of the positive, true- and false-positive rates at each working point.
+
+    The cut at working point ``q`` rejects a fraction ``q`` of everyone
+    (:func:`group_rates`); the true- and false-positive rates are the passing
+    fractions of the positives and negatives of each group at that same cut.
+
+    Parameters
+    ----------
+    score, label, groups
+        Score, binary label and group of every person.
+    n_groups
+        Number of groups.
+    working_points
+        Fractions rejected, e.g. 0.1 to 0.9.
+    weight
+        Optional non-negative weights (bootstrap counts).
+
+    Returns
+    -------
+    dict
+        ``demographic_parity`` (spread of the positive rate), ``tpr`` and
+        ``fpr`` (spreads of the true- and false-positive rates) and
+        ``equalised_odds`` (the larger of the two), one value per working point.
+    """
+    positive = label == 1
+    out: dict[str, list[float]] = {"demographic_parity": [], "tpr": [], "fpr": []}
+    for q in working_points:
+        for key, subset in (("demographic_parity", None), ("tpr", positive), ("fpr", ~positive)):
+            rates = group_rates(score, groups, n_groups, float(q), weight, subset)
+            out[key].append(float(np.nanmax(rates) - np.nanmin(rates)))
+    result = {key: np.asarray(values) for key, values in out.items()}
+    result["equalised_odds"] = np.maximum(result["tpr"], result["fpr"])
+    return result
+
+
+# ----------------------------------------------------------------- methods
+def _methods(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The compared methods: name, label, the raw classifier it starts from, and a factory."""
+    from fairlearn.postprocessing import ThresholdOptimizer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklego.preprocessing import InformationFilter
+
+    from rosenblatt.sklearn import DecorrelatedClassifier
+
+    seed = int(config.get("seed", 0))
+    hgb_options = dict(config.get("hgb", {}))
+    inner_cv = {"lr": None, "hgb": 5, **config.get("inner_cv", {})}
+
+    def lr() -> Any:
+        return make_pipeline(
+            StandardScaler().set_output(transform="pandas"), LogisticRegression(max_iter=1000)
+        )
+
+    def hgb() -> Any:
+        return HistGradientBoostingClassifier(random_state=seed, **hgb_options)
+
+    def decorrelated(
+        base: Callable[[], Any], cdf: Any, defining: Literal["negative", "all"] = "all"
+    ) -> Callable[[], Any]:
+        cv = inner_cv[base.__name__]
+        return lambda: DecorrelatedClassifier(
+            base(), protected="age", cdf=cdf, defining=defining, cv=cv
+        )
+
+    def information_filter() -> Any:
+        return make_pipeline(
+            StandardScaler().set_output(transform="pandas"),
+            InformationFilter(columns=["age"]),
+            LogisticRegression(max_iter=1000),
+        )
+
+    def threshold_optimizer() -> Any:
+        return ThresholdOptimizer(
+            estimator=hgb(),
+            constraints="demographic_parity",
+            predict_method="predict_proba",
+            objective="accuracy_score",
+        )
+
+    methods: list[dict[str, Any]] = [
+        {"name": "lr", "label": "LogisticRegression", "raw": None, "make": lr, "kind": "raw"},
+        {"name": "hgb", "label": "HistGradientBoosting", "raw": None, "make": hgb, "kind": "raw"},
+        {
+            "name": "lr_irgi",
+            "label": "LR + rosenblatt IRGI",
+            "raw": "lr",
+            "kind": "rosenblatt",
+            "make": decorrelated(lr, rb.IRGI(depth="auto")),
+        },
+        {
+            "name": "lr_kde",
+            "label": "LR + rosenblatt KDE",
+            "raw": "lr",
+            "kind": "rosenblatt",
+            "make": decorrelated(lr, rb.KDE(sigma_r="auto")),
+        },
+        {
+            "name": "lr_gridkde",
+            "label": "LR + rosenblatt GridKDE",
+            "raw": "lr",
+            "kind": "rosenblatt",
+            "make": decorrelated(lr, rb.GridKDE(sigma_r="auto")),
+        },
+        {
+            "name": "hgb_gridkde",
+            "label": "HGB + rosenblatt GridKDE",
+            "raw": "hgb",
+            "kind": "rosenblatt",
+            "make": decorrelated(hgb, rb.GridKDE(sigma_r="auto")),
+        },
+        {
+            "name": "lr_gridkde_negative",
+            "label": "LR + GridKDE, negatives defining",
+            "raw": "lr",
+            "kind": "rosenblatt-negative",
+            "make": decorrelated(lr, rb.GridKDE(sigma_r="auto"), "negative"),
+        },
+        {
+            "name": "information_filter",
+            "label": "InformationFilter + LR (scikit-lego)",
+            "raw": "lr",
+            "kind": "other",
+            "make": information_filter,
+        },
+        {
+            "name": "threshold_optimizer",
+            "label": "ThresholdOptimizer(HGB), DP (fairlearn)",
+            "raw": "hgb",
+            "kind": "other",
+            "make": threshold_optimizer,
+        },
+    ]
+    chosen = config.get("methods")
+    if chosen is None:
+        return methods
+    known = [method["name"] for method in methods]
+    unknown = sorted(set(chosen) - set(known))
+    if unknown:
+        msg = f"unknown fairness method(s) {unknown} in arrests.methods; known: {known}"
+        raise ValueError(msg)
+    missing_raw = sorted(
+        {m["raw"] for m in methods if m["name"] in chosen and m["raw"]} - set(chosen)
+    )
+    if missing_raw:
+        msg = f"arrests.methods needs the raw classifier(s) {missing_raw} its methods are compared with"
+        raise ValueError(msg)
+    return [method for method in methods if method["name"] in chosen]
+
+
+def _out_of_fold(
+    method: dict[str, Any],
+    X: Any,
+    y: NDArray[np.int64],
+    groups: IntArray,
+    folds: list[tuple[IntArray, IntArray]],
+) -> tuple[FloatArray, float]:
+    """Out-of-fold score of every person, and the seconds it took."""
+    start = time.perf_counter()
+    score = np.empty(len(y))
+    for train, test in folds:
+        model = method["make"]()
+        if method["name"] == "threshold_optimizer":
+            sensitive_train = [f"q{g}" for g in groups[train]]
+            model.fit(X.iloc[train], y[train], sensitive_features=sensitive_train)
+            sensitive_test = [f"q{g}" for g in groups[test]]
+            score[test] = model._pmf_predict(X.iloc[test], sensitive_features=sensitive_test)[:, 1]
+        else:
+            model.fit(X.iloc[train], y[train])
+            score[test] = model.predict_proba(X.iloc[test])[:, 1]
+    return score, time.perf_counter() - start
+
+
+# ----------------------------------------------------------------- figures of merit
+def _figures_of_merit(
+    score: FloatArray,
+    y: NDArray[np.int64],
+    x: FloatArray,
+    groups: IntArray,
+    n_groups: int,
+    working_points: FloatArray,
+    weight: FloatArray | None = None,
+) -> dict[str, Any]:
+    spreads = parity_spreads(score, y, groups, n_groups, working_points, weight)
+    return {
+        "auc": rb.roc_auc(y, score, weight),
+        "dcc": rb.distance_correlation_sqr(x, score, weight),
+        **{key: value.tolist() for key, value in spreads.items()},
+    }
+
+
+def _bootstrap(
+    scores: dict[str, FloatArray],
+    y: NDArray[np.int64],
+    x: FloatArray,
+    groups: IntArray,
+    n_groups: int,
+    working_points: FloatArray,
+    n_boot: int,
+    rng: np.random.Generator,
+) -> dict[str, dict[str, Any]]:
+    """Paired bootstrap over people: the same multinomial counts, as weights, for every method."""
+    n = len(y)
+    draws: dict[str, list[dict[str, Any]]] = {name: [] for name in scores}
+    for _ in range(n_boot):
+        counts = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
+        for name, score in scores.items():
+            draws[name].append(
+                _figures_of_merit(score, y, x, groups, n_groups, working_points, counts)
+            )
+    out: dict[str, dict[str, Any]] = {}
+    for name, rows in draws.items():
+        out[name] = {key: np.asarray([row[key] for row in rows]) for key in rows[0]}
+    return out
+
+
+def _sd(values: FloatArray) -> Any:
+    return np.std(values, axis=0, ddof=1).tolist()
+
+
+# ----------------------------------------------------------------- the arrests
+def _arrests(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The arrests comparison: summary section and the arrays the figures need."""
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y = arrests_table()
+    x = X["age"].to_numpy()
+    n_groups = int(config.get("age_groups", 5))
+    groups, edges = age_groups(x, n_groups)
+    working_points = np.asarray(config.get("working_points", np.linspace(0.1, 0.9, 9)), dtype=float)
+    n_folds = int(config.get("folds", 5))
+    splitter = StratifiedKFold(n_folds, shuffle=True, random_state=seed)
+    folds = [(train.astype(np.intp), test.astype(np.intp)) for train, test in splitter.split(X, y)]
+    methods = _methods({**config.get("arrests", {}), "seed": seed})
+
+    scores: dict[str, FloatArray] = {}
+    seconds: dict[str, float] = {}
+    for method in methods:
+        scores[method["name"]], seconds[method["name"]] = _out_of_fold(method, X, y, groups, folds)
+        log.info("arrests: %s out of fold in %.1f s", method["label"], seconds[method["name"]])
+
+    n_perm = int(config.get("permutations", 200))
+    central = {
+        name: _figures_of_merit(score, y, x, groups, n_groups, working_points)
+        for name, score in scores.items()
+    }
+    perms = {
+        name: rb.permutation_test(x, score, n_permutations=n_perm, seed=seed)
+        for name, score in scores.items()
+    }
+    start = time.perf_counter()
+    boot = _bootstrap(
+        scores,
+        y,
+        x,
+        groups,
+        n_groups,
+        working_points,
+        int(config.get("bootstrap", 200)),
+        np.random.default_rng(seed + 1),
+    )
+    log.info("arrests: bootstrap in %.1f s", time.perf_counter() - start)
+
+    rows = []
+    for method in methods:
+        name, raw = method["name"], method["raw"]
+        fom, draws, perm = central[name], boot[name], perms[name]
+        row = {
+            "name": name,
+            "label": method["label"],
+            "kind": method["kind"],
+            "raw": raw,
+            "seconds": seconds[name],
+            "auc": fom["auc"],
+            "auc_sd": float(np.std(draws["auc"], ddof=1)),
+            "auc_folds": [rb.roc_auc(y[test], scores[name][test]) for _, test in folds],
+            "dcc": fom["dcc"],
+            "dcc_sd": float(np.std(draws["dcc"], ddof=1)),
+            "dcc_floor": perm.floor,
+            "dcc_floor_std": perm.floor_std,
+            "p_value": perm.p_value,
+        }
+        for key in ("demographic_parity", "equalised_odds", "tpr", "fpr"):
+            row[key] = fom[key]
+            row[key + "_sd"] = _sd(draws[key])
+        if raw is not None:
+            cost = boot[raw]["auc"] - draws["auc"]
+            row["auc_cost"] = central[raw]["auc"] - fom["auc"]
+            row["auc_cost_sd"] = float(np.std(cost, ddof=1))
+        rows.append(row)
+
+    rate_points = [float(q) for q in config.get("rate_working_points", [0.2, 0.5, 0.8])]
+    group_rate_table = {
+        name: {f"{q:g}": group_rates(score, groups, n_groups, q).tolist() for q in rate_points}
+        for name, score in scores.items()
+    }
+    section = {
+        "n_people": len(y),
+        "positive_fraction": float(y.mean()),
+        "folds": n_folds,
+        "inner_cv": {"lr": None, "hgb": 5, **config.get("arrests", {}).get("inner_cv", {})},
+        "bootstrap": int(config.get("bootstrap", 200)),
+        "permutations": n_perm,
+        "age_edges": edges.tolist(),
+        "group_sizes": np.bincount(groups, minlength=n_groups).tolist(),
+        "working_points": working_points.tolist(),
+        "methods": rows,
+        "group_rates": group_rate_table,
+    }
+    return section, {"scores": scores, "x": x, "y": y, "groups": groups}
+
+
+# ----------------------------------------------------------------- the digits
+def _digits(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two digit classes, the score made independent of the total ink on the first class."""
+    import pandas as pd
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from rosenblatt.sklearn import DecorrelatedClassifier
+
+    negative, positive = (int(c) for c in config.get("classes", [5, 9]))
+    digits = load_digits()
+    mask = np.isin(digits.target, [negative, positive])
+    pixels = digits.data[mask]
+    y = (digits.target[mask] == positive).astype(np.int64)
+    ink = pixels.sum(axis=1)
+    X = pd.DataFrame(pixels, columns=[f"pixel{i}" for i in range(pixels.shape[1])])
+    X["ink"] = ink
+    pixel_columns = list(X.columns[:-1])
+    C = float(config.get("C", 0.1))
+    inner_cv = int(config.get("inner_cv", 5))
+
+    def classifier() -> Any:
+        return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=5000))
+
+    splitter = StratifiedKFold(int(config.get("folds", 5)), shuffle=True, random_state=seed)
+    scores = {"raw": np.empty(len(y)), "decorrelated": np.empty(len(y))}
+    for train, test in splitter.split(X, y):
+        raw = classifier().fit(X.iloc[train][pixel_columns], y[train])
+        scores["raw"][test] = raw.predict_proba(X.iloc[test][pixel_columns])[:, 1]
+        model = DecorrelatedClassifier(
+            classifier(), protected="ink", use_protected=False, defining="negative", cv=inner_cv
+        ).fit(X.iloc[train], y[train])
+        scores["decorrelated"][test] = model.predict_proba(X.iloc[test])[:, 1]
+
+    n_perm = int(config.get("permutations", 200))
+    n_boot = int(config.get("bootstrap", 200))
+    rng = np.random.default_rng(seed + 2)
+    counts = [np.bincount(rng.integers(0, len(y), len(y)), minlength=len(y)) for _ in range(n_boot)]
+    neg = y == 0
+    rows = {}
+    for name, score in scores.items():
+        perm = rb.permutation_test(ink[neg], score[neg], n_permutations=n_perm, seed=seed)
+        perm_all = rb.permutation_test(ink, score, n_permutations=n_perm, seed=seed)
+        rows[name] = {
+            "auc": rb.roc_auc(y, score),
+            "auc_sd": float(np.std([rb.roc_auc(y, score, c) for c in counts], ddof=1)),
+            "dcc_negative": perm.statistic,
+            "dcc_negative_floor": perm.floor,
+            "dcc_negative_floor_std": perm.floor_std,
+            "p_value_negative": perm.p_value,
+            "dcc_all": perm_all.statistic,
+            "dcc_all_floor": perm_all.floor,
+        }
+    section = {
+        "classes": [negative, positive],
+        "n_images": len(y),
+        "n_negative": int(neg.sum()),
+        "auc_ink": rb.roc_auc(y, ink),
+        **rows,
+    }
+    return section, {"scores": scores, "ink": ink, "y": y}
+
+
+# ----------------------------------------------------------------- claims and run
+def _claims(
+    arrests: dict[str, Any], digits: dict[str, Any], config: dict[str, Any]
+) -> list[dict[str, Any]]:
+    ratio = float(config.get("claims", {}).get("dcc_floor_ratio_max", 2.0))
+    rows = {row["name"]: row for row in arrests["methods"]}
+    claims = []
+    for row in arrests["methods"]:
+        if row["kind"] != "rosenblatt":
+            continue
+        raw = rows[row["raw"]]
+        claims.append(
+            {
+                "claim": f"{row['label']}: dCor²(age, score) <= {ratio:g} x its permutation floor",
+                "held": bool(row["dcc"] <= ratio * row["dcc_floor"]),
+                "value": [row["dcc"], row["dcc_floor"]],
+            }
+        )
+        below = np.asarray(row["demographic_parity"]) < np.asarray(raw["demographic_parity"])
+        claims.append(
+            {
+                "claim": f"{row['label']}: positive-rate spread across age groups below {raw['label']}'s "
+                "at every working point",
+                "held": bool(below.all()),
+                "value": [row["demographic_parity"], raw["demographic_parity"]],
+            }
+        )
+        claims.append(
+            {
+                "claim": f"{row['label']}: AUC cost against {raw['label']} stated with its uncertainty",
+                "held": True,
+                "value": [row["auc_cost"], row["auc_cost_sd"]],
+            }
+        )
+    dec = digits["decorrelated"]
+    claims.append(
+        {
+            "claim": f"digits: dCor²(ink, score) of the '{digits['classes'][0]}'s <= {ratio:g} x its floor",
+            "held": bool(dec["dcc_negative"] <= ratio * dec["dcc_negative_floor"]),
+            "value": [dec["dcc_negative"], dec["dcc_negative_floor"]],
+        }
+    )
+    return claims
+
+
+def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Run the fairness study of ``config`` and write ``report.md``, ``summary.json`` and figures."""
+    from threadpoolctl import threadpool_limits
+
+    from rosenblatt.studies import fairness_report
+
+    seed = int(config.get("seed", 0))
+    start = time.perf_counter()
+    with threadpool_limits(limits=int(config.get("threads", 1))):
+        arrests, arrests_arrays = _arrests(config, seed)
+        digits_config = {
+            "folds": config.get("folds", 5),
+            "permutations": config.get("permutations", 200),
+            "bootstrap": config.get("bootstrap", 200),
+            **config.get("digits", {}),
+        }
+        digits, digits_arrays = _digits(digits_config, seed)
+    summary = {
+        "study": "fairness",
+        "name": config["name"],
+        "seed": seed,
+        "arrests": arrests,
+        "digits": digits,
+        "seconds": time.perf_counter() - start,
+    }
+    summary["claims"] = _claims(arrests, digits, config)
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    figures = fairness_report.figures(folder, summary, arrests_arrays, digits_arrays)
+    (folder / "report.md").write_text(fairness_report.report(summary, figures), encoding="utf-8")
+    return summary

@@ -1,0 +1,286 @@
+"""Figures and the Markdown report of the fairness study."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["figures", "report"]
+
+STYLE = {
+    "lr": ("black", "-", "o"),
+    "hgb": ("grey", "-", "s"),
+    "lr_irgi": ("tab:red", "--", "^"),
+    "lr_kde": ("tab:green", "--", "v"),
+    "lr_gridkde": ("tab:blue", "-", "D"),
+    "hgb_gridkde": ("tab:cyan", "-", "P"),
+    "lr_gridkde_negative": ("tab:purple", ":", "X"),
+    "information_filter": ("tab:orange", "-.", "<"),
+    "threshold_optimizer": ("tab:brown", "-.", ">"),
+}
+
+
+def figures(
+    folder: Path,
+    summary: dict[str, Any],
+    arrests: dict[str, Any],
+    digits: dict[str, Any],
+) -> dict[str, str]:
+    """Draw the study's figures into ``folder``; return ``{key: file name}``."""
+    from rosenblatt.plotting import figure, save_figure
+
+    section = summary["arrests"]
+    rows = section["methods"]
+    percent = 100 * np.asarray(section["working_points"])
+    out: dict[str, str] = {}
+
+    for key, ylabel, file in (
+        ("demographic_parity", "spread of the positive rate", "spread_demographic_parity.png"),
+        ("equalised_odds", "spread of TPR or FPR, the larger", "spread_equalised_odds.png"),
+    ):
+        fig, ax = figure(width=9)
+        for row in rows:
+            colour, line, marker = STYLE.get(row["name"], ("k", "-", "o"))
+            value, sd = np.asarray(row[key]), np.asarray(row[key + "_sd"])
+            ax.plot(percent, value, color=colour, linestyle=line, marker=marker, label=row["label"])
+            ax.fill_between(percent, value - sd, value + sd, color=colour, alpha=0.15)
+        ax.set_xlabel("working point: people rejected [%]")
+        ax.set_ylabel(f"{ylabel} across age groups")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize="x-small", ncol=2, loc="upper left")
+        out[key] = save_figure(fig, folder / file).name
+
+    fig, ax = figure(width=9)
+    for row in rows:
+        colour, _, marker = STYLE.get(row["name"], ("k", "-", "o"))
+        ax.errorbar(
+            row["dcc"],
+            row["auc"],
+            xerr=row["dcc_sd"],
+            yerr=row["auc_sd"],
+            color=colour,
+            marker=marker,
+            markersize=10,
+            linestyle="none",
+            label=row["label"],
+        )
+    floors = [row["dcc_floor"] for row in rows]
+    ax.axvspan(
+        min(floors), 2 * max(floors), color="grey", alpha=0.2, label="permutation floor to 2x floor"
+    )
+    ax.set_xscale("log")
+    ax.set_xlabel("dCor²(age, score)")
+    ax.set_ylabel("AUC (out of fold)")
+    ax.legend(fontsize="x-small", loc="lower right")
+    out["auc_vs_dcc"] = save_figure(fig, folder / "auc_vs_dcc.png").name
+
+    rates = section["group_rates"]
+    points = list(next(iter(rates.values())))
+    shown = [
+        r
+        for r in rows
+        if r["name"] in ("lr", "lr_gridkde", "information_filter", "threshold_optimizer")
+    ]
+    fig, axes = figure(ncols=len(points), width=5.5)
+    edges = section["age_edges"]
+    names = [
+        f"<{edges[0]:g}",
+        *(f"[{a:g},{b:g})" for a, b in itertools.pairwise(edges)),
+        f"≥{edges[-1]:g}",
+    ]
+    for ax, point in zip(np.atleast_1d(axes), points, strict=True):
+        for row in shown:
+            colour, line, marker = STYLE.get(row["name"], ("k", "-", "o"))
+            ax.plot(
+                range(len(names)),
+                rates[row["name"]][point],
+                color=colour,
+                linestyle=line,
+                marker=marker,
+                label=row["label"],
+            )
+        ax.axhline(1 - float(point), color="grey", linewidth=1)
+        ax.set_xticks(range(len(names)), names, fontsize="small")
+        ax.set_xlabel("age group")
+        ax.set_title(f"{100 * float(point):g}% rejected", fontsize="medium")
+    np.atleast_1d(axes)[0].set_ylabel("positive rate")
+    np.atleast_1d(axes)[0].legend(fontsize="x-small", loc="lower left")
+    out["positive_rate_by_age"] = save_figure(fig, folder / "positive_rate_by_age.png").name
+
+    fig, axes = figure(ncols=2, width=6.5)
+    ink, label = digits["ink"], digits["y"]
+    negative, positive = summary["digits"]["classes"]
+    for ax, name, title in zip(
+        axes,
+        ("raw", "decorrelated"),
+        ("raw classifier", "DecorrelatedClassifier (ink)"),
+        strict=True,
+    ):
+        score = digits["scores"][name]
+        ax.scatter(
+            ink[label == 0],
+            score[label == 0],
+            s=12,
+            color="tab:blue",
+            label=f"'{negative}' (defining)",
+        )
+        ax.scatter(
+            ink[label == 1],
+            score[label == 1],
+            s=12,
+            color="tab:red",
+            marker="^",
+            label=f"'{positive}'",
+        )
+        ax.set_xlabel("total ink of the image")
+        ax.set_title(title, fontsize="medium")
+    axes[0].set_ylabel("score (out of fold)")
+    axes[0].legend(fontsize="small")
+    out["digits"] = save_figure(fig, folder / "digits_score_vs_ink.png").name
+    return out
+
+
+def _pm(value: float, sd: float, fmt: str = ".4f") -> str:
+    return f"{value:{fmt}} ± {sd:{fmt}}"
+
+
+def _method_table(section: dict[str, Any]) -> str:
+    lines = [
+        "| method | AUC | AUC cost vs raw | dCor²(age, score) | permutation floor | p | max DP spread | max EO spread | time [s] |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in section["methods"]:
+        cost = "" if row["raw"] is None else _pm(row["auc_cost"], row["auc_cost_sd"])
+        dp, eo = np.asarray(row["demographic_parity"]), np.asarray(row["equalised_odds"])
+        i, j = int(np.argmax(dp)), int(np.argmax(eo))
+        lines.append(
+            f"| {row['label']} | {_pm(row['auc'], row['auc_sd'])} | {cost} | "
+            f"{_pm(row['dcc'], row['dcc_sd'], '.1e')} | {_pm(row['dcc_floor'], row['dcc_floor_std'], '.1e')} | "
+            f"{row['p_value']:.3f} | {_pm(dp[i], row['demographic_parity_sd'][i], '.3f')} | "
+            f"{_pm(eo[j], row['equalised_odds_sd'][j], '.3f')} | {row['seconds']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def _spread_table(section: dict[str, Any], key: str) -> str:
+    points = section["working_points"]
+    lines = [
+        "| method | " + " | ".join(f"{100 * q:g}%" for q in points) + " |",
+        "|---" * (len(points) + 1) + "|",
+    ]
+    for row in section["methods"]:
+        cells = [f"{v:.3f} ± {s:.3f}" for v, s in zip(row[key], row[key + "_sd"], strict=True)]
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _headline(section: dict[str, Any]) -> str:
+    rows = {row["name"]: row for row in section["methods"]}
+    lines = []
+    for name in ("lr_gridkde", "lr_kde", "hgb_gridkde"):
+        if name not in rows:
+            continue
+        row, raw = rows[name], rows[rows[name]["raw"]]
+        lines.append(
+            f"- **{row['label']}**: AUC {_pm(row['auc'], row['auc_sd'])}, a cost of "
+            f"{_pm(row['auc_cost'], row['auc_cost_sd'])} against {raw['label']} (paired bootstrap); "
+            f"dCor²(age, score) {row['dcc']:.1e} against a permutation floor of {row['dcc_floor']:.1e} "
+            f"(p = {row['p_value']:.2f}; raw {raw['dcc']:.1e}); largest positive-rate spread across "
+            f"the age groups over the working points {max(row['demographic_parity']):.3f} "
+            f"(raw {max(raw['demographic_parity']):.3f})."
+        )
+    return "\n".join(lines)
+
+
+def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
+    """The study's Markdown report."""
+    arrests, digits = summary["arrests"], summary["digits"]
+    edges = ", ".join(f"{e:g}" for e in arrests["age_edges"])
+    sizes = ", ".join(str(s) for s in arrests["group_sizes"])
+    claims = "\n".join(
+        f"- {'held' if c['held'] else '**did not hold**'}: {c['claim']}" for c in summary["claims"]
+    )
+    negative, positive = digits["classes"]
+    raw, dec = digits["raw"], digits["decorrelated"]
+    figs = "\n".join(f"![{key}]({name})" for key, name in figures.items())
+    return f"""# Outside physics: fairness with a continuous protected attribute ({summary["name"]})
+
+## Toronto arrests: release with a summons, protected attribute age
+
+{arrests["n_people"]:,} people (`sklego.datasets.load_arrests`, installed with scikit-lego), of
+whom {100 * arrests["positive_fraction"]:.1f}% were released with a summons. Every method is
+trained and scored on the same {arrests["folds"]} stratified folds; the figures of merit are
+computed on the pooled out-of-fold scores, ± the standard deviation over
+{arrests["bootstrap"]} paired bootstrap resamples of the people. dCor² is the squared distance
+correlation of age and score, beside its permutation floor ({arrests["permutations"]}
+permutations: what independence gives at this size). Age groups: edges at the 20/40/60/80%
+quantiles ({edges}; tied ages share a group: sizes {sizes}).
+
+A working point rejects a fixed fraction of all people (the cut at that quantile of the
+score; tied scores at the cut pass at random in the proportion that keeps the fraction
+exact). The demographic-parity (DP) spread is the largest minus the smallest positive rate
+across the age groups at that cut; the equalised-odds (EO) spread is the larger of the same
+spreads of the true- and the false-positive rates.
+
+The rosenblatt rows are `rosenblatt.sklearn.DecorrelatedClassifier(classifier,
+protected="age", defining="all", cdf=...)` with the transform named (its parameter chosen
+automatically): `defining="all"` asks for independence over everyone (demographic parity).
+For gradient boosting, which over-fits its training scores, the transform is fitted on
+out-of-fold scores of the training folds (`cv={arrests["inner_cv"]["hgb"]}`); the logistic
+regression (eight coefficients, {arrests["n_people"]:,} people) is transformed on its own
+training scores (`cv={arrests["inner_cv"]["lr"]}`). IRGI's equal-occupancy columns cannot
+split tied ages (age is a whole number: 476 people are 18), which caps its depth at 3 here.
+"Negatives defining" makes the false-positive rate the same at every age instead. InformationFilter (scikit-lego) projects age out of the standardised
+features linearly; ThresholdOptimizer (fairlearn) picks a randomised threshold per age group
+for demographic parity at the one working point that maximises accuracy; its score here is its
+probability of a positive decision.
+
+### In short
+
+{_headline(arrests)}
+
+### The claims
+
+{claims}
+
+### Every method on the same folds
+
+{_method_table(arrests)}
+
+ThresholdOptimizer's score takes a few values only (its probability of a positive
+decision, one threshold per age group): moving the cut re-randomises the same decision, so its
+spreads stay small at every working point while its AUC is that of a single decision.
+InformationFilter removes the linear trace of age from the features, not its non-linear one,
+nor the age dependence of the rate itself.
+
+### Demographic-parity spread at each working point (people rejected)
+
+{_spread_table(arrests, "demographic_parity")}
+
+### Equalised-odds spread at each working point
+
+{_spread_table(arrests, "equalised_odds")}
+
+## Handwritten digits: a score independent of the ink
+
+scikit-learn's bundled digits, the {digits["n_images"]} images of '{negative}' and '{positive}';
+a logistic regression on the 64 pixels, and the same classifier wrapped in
+`DecorrelatedClassifier(protected="ink", use_protected=False, defining="negative")`, where the
+ink is the sum of the pixels and the '{negative}'s ({digits["n_negative"]} images) define the
+transform. The ink alone separates the classes with AUC {digits["auc_ink"]:.3f}. Out of fold,
+{summary["arrests"]["folds"]} folds:
+
+| | AUC | dCor²(ink, score) of the '{negative}'s | its floor | p | dCor²(ink, score), all | its floor |
+|---|---|---|---|---|---|---|
+| raw | {_pm(raw["auc"], raw["auc_sd"])} | {raw["dcc_negative"]:.4f} | {raw["dcc_negative_floor"]:.4f} | {raw["p_value_negative"]:.3f} | {raw["dcc_all"]:.4f} | {raw["dcc_all_floor"]:.4f} |
+| decorrelated | {_pm(dec["auc"], dec["auc_sd"])} | {dec["dcc_negative"]:.4f} | {dec["dcc_negative_floor"]:.4f} | {dec["p_value_negative"]:.3f} | {dec["dcc_all"]:.4f} | {dec["dcc_all_floor"]:.4f} |
+
+The study ran in {summary["seconds"]:.0f} s.
+
+## Figures
+
+{figs}
+"""
