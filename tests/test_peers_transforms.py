@@ -154,3 +154,14 @@ def test_ddt_bad_parameters() -> None:
         rb.DDT(n_bins=0).fit(x, y)
     with pytest.raises(ValueError, match="fewer bins"):
         rb.DDT(efficiency=0.01, n_bins=50).fit(x, y)
+
+
+def test_ddt_weights_act_as_counts() -> None:
+    rng = np.random.default_rng(12)
+    x, y = bivariate_normal(3000, seed=12)
+    counts = rng.integers(1, 4, size=3000)
+    weighted = rb.DDT(efficiency=[0.2, 0.6], n_bins=6).fit(x, y, counts)
+    repeated = rb.DDT(efficiency=[0.2, 0.6], n_bins=6).fit(np.repeat(x, counts), np.repeat(y, counts))
+    np.testing.assert_allclose(weighted.quantiles_, repeated.quantiles_, atol=1e-9)
+    xt, yt = bivariate_normal(2000, seed=13)
+    np.testing.assert_allclose(weighted.transform(xt, yt), repeated.transform(xt, yt), atol=1e-9)
