@@ -284,7 +284,7 @@ def _close(
     fits: Decorrelation,
 ) -> Closure:
     """ABCD closure of every classifier on the testing sample, then uncertainties and likelihoods."""
-    from rosenblatt.studies.lhco_statistics import statistics
+    from rosenblatt.studies.lhco_statistics import StatisticsInput, statistics
 
     best, disco = models
     test, val = samples["testing"], samples["validation"]
@@ -303,19 +303,21 @@ def _close(
     stats = statistics(
         dict(cfg.raw),
         folder,
-        mjj=mjj,
-        label=label,
-        scores=scores,
-        baseline=scores["baseline"],
-        chosen=fits.chosen,
-        x_def=fits.x_def,
-        y_def=fits.y_def,
-        x_sig=np.asarray(val["mjj"], dtype=np.float64)[val_label == 1],
-        y_sig=_scores(val, best["column"])[val_label == 1],
-        closures=closures,
-        x0=x0,
-        y0=y0,
-        mjj_max=mjj_max,
+        StatisticsInput(
+            mjj=mjj,
+            label=label,
+            scores=scores,
+            baseline=scores["baseline"],
+            chosen=fits.chosen,
+            x_def=fits.x_def,
+            y_def=fits.y_def,
+            x_sig=np.asarray(val["mjj"], dtype=np.float64)[val_label == 1],
+            y_sig=_scores(val, best["column"])[val_label == 1],
+            closures=closures,
+            x0=x0,
+            y0=y0,
+            mjj_max=mjj_max,
+        ),
     )
     for name, values in stats["classifiers"].items():
         classifiers[name].update(values)

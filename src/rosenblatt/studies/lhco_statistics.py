@@ -42,6 +42,7 @@ import logging
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ from rosenblatt.abcd import (
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_test import thinned_indices
 
-__all__ = ["CONTAMINATION_FRACTIONS", "likelihood_at_cut", "quiet_pyhf", "statistics"]
+__all__ = ["CONTAMINATION_FRACTIONS", "StatisticsInput", "likelihood_at_cut", "quiet_pyhf", "statistics"]
 
 log = logging.getLogger("rosenblatt.lhco")
 
@@ -90,256 +91,250 @@ def quiet_pyhf() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def statistics(
-    config: dict[str, Any],
-    folder: Path,
-    *,
-    mjj: FloatArray,
-    label: NDArray[np.int64],
-    scores: dict[str, FloatArray],
-    baseline: FloatArray,
-    chosen: dict[str, Any],
-    x_def: FloatArray,
-    y_def: FloatArray,
-    x_sig: FloatArray,
-    y_sig: FloatArray,
-    closures: dict[str, ClosureScan],
-    x0: FloatArray,
-    y0: FloatArray,
-    mjj_max: float,
-) -> dict[str, Any]:
-    """Run the statistics stage; return per-classifier results, the contamination list and timings.
+@dataclass
+class StatisticsInput:
+    """What the statistics stage works on.
 
     ``mjj``, ``label``, ``scores`` (per classifier) and ``baseline`` are the
     testing sample's; ``x_def``, ``y_def`` the defining background (m_jj,
-    baseline score), ``x_sig``, ``y_sig`` the validation signal;
-    ``closures`` the testing sample's closure scans (from the analysis
-    processor) and ``chosen`` the IRGI depth and KDE sigma_r.
+    baseline score), ``x_sig``, ``y_sig`` the validation signal; ``closures``
+    the testing sample's closure scans (from the analysis processor),
+    ``chosen`` the IRGI depth and KDE sigma_r, ``x0``, ``y0`` the cut grid and
+    ``mjj_max`` the upper limit of the dijet mass.
     """
-    cfg = config.get("statistics", {})
-    n_boot = int(cfg.get("n_boot", 30))
-    seed = int(cfg.get("seed", 0))
-    timings: dict[str, float] = {}
-    keep = mjj < mjj_max
-    bkg = label == 0
-    n_events = len(mjj)
-    rng = np.random.default_rng([seed, 1])
-    test_weights = rng.poisson(1.0, (n_boot, n_events)).astype(np.float64)
-    grid = _Grid(mjj[keep], label[keep], x0, y0)
-    best_index = {name: _best_index(scan) for name, scan in closures.items()}
+
+    mjj: FloatArray
+    label: NDArray[np.int64]
+    scores: dict[str, FloatArray]
+    baseline: FloatArray
+    chosen: dict[str, Any]
+    x_def: FloatArray
+    y_def: FloatArray
+    x_sig: FloatArray
+    y_sig: FloatArray
+    closures: dict[str, ClosureScan]
+    x0: FloatArray
+    y0: FloatArray
+    mjj_max: float
+
+
+def statistics(config: dict[str, Any], folder: Path, data: StatisticsInput) -> dict[str, Any]:
+    """Run the statistics stage; return per-classifier results, the contamination list and timings."""
+    stage = _Stage(config, data)
+    stage.timed("bootstrap", stage.bootstrap)
+    stage.timed("closure_test", stage.closure_tests)
+    stage.timed("likelihood", stage.likelihoods, folder)
+    if stage.cfg.get("sensitivity_thin") and not stage.pyhf_missing:
+        stage.timed("sensitivity_map", stage.sensitivity_maps)
+    contamination = stage.timed("contamination", _contamination, stage)
+    automatic = None
+    if stage.cfg.get("auto_parameters", True):
+        automatic = stage.timed("auto_parameters", _automatic, config, stage)
+    log.info("statistics stage: %s", ", ".join(f"{k} {v:.1f} s" for k, v in stage.timings.items()))
+    return {
+        "classifiers": stage.results,
+        "contamination": contamination,
+        "automatic": automatic,
+        "maps": stage.maps,
+        "eta_error": stage.eta_error,
+        "timings": stage.timings,
+    }
+
+
+class _Stage:
+    """The state the parts of the statistics stage share: settings, replicas' weights, results."""
+
+    def __init__(self, config: dict[str, Any], data: StatisticsInput) -> None:
+        self.cfg: dict[str, Any] = config.get("statistics", {})
+        self.data = data
+        self.n_boot = int(self.cfg.get("n_boot", 30))
+        self.seed = int(self.cfg.get("seed", 0))
+        self.keep = data.mjj < data.mjj_max
+        self.bkg = data.label == 0
+        rng = np.random.default_rng([self.seed, 1])
+        self.test_weights = rng.poisson(1.0, (self.n_boot, len(data.mjj))).astype(np.float64)
+        self.grid = _Grid(data.mjj[self.keep], data.label[self.keep], data.x0, data.y0)
+        self.best_index = {name: _best_index(scan) for name, scan in data.closures.items()}
+        self.makers: dict[str, Callable[[], Any]] = {
+            "irgi": lambda: rb.IRGI(depth=int(data.chosen["irgi"])),
+            "kde": lambda: rb.KDE(sigma_r=float(data.chosen["kde"])),
+        }
+        self.timings: dict[str, float] = {}
+        self.results: dict[str, dict[str, Any]] = {}
+        self.eta_error: dict[str, FloatArray] = {}
+        self.replica_scores: dict[str, list[FloatArray]] = {}
+        self.ensembles: dict[str, rb.TransformEnsemble] = {}
+        self.tests: dict[str, Any] = {}
+        self.background_regions: dict[str, Any] = {}
+        self.signal_regions: dict[str, Any] = {}
+        self.maps: dict[str, SensitivityMap] = {}
+        self.pyhf_missing: str | None = None
+
+    def timed(self, name: str, function: Callable[..., Any], *args: Any) -> Any:
+        """Run ``function(*args)`` and keep its wall time under ``name``."""
+        start = time.perf_counter()
+        result = function(*args)
+        self.timings[name] = time.perf_counter() - start
+        return result
 
     # ---- bootstrap of the figures of merit
-    start = time.perf_counter()
-    makers = {
-        "irgi": lambda: rb.IRGI(depth=int(chosen["irgi"])),
-        "kde": lambda: rb.KDE(sigma_r=float(chosen["kde"])),
-    }
-    results: dict[str, dict[str, Any]] = {}
-    eta_error: dict[str, FloatArray] = {}
-    replica_scores: dict[str, list[FloatArray]] = {}
-    ensembles: dict[str, rb.TransformEnsemble] = {}
-    for name, nominal in scores.items():
-        ensemble = (
-            rb.bootstrap(makers[name](), x_def, y_def, n=n_boot, seed=seed)
-            if name in makers
-            else None
-        )
-        foms = {key: np.full(n_boot, np.nan) for key in ("auc", "dcc", "r50")}
-        etas = np.full((n_boot, len(x0), len(y0)), np.nan)
+    def bootstrap(self) -> None:
+        """The figures of merit of every classifier over the bootstrap replicas."""
+        data = self.data
+        for name, nominal in data.scores.items():
+            ensemble = (
+                rb.bootstrap(self.makers[name](), data.x_def, data.y_def, n=self.n_boot, seed=self.seed)
+                if name in self.makers
+                else None
+            )
+            foms, etas, refitted, unusable = self._replicas(name, nominal, ensemble)
+            i, j = self.best_index[name]
+            self.eta_error[name] = _std(etas)
+            with np.errstate(invalid="ignore"):
+                fractions = (np.abs(etas) < 1e-2).mean(axis=(1, 2))
+            fractions[np.isnan(etas).all(axis=(1, 2))] = np.nan
+            self._compare_with_processor(name, nominal)
+            self.results[name] = {
+                "auc_err": _sd(foms["auc"]),
+                "dcc_err": _sd(foms["dcc"]),
+                "r50_err": _sd(foms["r50"]),
+                "eta_best_err": float(self.eta_error[name][i, j]),
+                "frac_eta_below_1e-2_err": _sd(fractions),
+                "n_boot": self.n_boot,
+                "transform_refitted": ensemble is not None,
+            }
+            if ensemble is not None:
+                self.results[name]["n_refits"] = ensemble.n_refits_
+                self.results[name]["n_boot_unusable"] = unusable
+                self.replica_scores[name] = refitted
+                self.ensembles[name] = ensemble
+
+    def _replicas(
+        self, name: str, nominal: FloatArray, ensemble: rb.TransformEnsemble | None
+    ) -> tuple[dict[str, FloatArray], FloatArray, list[FloatArray], int]:
+        """AUC, dCor², R50 and the eta grid of each replica; the refitted scores; the unusable count."""
+        data, keep, bkg = self.data, self.keep, self.bkg
+        foms = {key: np.full(self.n_boot, np.nan) for key in ("auc", "dcc", "r50")}
+        etas = np.full((self.n_boot, len(data.x0), len(data.y0)), np.nan)
         unusable = 0
         refitted: list[FloatArray] = []
-        for k in range(n_boot):
+        for k in range(self.n_boot):
             try:
-                score = (
-                    nominal if ensemble is None else ensemble.replicas_[k].transform(mjj, baseline)
-                )
+                score = nominal if ensemble is None else ensemble.replicas_[k].transform(data.mjj, data.baseline)
             except ValueError as err:
                 log.info("replica %d of %s cannot evaluate every testing event: %s", k, name, err)
                 unusable += 1
                 continue
             if ensemble is not None:
                 refitted.append(score[keep])
-            w = test_weights[k]
-            foms["auc"][k] = rb.roc_auc(label, score, w)
-            foms["dcc"][k] = rb.distance_correlation_sqr(mjj[bkg], score[bkg], w[bkg])
-            foms["r50"][k] = rb.background_rejection(label, score, weight=w)
-            etas[k] = grid.eta(score[keep], w[keep])
-        i, j = best_index[name]
-        eta_error[name] = _std(etas)
+            w = self.test_weights[k]
+            foms["auc"][k] = rb.roc_auc(data.label, score, w)
+            foms["dcc"][k] = rb.distance_correlation_sqr(data.mjj[bkg], score[bkg], w[bkg])
+            foms["r50"][k] = rb.background_rejection(data.label, score, weight=w)
+            etas[k] = self.grid.eta(score[keep], w[keep])
+        return foms, etas, refitted, unusable
+
+    def _compare_with_processor(self, name: str, nominal: FloatArray) -> None:
+        """Log how far the in-memory eta grid lies from the analysis processor's."""
         with np.errstate(invalid="ignore"):
-            fractions = (np.abs(etas) < 1e-2).mean(axis=(1, 2))
-        fractions[np.isnan(etas).all(axis=(1, 2))] = np.nan
-        with np.errstate(invalid="ignore"):
-            nominal_eta = grid.eta(nominal[keep], np.ones(int(keep.sum())))
-            difference = np.nanmax(np.abs(nominal_eta - closures[name].eta))
-        log.info(
-            "%s: eta of the bootstrap's grid differs from the processor's by at most %g",
-            name,
-            difference,
-        )
-        results[name] = {
-            "auc_err": _sd(foms["auc"]),
-            "dcc_err": _sd(foms["dcc"]),
-            "r50_err": _sd(foms["r50"]),
-            "eta_best_err": float(eta_error[name][i, j]),
-            "frac_eta_below_1e-2_err": _sd(fractions),
-            "n_boot": n_boot,
-            "transform_refitted": ensemble is not None,
-        }
-        if ensemble is not None:
-            results[name]["n_refits"] = ensemble.n_refits_
-            results[name]["n_boot_unusable"] = unusable
-            replica_scores[name] = refitted
-            ensembles[name] = ensemble
-    timings["bootstrap"] = time.perf_counter() - start
+            nominal_eta = self.grid.eta(nominal[self.keep], np.ones(int(self.keep.sum())))
+            difference = np.nanmax(np.abs(nominal_eta - self.data.closures[name].eta))
+        log.info("%s: eta of the bootstrap's grid differs from the processor's by at most %g", name, difference)
 
     # ---- closure test
-    start = time.perf_counter()
-    tests = {}
-    n_closure = int(cfg.get("closure_n_boot", 200))
-    thin = int(cfg.get("closure_thin", 5))
-    for name, score in scores.items():
-        scan = closures[name]
-        replicas = (
-            _closure_replicas(
-                replica_scores[name],
-                ensembles[name],
-                makers[name],
-                n_closure,
-                x_def,
-                y_def,
-                mjj[keep],
-                baseline[keep],
+    def closure_tests(self) -> None:
+        """The closure test of every classifier, with the transform's refits for IRGI and KDE."""
+        data, keep = self.data, self.keep
+        n_closure = int(self.cfg.get("closure_n_boot", 200))
+        thin = int(self.cfg.get("closure_thin", 5))
+        for name, score in data.scores.items():
+            replicas = (
+                _closure_replicas(
+                    self.replica_scores[name], self.ensembles[name], self.makers[name], n_closure,
+                    data.x_def, data.y_def, data.mjj[keep], data.baseline[keep],
+                )
+                if name in self.ensembles
+                else None
             )
-            if name in ensembles
-            else None
-        )
-        try:
-            test = closure_test(
-                mjj[keep],
-                score[keep],
-                label[keep],
-                x0=x0,
-                y0=y0,
-                n_boot=None if replicas is not None else n_closure,
-                seed=seed,
-                thin=thin,
-                replica_scores=replicas,
-            )
-        except ValueError as err:  # too few events in the regions of every thinned cut
-            log.warning("closure test of %s not possible: %s", name, err)
-            test = None
-        tests[name] = test
+            try:
+                test = closure_test(
+                    data.mjj[keep], score[keep], data.label[keep], x0=data.x0, y0=data.y0,
+                    n_boot=None if replicas is not None else n_closure, seed=self.seed, thin=thin,
+                    replica_scores=replicas,
+                )
+            except ValueError as err:  # too few events in the regions of every thinned cut
+                log.warning("closure test of %s not possible: %s", name, err)
+                test = None
+            self.tests[name] = test
+            self.results[name].update(self._closure_numbers(name, test))
+
+    def _closure_numbers(self, name: str, test: Any) -> dict[str, Any]:
+        scan = self.data.closures[name]
         with np.errstate(invalid="ignore"):
-            significant = (np.abs(scan.eta) < 1e-2) & (np.abs(scan.eta) < 2 * eta_error[name])
-        results[name].update(
-            {
-                "closure_chi2": None if test is None else test.chi2,
-                "closure_ndof": None if test is None else test.ndof,
-                "closure_chi2_ndf": None if test is None else test.chi2_per_dof,
-                "closure_pvalue": None if test is None else test.p_value,
-                "closure_n_boot": None if test is None else test.n_boot,
-                "closure_transform_refitted": test is not None and test.transform_replicas,
-                "frac_closure_consistent_2sd": None if test is None else test.consistent_fraction,
-                "frac_eta_significant_below_1e-2": float((significant & scan.valid).mean()),
-            }
-        )
-    timings["closure_test"] = time.perf_counter() - start
+            significant = (np.abs(scan.eta) < 1e-2) & (np.abs(scan.eta) < 2 * self.eta_error[name])
+        return {
+            "closure_chi2": None if test is None else test.chi2,
+            "closure_ndof": None if test is None else test.ndof,
+            "closure_chi2_ndf": None if test is None else test.chi2_per_dof,
+            "closure_pvalue": None if test is None else test.p_value,
+            "closure_n_boot": None if test is None else test.n_boot,
+            "closure_transform_refitted": test is not None and test.transform_replicas,
+            "frac_closure_consistent_2sd": None if test is None else test.consistent_fraction,
+            "frac_eta_significant_below_1e-2": float((significant & scan.valid).mean()),
+        }
 
     # ---- the ABCD likelihood at the best cut
-    start = time.perf_counter()
-    pyhf_missing: str | None
-    try:
-        import pyhf  # noqa: F401
-    except ImportError:
-        pyhf_missing = "pyhf is not installed (pip install 'rosenblatt[stats]')"
-        log.warning("no ABCD likelihood: %s", pyhf_missing)
-    else:
-        pyhf_missing = None
-    background_regions = {}
-    signal_regions = {}
-    for name, score in scores.items():
-        content = grid.content(score[keep], np.ones(int(keep.sum())))
-        background_regions[name] = region_sums(content[0])
-        signal_regions[name] = region_sums(content[1])
-        i, j = best_index[name]
-        test = tests[name]
-        relative = float(test.relative_nonclosure[i, j]) if test is not None else float("nan")
-        if pyhf_missing:
-            results[name].update(
-                {
-                    "significance": float("nan"),
-                    "upper_limit": float("nan"),
-                    "nonclosure": relative,
-                    "likelihood_note": pyhf_missing,
-                }
+    def likelihoods(self, folder: Path) -> None:
+        """The ABCD likelihood of every classifier at its best cut; its workspace written to ``folder``."""
+        try:
+            import pyhf  # noqa: F401
+        except ImportError:
+            self.pyhf_missing = "pyhf is not installed (pip install 'rosenblatt[stats]')"
+            log.warning("no ABCD likelihood: %s", self.pyhf_missing)
+        keep = self.keep
+        for name, score in self.data.scores.items():
+            content = self.grid.content(score[keep], np.ones(int(keep.sum())))
+            self.background_regions[name] = region_sums(content[0])
+            self.signal_regions[name] = region_sums(content[1])
+            i, j = self.best_index[name]
+            test = self.tests[name]
+            relative = float(test.relative_nonclosure[i, j]) if test is not None else float("nan")
+            if self.pyhf_missing:
+                self.results[name].update(
+                    {
+                        "significance": float("nan"),
+                        "upper_limit": float("nan"),
+                        "nonclosure": relative,
+                        "likelihood_note": self.pyhf_missing,
+                    }
+                )
+                continue
+            self.results[name].update(
+                likelihood_at_cut(
+                    folder,
+                    name,
+                    [float(r[i, j]) for r in self.background_regions[name]],
+                    [float(r[i, j]) for r in self.signal_regions[name]],
+                    relative,
+                )
             )
-            continue
-        results[name].update(
-            likelihood_at_cut(
-                folder,
-                name,
-                [float(r[i, j]) for r in background_regions[name]],
-                [float(r[i, j]) for r in signal_regions[name]],
-                relative,
-            )
-        )
-    timings["likelihood"] = time.perf_counter() - start
 
-    maps = {}
-    sensitivity_thin = cfg.get("sensitivity_thin")
-    if sensitivity_thin and not pyhf_missing:
-        start = time.perf_counter()
-        for name in scores:
-            test = tests[name]
-            nonclosure = test.relative_nonclosure if test is not None else np.zeros((len(x0), len(y0)))
-            maps[name] = _sensitivity_map(
-                background_regions[name],
-                signal_regions[name],
+    def sensitivity_maps(self) -> None:
+        """Expected significance and limit over a thinned grid of cuts, per classifier."""
+        data = self.data
+        for name in data.scores:
+            test = self.tests[name]
+            nonclosure = test.relative_nonclosure if test is not None else np.zeros((len(data.x0), len(data.y0)))
+            self.maps[name] = _sensitivity_map(
+                self.background_regions[name],
+                self.signal_regions[name],
                 nonclosure,
-                x0,
-                y0,
-                int(sensitivity_thin),
+                data.x0,
+                data.y0,
+                int(self.cfg["sensitivity_thin"]),
             )
-            computed = np.isfinite(maps[name].significance).any()
-            results[name]["sensitivity_best"] = maps[name].best() if computed else None
-        timings["sensitivity_map"] = time.perf_counter() - start
-
-    # ---- contamination of the defining sample
-    start = time.perf_counter()
-    contamination = _contamination(
-        cfg,
-        makers,
-        mjj,
-        label,
-        baseline,
-        keep,
-        grid,
-        best_index,
-        test_weights,
-        x_def,
-        y_def,
-        x_sig,
-        y_sig,
-        seed,
-    )
-    timings["contamination"] = time.perf_counter() - start
-
-    # ---- parameters chosen on the defining sample alone
-    automatic = None
-    if cfg.get("auto_parameters", True):
-        start = time.perf_counter()
-        automatic = _automatic(config, mjj, label, baseline, x_def, y_def)
-        timings["auto_parameters"] = time.perf_counter() - start
-    log.info("statistics stage: %s", ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
-    return {
-        "classifiers": results,
-        "contamination": contamination,
-        "automatic": automatic,
-        "maps": maps,
-        "eta_error": eta_error,
-        "timings": timings,
-    }
+            computed = np.isfinite(self.maps[name].significance).any()
+            self.results[name]["sensitivity_best"] = self.maps[name].best() if computed else None
 
 
 def _closure_replicas(
@@ -538,30 +533,15 @@ def _sensitivity_map(
     )
 
 
-def _contamination(
-    cfg: dict[str, Any],
-    makers: dict[str, Any],
-    mjj: FloatArray,
-    label: NDArray[np.int64],
-    baseline: FloatArray,
-    keep: NDArray[np.bool_],
-    grid: _Grid,
-    best_index: dict[str, tuple[int, int]],
-    test_weights: FloatArray,
-    x_def: FloatArray,
-    y_def: FloatArray,
-    x_sig: FloatArray,
-    y_sig: FloatArray,
-    seed: int,
-) -> list[dict[str, Any]]:
+def _contamination(stage: _Stage) -> list[dict[str, Any]]:
     """IRGI and KDE refitted on the defining background with W' events injected."""
-    fractions = [float(f) for f in cfg.get("contamination", CONTAMINATION_FRACTIONS)]
-    order = np.random.default_rng([seed, 2]).permutation(len(x_sig))  # nested injected sets
-    bkg = label == 0
-    n_boot = len(test_weights)
+    data, keep, bkg, grid = stage.data, stage.keep, stage.bkg, stage.grid
+    mjj, label, x_def, y_def, x_sig, y_sig = data.mjj, data.label, data.x_def, data.y_def, data.x_sig, data.y_sig
+    fractions = [float(f) for f in stage.cfg.get("contamination", CONTAMINATION_FRACTIONS)]
+    order = np.random.default_rng([stage.seed, 2]).permutation(len(x_sig))  # nested injected sets
     rows = []
-    for name, make in makers.items():
-        i, j = best_index[name]
+    for name, make in stage.makers.items():
+        i, j = stage.best_index[name]
         for fraction in fractions:
             wanted = round(fraction * len(x_def))
             n_inject = min(wanted, len(x_sig))
@@ -569,9 +549,9 @@ def _contamination(
             transform = make().fit(
                 np.concatenate([x_def, x_sig[pick]]), np.concatenate([y_def, y_sig[pick]])
             )
-            score = transform.transform(mjj, baseline)
-            replicas = {key: np.empty(n_boot) for key in ("signal_bias", "auc", "dcc")}
-            for k, w in enumerate(test_weights):
+            score = transform.transform(mjj, data.baseline)
+            replicas = {key: np.empty(stage.n_boot) for key in ("signal_bias", "auc", "dcc")}
+            for k, w in enumerate(stage.test_weights):
                 replicas["signal_bias"][k] = grid.signal_bias(score[keep], w[keep], i, j)
                 replicas["auc"][k] = rb.roc_auc(label, score, w)
                 replicas["dcc"][k] = rb.distance_correlation_sqr(mjj[bkg], score[bkg], w[bkg])
@@ -595,16 +575,10 @@ def _contamination(
     return rows
 
 
-def _automatic(
-    config: dict[str, Any],
-    mjj: FloatArray,
-    label: NDArray[np.int64],
-    baseline: FloatArray,
-    x_def: FloatArray,
-    y_def: FloatArray,
-) -> dict[str, Any]:
+def _automatic(config: dict[str, Any], stage: _Stage) -> dict[str, Any]:
     """IRGI and KDE with their parameter chosen by cross-validation on the defining sample alone."""
-    bkg = label == 0
+    data, bkg = stage.data, stage.bkg
+    mjj, label, baseline, x_def, y_def = data.mjj, data.label, data.baseline, data.x_def, data.y_def
     n_perm = int(config.get("permutations", 100))
     out = {}
     for name, transform, attribute in (
