@@ -47,6 +47,14 @@ def test_parity_spreads_of_a_score_that_ignores_the_group_are_small():
     assert ok["equalised_odds"].max() < 0.04
     assert (bad["demographic_parity"] > 0.2).all()
     np.testing.assert_array_equal(bad["equalised_odds"], np.maximum(bad["tpr"], bad["fpr"]))
+    # the spreads are those of group_rates at the same cut, with tied scores too
+    tied = np.round(unfair, 1)
+    weight = rng.poisson(1.0, n).astype(float)
+    spreads = fairness.parity_spreads(tied, label, groups, 5, points, weight)
+    for i, q in enumerate(points):
+        for key, subset in (("demographic_parity", None), ("tpr", label == 1), ("fpr", label == 0)):
+            rates = fairness.group_rates(tied, groups, 5, q, weight, subset)
+            assert spreads[key][i] == pytest.approx(rates.max() - rates.min(), abs=1e-12)
 
 
 def test_arrests_and_age_groups_come_from_the_installed_package():

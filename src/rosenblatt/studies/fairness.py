@@ -135,22 +135,28 @@ def group_rates(
         Passing fraction of every group (NaN for an empty group).
     """
     w = np.ones(len(score)) if weight is None else np.asarray(weight, dtype=np.float64)
-    order = np.argsort(-score, kind="stable")
+    passing = _passing(score, np.argsort(-score, kind="stable"), w, rejected)
+    if subset is not None:
+        w = w * subset
+    total = np.bincount(groups, weights=w, minlength=n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.bincount(groups, weights=w * passing, minlength=n_groups) / total
+
+
+def _passing(score: FloatArray, order: IntArray, w: FloatArray, rejected: float) -> FloatArray:
+    """Probability that each event passes the randomised cut rejecting a fraction ``rejected``.
+
+    ``order`` sorts ``score`` from the highest down.
+    """
     cumulative = np.cumsum(w[order])
     target = (1.0 - rejected) * cumulative[-1]
     k = min(int(np.searchsorted(cumulative, target, side="left")), len(score) - 1)
     cut = score[order[k]]
     above = score > cut
     at = score == cut
-    w_above = w[above].sum()
     w_at = w[at].sum()
-    fraction = float(np.clip((target - w_above) / w_at, 0.0, 1.0)) if w_at > 0 else 0.0
-    if subset is not None:
-        w = w * subset
-    passing = w * (above + fraction * at)
-    total = np.bincount(groups, weights=w, minlength=n_groups)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.bincount(groups, weights=passing, minlength=n_groups) / total
+    fraction = float(np.clip((target - w[above].sum()) / w_at, 0.0, 1.0)) if w_at > 0 else 0.0
+    return above + fraction * at
 
 
 def parity_spreads(
@@ -185,11 +191,19 @@ def parity_spreads(
         ``fpr`` (spreads of the true- and false-positive rates) and
         ``equalised_odds`` (the larger of the two), one value per working point.
     """
+    w = np.ones(len(score)) if weight is None else np.asarray(weight, dtype=np.float64)
+    order = np.argsort(-score, kind="stable")
     positive = label == 1
-    out: dict[str, list[float]] = {"demographic_parity": [], "tpr": [], "fpr": []}
+    subsets = {"demographic_parity": w, "tpr": w * positive, "fpr": w * ~positive}
+    totals = {
+        key: np.bincount(groups, weights=ws, minlength=n_groups) for key, ws in subsets.items()
+    }
+    out: dict[str, list[float]] = {key: [] for key in subsets}
     for q in working_points:
-        for key, subset in (("demographic_parity", None), ("tpr", positive), ("fpr", ~positive)):
-            rates = group_rates(score, groups, n_groups, float(q), weight, subset)
+        passing = _passing(score, order, w, float(q))
+        for key, ws in subsets.items():
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rates = np.bincount(groups, weights=ws * passing, minlength=n_groups) / totals[key]
             out[key].append(float(np.nanmax(rates) - np.nanmin(rates)))
     result = {key: np.asarray(values) for key, values in out.items()}
     result["equalised_odds"] = np.maximum(result["tpr"], result["fpr"])

@@ -38,8 +38,8 @@ def figures(
     out: dict[str, str] = {}
 
     for key, ylabel, file in (
-        ("demographic_parity", "spread of the positive rate", "spread_demographic_parity.png"),
-        ("equalised_odds", "spread of TPR or FPR, the larger", "spread_equalised_odds.png"),
+        ("demographic_parity", "positive-rate spread", "spread_demographic_parity.png"),
+        ("equalised_odds", "larger of TPR and FPR spreads", "spread_equalised_odds.png"),
     ):
         fig, ax = figure(width=9)
         for row in rows:
@@ -48,9 +48,10 @@ def figures(
             ax.plot(percent, value, color=colour, linestyle=line, marker=marker, label=row["label"])
             ax.fill_between(percent, value - sd, value + sd, color=colour, alpha=0.15)
         ax.set_xlabel("working point: people rejected [%]")
-        ax.set_ylabel(f"{ylabel} across age groups")
+        ax.set_ylabel(ylabel)
+        ax.set_title("across the age groups", fontsize="medium")
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize="x-small", ncol=2, loc="upper left")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
         out[key] = save_figure(fig, folder / file).name
 
     fig, ax = figure(width=9)
@@ -74,7 +75,7 @@ def figures(
     ax.set_xscale("log")
     ax.set_xlabel("dCor²(age, score)")
     ax.set_ylabel("AUC (out of fold)")
-    ax.legend(fontsize="x-small", loc="lower right")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     out["auc_vs_dcc"] = save_figure(fig, folder / "auc_vs_dcc.png").name
 
     rates = section["group_rates"]
@@ -103,11 +104,14 @@ def figures(
                 label=row["label"],
             )
         ax.axhline(1 - float(point), color="grey", linewidth=1)
-        ax.set_xticks(range(len(names)), names, fontsize="small")
+        ax.set_xticks(range(len(names)), names, fontsize="x-small", rotation=30)
         ax.set_xlabel("age group")
         ax.set_title(f"{100 * float(point):g}% rejected", fontsize="medium")
     np.atleast_1d(axes)[0].set_ylabel("positive rate")
-    np.atleast_1d(axes)[0].legend(fontsize="x-small", loc="lower left")
+    handles, labels = np.atleast_1d(axes)[0].get_legend_handles_labels()
+    fig.legend(
+        handles, labels, fontsize="small", loc="upper center", ncol=2, bbox_to_anchor=(0.5, 0.0)
+    )
     out["positive_rate_by_age"] = save_figure(fig, folder / "positive_rate_by_age.png").name
 
     fig, axes = figure(ncols=2, width=6.5)
