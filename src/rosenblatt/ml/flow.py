@@ -56,7 +56,7 @@ class ConditionalFlow(ConditionalCDFTransform):
         Widths of the hidden layers of the network that maps ``x`` to the
         spline parameters.
     learning_rate
-        Initial learning rate of Adam; divided by 4 after ``patience // 2``
+        Initial learning rate of Adam; multiplied by 0.3 after each two
         epochs without improvement of the held-out loss.
     batch_size
         Events per gradient step.
@@ -312,9 +312,7 @@ def _train(
     x_val, y_val, w_val = xs[val_idx], ys[val_idx], ws[val_idx]
     w_val_sum = float(w_val.sum())
     optimiser = torch.optim.Adam(flow.parameters(), lr=float(options.learning_rate))
-    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimiser, factor=0.25, patience=max(1, int(options.patience) // 2 - 1)
-    )
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimiser, factor=0.3, patience=1)
     generator = torch.Generator().manual_seed(int(options.seed))
     train = torch.as_tensor(train_idx)
     batch = int(options.batch_size)
