@@ -19,7 +19,6 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ import rosenblatt as rb
 from rosenblatt.abcd import ClosureScan, abcd_histogram, closure_scan
 from rosenblatt.studies.lhco_config import CLASSES, PARTS, LhcoConfig
 from rosenblatt.studies.lhco_paper import paper_comparison
+from rosenblatt.studies.lhco_results import Closure, Decorrelation
 
 __all__ = ["CLASSIFIERS", "STEPS", "run"]
 
@@ -185,21 +185,6 @@ def _choose_models(cfg: LhcoConfig, models: list[dict[str, Any]], opt: Any) -> t
     return best, disco
 
 
-@dataclass
-class Decorrelation:
-    """IRGI and KDE of the best baseline: the scans over their parameter and the chosen fits."""
-
-    x_def: NDArray[np.float64]
-    y_def: NDArray[np.float64]
-    scans: dict[str, list[dict[str, Any]]]
-    fitted: dict[str, dict[float, Any]]
-    chosen: dict[str, Any]
-
-    def transform(self, name: str) -> Any:
-        """The chosen fit of ``name`` (``"irgi"`` or ``"kde"``)."""
-        return self.fitted[name][self.chosen[name]]
-
-
 def _decorrelate(cfg: LhcoConfig, samples: dict[str, Any], best: dict[str, Any], folder: Path) -> Decorrelation:
     """Fit IRGI and KDE on the validation background; pick each parameter on the optimisation sample."""
     val, opt = samples["validation"], samples["optimisation"]
@@ -262,17 +247,6 @@ def _figures_of_merit(cfg: LhcoConfig, mjj: NDArray[np.float64], label: NDArray[
         "pull_mean": float(np.mean(pulls)) if len(pulls) else float("nan"),
         "pull_std": float(np.std(pulls)) if len(pulls) else float("nan"),
     }
-
-
-@dataclass
-class Closure:
-    """The testing sample's scores, its ABCD closure per classifier, and the statistics stage's output."""
-
-    scores: dict[str, NDArray[np.float64]]
-    closures: dict[str, ClosureScan]
-    agreement: dict[str, Any]
-    classifiers: dict[str, dict[str, Any]]
-    statistics: dict[str, Any]
 
 
 def _close(
@@ -453,12 +427,8 @@ def _write_report(
     from rosenblatt.studies.lhco_report import figures, report
 
     test = samples["testing"]
-    best, disco = chosen_models
-    figs = figures(
-        folder, summary, models, best, disco, fits.scans, fits.chosen, closure.closures,
-        np.asarray(test["mjj"], dtype=np.float64), np.asarray(test["label"]), closure.scores,
-        fits.transform("irgi"), fits.x_def, fits.y_def, closure.statistics,
-    )
+    mjj, label = np.asarray(test["mjj"], dtype=np.float64), np.asarray(test["label"])
+    figs = figures(folder, summary, models, chosen_models, fits, closure, mjj, label)
     text = report(summary, figs)
     if summary.get("peers"):
         from rosenblatt.studies.peers import section

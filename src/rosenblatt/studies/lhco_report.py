@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from rosenblatt.abcd import ClosureScan
 from rosenblatt.studies.lhco_paper import paper_table
+from rosenblatt.studies.lhco_results import Closure, Decorrelation
 
 __all__ = ["figures", "report"]
 
@@ -22,26 +23,39 @@ def figures(
     folder: Path,
     summary: dict[str, Any],
     models: list[dict[str, Any]],
-    best: dict[str, Any],
-    disco: dict[str, Any] | None,
-    scans: dict[str, list[dict[str, Any]]],
-    chosen: dict[str, Any],
-    closures: dict[str, ClosureScan],
+    chosen_models: tuple[dict[str, Any], dict[str, Any] | None],
+    fits: Decorrelation,
+    closure: Closure,
     mjj: NDArray[np.float64],
     label: NDArray[np.int64],
-    scores: dict[str, NDArray[np.float64]],
-    irgi: Any,
-    x_def: NDArray[np.float64],
-    y_def: NDArray[np.float64],
-    stats: dict[str, Any] | None = None,
 ) -> dict[str, str]:
-    """Draw every figure of the study; return ``{key: file name}``."""
-    import rosenblatt as rb
-    from rosenblatt.plotting import figure, plot_eta_map, plot_irgi_grid, plot_plane, save_figure
+    """Draw every figure of the study into ``folder``; return ``{key: file name}``."""
+    out = {
+        "dcc_auc": _dcc_auc_plane(folder, models, chosen_models, fits),
+        "roc": _roc(folder, summary, label, closure.scores),
+    }
+    for name in closure.closures:
+        out[f"plane_{name}"] = _plane(folder, name, summary[name], closure, mjj, label)
+    out["eta_lines"] = _eta_lines(folder, closure.closures)
+    out["eta_hist"] = _eta_histograms(folder, closure.closures)
+    out["irgi_grid"] = _irgi_grid(folder, fits)
+    if summary.get("contamination"):
+        out["contamination"] = _contamination_figure(folder, summary["contamination"])
+    if closure.statistics.get("maps"):
+        out["sensitivity"] = _sensitivity(folder, closure.statistics["maps"])
+    return out
 
-    out: dict[str, str] = {}
 
-    # DCC-AUC plane on the optimisation sample
+def _dcc_auc_plane(
+    folder: Path,
+    models: list[dict[str, Any]],
+    chosen_models: tuple[dict[str, Any], dict[str, Any] | None],
+    fits: Decorrelation,
+) -> str:
+    """Every trained model and the IRGI and KDE scans in the dCor²-AUC plane of the optimisation sample."""
+    from rosenblatt.plotting import figure, save_figure
+
+    best, disco = chosen_models
     fig, ax = figure(width=9)
     base = [m for m in models if m["name"].startswith(("baseline", "gbdt"))]
     ax.scatter([m["opt_dcc"] for m in base], [m["opt_auc"] for m in base], color="black", marker="o", label="baseline (seeds)")
@@ -50,8 +64,9 @@ def figures(
         sc = ax.scatter([m["opt_dcc"] for m in dm], [m["opt_auc"] for m in dm], c=[m["alpha"] for m in dm], cmap="Blues", marker="s", edgecolors="tab:blue", label=r"DisCo ($\alpha$ x seeds)")
         fig.colorbar(sc, ax=ax, label=r"DisCo $\alpha$")
     for name, marker in (("irgi", "^"), ("kde", "v")):
-        ax.plot([s["dcc"] for s in scans[name]], [s["auc"] for s in scans[name]], marker=marker, color=COLOURS[name], label=f"{LABELS[name]} ({'d' if name == 'irgi' else 'σ_r'} scan)")
-        pick = next(s for s in scans[name] if s["value"] == chosen[name])
+        scan = fits.scans[name]
+        ax.plot([s["dcc"] for s in scan], [s["auc"] for s in scan], marker=marker, color=COLOURS[name], label=f"{LABELS[name]} ({'d' if name == 'irgi' else 'σ_r'} scan)")
+        pick = next(s for s in scan if s["value"] == fits.chosen[name])
         ax.scatter(pick["dcc"], pick["auc"], s=400, facecolors="none", edgecolors=COLOURS[name], linewidths=2)
     ax.scatter(best["opt_dcc"], best["opt_auc"], s=400, facecolors="none", edgecolors="black", linewidths=2)
     if disco is not None:
@@ -61,9 +76,14 @@ def figures(
     ax.set_ylabel("AUC")
     ax.legend(fontsize="small", loc="lower right")
     ax.set_title("optimisation sample; chosen models circled", fontsize="medium")
-    out["dcc_auc"] = save_figure(fig, folder / "dcc_auc_plane.png").name
+    return save_figure(fig, folder / "dcc_auc_plane.png").name
 
-    # ROC curves on the testing sample
+
+def _roc(folder: Path, summary: dict[str, Any], label: NDArray[np.int64], scores: dict[str, NDArray[np.float64]]) -> str:
+    """ROC curves of the testing sample."""
+    import rosenblatt as rb
+    from rosenblatt.plotting import figure, save_figure
+
     fig, ax = figure()
     for name, score in scores.items():
         fpr, tpr, _ = rb.roc_curve(label, score)
@@ -72,23 +92,33 @@ def figures(
     ax.set_xlabel("signal efficiency")
     ax.set_ylabel("background rejection")
     ax.legend()
-    out["roc"] = save_figure(fig, folder / "roc.png").name
+    return save_figure(fig, folder / "roc.png").name
 
-    # per classifier: (mjj, score) plane with the best cut, and |eta| over the grid
-    for name, scan in closures.items():
-        fig, axes = figure(ncols=2)
-        bkg = label == 0
-        plot_plane(
-            axes[0], mjj[bkg] / 1000, scores[name][bkg], x_range=(1.5, 5.0), y_range=(0, 1),
-            signal=(mjj[~bkg] / 1000, scores[name][~bkg]), xlabel=r"m$_{jj}$ [TeV]", ylabel=f"{LABELS[name]} score",
-        )
-        cut = summary[name]["closure_at_best"]
-        axes[0].axvline(cut["x0"] / 1000, color="tab:red")
-        axes[0].axhline(cut["y0"], color="tab:red")
-        plot_eta_map(axes[1], scan, x_scale=1e-3, xlabel=r"$x_0$ [TeV]")
-        out[f"plane_{name}"] = save_figure(fig, folder / f"abcd_{name}.png").name
 
-    # eta vs y0, one line per x0
+def _plane(
+    folder: Path, name: str, entry: dict[str, Any], closure: Closure, mjj: NDArray[np.float64], label: NDArray[np.int64]
+) -> str:
+    """One classifier's (m_jj, score) plane with its best cut, and |eta| over the cut grid."""
+    from rosenblatt.plotting import figure, plot_eta_map, plot_plane, save_figure
+
+    score = closure.scores[name]
+    fig, axes = figure(ncols=2)
+    bkg = label == 0
+    plot_plane(
+        axes[0], mjj[bkg] / 1000, score[bkg], x_range=(1.5, 5.0), y_range=(0, 1),
+        signal=(mjj[~bkg] / 1000, score[~bkg]), xlabel=r"m$_{jj}$ [TeV]", ylabel=f"{LABELS[name]} score",
+    )
+    cut = entry["closure_at_best"]
+    axes[0].axvline(cut["x0"] / 1000, color="tab:red")
+    axes[0].axhline(cut["y0"], color="tab:red")
+    plot_eta_map(axes[1], closure.closures[name], x_scale=1e-3, xlabel=r"$x_0$ [TeV]")
+    return save_figure(fig, folder / f"abcd_{name}.png").name
+
+
+def _eta_lines(folder: Path, closures: dict[str, ClosureScan]) -> str:
+    """eta against y0, one line per x0, per classifier."""
+    from rosenblatt.plotting import figure, save_figure
+
     fig, axes = figure(ncols=len(closures), width=5.5)
     for ax, (name, scan) in zip(np.atleast_1d(axes), closures.items(), strict=True):
         step = max(1, len(scan.x0) // 10)
@@ -98,9 +128,13 @@ def figures(
         ax.set_xlabel(r"$y_0$")
         ax.set_title(LABELS[name], fontsize="medium")
     np.atleast_1d(axes)[0].set_ylabel(r"$\eta_A^{sig}$ (one line per $x_0$)")
-    out["eta_lines"] = save_figure(fig, folder / "eta_vs_y0.png").name
+    return save_figure(fig, folder / "eta_vs_y0.png").name
 
-    # eta histograms and pulls
+
+def _eta_histograms(folder: Path, closures: dict[str, ClosureScan]) -> str:
+    """Histograms of |eta| and of its pull over the cut grid."""
+    from rosenblatt.plotting import figure, save_figure
+
     fig, axes = figure(ncols=2)
     bins = np.linspace(-8, 0, 41)
     for name, scan in closures.items():
@@ -112,35 +146,41 @@ def figures(
     for ax in axes:
         ax.set_ylabel("cuts")
         ax.legend(fontsize="small")
-    out["eta_hist"] = save_figure(fig, folder / "eta_histograms.png").name
+    return save_figure(fig, folder / "eta_histograms.png").name
 
-    # the IRGI grid over the defining sample
+
+def _irgi_grid(folder: Path, fits: Decorrelation) -> str:
+    """The chosen IRGI grid over the defining sample."""
+    from rosenblatt.plotting import figure, plot_irgi_grid, plot_plane, save_figure
+
+    x_def, y_def = fits.x_def, fits.y_def
     fig, ax = figure()
     plot_plane(ax, x_def, y_def, x_range=(float(x_def.min()), float(x_def.max())), y_range=(0, 1), xlabel=r"m$_{jj}$ [GeV]", ylabel="baseline score")
-    plot_irgi_grid(ax, irgi, vertex_size=4.0)
-    ax.set_title(f"IRGI grid, d = {chosen['irgi']}, defining background", fontsize="medium")
-    out["irgi_grid"] = save_figure(fig, folder / "irgi_grid.png").name
+    plot_irgi_grid(ax, fits.transform("irgi"), vertex_size=4.0)
+    ax.set_title(f"IRGI grid, d = {fits.chosen['irgi']}, defining background", fontsize="medium")
+    return save_figure(fig, folder / "irgi_grid.png").name
 
-    if summary.get("contamination"):
-        out["contamination"] = _contamination_figure(folder, summary["contamination"])
-    if stats and stats.get("maps"):
-        fig, axes = figure(ncols=len(stats["maps"]), width=7.0)
-        for ax, (name, smap) in zip(np.atleast_1d(axes), stats["maps"].items(), strict=True):
-            rows, columns = np.nonzero(np.isfinite(smap.significance))
-            points = ax.scatter(
-                smap.x0[rows] / 1000, smap.y0[columns], c=smap.significance[rows, columns],
-                cmap="viridis", s=400, marker="s",
-            )
-            fig.colorbar(points, ax=ax, label="Z (Asimov)")
-            ax.set_xlim(smap.x0[0] / 1000 - 0.1, smap.x0[-1] / 1000 + 0.1)
-            ax.set_ylim(smap.y0[0] - 0.05, smap.y0[-1] + 0.05)
-            ax.set_xlabel(r"$x_0$ [TeV]")
-            ax.set_title(LABELS[name], fontsize="medium")
-        np.atleast_1d(axes)[0].set_ylabel(r"$y_0$")
-        fig.suptitle("expected discovery significance of the ABCD likelihood on a coarse cut grid (blank: not computable)", fontsize="medium")
-        fig.tight_layout()
-        out["sensitivity"] = save_figure(fig, folder / "sensitivity_map.png").name
-    return out
+
+def _sensitivity(folder: Path, maps: dict[str, Any]) -> str:
+    """The expected significance over the coarse cut grid, per classifier."""
+    from rosenblatt.plotting import figure, save_figure
+
+    fig, axes = figure(ncols=len(maps), width=7.0)
+    for ax, (name, smap) in zip(np.atleast_1d(axes), maps.items(), strict=True):
+        rows, columns = np.nonzero(np.isfinite(smap.significance))
+        points = ax.scatter(
+            smap.x0[rows] / 1000, smap.y0[columns], c=smap.significance[rows, columns],
+            cmap="viridis", s=400, marker="s",
+        )
+        fig.colorbar(points, ax=ax, label="Z (Asimov)")
+        ax.set_xlim(smap.x0[0] / 1000 - 0.1, smap.x0[-1] / 1000 + 0.1)
+        ax.set_ylim(smap.y0[0] - 0.05, smap.y0[-1] + 0.05)
+        ax.set_xlabel(r"$x_0$ [TeV]")
+        ax.set_title(LABELS[name], fontsize="medium")
+    np.atleast_1d(axes)[0].set_ylabel(r"$y_0$")
+    fig.suptitle("expected discovery significance of the ABCD likelihood on a coarse cut grid (blank: not computable)", fontsize="medium")
+    fig.tight_layout()
+    return save_figure(fig, folder / "sensitivity_map.png").name
 
 
 def _contamination_figure(folder: Path, rows: list[dict[str, Any]]) -> str:
