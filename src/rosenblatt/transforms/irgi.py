@@ -70,6 +70,17 @@ class IRGI(ColumnGridTransform):
     selection_ : Selection or None
         With ``depth="auto"``: the depths tried and their scores.
 
+    Several protected observables (``x`` of shape ``(n, k)``, ``k <= 3``, or a
+    list of ``k`` arrays): the sample is bisected ``depth`` times by summed
+    weight, the split cycling over the observables, into ``2**depth`` cells
+    of equal weight; each cell is bisected in ``y`` at its weighted quantiles
+    (``y_depth_`` levels, about three events per bin) and ``gamma`` blends the
+    cells' CDFs with tensor hats centred on the cells' boxes (see
+    :mod:`rosenblatt.transforms._irgi_vector`, which says why). ``depth="auto"``
+    cross-validates ``depth`` as in one dimension; ``domain`` is not used.
+    Attributes of such a fit: ``boxes_`` (``(2**depth, 2, k)``), ``y_edges_``
+    and ``cdf_`` per cell, ``depth_``, ``y_depth_``, ``selection_``.
+
     Notes
     -----
     Ties in ``y`` (a saturated score) are exact: an edge that falls on a tied
@@ -80,6 +91,7 @@ class IRGI(ColumnGridTransform):
     """
 
     kind: ClassVar[str] = "irgi"
+    max_x_dims: ClassVar[int] = 3
 
     x_centres_: NDArray[np.float64]
     x_boundaries_: NDArray[np.float64]
@@ -124,6 +136,97 @@ class IRGI(ColumnGridTransform):
             domain = self._resolve_domain(x, y)
         self._fit_grid(x, y, w, depth, domain)
         self.selection_ = selection
+
+    def _fit_vector(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+        from rosenblatt.transforms import _irgi_vector as iv
+        from rosenblatt.transforms.selection import check_folds, check_seed
+
+        if self.domain is not None:
+            msg = "domain is not used with several observables: give domain=None"
+            raise ValueError(msg)
+        selection = None
+        if isinstance(self.depth, str) and self.depth == "auto":
+            selection = iv.select_depth(x, y, w, check_folds(self.folds, len(y)), check_seed(self.seed))
+            depth = int(selection.chosen)
+        else:
+            depth = self._checked_vector_depth(len(y))
+        boxes, edges, cdf, y_depth = iv.fit_cells(x, y, w, depth)
+        lo, hi = x.min(axis=0), x.max(axis=0)
+        domain = ((tuple(map(float, lo)), tuple(map(float, hi))), (float(y.min()), float(y.max())))
+        self._set_cells(domain, boxes, edges, cdf, depth, y_depth)
+        self.selection_ = selection
+
+    def _checked_vector_depth(self, n_events: int) -> int:
+        from rosenblatt.transforms._irgi_vector import max_vector_depth
+
+        depth, largest = self.depth, max_vector_depth(n_events)
+        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 1 <= depth <= largest:
+            msg = (
+                f"depth must be 'auto' or an integer in [1, {largest}] for {n_events} events on "
+                f"several observables (cells of at least 16 events), got {depth!r}"
+            )
+            raise ValueError(msg)
+        return int(depth)
+
+    def _set_cells(self, domain: Any, boxes: NDArray[np.float64], edges: NDArray[np.float64],
+                   cdf: NDArray[np.float64], depth: int, y_depth: int) -> None:
+        """Store the cells of a fit on several observables."""
+        for name in ("x_centres_", "x_boundaries_", "column_weight_"):
+            self.__dict__.pop(name, None)
+        self.domain_ = domain
+        self.boxes_, self.y_edges_, self.cdf_ = boxes, edges, cdf
+        self.depth_, self.y_depth_ = depth, y_depth
+
+    def _transform_vector(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        from rosenblatt.transforms._irgi_vector import blend_cells
+
+        return blend_cells(self.boxes_, self.y_edges_, self.cdf_, x, y)
+
+    def _vector_state(self) -> dict[str, Any]:
+        (x_lo, x_hi), y_range = self.domain_
+        return {
+            "params": {"depth": self.depth if self.depth == "auto" else int(self.depth_),
+                       "folds": int(self.folds), "seed": int(self.seed)},
+            "x_dims": self.x_dims,
+            "depth": int(self.depth_),
+            "y_depth": int(self.y_depth_),
+            "domain": [[list(x_lo), list(x_hi)], list(y_range)],  # type: ignore[call-overload]
+            "boxes": self.boxes_.tolist(),
+            "y_edges": self.y_edges_.tolist(),
+            "cdf": self.cdf_.tolist(),
+            "selection": None if self.selection_ is None else self.selection_.to_dict(),
+            "n_events": int(self.n_events_),
+            "sum_weight": float(self.sum_weight_),
+        }
+
+    @classmethod
+    def _from_vector_state(cls, state: dict[str, Any]) -> IRGI:
+        from rosenblatt._schema import SchemaError, check_array
+        from rosenblatt.transforms._grid_kde_vector import _vector_domain
+        from rosenblatt.transforms.selection import Selection
+
+        params, k, depth = state["params"], state["x_dims"], state["depth"]
+        obj = cls(params["depth"], folds=params["folds"], seed=params["seed"])
+        domain = _vector_domain(state["domain"], k)
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 24:
+            msg = f"depth must be an integer in [1, 24], got {depth!r}"
+            raise SchemaError(msg)
+        boxes = check_array(state["boxes"], "boxes", (2**depth, 2, k))
+        width = len(state["y_edges"][0]) if state["y_edges"] else 0
+        edges = check_array(state["y_edges"], "y_edges", (2**depth, max(width, 2)), nondecreasing=True)
+        cdf = check_array(state["cdf"], "cdf", (2**depth, max(width, 2)), nondecreasing=True, unit=True)
+        if not np.all(boxes[:, 1] > boxes[:, 0]):
+            msg = "every cell's box must have a positive width along every observable"
+            raise SchemaError(msg)
+        if np.any(cdf[:, 0] != 0) or np.any(cdf[:, -1] != 1):
+            msg = "cdf must start at 0 and end at 1 in every cell"
+            raise SchemaError(msg)
+        obj._set_cells(domain, boxes, edges, cdf, depth, int(state["y_depth"]))
+        obj.selection_ = None if state["selection"] is None else Selection.from_dict(state["selection"])
+        obj.x_dims_ = k
+        obj.n_events_ = int(state["n_events"])
+        obj.sum_weight_ = float(state["sum_weight"])
+        return obj
 
     def _select_depth(
         self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None, domain: Domain
@@ -288,6 +391,11 @@ class IRGI(ColumnGridTransform):
     def describe(self) -> str:
         """The depth and the shape of ``gamma`` between the grid's vertices."""
         self._check_fitted()
+        if self.x_dims > 1:
+            return (
+                f"IRGI of depth {self.depth_} on {self.x_dims} observables: {len(self.boxes_)} cells, "
+                "linear in y between each cell's edges, blended in x by tensor hats over the cells"
+            )
         return (
             f"IRGI of depth {self.depth_}: linear in y between the edges of each of its "
             f"{len(self.x_centres_)} columns and linear in x between column centres"
@@ -302,6 +410,8 @@ class IRGI(ColumnGridTransform):
     def get_state(self) -> dict[str, Any]:
         """Hyper-parameters and learned state as JSON-compatible data."""
         self._check_fitted()
+        if self.x_dims > 1:
+            return self._vector_state()
         state: dict[str, Any] = {
             "params": {"depth": int(self.depth_), "domain": _domain_list(self.domain)},
             "domain": _domain_list(self.domain_),
@@ -325,6 +435,8 @@ class IRGI(ColumnGridTransform):
         """Rebuild a fitted IRGI from :meth:`get_state` output, checking every invariant."""
         from rosenblatt._schema import SchemaError, check_array, check_domain
 
+        if state.get("x_dims", 1) != 1:
+            return cls._from_vector_state(state)
         params = state["params"]
         depth = params["depth"]
         if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 30:
