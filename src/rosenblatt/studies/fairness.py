@@ -602,6 +602,9 @@ def _claims(
 
 def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     """Run the fairness study of ``config`` and write ``report.md``, ``summary.json`` and figures."""
+    # scikit-learn's OpenMP and BLAS runtimes are loaded first: a thread limit reaches only
+    # the libraries loaded when it is set
+    import sklearn.ensemble  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     from rosenblatt.studies import fairness_report
