@@ -36,6 +36,7 @@ JOINT: dict[str, Factory] = {
     "GridKDE auto (degree 2)": lambda: rb.GridKDE("auto"),
     "GridKDE auto (degree 1)": lambda: rb.GridKDE("auto", degree=1),
     "KDE auto (product kernel)": lambda: rb.KDE("auto"),
+    "IRGI auto (k-d cells)": lambda: rb.IRGI("auto"),
 }
 
 
@@ -85,13 +86,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--cases", nargs="*", default=sorted(VECTOR_CASES))
     parser.add_argument("--json", help="write the rows to this file")
+    parser.add_argument("--estimators", nargs="*", default=sorted(JOINT), help="names of the joint estimators")
     args = parser.parse_args()
     n, draws = (10_000, 1) if args.quick else (100_000, 3)
+    joint = {name: JOINT[name] for name in args.estimators}
     rows = []
     for case_name in args.cases:
         for draw in range(draws):
-            rows += _one_draw(case_name, n, 20_000, draw, JOINT)
-            print(json.dumps(rows[-len(JOINT) - 2 :]), flush=True)
+            rows += _one_draw(case_name, n, 20_000, draw, joint)
+            print(json.dumps(rows[-len(joint) - 2 :]), flush=True)
     print(f"\nRMS of gamma against the exact conditional CDF ({n} defining, 20000 testing, {draws} draw(s))")
     for case_name in args.cases:
         print(f"\n{case_name}")
