@@ -117,6 +117,14 @@ def main() -> int:
         memory_probe(args.memory_probe[0], int(args.memory_probe[1]))
         return 0
 
+    dcor_table(args)
+    print()
+    permutation_table(args)
+    return 0
+
+
+def dcor_table(args: argparse.Namespace) -> None:
+    """Weighted dCor^2 against dcor's unweighted mergesort: time, memory and difference."""
     import dcor
     from _summary import record
 
@@ -173,7 +181,13 @@ def main() -> int:
                     "(fallback, reported)", None,
                 )
 
-    print()
+
+def permutation_table(args: argparse.Namespace) -> None:
+    """The permutation test on one and two threads."""
+    from _summary import record
+
+    from rosenblatt import metrics
+
     n_events = args.permutation_events
     x, y, weight = sample(n_events, seed=1)
     print(f"permutation test, {args.permutations} permutations of {n_events} weighted events")
@@ -198,7 +212,6 @@ def main() -> int:
             f"{single / elapsed:>9.2f}"
         )
     print(f"statistic {result.statistic:.4g}, floor {result.floor:.3g} +- {result.floor_std:.2g}")
-    return 0
 
 
 if __name__ == "__main__":
