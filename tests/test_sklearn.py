@@ -11,6 +11,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_pre
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from toy_transform import ShiftedUniform
 
 import rosenblatt as rb
 from rosenblatt.sklearn import DecorrelatedClassifier, expected_failed_checks
@@ -74,6 +75,27 @@ def test_negative_class_score_is_independent_of_age(cdf):
         assert np.mean(gamma > t) == pytest.approx(1 - t, abs=0.03)
         assert _spread(gamma, age, t) < 0.06
         assert _spread(gamma, age, t) < _spread(raw_score, age, np.quantile(raw_score, t))
+
+
+def test_two_protected_columns_with_a_vector_transform():
+    X, y = _population(6000)
+    X_test, y_test = _population(6000, seed=1)
+    X = X.assign(f2=X["f2"] + 0.02 * X["age"])
+    X_test = X_test.assign(f2=X_test["f2"] + 0.02 * X_test["age"])
+    model = DecorrelatedClassifier(
+        LogisticRegression(), protected=["age", "f2"], cdf=rb.GridKDE(sigma_r="auto")
+    ).fit(X, y)
+    neg = y_test == 0
+    gamma = model.predict_proba(X_test)[neg, 1]
+    raw = model.estimator_.predict_proba(X_test)[neg, 1]
+    np.testing.assert_allclose(
+        gamma, model.cdf_.transform(X_test[["age", "f2"]].to_numpy()[neg], raw)
+    )
+    for column in ("age", "f2"):
+        x = X_test[column].to_numpy()[neg]
+        for t in (0.2, 0.5, 0.8):
+            # the raw score depends strongly on both; the 2-d estimate leaves a quarter at most
+            assert _spread(gamma, x, t) < 0.25 * _spread(raw, x, np.quantile(raw, t))
 
 
 def test_defining_all_gives_demographic_parity_at_every_threshold():
@@ -213,7 +235,10 @@ def test_bad_input_is_named():
     assert "'income' is not a column" in _fit_error(X, y, protected="income")
     assert "position 5 is out of range" in _fit_error(X.to_numpy(), y, protected=5)
     assert "given twice" in _fit_error(X, y, protected=["age", 1])
-    assert "does not accept a vector x" in _fit_error(X, y, protected=["age", "f2"])
+    scalar = _fit_error(X, y, protected=["age", "f2"], cdf=ShiftedUniform())
+    assert "ShiftedUniform could not be fitted on the negative-class defining sample" in scalar
+    assert "protected ['age', 'f2']" in scalar
+    assert "one-dimensional" in scalar
     assert "defining must be" in _fit_error(X, y, protected="age", defining="positive")
     assert "threshold must be" in _fit_error(X, y, protected="age", threshold=1.5)
     assert "rosenblatt transform" in _fit_error(X, y, protected="age", cdf=StandardScaler())
@@ -221,7 +246,10 @@ def test_bad_input_is_named():
     text = X.assign(age=X["age"].astype(str).where(X["age"] > 30, "young"))
     assert "protected column(s) ['age'] must be numeric" in _fit_error(text, y, protected="age")
     few = _fit_error(X.iloc[:30], np.r_[np.zeros(10), np.ones(20)], protected="age")
-    assert "could not be fitted on the negative-class defining sample (10 events)" in few
+    assert (
+        "could not be fitted on the negative-class defining sample (10 events, protected ['age'])"
+        in few
+    )
 
 
 def test_nan_in_the_protected_column_at_prediction():

@@ -69,8 +69,9 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         The protected column: a column name of a DataFrame, or an integer
         position (negative counts from the end); a sequence of them for
         several columns, which needs a transform that accepts a vector
-        ``x`` (the scalar transforms raise a ``ValueError``). Its values must
-        be numeric and finite, at ``fit`` and at prediction.
+        ``x`` (IRGI, KDE and GridKDE do; a transform of a scalar ``x``
+        raises a ``ValueError``). Its values must be numeric and finite, at
+        ``fit`` and at prediction.
     cdf
         The estimator of ``gamma``, a rosenblatt conditional-CDF transform (:class:`rosenblatt.IRGI`,
         :class:`rosenblatt.KDE`, :class:`rosenblatt.GridKDE` or any
@@ -302,8 +303,8 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         ValueError
             On invalid parameters, a protected column that is missing, not
             numeric or not finite, labels that are not binary, several
-            protected columns with a transform of scalar ``x``, or a defining
-            sample too small for the transform.
+            protected columns with a transform of a scalar ``x``, or a defining
+            sample the transform cannot be fitted on.
         """
         self._check_params()
         X = self._check_X(X, reset=True)
@@ -356,19 +357,12 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
                 x[defining], score[defining], None if weight is None else weight[defining]
             )
         except ValueError as err:
-            if x.ndim == 2:
-                names = [self._column_name(i) for i in self.protected_indices_]
-                msg = (
-                    f"protected={self.protected!r} names {x.shape[1]} columns {names}, but "
-                    f"{type(transform).__name__} does not accept a vector x ({err}): protect "
-                    "one column, or use a transform fitted on several"
-                )
-            else:
-                which = "negative-class" if self.defining == "negative" else "whole"
-                msg = (
-                    f"{type(transform).__name__} could not be fitted on the {which} defining "
-                    f"sample ({int(defining.sum())} events): {err}"
-                )
+            which = "negative-class" if self.defining == "negative" else "whole"
+            names = [self._column_name(i) for i in self.protected_indices_]
+            msg = (
+                f"{type(transform).__name__} could not be fitted on the {which} defining "
+                f"sample ({int(defining.sum())} events, protected {names}): {err}"
+            )
             raise ValueError(msg) from err
         self.estimator_ = estimator
         self.cdf_ = transform
