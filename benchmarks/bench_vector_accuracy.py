@@ -14,6 +14,7 @@ Run::
 
     python benchmarks/bench_vector_accuracy.py            # 10^5 defining, 2x10^4 testing, 3 draws
     python benchmarks/bench_vector_accuracy.py --quick    # 10^4 defining, 1 draw
+    python benchmarks/bench_vector_accuracy.py --throughput   # fit and transform of 10^6 events, k = 1 and 2
 """
 
 from __future__ import annotations
@@ -81,15 +82,41 @@ def _dcor_timing(n: int) -> dict[str, float]:
     }
 
 
+def _throughput(n: int) -> list[dict[str, Any]]:
+    """Seconds to fit and to transform ``n`` events, two observables against the first alone."""
+    case = VECTOR_CASES["two_observables"]
+    x, y = case.sample(n, seed=4)
+    rows = []
+    jobs = (
+        ("GridKDE(0.3)", "k=1", lambda: rb.GridKDE(0.3), x[:, 0]),
+        ("GridKDE(0.3)", "k=2", lambda: rb.GridKDE(0.3), x),
+        ("IRGI(9), scalar depth", "k=1", lambda: rb.IRGI(9), x[:, 0]),
+        ("IRGI(12), 4096 cells", "k=2", lambda: rb.IRGI(12), x),
+    )
+    for name, label, make, xs in jobs:
+        start = time.perf_counter()
+        transform = make().fit(xs, y)
+        fitted = time.perf_counter()
+        transform.transform(xs, y)
+        rows.append({"estimator": name, "x": label, "fit_seconds": fitted - start,
+                     "transform_seconds": time.perf_counter() - fitted})
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--cases", nargs="*", default=sorted(VECTOR_CASES))
     parser.add_argument("--json", help="write the rows to this file")
+    parser.add_argument("--throughput", action="store_true", help="only time fit and transform of 10^6 events")
     parser.add_argument("--estimators", nargs="*", default=sorted(JOINT), help="names of the joint estimators")
     args = parser.parse_args()
     n, draws = (10_000, 1) if args.quick else (100_000, 3)
     joint = {name: JOINT[name] for name in args.estimators}
+    if args.throughput:
+        for row in _throughput(1_000_000):
+            print(json.dumps(row), flush=True)
+        return
     rows = []
     for case_name in args.cases:
         for draw in range(draws):
