@@ -144,9 +144,9 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     def __sklearn_tags__(self) -> Tags:
         """Binary only; the accuracy at ``threshold`` is not the estimator's (see the class)."""
         tags = super().__sklearn_tags__()
-        assert tags.classifier_tags is not None
-        tags.classifier_tags.multi_class = False
-        tags.classifier_tags.poor_score = True
+        if tags.classifier_tags is not None:
+            tags.classifier_tags.multi_class = False
+            tags.classifier_tags.poor_score = True
         return tags
 
     # -------------------------------------------------------------- columns

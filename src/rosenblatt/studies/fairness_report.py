@@ -110,7 +110,7 @@ def figures(
     np.atleast_1d(axes)[0].set_ylabel("positive rate")
     handles, labels = np.atleast_1d(axes)[0].get_legend_handles_labels()
     fig.legend(
-        handles, labels, fontsize="small", loc="upper center", ncol=2, bbox_to_anchor=(0.5, 0.0)
+        handles, labels, fontsize="small", loc="upper center", ncol=2, bbox_to_anchor=(0.5, -0.1)
     )
     out["positive_rate_by_age"] = save_figure(fig, folder / "positive_rate_by_age.png").name
 
