@@ -57,7 +57,17 @@ def test_parity_spreads_of_a_score_that_ignores_the_group_are_small():
             assert spreads[key][i] == pytest.approx(rates.max() - rates.min(), abs=1e-12)
 
 
-def test_arrests_and_age_groups_come_from_the_installed_package():
+def test_arrests_and_age_groups_come_from_the_installed_package(monkeypatch):
+    import socket
+
+    from sklearn.datasets import load_digits
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("the fairness study must not open a network connection")
+
+    monkeypatch.setattr(socket, "socket", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    assert load_digits().data.shape == (1797, 64)
     X, y = fairness.arrests_table()
     assert X.shape == (5226, 7)
     assert y.mean() == pytest.approx(0.829, abs=0.001)
