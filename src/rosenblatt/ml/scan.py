@@ -289,9 +289,15 @@ def _finished(spec: ModelSpec, models_dir: Path, identity: dict[str, Any]) -> di
 
 
 def _worker_init() -> None:
-    """One thread per worker process: torch (when installed) and OpenMP."""
+    """One thread per worker process: torch (when installed) and OpenMP.
+
+    ``threadpool_limits`` reaches only the libraries loaded when it is called;
+    the environment variables cover those loaded later (scikit-learn's OpenMP).
+    """
     from threadpoolctl import threadpool_limits
 
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[variable] = "1"
     threadpool_limits(limits=1)
     try:
         import torch
