@@ -76,8 +76,10 @@ class TensorFolds:
         seed: int,
         spacing: float,
         max_nodes: int,
+        adaptive: bool = False,
     ) -> None:
         self.x, self.weight, self.degree, self.sigma_a = x, weight, degree, sigma_a
+        self.adaptive = adaptive
         self.folds, self.spacing, self.max_nodes = folds, spacing, max_nodes
         self.label = fold_labels(len(x), folds, seed)
         self.thresholds = brier_thresholds(y, weight, DEFAULT_THRESHOLDS)
@@ -89,9 +91,21 @@ class TensorFolds:
         self.lo, self.hi = x.min(axis=0), x.max(axis=0)
         self.scores: dict[tuple[float, ...], float] = {}
 
+    def steps(self, relative: Array) -> Array:
+        """Node spacing along every axis for the relative widths ``relative``.
+
+        With ``adaptive`` the spacing grows where the grid would exceed
+        ``max_nodes``, so that every width can be scored.
+        """
+        step = relative * self.sigma_a * self.train_scale * self.spacing
+        if self.adaptive:
+            per_axis = max(2, int(self.max_nodes ** (1.0 / len(step))))
+            step = np.maximum(step, (self.hi - self.lo) / (per_axis - 1) * (1 + 1e-9))
+        return np.asarray(step, dtype=np.float64)
+
     def node_count(self, relative: Array) -> int:
         """Nodes of the grid for the relative widths ``relative`` (per axis)."""
-        step = relative * self.sigma_a * self.train_scale * self.spacing
+        step = self.steps(relative)
         return math.prod(max(2, math.ceil((h - lo) / s) + 1) for lo, h, s in zip(self.lo, self.hi, step, strict=True))
 
     def score(self, relative: Array) -> float:
@@ -100,7 +114,7 @@ class TensorFolds:
         if key in self.scores:
             return self.scores[key]
         bandwidth = np.asarray(relative) * self.sigma_a * self.train_scale
-        axes = tg.tensor_nodes(self.lo, self.hi, bandwidth * self.spacing, self.max_nodes)
+        axes = tg.tensor_nodes(self.lo, self.hi, self.steps(np.asarray(relative)), self.max_nodes)
         binning = tg.multilinear_binning(self.x, axes)
         n_nodes, n_edges = math.prod(len(a) for a in axes), len(self.thresholds)
         mass, below = tg.tensor_histograms(binning, self.column, self.weight, n_nodes, n_edges, self.label, self.folds)
@@ -141,8 +155,13 @@ def select_vector_bandwidth(
     spacing: float,
     max_nodes: int,
     per_axis: bool = True,
+    adaptive: bool = False,
 ) -> tuple[Array, Selection]:
     """Choose the relative kernel widths (per axis) of a tensor-grid estimate of degree ``degree``.
+
+    ``adaptive`` widens the node spacing of narrow kernels instead of leaving
+    them out where their grid would hold too many nodes (for an estimate whose
+    fit is not on that grid, as the KDE's).
 
     Returns
     -------
@@ -152,7 +171,7 @@ def select_vector_bandwidth(
     """
     tensor = TensorFolds(
         x, y, weight, degree=degree, sigma_a=sigma_a, folds=folds, seed=seed, spacing=spacing,
-        max_nodes=max_nodes,
+        max_nodes=min(max_nodes, MAX_SCORED_ELEMENTS // (folds * DEFAULT_THRESHOLDS)), adaptive=adaptive,
     )
     k = x.shape[1]
     common = _CommonWidth(tensor)

@@ -176,7 +176,7 @@ class KDE(ConditionalCDFTransform):
 
             relative, selection = select_vector_bandwidth(
                 x, y, w, degree=0, sigma_a=sigma_a, folds=check_folds(self.folds, len(y)),
-                seed=check_seed(self.seed), spacing=0.5, max_nodes=VECTOR_SELECTION_NODES,
+                seed=check_seed(self.seed), spacing=0.5, max_nodes=VECTOR_SELECTION_NODES, adaptive=True,
             )
             sigma_r = selection.chosen
         else:
