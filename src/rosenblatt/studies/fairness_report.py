@@ -30,13 +30,22 @@ def figures(
     digits: dict[str, Any],
 ) -> dict[str, str]:
     """Draw the study's figures into ``folder``; return ``{key: file name}``."""
+    section = summary["arrests"]
+    return {
+        **_spread_figures(folder, section),
+        "auc_vs_dcc": _auc_vs_dcc(folder, section["methods"]),
+        "positive_rate_by_age": _positive_rate_by_age(folder, section),
+        "digits": _digits(folder, summary, digits),
+    }
+
+
+def _spread_figures(folder: Path, section: dict[str, Any]) -> dict[str, str]:
+    """The spreads of demographic parity and equalised odds against the working point."""
     from rosenblatt.plotting import figure, save_figure
 
-    section = summary["arrests"]
     rows = section["methods"]
     percent = 100 * np.asarray(section["working_points"])
     out: dict[str, str] = {}
-
     for key, ylabel, file in (
         ("demographic_parity", "positive-rate spread", "spread_demographic_parity.png"),
         ("equalised_odds", "larger of TPR and FPR spreads", "spread_equalised_odds.png"),
@@ -53,6 +62,13 @@ def figures(
         ax.set_ylim(bottom=0)
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
         out[key] = save_figure(fig, folder / file).name
+
+    return out
+
+
+def _auc_vs_dcc(folder: Path, rows: list[dict[str, Any]]) -> str:
+    """AUC against dCor²(age, score), with the permutation floor."""
+    from rosenblatt.plotting import figure, save_figure
 
     fig, ax = figure(width=9)
     for row in rows:
@@ -76,8 +92,15 @@ def figures(
     ax.set_xlabel("dCor²(age, score)")
     ax.set_ylabel("AUC (out of fold)")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    out["auc_vs_dcc"] = save_figure(fig, folder / "auc_vs_dcc.png").name
+    return save_figure(fig, folder / "auc_vs_dcc.png").name
 
+
+
+def _positive_rate_by_age(folder: Path, section: dict[str, Any]) -> str:
+    """The positive rate per age group at a few working points."""
+    from rosenblatt.plotting import figure, save_figure
+
+    rows = section["methods"]
     rates = section["group_rates"]
     points = list(next(iter(rates.values())))
     shown = [
@@ -112,7 +135,13 @@ def figures(
     fig.legend(
         handles, labels, fontsize="small", loc="upper center", ncol=2, bbox_to_anchor=(0.5, -0.1)
     )
-    out["positive_rate_by_age"] = save_figure(fig, folder / "positive_rate_by_age.png").name
+    return save_figure(fig, folder / "positive_rate_by_age.png").name
+
+
+
+def _digits(folder: Path, summary: dict[str, Any], digits: dict[str, Any]) -> str:
+    """The digits' score against their ink, raw and decorrelated."""
+    from rosenblatt.plotting import figure, save_figure
 
     fig, axes = figure(ncols=2, width=6.5)
     ink, label = digits["ink"], digits["y"]
@@ -143,8 +172,7 @@ def figures(
         ax.set_title(title, fontsize="medium")
     axes[0].set_ylabel("score (out of fold)")
     axes[0].legend(fontsize="small")
-    out["digits"] = save_figure(fig, folder / "digits_score_vs_ink.png").name
-    return out
+    return save_figure(fig, folder / "digits_score_vs_ink.png").name
 
 
 def _pm(value: float, sd: float, fmt: str = ".4f") -> str:
