@@ -44,7 +44,7 @@ def test_configuration_missing_a_section(tmp_path: Path, capsys: pytest.CaptureF
     config = tmp_path / "bad.yaml"
     config.write_text("study: blobs\nseed: 1\n")
     assert main(["run", str(config), "--output", str(tmp_path / "out")]) == 2
-    assert "missing configuration key 'background'" in capsys.readouterr().err
+    assert "bad.yaml: background: missing" in capsys.readouterr().err
 
 
 def test_unknown_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

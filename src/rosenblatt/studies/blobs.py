@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from scipy.stats import norm
 from tqdm.auto import tqdm
 
 import rosenblatt as rb
+from rosenblatt.studies.blobs_config import BlobsConfig
 
 __all__ = ["exact_gamma", "run", "sample_background", "sample_signal"]
 
@@ -44,131 +47,155 @@ def exact_gamma(x: NDArray[np.float64], y: NDArray[np.float64], rho: float) -> N
     return np.asarray(norm.cdf((y - rho * x) / np.sqrt(1.0 - rho * rho)))
 
 
-def _sigma_grid(spec: Any) -> list[float]:
-    if isinstance(spec, dict):
-        grid = np.geomspace(float(spec["min"]), float(spec["max"]), int(spec["n"]))
-        return [float(f"{v:.4g}") for v in grid]
-    return [float(v) for v in spec]
+@dataclass(frozen=True)
+class _Samples:
+    """The defining and testing samples of both populations, and the background's exact CDF."""
+
+    x_def: NDArray[np.float64]
+    y_def: NDArray[np.float64]
+    x_test: NDArray[np.float64]
+    y_test: NDArray[np.float64]
+    xs_def: NDArray[np.float64]
+    ys_def: NDArray[np.float64]
+    xs_test: NDArray[np.float64]
+    ys_test: NDArray[np.float64]
+    exact: NDArray[np.float64]
+
+    @classmethod
+    def draw(cls, cfg: BlobsConfig) -> _Samples:
+        """Draw every sample from the configuration's seed (in the order the study always used)."""
+        rng = np.random.default_rng(cfg.seed)
+        bkg, sig = cfg.background, cfg.signal
+        x_def, y_def = sample_background(bkg.n_defining, bkg.rho, rng)
+        x_test, y_test = sample_background(bkg.n_testing, bkg.rho, rng)
+        mean, cov = list(sig.mean), [list(row) for row in sig.cov]
+        xs_def, ys_def = sample_signal(sig.n_defining, mean, cov, rng)
+        xs_test, ys_test = sample_signal(sig.n_testing, mean, cov, rng)
+        exact = exact_gamma(x_test, y_test, bkg.rho)
+        return cls(x_def, y_def, x_test, y_test, xs_def, ys_def, xs_test, ys_test, exact)
+
+    def labelled_testing(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Background then signal testing events: ``x``, ``y`` and the label."""
+        label = np.r_[np.zeros(len(self.x_test)), np.ones(len(self.xs_test))]
+        return np.r_[self.x_test, self.xs_test], np.r_[self.y_test, self.ys_test], label
 
 
 def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     """Run the blob study of ``config`` and write ``report.md``, ``summary.json`` and figures."""
-    rng = np.random.default_rng(config.get("seed", 0))
-    bkg, sig = config["background"], config["signal"]
-    rho = float(bkg["rho"])
-    x_def, y_def = sample_background(int(bkg["n_defining"]), rho, rng)
-    x_test, y_test = sample_background(int(bkg["n_testing"]), rho, rng)
-    xs_def, ys_def = sample_signal(int(sig["n_defining"]), sig["mean"], sig["cov"], rng)
-    xs_test, ys_test = sample_signal(int(sig["n_testing"]), sig["mean"], sig["cov"], rng)
-    exact = exact_gamma(x_test, y_test, rho)
-
-    depths = [int(d) for d in config["irgi"]["depths"]]
-    sigmas = _sigma_grid(config["kde"]["sigma_r"])
-    n_sub = int(config.get("n_subsamples", 5))
-    n_perm = int(config.get("permutations", 100))
-    subsamples = np.array_split(np.arange(len(x_test)), n_sub)
-
-    methods: dict[str, dict[str, Any]] = {
-        "irgi": {"parameter": "depth", "values": depths, "make": lambda d: rb.IRGI(depth=d)},
-        "kde": {"parameter": "sigma_r", "values": sigmas, "make": lambda s: rb.KDE(sigma_r=s)},
+    cfg = BlobsConfig.parse(config)
+    data = _Samples.draw(cfg)
+    subsamples = np.array_split(np.arange(len(data.x_test)), cfg.n_subsamples)
+    methods: dict[str, tuple[str, Sequence[float], Callable[[Any], Any]]] = {
+        "irgi": ("depth", cfg.depths, lambda d: rb.IRGI(depth=d)),
+        "kde": ("sigma_r", cfg.sigma_r, lambda s: rb.KDE(sigma_r=s)),
     }
-    dcc_xy = np.array([rb.distance_correlation_sqr(x_test[i], y_test[i]) for i in subsamples])
+    dcc_xy = np.array([rb.distance_correlation_sqr(data.x_test[i], data.y_test[i]) for i in subsamples])
     results: dict[str, Any] = {}
     fitted: dict[str, dict[float, Any]] = {}
     for name, method in methods.items():
-        values = method["values"]
-        dcc = np.empty((n_sub, len(values)))
-        rms = []
-        gammas = {}
-        fitted[name] = {}
-        for j, value in enumerate(tqdm(values, desc=f"{name} {method['parameter']}", leave=False)):
-            transform = method["make"](value).fit(x_def, y_def)
-            gamma = transform.transform(x_test, y_test)
-            gammas[value] = gamma
-            fitted[name][value] = transform
-            rms.append(float(np.sqrt(np.mean((gamma - exact) ** 2))))
-            dcc[:, j] = [rb.distance_correlation_sqr(x_test[i], gamma[i]) for i in subsamples]
-        per_sub = []
-        for s, idx in enumerate(tqdm(subsamples, desc=f"{name} permutation floors", leave=False)):
-            best = int(np.argmin(dcc[s]))
-            test = rb.permutation_test(x_test[idx], gammas[values[best]][idx], n_permutations=n_perm, seed=s)
-            per_sub.append(
-                {
-                    "best_" + method["parameter"]: values[best],
-                    "dcc_best": float(dcc[s, best]),
-                    "dcc_floor": float(test.floor),
-                    "dcc_floor_std": float(test.floor_std),
-                    "p_value": float(test.p_value),
-                }
-            )
-        results[name] = {
-            "parameter": method["parameter"],
-            "values": values,
-            "dcc": dcc.tolist(),
-            "rms_exact": rms,
-            "subsamples": per_sub,
-        }
-        if config.get("whole_sample", False):
-            whole = [rb.distance_correlation_sqr(x_test, gammas[v]) for v in values]
-            best = int(np.argmin(whole))
-            test = rb.permutation_test(
-                x_test, gammas[values[best]], n_permutations=int(config.get("whole_sample_permutations", 20)), seed=99
-            )
-            results[name]["whole_sample"] = {
-                "dcc": whole,
-                "best_" + method["parameter"]: values[best],
-                "dcc_best": float(whole[best]),
-                "dcc_floor": float(test.floor),
-                "dcc_floor_std": float(test.floor_std),
-                "p_value": float(test.p_value),
-            }
-        log.info(
-            "%s: best dCor^2 per sub-sample %s", name, ", ".join(f"{p['dcc_best']:.2e}" for p in per_sub)
-        )
-
-    auc = {
-        "y": rb.roc_auc(np.r_[np.zeros(len(y_test)), np.ones(len(ys_test))], np.r_[y_test, ys_test]),
-    }
-    for name in methods:
-        best_value = results[name]["values"][int(np.argmin(np.mean(results[name]["dcc"], axis=0)))]
-        t = fitted[name][best_value]
-        score = np.r_[t.transform(x_test, y_test), t.transform(xs_test, ys_test)]
-        auc[name] = rb.roc_auc(np.r_[np.zeros(len(y_test)), np.ones(len(ys_test))], score)
-
-    if config.get("variants", False):
-        results["variants"] = _variants(x_def, y_def, x_test, y_test, exact)
-    if config.get("peers", True) is not False:
-        from rosenblatt.studies import peers
-
-        options = config["peers"] if isinstance(config.get("peers"), dict) else {}
-        results["peers"] = peers.evaluate(
-            peers.default_peers(flow=options.get("flow")),
-            defining=(x_def, y_def),
-            testing=(np.r_[x_test, xs_test], np.r_[y_test, ys_test], np.r_[np.zeros(len(x_test)), np.ones(len(xs_test))]),
-            exact=lambda x, y: exact_gamma(x, y, rho),
-            permutations=n_perm,
-            dcc_events=len(subsamples[0]),
-        )
-    if config.get("whole_sample", False):
-        results["dcc_xy_whole_sample"] = rb.distance_correlation_sqr(x_test, y_test)
+        results[name], fitted[name] = _scan(name, method, data, subsamples, cfg)
+    auc = _aucs(data, results, fitted)
+    if cfg.variants:
+        results["variants"] = _variants(data.x_def, data.y_def, data.x_test, data.y_test, data.exact)
+    if cfg.peers is not None:
+        results["peers"] = _peers(cfg, data, len(subsamples[0]))
+    if cfg.whole_sample:
+        results["dcc_xy_whole_sample"] = rb.distance_correlation_sqr(data.x_test, data.y_test)
     summary = {
         "study": "blobs",
-        "name": config["name"],
-        "rho": rho,
-        "n_defining": len(x_def),
-        "n_testing": len(x_test),
-        "n_subsamples": n_sub,
+        "name": cfg.name,
+        "rho": cfg.background.rho,
+        "n_defining": len(data.x_def),
+        "n_testing": len(data.x_test),
+        "n_subsamples": cfg.n_subsamples,
         "subsample_size": len(subsamples[0]),
-        "permutations": n_perm,
+        "permutations": cfg.permutations,
         "dcc_xy": dcc_xy.tolist(),
         "auc": auc,
         **results,
     }
-    summary["claims"] = _claims(summary, config)
+    summary["claims"] = _claims(summary, cfg.dcc_best_max)
     (folder / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    figures = _figures(folder, summary, fitted, (x_def, y_def, xs_def, ys_def), (x_test, y_test, xs_test, ys_test), config)
+    defining = (data.x_def, data.y_def, data.xs_def, data.ys_def)
+    testing = (data.x_test, data.y_test, data.xs_test, data.ys_test)
+    figures = _figures(folder, summary, fitted, defining, testing, cfg.figures)
     (folder / "report.md").write_text(_report(summary, figures, folder), encoding="utf-8")
     return summary
+
+
+def _scan(
+    name: str,
+    method: tuple[str, Sequence[float], Callable[[Any], Any]],
+    data: _Samples,
+    subsamples: list[NDArray[np.intp]],
+    cfg: BlobsConfig,
+) -> tuple[dict[str, Any], dict[float, Any]]:
+    """Fit a transform at every value of its parameter; dCor² per sub-sample, RMS, floors."""
+    parameter, values, make = method
+    x_test, y_test = data.x_test, data.y_test
+    dcc = np.empty((len(subsamples), len(values)))
+    rms = []
+    gammas = {}
+    fitted = {}
+    for j, value in enumerate(tqdm(values, desc=f"{name} {parameter}", leave=False)):
+        transform = make(value).fit(data.x_def, data.y_def)
+        gamma = transform.transform(x_test, y_test)
+        gammas[value] = gamma
+        fitted[value] = transform
+        rms.append(float(np.sqrt(np.mean((gamma - data.exact) ** 2))))
+        dcc[:, j] = [rb.distance_correlation_sqr(x_test[i], gamma[i]) for i in subsamples]
+    per_sub = []
+    for s, idx in enumerate(tqdm(subsamples, desc=f"{name} permutation floors", leave=False)):
+        best = int(np.argmin(dcc[s]))
+        test = rb.permutation_test(x_test[idx], gammas[values[best]][idx], n_permutations=cfg.permutations, seed=s)
+        per_sub.append({"best_" + parameter: values[best], "dcc_best": float(dcc[s, best]), **_floor(test)})
+    result: dict[str, Any] = {
+        "parameter": parameter,
+        "values": list(values),
+        "dcc": dcc.tolist(),
+        "rms_exact": rms,
+        "subsamples": per_sub,
+    }
+    if cfg.whole_sample:
+        whole = [rb.distance_correlation_sqr(x_test, gammas[v]) for v in values]
+        best = int(np.argmin(whole))
+        test = rb.permutation_test(x_test, gammas[values[best]], n_permutations=cfg.whole_sample_permutations, seed=99)
+        result["whole_sample"] = {"dcc": whole, "best_" + parameter: values[best], "dcc_best": float(whole[best]), **_floor(test)}
+    log.info("%s: best dCor^2 per sub-sample %s", name, ", ".join(f"{p['dcc_best']:.2e}" for p in per_sub))
+    return result, fitted
+
+
+def _floor(test: Any) -> dict[str, float]:
+    """The permutation floor, its spread and the p-value of a permutation test."""
+    return {"dcc_floor": float(test.floor), "dcc_floor_std": float(test.floor_std), "p_value": float(test.p_value)}
+
+
+def _aucs(data: _Samples, results: dict[str, Any], fitted: dict[str, dict[float, Any]]) -> dict[str, float]:
+    """AUC of the raw score and of each transform at its best parameter (mean dCor² over sub-samples)."""
+    _, y_all, label = data.labelled_testing()
+    auc = {"y": rb.roc_auc(label, y_all)}
+    for name in fitted:
+        best_value = results[name]["values"][int(np.argmin(np.mean(results[name]["dcc"], axis=0)))]
+        t = fitted[name][best_value]
+        auc[name] = rb.roc_auc(label, np.r_[t.transform(data.x_test, data.y_test), t.transform(data.xs_test, data.ys_test)])
+    return auc
+
+
+def _peers(cfg: BlobsConfig, data: _Samples, dcc_events: int) -> dict[str, Any]:
+    """The peers side by side on the same events (studies/peers.py)."""
+    from rosenblatt.studies import peers
+
+    options = cfg.peers or {}
+    rho = cfg.background.rho
+    result: dict[str, Any] = peers.evaluate(
+        peers.default_peers(flow=options.get("flow")),
+        defining=(data.x_def, data.y_def),
+        testing=data.labelled_testing(),
+        exact=lambda x, y: exact_gamma(x, y, rho),
+        permutations=cfg.permutations,
+        dcc_events=dcc_events,
+    )
+    return result
 
 
 def _variants(
@@ -206,8 +233,7 @@ def _variants(
     return rows
 
 
-def _claims(summary: dict[str, Any], config: dict[str, Any]) -> list[dict[str, Any]]:
-    bound = float(config.get("claims", {}).get("dcc_best_max", 6e-4))
+def _claims(summary: dict[str, Any], bound: float) -> list[dict[str, Any]]:
     dcc_xy = np.asarray(summary["dcc_xy"])
     claims = [
         {
@@ -228,7 +254,7 @@ def _claims(summary: dict[str, Any], config: dict[str, Any]) -> list[dict[str, A
     return claims
 
 
-def _figures(folder: Path, summary: dict[str, Any], fitted: dict[str, dict[float, Any]], defining: tuple[NDArray[np.float64], ...], testing: tuple[NDArray[np.float64], ...], config: dict[str, Any]) -> dict[str, str]:
+def _figures(folder: Path, summary: dict[str, Any], fitted: dict[str, dict[float, Any]], defining: tuple[NDArray[np.float64], ...], testing: tuple[NDArray[np.float64], ...], options: Mapping[str, Any]) -> dict[str, str]:
     from rosenblatt.plotting import figure, plot_dcc_scan, plot_irgi_grid, plot_plane, save_figure
 
     x_def, y_def, xs_def, ys_def = defining
@@ -241,7 +267,7 @@ def _figures(folder: Path, summary: dict[str, Any], fitted: dict[str, dict[float
     ax.set_title("defining background and signal")
     figures["samples"] = save_figure(fig, folder / "samples.png").name
 
-    for depth in config.get("figures", {}).get("grid_depths", [3, 7]):
+    for depth in options.get("grid_depths", [3, 7]):
         if depth not in fitted["irgi"]:
             continue
         t = fitted["irgi"][depth]
@@ -259,7 +285,7 @@ def _figures(folder: Path, summary: dict[str, Any], fitted: dict[str, dict[float
         figures[f"irgi_d{depth}"] = save_figure(fig, folder / f"irgi_d{depth}.png").name
 
     kde_values = summary["kde"]["values"]
-    for sigma in config.get("figures", {}).get("kde_sigmas", [0.05, 0.5]):
+    for sigma in options.get("kde_sigmas", [0.05, 0.5]):
         value = min(kde_values, key=lambda v: abs(np.log(v / sigma)))
         t = fitted["kde"][value]
         fig, ax = figure()
@@ -280,6 +306,17 @@ def _figures(folder: Path, summary: dict[str, Any], fitted: dict[str, dict[float
         )
         figures[f"dcc_{name}"] = save_figure(fig, folder / f"dcc_vs_{result['parameter']}.png").name
 
+    figures["rms_exact"] = _rms_figure(folder, summary)
+    selection = _selection_figure(folder, summary)
+    if selection is not None:
+        figures["selection"] = selection
+    return figures
+
+
+def _rms_figure(folder: Path, summary: dict[str, Any]) -> str:
+    """RMS against the exact conditional CDF over each method's parameter."""
+    from rosenblatt.plotting import figure, save_figure
+
     fig, ax = figure()
     ax.plot(summary["irgi"]["values"], summary["irgi"]["rms_exact"], marker="o", label="IRGI (depth d)")
     ax2 = ax.twiny()
@@ -290,24 +327,30 @@ def _figures(folder: Path, summary: dict[str, Any], fitted: dict[str, dict[float
     ax.set_yscale("log")
     ax.set_ylabel(r"RMS($\gamma - \gamma_{exact}$)")
     ax.legend(handles=ax.get_lines() + ax2.get_lines(), loc="upper right")
-    figures["rms_exact"] = save_figure(fig, folder / "rms_vs_exact.png").name
+    return save_figure(fig, folder / "rms_vs_exact.png").name
+
+
+
+def _selection_figure(folder: Path, summary: dict[str, Any]) -> str | None:
+    """The cross-validated Brier score of each automatic parameter choice, if the study made any."""
+    from rosenblatt.plotting import figure, save_figure
 
     automatic = [row for row in summary.get("variants", []) if row["selection"] is not None]
-    if automatic:
-        fig, axes = figure(ncols=len(automatic), width=6.5)
-        fig.subplots_adjust(wspace=0.45)
-        for ax, row in zip(np.atleast_1d(axes), automatic, strict=True):
-            ax.plot(row["selection"]["values"], row["selection"]["scores"], marker="o")
-            ax.axvline(row["chosen"], color="tab:red", label=f"chosen {row['chosen']:.3g}")
-            if "IRGI" not in row["estimator"]:
-                ax.set_xscale("log")
-            estimator = row["estimator"].split(" ")[0]
-            ax.set_xlabel(f"{estimator} depth" if estimator == "IRGI" else rf"{estimator} $\sigma_r$")
-            ax.set_title(row["estimator"], fontsize="small")
-            ax.legend(fontsize="small")
-        np.atleast_1d(axes)[0].set_ylabel("cross-validated Brier score")
-        figures["selection"] = save_figure(fig, folder / "automatic_selection.png").name
-    return figures
+    if not automatic:
+        return None
+    fig, axes = figure(ncols=len(automatic), width=6.5)
+    fig.subplots_adjust(wspace=0.45)
+    for ax, row in zip(np.atleast_1d(axes), automatic, strict=True):
+        ax.plot(row["selection"]["values"], row["selection"]["scores"], marker="o")
+        ax.axvline(row["chosen"], color="tab:red", label=f"chosen {row['chosen']:.3g}")
+        if "IRGI" not in row["estimator"]:
+            ax.set_xscale("log")
+        estimator = row["estimator"].split(" ")[0]
+        ax.set_xlabel(f"{estimator} depth" if estimator == "IRGI" else rf"{estimator} $\sigma_r$")
+        ax.set_title(row["estimator"], fontsize="small")
+        ax.legend(fontsize="small")
+    np.atleast_1d(axes)[0].set_ylabel("cross-validated Brier score")
+    return save_figure(fig, folder / "automatic_selection.png").name
 
 
 def _report(summary: dict[str, Any], figures: dict[str, str], folder: Path) -> str:
