@@ -112,15 +112,27 @@ def cell_columns(y: Array, w: Array, cells: list[IntArray], y_depth: int, y_lo: 
     return edges_out, cdf_out
 
 
-def _blend_loop(boxes: Array, edges: Array, cdf: Array, x: Array, y: Array) -> Array:
-    """:func:`blend_cells` as loops for numba (queries in parallel)."""
-    n_cells, _, k = boxes.shape
+def _blend_loop(
+    boxes: Array, edges: Array, cdf: Array, x: Array, y: Array,
+    bucket_lo: float, bucket_scale: float, starts: IntArray, members: IntArray,
+) -> Array:
+    """:func:`blend_cells` as loops for numba (queries in parallel).
+
+    The cells whose hat reaches the query are among the ``members`` of the
+    query's bucket along the first observable (``starts`` delimits each
+    bucket's cells).
+    """
+    _, _, k = boxes.shape
     n_edge = edges.shape[1]
+    n_buckets = len(starts) - 1
     out = np.empty(len(y))
     for i in prange(len(y)):
+        b = int((x[i, 0] - bucket_lo) * bucket_scale)
+        b = min(max(b, 0), n_buckets - 1)
         num = 0.0
         den = 0.0
-        for c in range(n_cells):
+        for m in range(starts[b], starts[b + 1]):
+            c = members[m]
             phi = 1.0
             for d in range(k):
                 middle = 0.5 * (boxes[c, 0, d] + boxes[c, 1, d])
@@ -134,6 +146,23 @@ def _blend_loop(boxes: Array, edges: Array, cdf: Array, x: Array, y: Array) -> A
             den += phi
         out[i] = num / den
     return out
+
+
+def _buckets(boxes: Array) -> tuple[float, float, IntArray, IntArray]:
+    """Equal buckets along the first observable and the cells whose hat reaches into each."""
+    middle = 0.5 * (boxes[:, 0, 0] + boxes[:, 1, 0])
+    reach = REACH * (boxes[:, 1, 0] - boxes[:, 0, 0])
+    lo, hi = float(boxes[:, 0, 0].min()), float(boxes[:, 1, 0].max())
+    n_buckets = max(1, int(math.sqrt(len(boxes))))
+    scale = n_buckets / (hi - lo)
+    first = np.clip(np.floor((middle - reach - lo) * scale), 0, n_buckets - 1).astype(np.intp)
+    last = np.clip(np.floor((middle + reach - lo) * scale), 0, n_buckets - 1).astype(np.intp)
+    count = last - first + 1
+    cells = np.repeat(np.arange(len(boxes)), count)
+    bucket = np.repeat(first, count) + np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    order = np.argsort(bucket, kind="stable")
+    starts = np.searchsorted(bucket[order], np.arange(n_buckets + 1)).astype(np.intp)
+    return lo, scale, starts, cells[order].astype(np.intp)
 
 
 @_helper
@@ -167,7 +196,8 @@ def blend_cells(boxes: Array, edges: Array, cdf: Array, x: Array, y: Array) -> A
     kernel = _compiled()
     if kernel is None:
         return _blend_numpy(boxes, edges, cdf, x, y)
-    return np.clip(kernel(boxes, edges, cdf, np.ascontiguousarray(x), np.ascontiguousarray(y)), 0.0, 1.0)
+    index = _buckets(boxes)
+    return np.clip(kernel(boxes, edges, cdf, np.ascontiguousarray(x), np.ascontiguousarray(y), *index), 0.0, 1.0)
 
 
 def _blend_numpy(boxes: Array, edges: Array, cdf: Array, x: Array, y: Array) -> Array:
