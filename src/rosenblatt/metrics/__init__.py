@@ -30,13 +30,13 @@ Weights
 
 from __future__ import annotations
 
+from rosenblatt.metrics._multivariate import ProjectedCorrelation
 from rosenblatt.metrics.distance import (
     distance_correlation,
     distance_correlation_sqr,
     distance_covariance_sqr,
     projected_distance_correlation_sqr,
 )
-from rosenblatt.metrics._multivariate import ProjectedCorrelation
 from rosenblatt.metrics.divergence import inverse_jsd
 from rosenblatt.metrics.permutation import PermutationTestResult, permutation_test
 from rosenblatt.metrics.roc import background_rejection, roc_auc, roc_curve
