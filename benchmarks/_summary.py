@@ -22,6 +22,12 @@ def record(operation: str, threads: str, result: str, target: str, met: bool | N
     path = os.environ.get(ENVIRONMENT_VARIABLE)
     if not path:
         return
-    row = {"operation": operation, "threads": threads, "result": result, "target": target, "met": met}
+    row = {
+        "operation": operation,
+        "threads": threads,
+        "result": result,
+        "target": target,
+        "met": met,
+    }
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(row) + "\n")

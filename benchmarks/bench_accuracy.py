@@ -62,16 +62,25 @@ def fixed_scans(n: int) -> dict[str, dict[str, Factory]]:
     return {
         "IRGI auto": {f"d={d}": (lambda d=d: rb.IRGI(d)) for d in depths},
         "KDE auto": {f"{v:.3g}": (lambda v=v: rb.KDE(v)) for v in np.geomspace(0.03, 0.3, 9)},
-        "GridKDE p=2 auto": {f"{v:.3g}": (lambda v=v: GridKDE(v)) for v in np.geomspace(0.08, 1.28, 13)},
+        "GridKDE p=2 auto": {
+            f"{v:.3g}": (lambda v=v: GridKDE(v)) for v in np.geomspace(0.08, 1.28, 13)
+        },
     }
 
 
-def run_rows(estimators_of: Callable[[int], dict[str, Factory]], args: argparse.Namespace) -> list[dict[str, Any]]:
+def run_rows(
+    estimators_of: Callable[[int], dict[str, Factory]], args: argparse.Namespace
+) -> list[dict[str, Any]]:
     rows = []
     for n in args.sizes:
         rows += accuracy_rows(
-            estimators_of(n), args.cases, [n], draws=args.draws, n_testing=args.testing,
-            seed=args.seed, progress=not args.no_progress,
+            estimators_of(n),
+            args.cases,
+            [n],
+            draws=args.draws,
+            n_testing=args.testing,
+            seed=args.seed,
+            progress=not args.no_progress,
         )
     return rows
 
@@ -80,7 +89,9 @@ def print_accuracy(table: list[dict[str, Any]], cases: list[str], sizes: list[in
     names = list(dict.fromkeys(r["estimator"] for r in table))
     by_key = {(r["case"], r["n_defining"], r["estimator"]): r for r in table}
     for n in sizes:
-        print(f"\n### RMS of gamma - exact, {n} defining events (mean +- spread over draws; parameters chosen)\n")
+        print(
+            f"\n### RMS of gamma - exact, {n} defining events (mean +- spread over draws; parameters chosen)\n"
+        )
         print("| estimator | " + " | ".join(cases) + " |")
         print("|---|" + "---|" * len(cases))
         for name in names:
@@ -98,10 +109,15 @@ def print_accuracy(table: list[dict[str, Any]], cases: list[str], sizes: list[in
 
 
 def print_hindsight(
-    table: list[dict[str, Any]], scans: dict[tuple[str, int, str], dict[str, float]], cases: list[str], sizes: list[int]
+    table: list[dict[str, Any]],
+    scans: dict[tuple[str, int, str], dict[str, float]],
+    cases: list[str],
+    sizes: list[int],
 ) -> None:
     by_key = {(r["case"], r["n_defining"], r["estimator"]): r for r in table}
-    print("\n### Automatic choice: RMS over the best fixed parameter in hindsight (best value in brackets)\n")
+    print(
+        "\n### Automatic choice: RMS over the best fixed parameter in hindsight (best value in brackets)\n"
+    )
     print("| estimator | N | " + " | ".join(cases) + " |")
     print("|---|---|" + "---|" * len(cases))
     for name in dict.fromkeys(k[2] for k in scans):
@@ -155,14 +171,18 @@ def print_timing(n: int, repeats: int, seed: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--sizes", nargs="+", type=int, default=[10_000, 100_000])
     parser.add_argument("--draws", type=int, default=3)
     parser.add_argument("--testing", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="timing repeats")
-    parser.add_argument("--no-hindsight", action="store_true", help="skip the fixed-parameter scans")
+    parser.add_argument(
+        "--no-hindsight", action="store_true", help="skip the fixed-parameter scans"
+    )
     parser.add_argument("--quick", action="store_true", help="1 draw, 10^4 events, the blob only")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--json", help="also write all rows to this file")
@@ -181,7 +201,9 @@ def main() -> None:
             fixed = run_rows(lambda n, auto_name=auto_name: fixed_scans(n)[auto_name], args)
             scan_rows += [{**r, "scan_of": auto_name} for r in fixed]
             for r in summarize(fixed):
-                scans.setdefault((r["case"], r["n_defining"], auto_name), {})[r["estimator"]] = r["rms"]
+                scans.setdefault((r["case"], r["n_defining"], auto_name), {})[r["estimator"]] = r[
+                    "rms"
+                ]
         print_hindsight(table, scans, args.cases, args.sizes)
 
     print_timing(100_000, args.repeats, args.seed)

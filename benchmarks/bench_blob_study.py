@@ -37,10 +37,15 @@ def main() -> None:
         run_study(config, os.path.join(scratch, config["name"]))
         elapsed = time.perf_counter() - start
     n_testing = int(config["background"]["n_testing"])
-    print(f"study {config['name']!r}: {n_testing:.0e} testing events in {elapsed:.0f} s (target <= {TARGET_SECONDS} s)")
+    print(
+        f"study {config['name']!r}: {n_testing:.0e} testing events in {elapsed:.0f} s (target <= {TARGET_SECONDS} s)"
+    )
     record(
-        f"blob study ({config['name']}), {n_testing:.0e} testing events", str(os.cpu_count()),
-        f"{elapsed / 60:.1f} min", "<= 5 min", elapsed <= TARGET_SECONDS,
+        f"blob study ({config['name']}), {n_testing:.0e} testing events",
+        str(os.cpu_count()),
+        f"{elapsed / 60:.1f} min",
+        "<= 5 min",
+        elapsed <= TARGET_SECONDS,
     )
 
 

@@ -78,10 +78,16 @@ def main() -> None:
             result = measure(process, args.events, args.chunk_size, workers, args.seed)
             baseline = baseline or result["passed_per_s"]
             record(
-                f"generation ({process}), {args.events} passing events", str(workers),
+                f"generation ({process}), {args.events} passing events",
+                str(workers),
                 f"{result['passed_per_s']:.1f} passing/s, {result['generated_per_s']:.0f} generated/s"
-                + ("" if workers == args.workers[0] else f", {result['passed_per_s'] / baseline:.2f}x one worker"),
-                "(reported)", None,
+                + (
+                    ""
+                    if workers == args.workers[0]
+                    else f", {result['passed_per_s'] / baseline:.2f}x one worker"
+                ),
+                "(reported)",
+                None,
             )
             print(
                 f"{process:8} {workers:>7} {result['seconds']:>8.1f} "

@@ -168,7 +168,8 @@ def dcor_table(args: argparse.Namespace) -> None:
             )
             if method == "numba":
                 record(
-                    f"weighted dCor^2, {n_events:.0e} events", "1",
+                    f"weighted dCor^2, {n_events:.0e} events",
+                    "1",
                     f"{elapsed / dcor_time:.2f}x dcor mergesort, max abs diff {difference:.0e}, "
                     f"+{memory['growth_mib']:.0f} MiB",
                     "<= 1x, max abs diff <= 1e-9, <= 1 GB",
@@ -176,9 +177,11 @@ def dcor_table(args: argparse.Namespace) -> None:
                 )
             elif method == "numpy":
                 record(
-                    f"weighted dCor^2 without numba, {n_events:.0e} events", "1",
+                    f"weighted dCor^2 without numba, {n_events:.0e} events",
+                    "1",
                     f"{elapsed / dcor_time:.2f}x dcor mergesort, max abs diff {difference:.0e}",
-                    "(fallback, reported)", None,
+                    "(fallback, reported)",
+                    None,
                 )
 
 
@@ -203,9 +206,11 @@ def permutation_table(args: argparse.Namespace) -> None:
         elapsed = time.perf_counter() - start
         single = elapsed if single is None else single
         record(
-            f"permutation test, {args.permutations} x {n_events:.0e} events", str(n_jobs),
+            f"permutation test, {args.permutations} x {n_events:.0e} events",
+            str(n_jobs),
             f"{elapsed:.1f} s" + ("" if n_jobs == 1 else f", {single / elapsed:.2f}x one thread"),
-            "seconds, not minutes (< 60 s)", elapsed < 60,
+            "seconds, not minutes (< 60 s)",
+            elapsed < 60,
         )
         print(
             f"{n_jobs:>7} {elapsed:>9.2f} {1e3 * elapsed / args.permutations:>21.1f} "

@@ -40,10 +40,19 @@ def blob(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
-    parser.add_argument("--flow-max-epochs-large", type=int, default=10, help="epoch cap of the flow at N >= 10^6")
-    parser.add_argument("--flow-draws", type=int, default=3, help="draws of the flow's accuracy check at 10^5 (0: none)")
+    parser.add_argument(
+        "--flow-max-epochs-large", type=int, default=10, help="epoch cap of the flow at N >= 10^6"
+    )
+    parser.add_argument(
+        "--flow-draws",
+        type=int,
+        default=3,
+        help="draws of the flow's accuracy check at 10^5 (0: none)",
+    )
     args = parser.parse_args()
     sizes(args)
     if args.flow_draws:
@@ -61,10 +70,19 @@ def flow_accuracy(draws: int, n: int = 100_000) -> None:
         x, y = blob(n, seed=100 + draw)
         xt, yt = blob(n, seed=200 + draw)
         flow = ConditionalFlow(seed=draw).fit(x, y)
-        rms = float(np.sqrt(np.mean((flow.transform(xt, yt) - norm.cdf((yt - RHO * xt) / np.sqrt(1 - RHO**2))) ** 2)))
+        rms = float(
+            np.sqrt(
+                np.mean(
+                    (flow.transform(xt, yt) - norm.cdf((yt - RHO * xt) / np.sqrt(1 - RHO**2))) ** 2
+                )
+            )
+        )
         values.append(rms)
         history = flow.history_
-        print(f"| {draw} | {rms:.4f} | {history['seconds']:.1f} | {history['epochs']} ({history['best_epoch'] + 1}) |", flush=True)
+        print(
+            f"| {draw} | {rms:.4f} | {history['seconds']:.1f} | {history['epochs']} ({history['best_epoch'] + 1}) |",
+            flush=True,
+        )
     record(
         f"conditional flow RMS vs exact CDF, blob N = {n:.0e}, worst of {draws} draws",
         "1",
@@ -88,7 +106,11 @@ def sizes(args: argparse.Namespace) -> None:
         exact = norm.cdf((yt - RHO * xt) / np.sqrt(1 - RHO**2))
         capped = n >= 1_000_000
         flow = {"max_epochs": args.flow_max_epochs_large} if capped else {}
-        makers = {name: make for name, make in default_peers(flow=flow, n_defining=n).items() if make is not None}
+        makers = {
+            name: make
+            for name, make in default_peers(flow=flow, n_defining=n).items()
+            if make is not None
+        }
         rows = {}
         for name, make in makers.items():
             start = time.perf_counter()
@@ -98,11 +120,16 @@ def sizes(args: argparse.Namespace) -> None:
             note = ""
             history = getattr(transform, "history_", None)
             if history is not None:
-                note = f"{history['epochs']} epochs" + (f" (capped at {args.flow_max_epochs_large})" if capped else ", early stopping")
+                note = f"{history['epochs']} epochs" + (
+                    f" (capped at {args.flow_max_epochs_large})" if capped else ", early stopping"
+                )
             rows[name] = (seconds, float(np.sqrt(np.mean((gamma - exact) ** 2))), note)
         base = rows["irgi"][0]
         for name, (seconds, rms, note) in rows.items():
-            print(f"| {n:.0e} | {LABELS[name]} | {seconds:.2f} | {seconds / base:.2f} | {rms:.4f} | {note} |", flush=True)
+            print(
+                f"| {n:.0e} | {LABELS[name]} | {seconds:.2f} | {seconds / base:.2f} | {rms:.4f} | {note} |",
+                flush=True,
+            )
             record(
                 f"{LABELS[name]} fit + transform, N = {n:.0e} (blob), ratio to IRGI (depth=auto)",
                 "all",

@@ -236,14 +236,18 @@ def main() -> None:
         print(f"speed-up from 1 to 2 futures workers: {speedup:.2f}x")
         _, wall_one, cpu_one = seconds[("iterative", 1)]
         record(
-            f"coffea processor, {n_events} events of {mean_particles:.0f} particles", "1",
+            f"coffea processor, {n_events} events of {mean_particles:.0f} particles",
+            "1",
             f"{n_events / cpu_one:.0f} events/s per core (CPU), {n_events / wall_one:.0f} events/s wall",
-            "(reported)", None,
+            "(reported)",
+            None,
         )
         record(
-            "coffea processor, futures executor", "2",
+            "coffea processor, futures executor",
+            "2",
             f"{n_events / seconds[('futures', 2)][1]:.0f} events/s, {speedup:.2f}x one worker",
-            "(reported)", None,
+            "(reported)",
+            None,
         )
 
         print("\nPhysics of the table")

@@ -119,8 +119,11 @@ def main() -> None:
             f"{dcor_seconds:>24.3f}"
         )
         record(
-            f"CNN training, batch {batch_size}", str(args.threads),
-            f"{plain:.2f} s/epoch per 1e4 events (DisCo {disco:.2f})", "(reported)", None,
+            f"CNN training, batch {batch_size}",
+            str(args.threads),
+            f"{plain:.2f} s/epoch per 1e4 events (DisCo {disco:.2f})",
+            "(reported)",
+            None,
         )
 
 

@@ -45,7 +45,9 @@ def timed(function: Callable[[], Any], repeats: int = 1) -> tuple[float, float]:
     return best, peak / 2**20
 
 
-def paired(baseline: Callable[[], Any], function: Callable[[], Any], repeats: int) -> tuple[float, float, float]:
+def paired(
+    baseline: Callable[[], Any], function: Callable[[], Any], repeats: int
+) -> tuple[float, float, float]:
     """Best times of ``baseline`` and ``function`` run in turn, and the peak memory of ``function``.
 
     Taking turns exposes both to the same state of a shared machine, so that
@@ -79,7 +81,9 @@ def set_threads(n: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every size by this")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
@@ -94,19 +98,45 @@ def main() -> None:
     depth = min(9, rb.IRGI.max_depth(n_fit))
     for threads in sorted({1, cores}):
         set_threads(threads)
-        t_sort, t_fit, mem = paired(lambda: np.sort(x), lambda: rb.IRGI(depth).fit(x, y), args.repeats)
-        rows.append((f"IRGI fit d={depth}, {n_fit:.0e} events", f"{threads} thr", t_fit, t_fit / t_sort, mem, "<= 6 x np.sort"))
+        t_sort, t_fit, mem = paired(
+            lambda: np.sort(x), lambda: rb.IRGI(depth).fit(x, y), args.repeats
+        )
+        rows.append(
+            (
+                f"IRGI fit d={depth}, {n_fit:.0e} events",
+                f"{threads} thr",
+                t_fit,
+                t_fit / t_sort,
+                mem,
+                "<= 6 x np.sort",
+            )
+        )
         record(
-            f"IRGI fit, d={depth}, {n_fit:.0e} events", str(threads),
-            f"{t_fit:.3f} s = {t_fit / t_sort:.1f}x np.sort", "<= 6x np.sort", t_fit / t_sort <= 6,
+            f"IRGI fit, d={depth}, {n_fit:.0e} events",
+            str(threads),
+            f"{t_fit:.3f} s = {t_fit / t_sort:.1f}x np.sort",
+            "<= 6x np.sort",
+            t_fit / t_sort <= 6,
         )
     # cells of equal weight hold fewer events than cells of equal count: one level less
     w = rng.uniform(0.5, 1.5, n_fit)
     t_weighted, _ = timed(lambda: rb.IRGI(depth - 1).fit(x, y, w), args.repeats)
-    rows.append((f"IRGI fit d={depth - 1}, {n_fit:.0e} weighted events", f"{cores} thr", t_weighted, t_weighted / t_sort, 0.0, "(no target)"))
+    rows.append(
+        (
+            f"IRGI fit d={depth - 1}, {n_fit:.0e} weighted events",
+            f"{cores} thr",
+            t_weighted,
+            t_weighted / t_sort,
+            0.0,
+            "(no target)",
+        )
+    )
     record(
-        f"IRGI fit, d={depth - 1}, {n_fit:.0e} weighted events", str(cores),
-        f"{t_weighted:.3f} s = {t_weighted / t_sort:.1f}x np.sort", "(reported)", None,
+        f"IRGI fit, d={depth - 1}, {n_fit:.0e} weighted events",
+        str(cores),
+        f"{t_weighted:.3f} s = {t_weighted / t_sort:.1f}x np.sort",
+        "(reported)",
+        None,
     )
     irgi = rb.IRGI(depth).fit(x, y)
     xq, yq = sample(n_eval, rng)
@@ -117,10 +147,21 @@ def main() -> None:
         t_interp, t_tr, mem = paired(
             lambda: np.interp(xq, nodes, values), lambda: irgi.transform(xq, yq), args.repeats
         )
-        rows.append((f"IRGI transform, {n_eval:.0e} events", f"{threads} thr", t_tr, t_tr / t_interp, mem, "<= 3 x np.interp"))
+        rows.append(
+            (
+                f"IRGI transform, {n_eval:.0e} events",
+                f"{threads} thr",
+                t_tr,
+                t_tr / t_interp,
+                mem,
+                "<= 3 x np.interp",
+            )
+        )
         record(
-            f"IRGI transform, {n_eval:.0e} events", str(threads),
-            f"{t_tr:.3f} s = {t_tr / t_interp:.1f}x np.interp, {mem:.0f} MiB", "<= 3x np.interp",
+            f"IRGI transform, {n_eval:.0e} events",
+            str(threads),
+            f"{t_tr:.3f} s = {t_tr / t_interp:.1f}x np.interp, {mem:.0f} MiB",
+            "<= 3x np.interp",
             t_tr / t_interp <= 3,
         )
 
@@ -139,14 +180,23 @@ def main() -> None:
             fast = rb.KDE(sigma_r).fit(x_def, y_def)
             t_fast, mem = timed(lambda fast=fast: fast.transform(xm, ym), 1)
             diff = float(np.max(np.abs(fast.transform(xm[:n_direct], ym[:n_direct]) - reference)))
-            rows.append((
-                f"KDE sigma_r={sigma_r:g}, M={m_kde:.0e}, N={n_def:.0e}", f"{threads} thr", t_fast,
-                t_direct / t_fast, mem, f">= 200 x faster than direct; max |diff| {diff:.1e}",
-            ))
+            rows.append(
+                (
+                    f"KDE sigma_r={sigma_r:g}, M={m_kde:.0e}, N={n_def:.0e}",
+                    f"{threads} thr",
+                    t_fast,
+                    t_direct / t_fast,
+                    mem,
+                    f">= 200 x faster than direct; max |diff| {diff:.1e}",
+                )
+            )
             record(
-                f"KDE transform, sigma_r={sigma_r:g}, M={m_kde:.0e}, N={n_def:.0e}", str(threads),
+                f"KDE transform, sigma_r={sigma_r:g}, M={m_kde:.0e}, N={n_def:.0e}",
+                str(threads),
                 f"{t_fast:.2f} s = {t_direct / t_fast:.0f}x faster than direct, max abs diff {diff:.1e}, {mem:.0f} MiB",
-                ">= 200x, max abs diff <= 1e-6, <= 1 GB" if full_size else "(the target is for M=1e6, N=1e5)",
+                ">= 200x, max abs diff <= 1e-6, <= 1 GB"
+                if full_size
+                else "(the target is for M=1e6, N=1e5)",
                 t_direct / t_fast >= 200 and diff <= 1e-6 and mem <= 1024 if full_size else None,
             )
     set_threads(cores)

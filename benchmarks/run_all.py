@@ -29,10 +29,16 @@ HERE = Path(__file__).resolve().parent
 BENCHMARKS = {
     "bench_transforms.py": ([], ["--scale", "0.1", "--repeats", "1"]),
     "bench_metrics.py": ([], ["--sizes", "100000", "--repeats", "1"]),
-    "bench_generation.py": (["--events", "400", "--chunk-size", "100"], ["--events", "100", "--chunk-size", "50"]),
+    "bench_generation.py": (
+        ["--events", "400", "--chunk-size", "100"],
+        ["--events", "100", "--chunk-size", "50"],
+    ),
     "bench_processor.py": ([], ["--events", "300", "--repeat", "1"]),
     "bench_analysis.py": ([], ["--quick"]),
-    "bench_training.py": ([], ["--events-per-class", "200", "--batch-sizes", "2048", "256", "--repeats", "1"]),
+    "bench_training.py": (
+        [],
+        ["--events-per-class", "200", "--batch-sizes", "2048", "256", "--repeats", "1"],
+    ),
     "bench_blob_study.py": ([], ["--config", "blobs"]),
     "bench_peers.py": ([], ["--sizes", "10000", "100000", "--flow-draws", "1"]),
 }
@@ -56,7 +62,9 @@ def summary_table(rows: list[dict[str, object]], title: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), help="run only these")
     parser.add_argument("--markdown", type=Path, help="also write the summary table to this file")

@@ -104,7 +104,9 @@ def abcd_histogram(x0: Sequence[float], y0: Sequence[float], *, x_label: str = "
     )
 
 
-def plane_histogram(binning: PlaneBinning, y_range: tuple[float, float], *, x_label: str = "x") -> hist.Hist:
+def plane_histogram(
+    binning: PlaneBinning, y_range: tuple[float, float], *, x_label: str = "x"
+) -> hist.Hist:
     """An empty fine ``(x, score)`` histogram of one variant, per dataset and process."""
     return hist.Hist(
         _dataset_axis(),
@@ -159,7 +161,9 @@ class AnalysisProcessor(ParticleProcessor):
     def __post_init__(self) -> None:
         unknown = sorted({v.score for v in self.variants} - set(self.scorers))
         if unknown:
-            raise ValueError(f"variants: no scorer named {unknown}; scorers: {sorted(self.scorers)}")
+            raise ValueError(
+                f"variants: no scorer named {unknown}; scorers: {sorted(self.scorers)}"
+            )
         names = [v.name for v in self.variants]
         if len(set(names)) != len(names):
             raise ValueError(f"variants: names must be distinct, got {names}")
@@ -171,7 +175,8 @@ class AnalysisProcessor(ParticleProcessor):
         return {
             "abcd": {v.name: abcd_histogram(self.x0, v.y0, x_label=self.x) for v in self.variants},
             "plane": {
-                v.name: plane_histogram(self.plane, v.y_range, x_label=self.x) for v in self.variants
+                v.name: plane_histogram(self.plane, v.y_range, x_label=self.x)
+                for v in self.variants
             },
             "cutflow": {},
             "skim": [],
@@ -184,7 +189,9 @@ class AnalysisProcessor(ParticleProcessor):
             batch = batch.select(np.isin(batch.entry, self.entries[batch.file]))
         table, counts = batch.event_table(self.radius)
         x = np.asarray(ak.to_numpy(table[self.x]), dtype=np.float64)
-        scores = {name: self._score(name, scorer, table, batch) for name, scorer in self.scorers.items()}
+        scores = {
+            name: self._score(name, scorer, table, batch) for name, scorer in self.scorers.items()
+        }
         inside = np.ones(len(x), dtype=bool) if self.x_max is None else x < self.x_max
         cutflow = {
             "read": n_read,
@@ -213,7 +220,9 @@ class AnalysisProcessor(ParticleProcessor):
             output["skim"] = [self._write_skim(batch, x, scores, label, weight, table)]
         return output
 
-    def _score(self, name: str, scorer: Any, table: ak.Array, batch: ParticleBatch) -> NDArray[np.float64]:
+    def _score(
+        self, name: str, scorer: Any, table: ak.Array, batch: ParticleBatch
+    ) -> NDArray[np.float64]:
         values = np.asarray(scorer(table), dtype=np.float64)
         if values.shape != (len(table),):
             raise ValueError(

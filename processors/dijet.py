@@ -70,7 +70,9 @@ def empty_table() -> ak.Array:
             "mj2": np.zeros(0),
             "tau21_1": np.zeros(0),
             "tau21_2": np.zeros(0),
-            "image": ak.from_numpy(np.zeros((0, IMAGE_BINS * IMAGE_BINS), dtype=np.float32), regulararray=True),
+            "image": ak.from_numpy(
+                np.zeros((0, IMAGE_BINS * IMAGE_BINS), dtype=np.float32), regulararray=True
+            ),
             "label": np.zeros(0, dtype=np.int32),
             "weight": np.zeros(0),
             "dataset": ak.Array([""])[:0],
@@ -122,7 +124,11 @@ class DijetProcessor(ParticleProcessor):
     """
 
     def __init__(
-        self, radius: float = JET_RADIUS, *, output_dir: str | None = None, skip_bad_chunks: bool = False
+        self,
+        radius: float = JET_RADIUS,
+        *,
+        output_dir: str | None = None,
+        skip_bad_chunks: bool = False,
     ) -> None:
         super().__init__(skip_bad_chunks=skip_bad_chunks)
         self.radius = radius

@@ -148,7 +148,9 @@ def nanoevents_batch(events: Any) -> ParticleBatch:
         else np.full(n_events, UNKNOWN_LABEL, dtype=np.int32)
     )
     weight = (
-        ak.to_numpy(events["weight"]).astype(np.float64) if "weight" in fields else np.ones(n_events)
+        ak.to_numpy(events["weight"]).astype(np.float64)
+        if "weight" in fields
+        else np.ones(n_events)
     )
     return ParticleBatch(
         particles=ak.materialize(particles),
@@ -182,7 +184,9 @@ def lhco_batches(item: LHCOChunk) -> list[ParticleBatch]:
     ]
 
 
-def unreadable_chunk(dataset: str, file: str, start: int, stop: int, error: BaseException) -> dict[str, Any]:
+def unreadable_chunk(
+    dataset: str, file: str, start: int, stop: int, error: BaseException
+) -> dict[str, Any]:
     """The accumulator of a chunk that could not be read: its file, range and reason."""
     reason = f"{type(error).__name__}: {error}"
     return {

@@ -38,13 +38,16 @@ __all__ = [
 DEFAULT_MAX_GATHER = 5_000_000
 
 
-def _read(path: str, score: str) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+def _read(
+    path: str, score: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     import pyarrow.parquet as pq
 
     column = f"score_{score}"
     table = pq.read_table(path, columns=["x", column, "weight"])
     return tuple(  # type: ignore[return-value]
-        np.asarray(table.column(name).to_numpy(), dtype=np.float64) for name in ("x", column, "weight")
+        np.asarray(table.column(name).to_numpy(), dtype=np.float64)
+        for name in ("x", column, "weight")
     )
 
 
@@ -81,7 +84,9 @@ class ScoreHistogram:
     def __call__(self, path: str) -> NDArray[np.float64]:
         """Return the summed weight per bin (values outside are put in the end bins)."""
         _, y, weight = _read(path, self.score)
-        counts, _ = np.histogram(np.clip(y, self.low, self.high), self.bins, (self.low, self.high), weights=weight)
+        counts, _ = np.histogram(
+            np.clip(y, self.low, self.high), self.bins, (self.low, self.high), weights=weight
+        )
         return counts.astype(np.float64)
 
 
@@ -196,4 +201,3 @@ def mergeable(transform: Any) -> bool:
     except ValueError:
         return False
     return True
-

@@ -105,7 +105,9 @@ def make_executor(
 
         # one pool for all the work of a run: the workers start (import) once
         with ProcessPoolExecutor(max_workers=int(workers)) as pool:
-            yield processor.FuturesExecutor(pool=pool, workers=int(workers), status=progress, retries=0)
+            yield processor.FuturesExecutor(
+                pool=pool, workers=int(workers), status=progress, retries=0
+            )
     else:
         from dask.distributed import Client, LocalCluster
 
@@ -203,7 +205,11 @@ def check_fileset(
             except (OSError, EventFileError) as err:
                 if not skip_bad_files:
                     raise
-                skipped[path] = {"dataset": dataset, "reason": f"{type(err).__name__}: {err}", "entries": _entries_told(path)}
+                skipped[path] = {
+                    "dataset": dataset,
+                    "reason": f"{type(err).__name__}: {err}",
+                    "entries": _entries_told(path),
+                }
                 logging.getLogger("rosenblatt").warning("skipping %s: %s", path, err)
     return readable, skipped
 
@@ -255,7 +261,9 @@ def run_processor(
         raise ValueError(f"chunksize: must be a positive number of events, got {chunksize!r}")
     readable, skipped = check_fileset(_datasets_of(inputs), skip_bad_files=skip_bad_files)
     root_fileset = {
-        dataset: {"files": {path: EVENTS_TREE for path in files if path.lower().endswith(_ROOT_SUFFIXES)}}
+        dataset: {
+            "files": {path: EVENTS_TREE for path in files if path.lower().endswith(_ROOT_SUFFIXES)}
+        }
         for dataset, files in readable.items()
     }
     root_fileset = {dataset: files for dataset, files in root_fileset.items() if files["files"]}
@@ -270,10 +278,14 @@ def run_processor(
     try:
         if root_fileset:
             # the Runner stores its processor in a dask executor: give it its own copy
-            runner = processor.Runner(executor=pool.copy(), schema=BaseSchema, chunksize=int(chunksize))
+            runner = processor.Runner(
+                executor=pool.copy(), schema=BaseSchema, chunksize=int(chunksize)
+            )
             outputs.append(dict(runner(root_fileset, processor_instance, treename=EVENTS_TREE)))
         if lhco_items:
-            outputs.append(map_items(pool, lhco_items, processor_instance.process_lhco, "LHCO chunks"))
+            outputs.append(
+                map_items(pool, lhco_items, processor_instance.process_lhco, "LHCO chunks")
+            )
     except (ValueError, EventFileError):
         raise
     except Exception as err:
@@ -292,7 +304,10 @@ def run_processor(
 
 
 def map_items(
-    pool: processor.executor.ExecutorBase, items: Sequence[Any], function: Callable[[Any], Any], description: str
+    pool: processor.executor.ExecutorBase,
+    items: Sequence[Any],
+    function: Callable[[Any], Any],
+    description: str,
 ) -> Any:
     """Map ``function`` over ``items`` on the executor's workers; return the sum of the results."""
     if not items:
@@ -357,14 +372,18 @@ def run_dijet(
         skip_bad_chunks=skip_bad_files,
     )
     with make_executor(executor, workers, scheduler=scheduler, progress=progress) as pool:
-        output = run_processor(inputs, dijet, pool, chunksize=chunksize, skip_bad_files=skip_bad_files)
+        output = run_processor(
+            inputs, dijet, pool, chunksize=chunksize, skip_bad_files=skip_bad_files
+        )
     merged = processor.accumulate([{"mjj": mjj_histogram(), "cutflow": {}}, output])
     cutflow = {
         dataset: {step: counts.get(step, 0) for step in ("read", "fewer than two jets", "in table")}
         | ({"unreadable": counts["unreadable"]} if "unreadable" in counts else {})
         for dataset, counts in merged["cutflow"].items()
     }
-    check_cutflow({d: {k: v for k, v in c.items() if k != "unreadable"} for d, c in cutflow.items()})
+    check_cutflow(
+        {d: {k: v for k, v in c.items() if k != "unreadable"} for d, c in cutflow.items()}
+    )
     result: dict[str, Any] = {
         "mjj": merged["mjj"],
         "cutflow": cutflow,

@@ -73,10 +73,19 @@ def in_memory_table(files: list[Path]) -> Any:
 
 
 def test_outputs_are_written(iterative_run: Path) -> None:
-    for name in ("abcd.root", "histograms.json", "closure.json", "cutflow.json", "report.md", "summary.json"):
+    for name in (
+        "abcd.root",
+        "histograms.json",
+        "closure.json",
+        "cutflow.json",
+        "report.md",
+        "summary.json",
+    ):
         assert (iterative_run / name).is_file(), name
     for name in ("irgi", "gridkde", "kde"):
-        assert isinstance(rb.load(iterative_run / f"{name}.json"), rb.transforms.ConditionalCDFTransform)
+        assert isinstance(
+            rb.load(iterative_run / f"{name}.json"), rb.transforms.ConditionalCDFTransform
+        )
     summary = json.loads((iterative_run / "summary.json").read_text())
     assert summary["transforms"]["irgi"].startswith("workers")
     assert summary["transforms"]["gridkde"].startswith("workers")
@@ -96,7 +105,9 @@ def test_bootstrap_ensembles_and_workspaces(iterative_run: Path) -> None:
         assert isinstance(ensemble, rb.TransformEnsemble)
         assert len(ensemble.replicas_) == 20  # statistics.n_boot's default
         fitted = rb.load(iterative_run / f"{name}.json")
-        np.testing.assert_allclose(ensemble.transform(x, y), fitted.transform(x, y), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            ensemble.transform(x, y), fitted.transform(x, y), rtol=0, atol=1e-12
+        )
         assert np.all(ensemble.std(x, y) >= 0)
         assert np.any(ensemble.std(x, y) > 0)
     assert "## Bootstrap ensembles of the transforms" in (iterative_run / "report.md").read_text()
@@ -108,22 +119,33 @@ def test_bootstrap_ensembles_and_workspaces(iterative_run: Path) -> None:
             result = summary["likelihood"][variant]
             assert result["workspace"] == f"workspace_{variant}.json"
             with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="jsonschema.RefResolver", category=DeprecationWarning)
-                workspace = pyhf.Workspace(json.loads((iterative_run / result["workspace"]).read_text()))
+                warnings.filterwarnings(
+                    "ignore", message="jsonschema.RefResolver", category=DeprecationWarning
+                )
+                workspace = pyhf.Workspace(
+                    json.loads((iterative_run / result["workspace"]).read_text())
+                )
                 model = workspace.model()
             # the observations are the QCD counts in A, B, C, D at the variant's best cut
             stored = handle[f"qcd_{variant}"]
             i = int(np.flatnonzero(stored.axis(0).edges() == result["x0"])[0])
             j = int(np.flatnonzero(stored.axis(1).edges() == result["y0"])[0])
             counts = stored.values(flow=True)
-            regions = [counts[i + 1 :, j + 1 :], counts[i + 1 :, : j + 1], counts[: i + 1, j + 1 :], counts[: i + 1, : j + 1]]
-            assert [float(v) for v in workspace.data(model, include_auxdata=False)] == pytest.approx(
-                [float(r.sum()) for r in regions]
-            )
+            regions = [
+                counts[i + 1 :, j + 1 :],
+                counts[i + 1 :, : j + 1],
+                counts[: i + 1, j + 1 :],
+                counts[: i + 1, : j + 1],
+            ]
+            assert [
+                float(v) for v in workspace.data(model, include_auxdata=False)
+            ] == pytest.approx([float(r.sum()) for r in regions])
             assert result["significance"] != result["significance"] or result["significance"] >= 0
 
 
-def test_root_counts_equal_in_memory_scoring(iterative_run: Path, event_files: dict[str, Path]) -> None:
+def test_root_counts_equal_in_memory_scoring(
+    iterative_run: Path, event_files: dict[str, Path]
+) -> None:
     """Every TH2D equals the counts of the same events scored in memory and transformed."""
     table = in_memory_table([event_files["qcd"], event_files["wprime"]])
     mjj = np.asarray(table["mjj"], dtype=float)
@@ -133,7 +155,9 @@ def test_root_counts_equal_in_memory_scoring(iterative_run: Path, event_files: d
     keep = mjj < 4500.0
     with uproot.open(iterative_run / "abcd.root") as handle:
         names = sorted(handle.keys(cycle=False))
-        assert names == sorted(f"{d}_{v}" for d in ("qcd", "wprime") for v in ("gridkde", "irgi", "kde", "score"))
+        assert names == sorted(
+            f"{d}_{v}" for d in ("qcd", "wprime") for v in ("gridkde", "irgi", "kde", "score")
+        )
         for variant in ("score", "irgi", "gridkde", "kde"):
             stored = handle[f"qcd_{variant}"]
             y_edges = stored.axis(1).edges()
@@ -148,11 +172,16 @@ def test_root_counts_equal_in_memory_scoring(iterative_run: Path, event_files: d
                 expected = hist.Hist(*cut_axes(X0, y_edges), storage=hist.storage.Weight())
                 expected.fill(x=mjj[rows], y=values[rows], weight=weight[rows])
                 got = handle[f"{name}_{variant}"]
-                assert np.array_equal(got.values(flow=True), expected.view(flow=True).value), (name, variant)
+                assert np.array_equal(got.values(flow=True), expected.view(flow=True).value), (
+                    name,
+                    variant,
+                )
                 assert np.array_equal(got.variances(flow=True), expected.view(flow=True).variance)
 
 
-def test_cutflow_accounts_for_every_event(iterative_run: Path, event_files: dict[str, Path]) -> None:
+def test_cutflow_accounts_for_every_event(
+    iterative_run: Path, event_files: dict[str, Path]
+) -> None:
     cutflow = json.loads((iterative_run / "cutflow.json").read_text())
     for dataset, path in (("qcd", event_files["qcd"]), ("wprime", event_files["wprime"])):
         counts = cutflow["fileset"][dataset]
@@ -169,9 +198,14 @@ def test_closure_comes_from_the_merged_histograms(iterative_run: Path) -> None:
     from hist import serialization
 
     for variant in ("score", "irgi"):
-        h = serialization.from_uhi(json.loads(json.dumps(histograms["abcd"][variant]), object_hook=uhi.io.json.object_hook))
+        h = serialization.from_uhi(
+            json.loads(json.dumps(histograms["abcd"][variant]), object_hook=uhi.io.json.object_hook)
+        )
         scan = closure_scan(hist.Hist(h)[{"dataset": sum}])
-        assert np.allclose(np.nan_to_num(closure[variant]["eta"], nan=9.0), np.nan_to_num(np.where(scan.valid, scan.eta, np.nan), nan=9.0))
+        assert np.allclose(
+            np.nan_to_num(closure[variant]["eta"], nan=9.0),
+            np.nan_to_num(np.where(scan.valid, scan.eta, np.nan), nan=9.0),
+        )
 
 
 @pytest.mark.parametrize(("executor", "chunksize"), [("futures", 45), ("dask", 110)])
@@ -181,11 +215,16 @@ def test_executors_and_chunk_sizes_agree(
     """futures and dask (2 workers each) with other chunk sizes give the same histograms and transforms."""
     folder = tmp_path / executor
     config = study_config(
-        event_files, tmp_path / "data", executor={"kind": executor, "workers": 2, "chunksize": chunksize}
+        event_files,
+        tmp_path / "data",
+        executor={"kind": executor, "workers": 2, "chunksize": chunksize},
     )
     run_study(config, folder)
     for name in ("irgi", "kde"):
-        assert rb.load(folder / f"{name}.json").get_state() == rb.load(iterative_run / f"{name}.json").get_state()
+        assert (
+            rb.load(folder / f"{name}.json").get_state()
+            == rb.load(iterative_run / f"{name}.json").get_state()
+        )
     # GridKDE's sums of kernel weights are added in another order: equal to rounding
     a, b = (rb.load(path / "gridkde.json") for path in (folder, iterative_run))
     for attribute in ("x_centres_", "y_edges_", "cdf_"):
@@ -196,13 +235,23 @@ def test_executors_and_chunk_sizes_agree(
             assert np.array_equal(a[key].values(flow=True), b[key].values(flow=True)), key
 
 
-def test_a_bad_file_is_named_or_skipped_and_listed(event_files: dict[str, Path], tmp_path: Path) -> None:
+def test_a_bad_file_is_named_or_skipped_and_listed(
+    event_files: dict[str, Path], tmp_path: Path
+) -> None:
     damaged = tmp_path / "damaged.root"
     damaged.write_bytes(event_files["qcd"].read_bytes()[:2000])
-    fileset = {"qcd": [str(event_files["qcd"]), str(damaged)], "wprime": [str(event_files["wprime"])]}
+    fileset = {
+        "qcd": [str(event_files["qcd"]), str(damaged)],
+        "wprime": [str(event_files["wprime"])],
+    }
     with pytest.raises((ValueError, OSError), match=r"damaged\.root"):
-        run_study(study_config(event_files, tmp_path / "data", fileset=fileset), tmp_path / "strict")
-    run_study(study_config(event_files, tmp_path / "data", fileset=fileset, skip_bad_files=True), tmp_path / "lenient")
+        run_study(
+            study_config(event_files, tmp_path / "data", fileset=fileset), tmp_path / "strict"
+        )
+    run_study(
+        study_config(event_files, tmp_path / "data", fileset=fileset, skip_bad_files=True),
+        tmp_path / "lenient",
+    )
     cutflow = json.loads((tmp_path / "lenient" / "cutflow.json").read_text())
     assert list(cutflow["skipped_files"]) == [str(damaged)]
     assert "damaged.root" in (tmp_path / "lenient" / "report.md").read_text()

@@ -30,8 +30,17 @@ def test_binned_score_equals_a_direct_computation() -> None:
     folds, seed, degree, sigma_r = 4, 7, 2, 0.4
     sigma_a = absolute_sigma(x, w)
     binned = sel._BinnedFolds(
-        x, y, w, degree=degree, sigma_a=sigma_a, folds=folds, seed=seed,
-        nodes_per_bandwidth=4.0, max_nodes=20_000, n_thresholds=16, y_order=None,
+        x,
+        y,
+        w,
+        degree=degree,
+        sigma_a=sigma_a,
+        folds=folds,
+        seed=seed,
+        nodes_per_bandwidth=4.0,
+        max_nodes=20_000,
+        n_thresholds=16,
+        y_order=None,
     )
     label = sel.fold_labels(len(x), folds, seed)
     thresholds = sel.brier_thresholds(y, w, 16)
@@ -64,8 +73,15 @@ def test_cross_validate_equals_a_direct_computation() -> None:
     x, y = bivariate_normal(900, seed=43)
     folds, seed, n_thresholds = 3, 5, 8
     selection = sel.cross_validate(
-        lambda d: rb.IRGI(d, domain=((-5, 5), (-5, 5))), [1, 2], x, y, None,
-        parameter="depth", folds=folds, seed=seed, n_thresholds=n_thresholds,
+        lambda d: rb.IRGI(d, domain=((-5, 5), (-5, 5))),
+        [1, 2],
+        x,
+        y,
+        None,
+        parameter="depth",
+        folds=folds,
+        seed=seed,
+        n_thresholds=n_thresholds,
     )
     label = sel.fold_labels(len(x), folds, seed)
     scores = []
@@ -129,13 +145,17 @@ def test_choice_is_deterministic_given_the_seed(make) -> None:
     x, y = bivariate_normal(8000, seed=44)
     a, b = make().fit(x, y), make().fit(x, y)
     assert a.selection_ == b.selection_
-    assert a.selection_.chosen in (a.selection_.values if a.selection_.parameter == "depth" else [a.selection_.chosen])
+    assert a.selection_.chosen in (
+        a.selection_.values if a.selection_.parameter == "depth" else [a.selection_.chosen]
+    )
     assert a.selection_.values[0] <= a.selection_.chosen <= a.selection_.values[-1]
     xq, yq = bivariate_normal(500, seed=45)
     np.testing.assert_array_equal(a.transform(xq, yq), b.transform(xq, yq))
 
 
-@pytest.mark.parametrize("make", [lambda: rb.IRGI("auto", folds=4), lambda: rb.KDE("auto", folds=4)], ids=["irgi", "kde"])
+@pytest.mark.parametrize(
+    "make", [lambda: rb.IRGI("auto", folds=4), lambda: rb.KDE("auto", folds=4)], ids=["irgi", "kde"]
+)
 def test_auto_save_and_load(make, tmp_path: Path) -> None:
     x, y = bivariate_normal(5000, seed=46)
     t = make().fit(x, y)
@@ -182,7 +202,10 @@ def test_irgi_depth_is_the_best_in_hindsight(blob_sample: dict[str, np.ndarray])
     s = blob_sample
     exact = exact_gamma(s["x_test"], s["y_test"])
     auto = rb.IRGI("auto").fit(s["x_def"], s["y_def"])
-    errors = {d: rms(rb.IRGI(d).fit(s["x_def"], s["y_def"]).transform(s["x_test"], s["y_test"]), exact) for d in (5, 6, 7)}
+    errors = {
+        d: rms(rb.IRGI(d).fit(s["x_def"], s["y_def"]).transform(s["x_test"], s["y_test"]), exact)
+        for d in (5, 6, 7)
+    }
     assert errors[auto.depth_] <= 1.1 * min(errors.values())
 
 

@@ -55,7 +55,9 @@ def test_propagate_gives_nan_for_nan_events_and_counts_them(estimator, sample) -
     xq, yq = x[:50].copy(), y[:50].copy()
     xq[[0, 5]] = np.nan
     yq[[5, 7]] = np.nan
-    with pytest.warns(rb.NaNInputWarning, match=r"^3 of 50 event\(s\) have a NaN x or y \(first at index 0\)"):
+    with pytest.warns(
+        rb.NaNInputWarning, match=r"^3 of 50 event\(s\) have a NaN x or y \(first at index 0\)"
+    ):
         gamma = estimator.transform(xq, yq, nan_policy="propagate")
     assert gamma.shape == (50,)
     assert np.flatnonzero(np.isnan(gamma)).tolist() == [0, 5, 7]
@@ -64,7 +66,9 @@ def test_propagate_gives_nan_for_nan_events_and_counts_them(estimator, sample) -
     # the same events in a jagged structure: one value out per event in, NaN where NaN went in
     jagged_x = ak.unflatten(xq, [20, 0, 30])
     with pytest.warns(rb.NaNInputWarning):
-        jagged = estimator.transform(jagged_x, ak.unflatten(yq, [20, 0, 30]), nan_policy="propagate")
+        jagged = estimator.transform(
+            jagged_x, ak.unflatten(yq, [20, 0, 30]), nan_policy="propagate"
+        )
     assert ak.num(jagged).tolist() == [20, 0, 30]
     np.testing.assert_array_equal(ak.flatten(jagged).to_numpy(), gamma)
 
@@ -164,5 +168,7 @@ def test_propagate_on_a_transform_read_from_correctionlib(sample, tmp_path) -> N
     with pytest.warns(rb.NaNInputWarning, match="^1 of 4 event"):
         gamma = loaded.transform(xq, yq, nan_policy="propagate")
     assert np.isnan(gamma[1])
-    np.testing.assert_allclose(gamma[[0, 2]], fitted.transform([0.1, fitted.domain_[0][1]], [0.2, 0.2]), atol=1e-12)
+    np.testing.assert_allclose(
+        gamma[[0, 2]], fitted.transform([0.1, fitted.domain_[0][1]], [0.2, 0.2]), atol=1e-12
+    )
     assert gamma[3] == 0.0

@@ -29,13 +29,17 @@ def test_geometric_sigma_grid() -> None:
     assert len(cfg.sigma_r) == spec["n"]
     assert cfg.sigma_r[0] == spec["min"]
     assert cfg.sigma_r[-1] == spec["max"]
-    assert np.allclose(np.diff(np.log(cfg.sigma_r)), np.log(spec["max"] / spec["min"]) / (spec["n"] - 1), atol=1e-3)
+    assert np.allclose(
+        np.diff(np.log(cfg.sigma_r)), np.log(spec["max"] / spec["min"]) / (spec["n"] - 1), atol=1e-3
+    )
 
 
 def test_peers_switch() -> None:
     config = load_config("blobs")
     assert BlobsConfig.parse({**config, "peers": False}).peers is None
-    assert BlobsConfig.parse({**config, "peers": {"flow": {"max_epochs": 3}}}).peers == {"flow": {"max_epochs": 3}}
+    assert BlobsConfig.parse({**config, "peers": {"flow": {"max_epochs": 3}}}).peers == {
+        "flow": {"max_epochs": 3}
+    }
 
 
 @pytest.mark.parametrize(
@@ -45,8 +49,16 @@ def test_peers_switch() -> None:
         (lambda c: c.pop("background"), "background", "missing"),
         (lambda c: c["background"].update(rho=1.0), "background.rho", "(-1, 1)"),
         (lambda c: c["background"].update(n_testing=0), "background.n_testing", "integer"),
-        (lambda c: c["signal"].update(cov=[[1.0, 2.0], [2.0, 1.0]]), "signal.cov", "positive definite"),
-        (lambda c: c["kde"].update(sigma_r={"min": 1.0, "max": 0.1, "n": 3}), "kde.sigma_r", "min < max"),
+        (
+            lambda c: c["signal"].update(cov=[[1.0, 2.0], [2.0, 1.0]]),
+            "signal.cov",
+            "positive definite",
+        ),
+        (
+            lambda c: c["kde"].update(sigma_r={"min": 1.0, "max": 0.1, "n": 3}),
+            "kde.sigma_r",
+            "min < max",
+        ),
         (lambda c: c.update(whole_sample="yes"), "whole_sample", "true or false"),
         (lambda c: c["figures"].update(colours=[]), "figures", "unknown key"),
         (lambda c: c.update(peers={"nets": 1}), "peers", "unknown key"),

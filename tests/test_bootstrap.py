@@ -33,10 +33,14 @@ def fixed_points() -> tuple[np.ndarray, np.ndarray]:
 def test_bootstrap_spread_matches_independent_samples(estimator: rb.IRGI) -> None:
     n_samples = 24
     x_fixed, y_fixed = fixed_points()
-    independent = np.array([
-        copy.deepcopy(estimator).fit(*BLOB.sample(N_DEFINING, [7, k])).transform(x_fixed, y_fixed)
-        for k in range(n_samples)
-    ])
+    independent = np.array(
+        [
+            copy.deepcopy(estimator)
+            .fit(*BLOB.sample(N_DEFINING, [7, k]))
+            .transform(x_fixed, y_fixed)
+            for k in range(n_samples)
+        ]
+    )
     ensemble = rb.bootstrap(estimator, *BLOB.sample(N_DEFINING, [8, 0]), n=n_samples, seed=3)
     ratio = ensemble.std(x_fixed, y_fixed) / independent.std(axis=0, ddof=1)
     assert 0.7 < np.median(ratio) < 1.4
@@ -73,7 +77,9 @@ def test_variations_std_and_envelope(sample, ensemble) -> None:
     np.testing.assert_allclose(std, variations.std(axis=0, ddof=1), atol=1e-12)
     np.testing.assert_array_equal(ensemble.transform(x, y, variation="replica_5"), variations[5])
     np.testing.assert_allclose(ensemble.transform(x, y, variation="up"), np.clip(gamma + std, 0, 1))
-    np.testing.assert_allclose(ensemble.transform(x, y, variation="down"), np.clip(gamma - std, 0, 1))
+    np.testing.assert_allclose(
+        ensemble.transform(x, y, variation="down"), np.clip(gamma - std, 0, 1)
+    )
     assert 0.002 < np.median(std) < 0.05
     for bad in ("replica_12", "replica_01", "sideways", "replica_-1"):
         with pytest.raises(ValueError, match="unknown variation"):
@@ -126,7 +132,9 @@ def test_weights_multiply_and_may_be_negative(sample) -> None:
     ensemble = rb.bootstrap(rb.KDE(sigma_r=0.3), x, y, weight, n=4, seed=2)
     counts = poisson_weights(len(x), 2, ensemble.replica_draws_[1])
     expected = rb.KDE(sigma_r=0.3).fit(x, y, counts * weight).transform(x[:50], y[:50])
-    np.testing.assert_array_equal(ensemble.transform(x[:50], y[:50], variation="replica_1"), expected)
+    np.testing.assert_array_equal(
+        ensemble.transform(x[:50], y[:50], variation="replica_1"), expected
+    )
     assert ensemble.sum_weight_ == pytest.approx(weight.sum())
 
 
@@ -151,10 +159,10 @@ def test_invalid_parameters(sample) -> None:
         rb.TransformEnsemble(rb.IRGI(depth=3)).variations(x, y)
 
 
-@pytest.mark.parametrize("estimator", [rb.IRGI(depth=3), rb.KDE(sigma_r=0.2), rb.GridKDE(0.3, y_levels=32)])
-def test_save_and_load_give_identical_values(
-    sample, estimator: rb.IRGI, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize(
+    "estimator", [rb.IRGI(depth=3), rb.KDE(sigma_r=0.2), rb.GridKDE(0.3, y_levels=32)]
+)
+def test_save_and_load_give_identical_values(sample, estimator: rb.IRGI, tmp_path: Path) -> None:
     x, y = sample
     ensemble = rb.bootstrap(estimator, x, y, np.full(len(x), 0.5), n=3, seed=1)
     path = tmp_path / "ensemble.json"
@@ -165,7 +173,8 @@ def test_save_and_load_give_identical_values(
     assert loaded.replica_draws_ == ensemble.replica_draws_
     for variation in ("nominal", "up", "down", "replica_2"):
         np.testing.assert_array_equal(
-            loaded.transform(x, y, variation=variation), ensemble.transform(x, y, variation=variation)
+            loaded.transform(x, y, variation=variation),
+            ensemble.transform(x, y, variation=variation),
         )
     document = json.loads(path.read_text())
     assert document["kind"] == "ensemble"
@@ -209,14 +218,18 @@ def test_correctionlib_export(sample, tmp_path: Path) -> None:
     x_test, y_test = bivariate_normal(5000, seed=9)
     for variation in ("nominal", "replica_0", "replica_4"):
         expected = ensemble.transform(x_test, y_test, variation=variation)
-        np.testing.assert_allclose(correction.evaluate(x_test, y_test, variation), expected, atol=1e-12)
+        np.testing.assert_allclose(
+            correction.evaluate(x_test, y_test, variation), expected, atol=1e-12
+        )
     for variation in ("up", "down"):
         error = metadata["envelope_error"][variation]
         difference = correction.evaluate(x_test, y_test, variation) - ensemble.transform(
             x_test, y_test, variation=variation
         )
         assert np.max(np.abs(difference)) <= error["max_abs_error"] + 1e-12
-        assert np.sqrt(np.mean(difference**2)) < 0.5 * np.sqrt(np.mean(ensemble.std(x_test, y_test) ** 2))
+        assert np.sqrt(np.mean(difference**2)) < 0.5 * np.sqrt(
+            np.mean(ensemble.std(x_test, y_test) ** 2)
+        )
     with pytest.raises(Exception, match="replica_5"):
         correction.evaluate(0.0, 0.0, "replica_5")
     validated = ensemble.to_correctionlib("gamma", n_check=1000)

@@ -40,7 +40,9 @@ def test_configuration_without_study(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "'study' key" in capsys.readouterr().err
 
 
-def test_configuration_missing_a_section(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_configuration_missing_a_section(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text("study: blobs\nseed: 1\n")
     assert main(["run", str(config), "--output", str(tmp_path / "out")]) == 2

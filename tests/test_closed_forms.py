@@ -60,7 +60,9 @@ def test_exact_gamma_is_a_cdf_in_y(name: str) -> None:
 
 def test_bivariate_normal_is_the_papers_blob() -> None:
     x, y = CASES["bivariate_normal"].sample(1000, seed=8)
-    np.testing.assert_allclose(CASES["bivariate_normal"].exact(x, y), exact_gamma(x, y), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(
+        CASES["bivariate_normal"].exact(x, y), exact_gamma(x, y), rtol=0, atol=1e-14
+    )
     assert np.corrcoef(x, y)[0, 1] == pytest.approx(0.6, abs=0.06)
 
 
@@ -93,7 +95,11 @@ def test_rms_to_exact_and_accuracy_rows() -> None:
 
     rows = accuracy_rows(
         {"irgi3": lambda: rb.IRGI(3), "irgi5": lambda: rb.IRGI(5)},
-        cases=["bivariate_normal"], sizes=[8192], draws=2, n_testing=2000, progress=False,
+        cases=["bivariate_normal"],
+        sizes=[8192],
+        draws=2,
+        n_testing=2000,
+        progress=False,
     )
     assert len(rows) == 4
     assert {r["parameter"] for r in rows} == {3.0, 5.0}

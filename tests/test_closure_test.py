@@ -29,7 +29,9 @@ def test_p_value_is_uniform_for_independent_x_and_y(weighted: bool) -> None:
     for seed in range(20):
         x, y = independent(seed)
         weight = np.random.default_rng(100 + seed).uniform(0.5, 1.5, len(x)) if weighted else None
-        result = closure_test(x, y, np.zeros(len(x), int), weight, **cuts(x, y), n_boot=200, seed=seed)
+        result = closure_test(
+            x, y, np.zeros(len(x), int), weight, **cuts(x, y), n_boot=200, seed=seed
+        )
         p_values.append(result.p_value)
     p_values = np.array(p_values)
     assert not np.all(p_values < 0.05)
@@ -54,7 +56,9 @@ def test_counts_match_the_closure_scan_and_the_bootstrap_errors_match_the_analyt
     result = closure_test(x, y, label, **grid, n_boot=400, seed=1)
     scan = closure_scan(abcd_histogram(x, y, label, **grid))
     np.testing.assert_array_equal(result.eta, scan.eta)
-    background = closure_scan(abcd_histogram(x[label == 0], y[label == 0], label[label == 0], **grid))
+    background = closure_scan(
+        abcd_histogram(x[label == 0], y[label == 0], label[label == 0], **grid)
+    )
     np.testing.assert_allclose(result.nonclosure, background.signal_estimate, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(result.background_estimate, background.background_estimate)
     # independent regions: the propagated error of N_A - N_B N_C / N_D, within bootstrap noise
@@ -109,7 +113,9 @@ def test_replica_scores_equal_to_the_nominal_give_the_testing_bootstrap(weighted
     grid = cuts(x, y, 8)
     alone = closure_test(x, y, label, weight, **grid, n_boot=60, seed=3)
     replicas = closure_test(x, y, label, weight, **grid, replica_scores=[y] * 60, seed=3)
-    streamed = closure_test(x, y, label, weight, **grid, replica_scores=(y for _ in range(60)), seed=3)
+    streamed = closure_test(
+        x, y, label, weight, **grid, replica_scores=(y for _ in range(60)), seed=3
+    )
     assert streamed.chi2 == replicas.chi2
     assert replicas.n_boot == 60
     assert replicas.transform_replicas
@@ -138,10 +144,14 @@ def test_transform_replicas_account_for_the_fit_of_the_transform() -> None:
         label = np.zeros(len(x), int)
         kwargs = {"seed": seed, "thin": 4, **grid}
         alone.append(closure_test(x, gamma, label, n_boot=60, **kwargs))
-        both.append(closure_test(x, gamma, label, replica_scores=ensemble.variations(x, y), **kwargs))
+        both.append(
+            closure_test(x, gamma, label, replica_scores=ensemble.variations(x, y), **kwargs)
+        )
     assert max(t.p_value for t in alone) < 1e-4
     assert min(t.p_value for t in both) > 0.01
-    assert all(b.consistent_fraction > a.consistent_fraction for a, b in zip(alone, both, strict=True))
+    assert all(
+        b.consistent_fraction > a.consistent_fraction for a, b in zip(alone, both, strict=True)
+    )
     np.testing.assert_array_equal(both[0].nonclosure, alone[0].nonclosure)
 
 
@@ -155,7 +165,12 @@ def test_consistent_fraction_counts_cuts_within_two_sd() -> None:
     assert result.fraction_consistent(n_sigma=100.0) == 1.0
     rng = np.random.default_rng(14)
     correlated = 0.6 * x + 0.8 * rng.standard_normal(len(x))
-    assert closure_test(x, correlated, label, **cuts(x, correlated, 10), n_boot=100).consistent_fraction == 0.0
+    assert (
+        closure_test(
+            x, correlated, label, **cuts(x, correlated, 10), n_boot=100
+        ).consistent_fraction
+        == 0.0
+    )
 
 
 def test_singular_covariance_uses_its_rank() -> None:

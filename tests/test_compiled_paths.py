@@ -49,9 +49,13 @@ def _wide(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return rng.normal(size=n) * 1e300, rng.standard_cauchy(size=n) * 1e200
 
 
-@pytest.mark.parametrize("sample", [_saturated, _tied_x, _wide], ids=["saturated", "tied-x", "wide"])
+@pytest.mark.parametrize(
+    "sample", [_saturated, _tied_x, _wide], ids=["saturated", "tied-x", "wide"]
+)
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
-def test_irgi_grid_and_lookup_equal_numpy_fallback(sample, weighted: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_irgi_grid_and_lookup_equal_numpy_fallback(
+    sample, weighted: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     x, y = sample(30_000, seed=3)
     w = np.random.default_rng(4).uniform(0.5, 1.5, x.size) if weighted else None
     xq, yq = sample(5000, seed=5)
@@ -63,13 +67,21 @@ def test_irgi_grid_and_lookup_equal_numpy_fallback(sample, weighted: bool, monke
     monkeypatch.setenv("ROSENBLATT_NO_NUMBA", "1")
     fallback = rb.IRGI(5).fit(x, y, w)
     for name in ("x_boundaries_", "y_edges_", "cdf_", "column_weight_"):
-        np.testing.assert_array_equal(getattr(compiled, name), getattr(fallback, name), err_msg=name)
+        np.testing.assert_array_equal(
+            getattr(compiled, name), getattr(fallback, name), err_msg=name
+        )
     np.testing.assert_array_equal(g_compiled, fallback.transform(xq, yq))
     # the lookup on the grid's own vertices returns the stored CDF values
     vx, vy = compiled.vertices()
     monkeypatch.delenv("ROSENBLATT_NO_NUMBA")
     at_vertices = compiled.transform(vx, vy).reshape(compiled.cdf_.shape)
-    strict = np.concatenate((np.diff(compiled.y_edges_, axis=1) > 0, np.ones((len(vx) // compiled.cdf_.shape[1], 1), bool)), axis=1)
+    strict = np.concatenate(
+        (
+            np.diff(compiled.y_edges_, axis=1) > 0,
+            np.ones((len(vx) // compiled.cdf_.shape[1], 1), bool),
+        ),
+        axis=1,
+    )
     np.testing.assert_allclose(at_vertices[strict], compiled.cdf_[strict], atol=1e-15)
 
 

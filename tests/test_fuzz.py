@@ -404,7 +404,8 @@ def test_a_file_that_crashes_its_library_is_refused_by_name(
     path = fuzz_directory / f"crashes{suffix}"
     path.write_bytes(byte_mutation(original, seed))
     with pytest.raises(
-        EventFileError, match=rf"crashes\{suffix}: damaged file: opening it crashed the {library} library"
+        EventFileError,
+        match=rf"crashes\{suffix}: damaged file: opening it crashed the {library} library",
     ):
         read_events(path)
     # the reader's own process is unharmed and reads good files

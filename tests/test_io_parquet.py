@@ -123,7 +123,9 @@ def test_every_format_gives_the_same_events(tmp_path: Path, events: ak.Array, su
     for name in ("pt", "eta", "phi", "label", "weight"):
         assert ak.to_list(back[name]) == ak.to_list(events[name])
         assert ak.to_list(ak.concatenate(chunks)[name]) == ak.to_list(events[name])
-    assert back.entry.to_list() == ak.concatenate(chunks).entry.to_list() == list(range(len(events)))
+    assert (
+        back.entry.to_list() == ak.concatenate(chunks).entry.to_list() == list(range(len(events)))
+    )
 
 
 def test_unknown_extension_and_directories(tmp_path: Path) -> None:
@@ -135,11 +137,16 @@ def test_unknown_extension_and_directories(tmp_path: Path) -> None:
     assert check_input_file(tmp_path, allow_directory=True) == tmp_path
 
 
-def test_particle_fields_of_different_lengths_are_a_damaged_file(tmp_path: Path, events: ak.Array) -> None:
+def test_particle_fields_of_different_lengths_are_a_damaged_file(
+    tmp_path: Path, events: ak.Array
+) -> None:
     path = tmp_path / "uneven.parquet"
     uneven = ak.with_field(events, events.eta[:, :-1], "eta")
     write_parquet(uneven, path)
-    with pytest.raises(EventFileError, match=rf"uneven\.parquet: {len(events)} event\(s\) have a different number of pt and eta values \(first at row 0\)"):
+    with pytest.raises(
+        EventFileError,
+        match=rf"uneven\.parquet: {len(events)} event\(s\) have a different number of pt and eta values \(first at row 0\)",
+    ):
         read_parquet(path)
     with pytest.raises(EventFileError, match="different number of pt and eta"):
         list(iter_parquet(path))

@@ -61,7 +61,11 @@ def _broken(edit: Any) -> dict[str, Any]:
     [
         (lambda c: c.update(epochs=3), "top level", "unknown key"),
         (lambda c: c.pop("partition"), "partition", "missing"),
-        (lambda c: c["partition"]["testing"].update(background="many"), "partition.testing.background", "integer"),
+        (
+            lambda c: c["partition"]["testing"].update(background="many"),
+            "partition.testing.background",
+            "integer",
+        ),
         (lambda c: c["partition"].pop("optimisation"), "partition.optimisation", "missing"),
         (lambda c: c["data"].update(margin=1.5), "data.margin", "[0, 1)"),
         (lambda c: c["classifier"].update(kind="bdt"), "classifier.kind", "cnn or gbdt"),

@@ -12,9 +12,16 @@ from rosenblatt.studies.lhco_paper import PAPER, paper_comparison, paper_table
 
 def _entry(**values: Any) -> dict[str, Any]:
     entry = {
-        "auc": 0.90, "auc_err": 0.002, "eta_best": 1e-5, "eta_best_err": 5e-3,
-        "frac_eta_below_1e-2": 0.20, "frac_eta_below_1e-2_err": 0.01,
-        "closure_chi2_ndf": 1.0, "closure_pvalue": 0.5, "dcc": 1e-4, "dcc_err": 2e-5,
+        "auc": 0.90,
+        "auc_err": 0.002,
+        "eta_best": 1e-5,
+        "eta_best_err": 5e-3,
+        "frac_eta_below_1e-2": 0.20,
+        "frac_eta_below_1e-2_err": 0.01,
+        "closure_chi2_ndf": 1.0,
+        "closure_pvalue": 0.5,
+        "dcc": 1e-4,
+        "dcc_err": 2e-5,
     }
     entry.update(values)
     return entry

@@ -38,7 +38,9 @@ def make_weights(kind: str, n: int) -> np.ndarray | None:
     return rng.normal(1.0, 0.5, n)  # about 2% negative
 
 
-def chunked(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_chunks: int = 1, seed: int = 0) -> Chunks:
+def chunked(
+    x: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_chunks: int = 1, seed: int = 0
+) -> Chunks:
     """Chunks of uneven sizes, in input order."""
     rng = np.random.default_rng(seed)
     cuts = np.sort(rng.choice(np.arange(1, len(x)), n_chunks - 1, replace=False))
@@ -137,7 +139,9 @@ def test_ties_are_placed_deterministically(weights: str) -> None:
     x, y = np.round(x, 2), np.minimum(y, 0.8)  # tied x across column boundaries, a saturated score
     w = make_weights(weights, len(x))
     reference = rb.MergeableFit(rb.IRGI(4)).fit_chunks(chunked(x, y, w))
-    merged = fit_merged(rb.IRGI(4), chunked(x[::-1], y[::-1], None if w is None else w[::-1], 5), seed=3)
+    merged = fit_merged(
+        rb.IRGI(4), chunked(x[::-1], y[::-1], None if w is None else w[::-1], 5), seed=3
+    )
     assert_same_grid(merged, reference)
     refined = fit_merged(rb.IRGI(4), chunked(x, y, w, 3), gather_limit=64, histogram_bins=16)
     assert_same_grid(refined, reference)
@@ -197,12 +201,18 @@ def test_domain_given(sample, testing) -> None:
 # --------------------------------------------------------------------- GridKDE
 def in_memory_fine_edges(y: np.ndarray, w: np.ndarray | None, y_levels: int = 512) -> np.ndarray:
     order = np.argsort(y, kind="stable")
-    cumulative = np.arange(len(y) + 1.0) if w is None else np.concatenate(([0.0], np.cumsum(w[order])))
+    cumulative = (
+        np.arange(len(y) + 1.0) if w is None else np.concatenate(([0.0], np.cumsum(w[order])))
+    )
     return lp.y_edges(y[order], cumulative, fine_edge_count(len(y), y_levels))
 
 
-@pytest.mark.parametrize(("degree", "weights"), [(0, "unit"), (1, "integer"), (2, "unit"), (2, "float")])
-def test_grid_kde_matches_the_in_memory_fit_on_the_same_edges(testing, degree: int, weights: str) -> None:
+@pytest.mark.parametrize(
+    ("degree", "weights"), [(0, "unit"), (1, "integer"), (2, "unit"), (2, "float")]
+)
+def test_grid_kde_matches_the_in_memory_fit_on_the_same_edges(
+    testing, degree: int, weights: str
+) -> None:
     x, y = bivariate_normal(20_000, seed=7)
     w = make_weights(weights, len(x))
     fit = rb.MergeableFit(rb.GridKDE(sigma_r=0.05, degree=degree))
@@ -214,7 +224,10 @@ def test_grid_kde_matches_the_in_memory_fit_on_the_same_edges(testing, degree: i
     same_edges._fit_binned(x, y, w, fine_edges=fit.y_fine_edges_)
     assert max_difference(merged, same_edges, testing) <= 1e-9
     assert merged.sigma_a_ == pytest.approx(same_edges.sigma_a_, rel=1e-13)
-    assert max_difference(merged, rb.GridKDE(sigma_r=0.05, degree=degree).fit(x, y, w), testing) <= 1e-9
+    assert (
+        max_difference(merged, rb.GridKDE(sigma_r=0.05, degree=degree).fit(x, y, w), testing)
+        <= 1e-9
+    )
 
 
 def test_grid_kde_chunking_does_not_matter() -> None:

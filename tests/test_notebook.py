@@ -19,10 +19,18 @@ def test_walkthrough_executes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
     client.execute()
     outputs = "".join(
-        out.get("text", "") for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+        out.get("text", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
     )
     assert "best eta" in outputs
     assert (tmp_path / "data" / "notebook" / "irgi.json").is_file()

@@ -20,7 +20,15 @@ import rosenblatt as rb
 pytest.importorskip("zuko")
 from rosenblatt.ml import ConditionalFlow
 
-SMALL = {"bins": 8, "transforms": 1, "hidden": (32, 32), "batch_size": 1024, "learning_rate": 1e-2, "max_epochs": 40, "patience": 5}
+SMALL = {
+    "bins": 8,
+    "transforms": 1,
+    "hidden": (32, 32),
+    "batch_size": 1024,
+    "learning_rate": 1e-2,
+    "max_epochs": 40,
+    "patience": 5,
+}
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +112,8 @@ def test_loaded_without_importing_the_flow_module(flow: ConditionalFlow, tmp_pat
         f"t = rb.load({str(tmp_path / 'flow.json')!r})\n"
         "print(type(t).__name__, float(t.transform([0.0], [0.0])[0]))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out[0] == "ConditionalFlow"
     assert float(out[1]) == pytest.approx(float(flow.transform([0.0], [0.0])[0]), abs=1e-12)

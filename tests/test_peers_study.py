@@ -14,7 +14,10 @@ from rosenblatt.studies import peers
 
 def test_efficiency_spread_of_an_independent_score_is_binomial() -> None:
     rng = np.random.default_rng(8)
-    ratios = [peers.efficiency_spread(rng.normal(size=20_000), rng.uniform(size=20_000), 0.1)["ratio"] for _ in range(20)]
+    ratios = [
+        peers.efficiency_spread(rng.normal(size=20_000), rng.uniform(size=20_000), 0.1)["ratio"]
+        for _ in range(20)
+    ]
     # sd / binomial expectation of 10 bins: a chi distribution with 9 dof over 3, mean about 0.97
     assert 0.8 < np.mean(ratios) < 1.15
 
@@ -35,7 +38,12 @@ def test_evaluate_and_report(tmp_path: Path) -> None:
     xt, yt = bivariate_normal(4000, seed=11)
     label = np.r_[np.zeros(4000), np.ones(500)]
     xt, yt = np.r_[xt, np.full(500, 1.5)], np.r_[yt, np.full(500, 2.5)]
-    makers = {"raw": None, "rarity": rb.Rarity, "ddt": lambda: rb.DDT(n_bins=5), "irgi": lambda: rb.IRGI(depth=4)}
+    makers = {
+        "raw": None,
+        "rarity": rb.Rarity,
+        "ddt": lambda: rb.DDT(n_bins=5),
+        "irgi": lambda: rb.IRGI(depth=4),
+    }
     result = peers.evaluate(
         makers,
         defining=(x, y),
@@ -53,7 +61,9 @@ def test_evaluate_and_report(tmp_path: Path) -> None:
     assert result["raw"]["fit_seconds"] == 0
     assert result["irgi"]["fit_seconds"] > 0
     assert result["irgi"]["params"]["depth"] == 4
-    assert result["irgi"]["auc"] == pytest.approx(rb.roc_auc(label, rb.IRGI(depth=4).fit(x, y).transform(xt, yt)))
+    assert result["irgi"]["auc"] == pytest.approx(
+        rb.roc_auc(label, rb.IRGI(depth=4).fit(x, y).transform(xt, yt))
+    )
     section = peers.section(result, tmp_path, "intro")
     assert section.count("\n| ") == 1 + len(result)
     assert "(peers.png)" in section

@@ -56,7 +56,9 @@ def test_rarity_weights_act_as_counts() -> None:
     weighted = rb.Rarity().fit(x, y, counts)
     repeated = rb.Rarity().fit(np.repeat(x, counts), np.repeat(y, counts))
     probe = np.linspace(-3, 3, 101)
-    np.testing.assert_allclose(weighted.transform(probe * 0, probe), repeated.transform(probe * 0, probe), atol=1e-12)
+    np.testing.assert_allclose(
+        weighted.transform(probe * 0, probe), repeated.transform(probe * 0, probe), atol=1e-12
+    )
 
 
 def test_ddt_flattens_its_working_point(blob: tuple[np.ndarray, ...]) -> None:
@@ -161,7 +163,9 @@ def test_ddt_weights_act_as_counts() -> None:
     x, y = bivariate_normal(3000, seed=12)
     counts = rng.integers(1, 4, size=3000)
     weighted = rb.DDT(efficiency=[0.2, 0.6], n_bins=6).fit(x, y, counts)
-    repeated = rb.DDT(efficiency=[0.2, 0.6], n_bins=6).fit(np.repeat(x, counts), np.repeat(y, counts))
+    repeated = rb.DDT(efficiency=[0.2, 0.6], n_bins=6).fit(
+        np.repeat(x, counts), np.repeat(y, counts)
+    )
     np.testing.assert_allclose(weighted.quantiles_, repeated.quantiles_, atol=1e-9)
     xt, yt = bivariate_normal(2000, seed=13)
     np.testing.assert_allclose(weighted.transform(xt, yt), repeated.transform(xt, yt), atol=1e-9)

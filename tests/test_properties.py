@@ -327,11 +327,15 @@ FINITE = st.floats(allow_nan=False, allow_infinity=False)
 
 @PROPERTY
 @given(
-    values=hnp.arrays(np.float64, st.integers(1, 60), elements=FINITE | st.sampled_from([0.0, 1.0, -1e308, 1e308])),
+    values=hnp.arrays(
+        np.float64, st.integers(1, 60), elements=FINITE | st.sampled_from([0.0, 1.0, -1e308, 1e308])
+    ),
     queries=hnp.arrays(np.float64, st.integers(1, 300), elements=FINITE),
     n_cells=st.integers(1, 200),
 )
-def test_cell_index_counts_like_searchsorted(values: np.ndarray, queries: np.ndarray, n_cells: int) -> None:
+def test_cell_index_counts_like_searchsorted(
+    values: np.ndarray, queries: np.ndarray, n_cells: int
+) -> None:
     from rosenblatt._jit import compiled
     from rosenblatt.transforms._column_grid import cell_index
     from rosenblatt.transforms._kernels import count_le_indexed

@@ -21,7 +21,9 @@ from rosenblatt.abcd.likelihood import (
 pyhf = pytest.importorskip("pyhf")
 
 # pyhf 0.7 validates workspaces with jsonschema's deprecated RefResolver
-pytestmark = pytest.mark.filterwarnings("ignore:jsonschema.RefResolver is deprecated:DeprecationWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:jsonschema.RefResolver is deprecated:DeprecationWarning"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -112,14 +114,19 @@ def test_sensitivity_map() -> None:
     x = np.r_[rng.exponential(1.0, n_bkg), rng.normal(2.0, 0.2, n_sig)]
     y = np.r_[rng.uniform(0, 1, n_bkg), rng.beta(5, 1, n_sig)]
     label = np.r_[np.zeros(n_bkg, int), np.ones(n_sig, int)]
-    histogram = abcd_histogram(x, y, label, x0=np.linspace(0.5, 2.5, 9), y0=np.linspace(0.2, 0.9, 8))
+    histogram = abcd_histogram(
+        x, y, label, x0=np.linspace(0.5, 2.5, 9), y0=np.linspace(0.2, 0.9, 8)
+    )
     result = sensitivity_map(histogram, nonclosure=0.02, thin=3)
     computed = np.isfinite(result.significance)
     assert computed.sum() == 9
     assert np.array_equal(computed, np.isfinite(result.upper_limit))
     best = result.best()
     assert best["significance"] > 1
-    i, j = int(np.flatnonzero(result.x0 == best["x0"])[0]), int(np.flatnonzero(result.y0 == best["y0"])[0])
+    i, j = (
+        int(np.flatnonzero(result.x0 == best["x0"])[0]),
+        int(np.flatnonzero(result.y0 == best["y0"])[0]),
+    )
     high_x, high_y = x >= result.x0[i], y >= result.y0[j]
     regions = [high_x & high_y, high_x & ~high_y, ~high_x & high_y, ~high_x & ~high_y]
     counts = [float((r & (label == 0)).sum()) for r in regions]
@@ -168,12 +175,14 @@ def _profile(counts: np.ndarray, signal: np.ndarray, mu: float | None) -> np.nda
     """
     n_toys = len(counts)
     shift = 0.0 if mu is None else mu
-    theta = np.column_stack([
-        np.log(counts[:, 3]),
-        np.log(np.maximum(counts[:, 1] - shift * signal[1], 1.0)),
-        np.log(np.maximum(counts[:, 2] - shift * signal[2], 1.0)),
-        np.full(n_toys, 1.0 if mu is None else mu),
-    ])
+    theta = np.column_stack(
+        [
+            np.log(counts[:, 3]),
+            np.log(np.maximum(counts[:, 1] - shift * signal[1], 1.0)),
+            np.log(np.maximum(counts[:, 2] - shift * signal[2], 1.0)),
+            np.full(n_toys, 1.0 if mu is None else mu),
+        ]
+    )
     free = slice(0, 4 if mu is None else 3)
     current = _twice_nll(_abcd_rates(theta, signal), counts)
     active = np.arange(n_toys)

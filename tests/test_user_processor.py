@@ -54,11 +54,15 @@ def fileset(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"qcd": {"files": {str(path): "Events"}}}
 
 
-@pytest.mark.parametrize(("transform", "chunksize"), [(rb.IRGI(depth=3), 70), (rb.GridKDE(sigma_r=0.3, degree=1), 110)])
+@pytest.mark.parametrize(
+    ("transform", "chunksize"), [(rb.IRGI(depth=3), 70), (rb.GridKDE(sigma_r=0.3, degree=1), 110)]
+)
 def test_fit_in_a_users_processor_equals_the_in_memory_fit(
     fileset: dict[str, Any], transform: Any, chunksize: int
 ) -> None:
-    runner = processor.Runner(processor.IterativeExecutor(status=False), schema=BaseSchema, chunksize=chunksize)
+    runner = processor.Runner(
+        processor.IterativeExecutor(status=False), schema=BaseSchema, chunksize=chunksize
+    )
     fit = rb.MergeableFit(transform)
     while not fit.done:
         fit.update(runner(fileset, FitPass(fit.request()), treename="Events")["fit"])
@@ -76,7 +80,9 @@ def test_fit_in_a_users_processor_equals_the_in_memory_fit(
     assert difference.max() <= 2e-3
 
     applied = runner(fileset, Apply(fitted), treename="Events")
-    gamma = np.concatenate([g for _, g in sorted(zip(applied["entries"], applied["gamma"], strict=True))])
+    gamma = np.concatenate(
+        [g for _, g in sorted(zip(applied["entries"], applied["gamma"], strict=True))]
+    )
     assert np.allclose(gamma, fitted.transform(x, y), rtol=0, atol=1e-12)
     assert gamma.min() >= 0.0
     assert gamma.max() <= 1.0

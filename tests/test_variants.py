@@ -72,7 +72,9 @@ def test_monotone_bounded_and_exact_at_domain_edges(degree: int) -> None:
     assert np.all(t.transform(x[:50], np.full(50, y_lo - 1e-9)) == 0.0)
 
 
-def test_local_polynomial_beats_the_papers_kde_on_the_blob(blob_sample: dict[str, np.ndarray]) -> None:
+def test_local_polynomial_beats_the_papers_kde_on_the_blob(
+    blob_sample: dict[str, np.ndarray],
+) -> None:
     """The benchmark's headline on one 10^5-event draw: automatic degree 2 within the flow's RMS."""
     s = blob_sample
     x_test, y_test = s["x_test"][:20_000], s["y_test"][:20_000]
@@ -90,7 +92,9 @@ def test_small_samples_within_the_flows_rms() -> None:
     for seed in range(3):
         x, y = case.sample(10_000, seed=[31, seed])
         x_test, y_test = case.sample(20_000, seed=[32, seed])
-        errors.append(rms(GridKDE().fit(x, y).transform(x_test, y_test), case.exact(x_test, y_test)))
+        errors.append(
+            rms(GridKDE().fit(x, y).transform(x_test, y_test), case.exact(x_test, y_test))
+        )
     assert np.mean(errors) <= 0.012
 
 
@@ -138,7 +142,9 @@ def test_weights_reweight_the_conditional_distribution() -> None:
     assert rms(weighted, target) < 0.015
     assert rms(unweighted, target) > 0.05
     # the scale of the weights does not matter
-    np.testing.assert_allclose(GridKDE(0.3).fit(x, y, 7 * w).transform(xq, yq), weighted, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        GridKDE(0.3).fit(x, y, 7 * w).transform(xq, yq), weighted, rtol=0, atol=1e-12
+    )
 
 
 def test_invariant_under_increasing_map_of_y() -> None:
@@ -234,8 +240,18 @@ def test_weighted_brier_numpy_equals_compiled() -> None:
     expected = sum(
         weight[i]
         * sum(
-            (pilot[fold[i], pilot_left[i], q] * (1 - pilot_share[i]) + pilot[fold[i], pilot_left[i] + 1, q] * pilot_share[i])
-            * ((cdf[fold[i], left[i], q] * (1 - share[i]) + cdf[fold[i], left[i] + 1, q] * share[i]) - (q >= column[i])) ** 2
+            (
+                pilot[fold[i], pilot_left[i], q] * (1 - pilot_share[i])
+                + pilot[fold[i], pilot_left[i] + 1, q] * pilot_share[i]
+            )
+            * (
+                (
+                    cdf[fold[i], left[i], q] * (1 - share[i])
+                    + cdf[fold[i], left[i] + 1, q] * share[i]
+                )
+                - (q >= column[i])
+            )
+            ** 2
             for q in range(k)
         )
         for i in range(200)
@@ -252,7 +268,9 @@ def test_numpy_path_equals_compiled_path(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("ROSENBLATT_NO_NUMBA", "1")
     plain = GridKDE(folds=3).fit(x, y)
     assert plain.sigma_r_ == pytest.approx(compiled.sigma_r_, rel=1e-9)
-    np.testing.assert_allclose(plain.transform(xq, yq), compiled.transform(xq, yq), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        plain.transform(xq, yq), compiled.transform(xq, yq), rtol=0, atol=1e-12
+    )
 
 
 def test_blocks_equal_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -264,7 +282,9 @@ def test_blocks_equal_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     edges = lp.y_edges(np.sort(y), np.arange(len(y) + 1.0), 600)
     mass, below = lp.bin_sample(x, y, None, nodes, edges)
     matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 5)
-    one = lp.compress_columns(edges, lp.rearrange(lp.local_polynomial_cdf(matrices, mass, below, 2)), 64)
+    one = lp.compress_columns(
+        edges, lp.rearrange(lp.local_polynomial_cdf(matrices, mass, below, 2)), 64
+    )
     monkeypatch.setattr(lp, "BLOCK_NODES", 37)
     blocked = lp.local_polynomial_columns(matrices, mass, below, 2, edges, 64)
     assert len(nodes) > 3 * 37

@@ -38,7 +38,9 @@ class ShiftedUniform(ColumnGridTransform):
     def __repr__(self) -> str:
         return f"ShiftedUniform(n_columns={self.n_columns!r})"
 
-    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+    def _fit(
+        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
+    ) -> None:
         self._set_grid(float(x.min()), float(x.max()))
 
     def _set_grid(self, x_lo: float, x_hi: float) -> None:
@@ -50,7 +52,9 @@ class ShiftedUniform(ColumnGridTransform):
         centres = np.linspace(x_lo, x_hi, int(n))
         self.domain_ = ((x_lo, x_hi), (y_lo, y_hi))
         self.x_centres_ = centres
-        self.y_edges_ = np.column_stack((np.full(n, y_lo), centres, centres + 1.0, np.full(n, y_hi)))
+        self.y_edges_ = np.column_stack(
+            (np.full(n, y_lo), centres, centres + 1.0, np.full(n, y_hi))
+        )
         self.cdf_ = np.tile([0.0, 0.0, 1.0, 1.0], (int(n), 1))
 
     def describe(self) -> str:

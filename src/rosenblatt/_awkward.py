@@ -48,4 +48,6 @@ def apply_flat(
             return ak.contents.NumpyArray(result)
         return None
 
-    return ak.transform(replace_leaf, x_packed, highlevel=True, behavior=getattr(x, "behavior", None))
+    return ak.transform(
+        replace_leaf, x_packed, highlevel=True, behavior=getattr(x, "behavior", None)
+    )

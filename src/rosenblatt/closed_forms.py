@@ -88,7 +88,9 @@ class ClosedForm:
 
     def exact(self, x: Any, y: Any) -> Array:
         """The exact conditional CDF at the events ``(x, y)``."""
-        x_arr, y_arr = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+        x_arr, y_arr = np.broadcast_arrays(
+            np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        )
         return np.asarray(self.conditional_cdf(x_arr, y_arr), dtype=np.float64)
 
 
@@ -144,7 +146,9 @@ def _classifier_draw(n: int, rng: np.random.Generator) -> tuple[Array, Array]:
 def _classifier_cdf(x: Array, y: Array) -> Array:
     y = np.clip(y, 0.0, 1.0)
     p = _low_fraction(x)
-    return np.asarray(p * special.betainc(*LOW_PEAK, y) + (1.0 - p) * special.betainc(*HIGH_PEAK, y))
+    return np.asarray(
+        p * special.betainc(*LOW_PEAK, y) + (1.0 - p) * special.betainc(*HIGH_PEAK, y)
+    )
 
 
 #: the closed-form cases by name
@@ -217,8 +221,14 @@ class VectorClosedForm(ClosedForm):
         return np.asarray(self.conditional_cdf(x_arr, y_arr), dtype=np.float64)
 
 
-def _vector_form(name: str, description: str, slopes: tuple[float, ...], log_widths: tuple[float, ...],
-                 width: float, correlation: float) -> VectorClosedForm:
+def _vector_form(
+    name: str,
+    description: str,
+    slopes: tuple[float, ...],
+    log_widths: tuple[float, ...],
+    width: float,
+    correlation: float,
+) -> VectorClosedForm:
     k = len(slopes)
     covariance = np.full((k, k), correlation) + (1.0 - correlation) * np.eye(k)
     factor = np.linalg.cholesky(covariance)
@@ -244,13 +254,19 @@ VECTOR_CASES: dict[str, VectorClosedForm] = {
         _vector_form(
             "two_observables",
             "(x1, x2) bivariate normal, correlation 0.5; y | x ~ N(0.6 x1 + 0.4 x2, (0.6 exp(0.15 x2))^2)",
-            (0.6, 0.4), (0.0, 0.15), 0.6, 0.5,
+            (0.6, 0.4),
+            (0.0, 0.15),
+            0.6,
+            0.5,
         ),
         _vector_form(
             "three_observables",
             "(x1, x2, x3) trivariate normal, pairwise correlation 0.5; "
             "y | x ~ N(0.5 x1 + 0.3 x2 - 0.4 x3, (0.6 exp(0.15 x2 + 0.1 x3))^2)",
-            (0.5, 0.3, -0.4), (0.0, 0.15, 0.1), 0.6, 0.5,
+            (0.5, 0.3, -0.4),
+            (0.0, 0.15, 0.1),
+            0.6,
+            0.5,
         ),
     )
 }
@@ -277,7 +293,6 @@ def rms_to_exact(
     form = closed_form(case) if isinstance(case, str) else case
     gamma = np.asarray(transform.transform(x_test, y_test), dtype=np.float64)
     return float(np.sqrt(np.mean((gamma - form.exact(x_test, y_test)) ** 2)))
-
 
 
 def chosen_parameter(transform: ConditionalCDFTransform) -> float | None:
@@ -343,16 +358,18 @@ def accuracy_rows(
             gamma = np.asarray(transform.transform(x_test, y_test), dtype=np.float64)
             seconds = time.perf_counter() - start
             selection = getattr(transform, "selection_", None)
-            rows.append({
-                "case": case_name,
-                "n_defining": int(n),
-                "draw": k,
-                "estimator": name,
-                "rms": float(np.sqrt(np.mean((gamma - exact) ** 2))),
-                "seconds": seconds,
-                "parameter": chosen_parameter(transform),
-                "selection": None if selection is None else selection.to_dict(),
-            })
+            rows.append(
+                {
+                    "case": case_name,
+                    "n_defining": int(n),
+                    "draw": k,
+                    "estimator": name,
+                    "rms": float(np.sqrt(np.mean((gamma - exact) ** 2))),
+                    "seconds": seconds,
+                    "parameter": chosen_parameter(transform),
+                    "selection": None if selection is None else selection.to_dict(),
+                }
+            )
     return rows
 
 
@@ -368,14 +385,16 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (case, n, name), members in groups.items():
         rms = np.array([m["rms"] for m in members])
-        out.append({
-            "case": case,
-            "n_defining": n,
-            "estimator": name,
-            "rms": float(rms.mean()),
-            "rms_std": float(rms.std(ddof=1)) if len(rms) > 1 else 0.0,
-            "seconds": float(np.mean([m["seconds"] for m in members])),
-            "parameters": [m["parameter"] for m in members],
-            "draws": len(members),
-        })
+        out.append(
+            {
+                "case": case,
+                "n_defining": n,
+                "estimator": name,
+                "rms": float(rms.mean()),
+                "rms_std": float(rms.std(ddof=1)) if len(rms) > 1 else 0.0,
+                "seconds": float(np.mean([m["seconds"] for m in members])),
+                "parameters": [m["parameter"] for m in members],
+                "draws": len(members),
+            }
+        )
     return out

@@ -67,11 +67,15 @@ def plot_plane(
         hist.axis.Regular(bins, *x_range, name="x", label=xlabel),
         hist.axis.Regular(bins, *y_range, name="y", label=ylabel),
     ).fill(x=x, y=y)
-    s: hist.Hist | None = None if signal is None else hist.Hist(h.axes[0], h.axes[1]).fill(x=signal[0], y=signal[1])
+    s: hist.Hist | None = (
+        None if signal is None else hist.Hist(h.axes[0], h.axes[1]).fill(x=signal[0], y=signal[1])
+    )
     plot_plane_histogram(ax, h, s, xlabel=xlabel, ylabel=ylabel)
 
 
-def plot_plane_histogram(ax: Axes, background: Any, signal: Any = None, *, xlabel: str = "x", ylabel: str = "y") -> None:
+def plot_plane_histogram(
+    ax: Axes, background: Any, signal: Any = None, *, xlabel: str = "x", ylabel: str = "y"
+) -> None:
     """A filled 2D ``hist`` of the background (log colour), with the signal's as contour lines."""
     import mplhep
     from matplotlib.colors import LogNorm
@@ -96,7 +100,12 @@ def plot_eta_map(ax: Axes, scan: Any, *, x_scale: float = 1.0, xlabel: str = r"$
 
     eta = np.where(scan.valid, np.abs(scan.eta), np.nan)
     mesh = ax.pcolormesh(
-        scan.x0 * x_scale, scan.y0, eta.T, norm=LogNorm(vmin=1e-6, vmax=1), cmap="viridis", shading="nearest"
+        scan.x0 * x_scale,
+        scan.y0,
+        eta.T,
+        norm=LogNorm(vmin=1e-6, vmax=1),
+        cmap="viridis",
+        shading="nearest",
     )
     ax.figure.colorbar(mesh, ax=ax, label=r"|$\eta_A^{sig}$|")
     if np.isfinite(eta).any():
@@ -135,16 +144,31 @@ def plot_dcc_scan(
     """
     if dcc.shape[0] > 8:
         # many sub-samples: their median and range
-        ax.fill_between(parameter, dcc.min(axis=0), dcc.max(axis=0), color="C0", alpha=0.3, label=f"{dcc.shape[0]} sub-samples: range")
+        ax.fill_between(
+            parameter,
+            dcc.min(axis=0),
+            dcc.max(axis=0),
+            color="C0",
+            alpha=0.3,
+            label=f"{dcc.shape[0]} sub-samples: range",
+        )
         ax.plot(parameter, np.median(dcc, axis=0), marker="o", ms=4, color="C0", label="median")
-        ax.axhline(float(np.median(dcc_xy)), color="C0", ls="--", lw=1, label="before the transform")
+        ax.axhline(
+            float(np.median(dcc_xy)), color="C0", ls="--", lw=1, label="before the transform"
+        )
     else:
         for i in range(dcc.shape[0]):
             colour = f"C{i}"
             ax.plot(parameter, dcc[i], marker="o", ms=4, color=colour, label=f"sub-sample {i + 1}")
             ax.axhline(dcc_xy[i], color=colour, ls="--", lw=1)
     if floor is not None:
-        ax.axhspan(float(np.min(floor)), float(np.max(floor)), color="grey", alpha=0.3, label="permutation floor")
+        ax.axhspan(
+            float(np.min(floor)),
+            float(np.max(floor)),
+            color="grey",
+            alpha=0.3,
+            label="permutation floor",
+        )
     ax.set_yscale("log")
     if log_x:
         ax.set_xscale("log")

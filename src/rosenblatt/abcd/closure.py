@@ -124,8 +124,14 @@ def closure_scan(histogram: Any) -> ClosureScan:
     return ClosureScan(
         x0=histogram.axes["x"].edges.copy(),
         y0=histogram.axes["y"].edges.copy(),
-        n_a=n_a, n_b=n_b, n_c=n_c, n_d=n_d,
-        var_a=var_a, var_b=var_b, var_c=var_c, var_d=var_d,
+        n_a=n_a,
+        n_b=n_b,
+        n_c=n_c,
+        n_d=n_d,
+        var_a=var_a,
+        var_b=var_b,
+        var_c=var_c,
+        var_d=var_d,
         signal_a=signal_a,
     )
 

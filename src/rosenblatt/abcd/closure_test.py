@@ -249,9 +249,13 @@ def closure_test(
 
     if replica_scores is None:
         n_boot = _check_count(DEFAULT_N_BOOT if n_boot is None else n_boot, "n_boot", 2)
-        replicas = _bootstrap_contents(histogram, x, score, label, weight, content.shape, n_boot, seed)
+        replicas = _bootstrap_contents(
+            histogram, x, score, label, weight, content.shape, n_boot, seed
+        )
     else:
-        replicas = _replica_contents(histogram, x, replica_scores, label, weight, content.shape, seed)
+        replicas = _replica_contents(
+            histogram, x, replica_scores, label, weight, content.shape, seed
+        )
         if n_boot is not None and n_boot != len(replicas):
             msg = f"n_boot = {n_boot} but {len(replicas)} replica scores given"
             raise ValueError(msg)

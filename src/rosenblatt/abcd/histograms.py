@@ -45,12 +45,18 @@ def abcd_histogram(
     if w is not None:
         check_same_length(x=x_arr, weight=w)
         check_finite(w, "weight")
-    h = hist.Hist(*cut_axes(x0, y0, x_label=x_label, y_label=y_label), process_axis(), storage=hist.storage.Weight())
+    h = hist.Hist(
+        *cut_axes(x0, y0, x_label=x_label, y_label=y_label),
+        process_axis(),
+        storage=hist.storage.Weight(),
+    )
     h.fill(x=x_arr, y=y_arr, process=label_arr.astype(int), weight=w)
     return h
 
 
-def cut_axes(x0: ArrayLike, y0: ArrayLike, *, x_label: str = "x", y_label: str = "y") -> tuple[Any, Any]:
+def cut_axes(
+    x0: ArrayLike, y0: ArrayLike, *, x_label: str = "x", y_label: str = "y"
+) -> tuple[Any, Any]:
     """The ``x`` and ``y`` axes of an ABCD histogram: ``Variable`` axes on the cut values.
 
     The sorted distinct cut values are the bin edges; the flow bins hold
@@ -84,4 +90,6 @@ def process_axis() -> Any:
     """
     import hist
 
-    return hist.axis.IntCategory([0, 1], name="process", label="process (0 background, 1 signal)", growth=True)
+    return hist.axis.IntCategory(
+        [0, 1], name="process", label="process (0 background, 1 signal)", growth=True
+    )

@@ -106,7 +106,9 @@ def pyhf_workspace(
     signal = {"A": signal_a, "B": signal_b, "C": signal_c, "D": signal_d}
     for name, value in [*counts.items(), *signal.items()]:
         if isinstance(value, bool) or not math.isfinite(value) or value < 0:
-            msg = f"counts and signal yields must be finite and non-negative, got {value!r} ({name})"
+            msg = (
+                f"counts and signal yields must be finite and non-negative, got {value!r} ({name})"
+            )
             raise ValueError(msg)
     if min(n_b, n_c, n_d) <= 0 or signal_a <= 0:
         msg = f"n_b, n_c, n_d and signal_a must be positive, got {n_b}, {n_c}, {n_d}, {signal_a}"
@@ -140,23 +142,29 @@ def pyhf_workspace(
     return pyhf.Workspace(spec)
 
 
-def _samples(region: str, background: float, signal: float, nonclosure: float) -> list[dict[str, Any]]:
+def _samples(
+    region: str, background: float, signal: float, nonclosure: float
+) -> list[dict[str, Any]]:
     modifiers: list[dict[str, Any]] = [
         {"name": name, "type": "normfactor", "data": None} for name in NORMFACTORS[region]
     ]
     if region == "A" and nonclosure > 0:
-        modifiers.append({
-            "name": "nonclosure",
-            "type": "normsys",
-            "data": {"hi": 1.0 + nonclosure, "lo": 1.0 - nonclosure},
-        })
+        modifiers.append(
+            {
+                "name": "nonclosure",
+                "type": "normsys",
+                "data": {"hi": 1.0 + nonclosure, "lo": 1.0 - nonclosure},
+            }
+        )
     samples = [{"name": "background", "data": [float(background)], "modifiers": modifiers}]
     if signal > 0:
-        samples.append({
-            "name": "signal",
-            "data": [float(signal)],
-            "modifiers": [{"name": POI, "type": "normfactor", "data": None}],
-        })
+        samples.append(
+            {
+                "name": "signal",
+                "data": [float(signal)],
+                "modifiers": [{"name": POI, "type": "normfactor", "data": None}],
+            }
+        )
     return samples
 
 

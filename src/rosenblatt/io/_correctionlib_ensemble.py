@@ -83,14 +83,17 @@ def export_ensemble(
             "ensembles are written for grid transforms (a grid of columns)"
         )
         raise TypeError(msg)
-    if isinstance(envelope_refine, bool) or not isinstance(envelope_refine, int) or not (
-        1 <= envelope_refine <= 64
+    if (
+        isinstance(envelope_refine, bool)
+        or not isinstance(envelope_refine, int)
+        or not (1 <= envelope_refine <= 64)
     ):
         msg = f"envelope_refine must be an integer in [1, 64], got {envelope_refine!r}"
         raise ValueError(msg)
     members = [nominal, *ensemble.replicas_]
     exports = [
-        export_transform(m, n_check=n_check, max_bins=max_bins, seed=seed, **options) for m in members
+        export_transform(m, n_check=n_check, max_bins=max_bins, seed=seed, **options)
+        for m in members
     ]
     up, down, envelope_errors = _envelope_tables(ensemble, nominal, envelope_refine, n_check, seed)
     variations = {"nominal": exports[0].table, "up": up, "down": down}
@@ -184,7 +187,9 @@ def _envelope_tables(
     centres, y_edges, _ = nominal.column_table()
     nodes, columns = _refined_grid(centres, y_edges, refine)
     x = np.repeat(nodes, [len(edges) for edges, _ in columns])
-    y = np.concatenate([np.where(left, np.nextafter(edges, -np.inf), edges) for edges, left in columns])
+    y = np.concatenate(
+        [np.where(left, np.nextafter(edges, -np.inf), edges) for edges, left in columns]
+    )
     gamma = np.asarray(ensemble.transform(x, y))
     spread = np.asarray(ensemble.std(x, y))
     bounds = np.cumsum([0, *(len(edges) for edges, _ in columns)])
@@ -193,7 +198,9 @@ def _envelope_tables(
     for name, sign in (("up", 1.0), ("down", -1.0)):
         values = np.clip(gamma + sign * spread, 0.0, 1.0)
         rows = [values[lo:hi] for lo, hi in itertools.pairwise(bounds)]
-        table = table_of_columns(nodes, grid_columns([edges for edges, _ in columns], rows, y_hi), y_hi)
+        table = table_of_columns(
+            nodes, grid_columns([edges for edges, _ in columns], rows, y_hi), y_hi
+        )
         exact = ensemble.transform(x_check, y_check, variation=name)
         difference = evaluate(table, x_check, y_check) - exact
         errors[name] = {

@@ -96,5 +96,3 @@ def check_table(table: Table, where: str) -> None:
                 raise fail(at, "gamma decreases with y")
             if np.any(start < -VALUE_SLACK) or np.any(end > 1 + VALUE_SLACK):
                 raise fail(at, "gamma outside [0, 1]")
-
-

@@ -97,9 +97,7 @@ class ColumnCDF:
         return value, slope
 
 
-def table_of_columns(
-    x_nodes: NDArray[np.float64], columns: list[ColumnCDF], y_max: float
-) -> Table:
+def table_of_columns(x_nodes: NDArray[np.float64], columns: list[ColumnCDF], y_max: float) -> Table:
     """Tabulate ``gamma`` from piecewise-linear columns at ``x_nodes``."""
     y_edges: list[NDArray[np.float64]] = []
     params: list[NDArray[np.float64]] = []
@@ -213,7 +211,6 @@ def measured_error(
     return float(np.max(np.abs(evaluate(table, x, y) - transform.transform(x, y)), initial=0.0))
 
 
-
 def export_transform(
     transform: ConditionalCDFTransform,
     *,
@@ -315,7 +312,16 @@ def _tabulate(
     if isinstance(transform, StepTransform):
         steps = transform.staircase()
         table, error, what = _tabulate_staircase(
-            transform, steps, numbers, tolerance, x_step, max_x_nodes, max_bins, progress, n_check, seed
+            transform,
+            steps,
+            numbers,
+            tolerance,
+            x_step,
+            max_x_nodes,
+            max_bins,
+            progress,
+            n_check,
+            seed,
         )
         return table, error, what, {"tolerance": float(tolerance)}
     msg = (
@@ -349,7 +355,9 @@ def _tabulate_staircase(
         x_nodes = staircase_x_nodes(
             steps, x_lo, x_hi, x_step * steps.x_scale, share, max_x_nodes, progress
         )
-        columns = [ColumnCDF(*c) for c in staircase_columns(steps, x_nodes, share, numbers, progress)]
+        columns = [
+            ColumnCDF(*c) for c in staircase_columns(steps, x_nodes, share, numbers, progress)
+        ]
         table = table_of_columns(x_nodes, columns, y_hi)
         if table.n_bins > max_bins:
             msg = (

@@ -89,11 +89,13 @@ def _correction(export: Export, name: str) -> dict[str, Any]:
     marker, data = METADATA_MARKER, _data(export.table)
     if export.variations:
         marker = ENSEMBLE_METADATA_MARKER
-        inputs.append({
-            "name": "variation",
-            "type": "string",
-            "description": "'nominal', 'up', 'down' (+- 1 bootstrap sd) or 'replica_<k>'",
-        })
+        inputs.append(
+            {
+                "name": "variation",
+                "type": "string",
+                "description": "'nominal', 'up', 'down' (+- 1 bootstrap sd) or 'replica_<k>'",
+            }
+        )
         data = {
             "nodetype": "category",
             "input": "variation",

@@ -34,7 +34,9 @@ from rosenblatt.transforms._base import ConditionalCDFTransform
 __all__ = ["ConditionalFlow"]
 
 
-def _weighted_moments(values: NDArray[np.float64], w: NDArray[np.float64] | None) -> tuple[float, float]:
+def _weighted_moments(
+    values: NDArray[np.float64], w: NDArray[np.float64] | None
+) -> tuple[float, float]:
     if w is None:
         return float(values.mean()), float(values.std())
     total = float(w.sum())
@@ -136,7 +138,9 @@ class ConditionalFlow(ConditionalCDFTransform):
                 msg = f"{name} must be a positive integer, got {value!r}"
                 raise ValueError(msg)
         hidden = tuple(self.hidden)
-        if not hidden or any(isinstance(h, bool) or not isinstance(h, numbers.Integral) or h < 1 for h in hidden):
+        if not hidden or any(
+            isinstance(h, bool) or not isinstance(h, numbers.Integral) or h < 1 for h in hidden
+        ):
             msg = f"hidden must be a non-empty sequence of positive integers, got {self.hidden!r}"
             raise ValueError(msg)
         if not 0.0 < float(self.validation_fraction) < 1.0:
@@ -159,7 +163,9 @@ class ConditionalFlow(ConditionalCDFTransform):
         )
 
     # ------------------------------------------------------------ fit
-    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+    def _fit(
+        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
+    ) -> None:
         self._check_params()
         n = len(x)
         n_val = round(n * float(self.validation_fraction))
@@ -237,7 +243,9 @@ class ConditionalFlow(ConditionalCDFTransform):
     def get_state(self) -> dict[str, Any]:
         """Hyper-parameters, scales, domain, training history and the flow's weights."""
         self._check_fitted()
-        weights = {name: value.detach().cpu().tolist() for name, value in self._flow.state_dict().items()}
+        weights = {
+            name: value.detach().cpu().tolist() for name, value in self._flow.state_dict().items()
+        }
         return {
             "params": self._params(),
             "domain": [list(axis) for axis in self.domain_],
@@ -274,7 +282,10 @@ class ConditionalFlow(ConditionalCDFTransform):
             msg = f"weights must name exactly the flow's tensors {sorted(expected)}"
             raise SchemaError(msg)
         loaded = {
-            name: torch.as_tensor(check_array(weights[name], f"weights[{name!r}]", tuple(tensor.shape)), dtype=tensor.dtype)
+            name: torch.as_tensor(
+                check_array(weights[name], f"weights[{name!r}]", tuple(tensor.shape)),
+                dtype=tensor.dtype,
+            )
             for name, tensor in expected.items()
         }
         flow.load_state_dict(loaded)
@@ -342,7 +353,9 @@ def _train(
             best_loss, best_epoch, best_state = val_loss, epoch, copy.deepcopy(flow.state_dict())
         if epoch - best_epoch >= int(options.patience):
             break
-        if options.max_seconds is not None and time.perf_counter() - start > float(options.max_seconds):
+        if options.max_seconds is not None and time.perf_counter() - start > float(
+            options.max_seconds
+        ):
             break
     flow.load_state_dict(best_state)
     return {

@@ -470,7 +470,11 @@ def run_scan(
 
         bar = tqdm(total=len(specs), initial=len(specs) - len(pending), desc="scan", unit="model")
     try:
-        metadata.update(_train_pending(pending, arrays, (train, validation), resolved, models_dir, n_workers, bar))
+        metadata.update(
+            _train_pending(
+                pending, arrays, (train, validation), resolved, models_dir, n_workers, bar
+            )
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -514,7 +518,9 @@ def _train_pending(
     if not pending:
         return {}
     if n_workers > 1:
-        return _train_in_pool(pending, arrays, train, validation, options, models_dir, n_workers, bar)
+        return _train_in_pool(
+            pending, arrays, train, validation, options, models_dir, n_workers, bar
+        )
     metadata = {}
     for spec in pending:
         metadata[spec.name] = _train_and_save(spec, arrays, train, validation, options, models_dir)

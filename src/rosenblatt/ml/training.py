@@ -335,10 +335,14 @@ class _CNNData:
         check_images(val.images, "validation images")
         self.arrays = {"train": train, "validation": val}
         self.device = device
-        self.label = {k: torch.from_numpy(a.label.astype(np.float32)) for k, a in self.arrays.items()}
+        self.label = {
+            k: torch.from_numpy(a.label.astype(np.float32)) for k, a in self.arrays.items()
+        }
         self.weight = {
             "train": torch.from_numpy(balanced_weights(train.label, train.weight, "train table")),
-            "validation": torch.from_numpy(balanced_weights(val.label, val.weight, "validation table")),
+            "validation": torch.from_numpy(
+                balanced_weights(val.label, val.weight, "validation table")
+            ),
         }
         self.mjj = {k: torch.from_numpy(a.mjj) for k, a in self.arrays.items()}
         # fixed validation batches, shuffled once so each batch mixes both classes
@@ -449,8 +453,12 @@ def _train_cnn(
             epochs = tqdm(epochs, desc=f"CNN alpha={alpha:g} seed={seed}", unit="epoch")
         epoch = 0
         for epoch in epochs:
-            train_bce, train_dcor = _train_epoch(network, optimizer, data, objective, generator, alpha, options)
-            val_loss, val_dcor = _validation_loss(network, data, objective, alpha, options.batch_size)
+            train_bce, train_dcor = _train_epoch(
+                network, optimizer, data, objective, generator, alpha, options
+            )
+            val_loss, val_dcor = _validation_loss(
+                network, data, objective, alpha, options.batch_size
+            )
             history.append(
                 {
                     "epoch": epoch,
@@ -473,7 +481,9 @@ def _train_cnn(
         "stopped_early": epoch < options.max_epochs,
         "best_val_loss": best_loss,
         "device": str(device),
-        "n_threads": options.n_threads if options.n_threads is not None else torch.get_num_threads(),
+        "n_threads": options.n_threads
+        if options.n_threads is not None
+        else torch.get_num_threads(),
         "torch_version": torch.__version__,
         "seconds": time.perf_counter() - started,
         "history": history,

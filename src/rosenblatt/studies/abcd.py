@@ -61,16 +61,24 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         old.unlink()
     executor = cfg.executor
     low, high = cfg.cuts.x0[0], cfg.cuts.x0[-1]
-    plane = PlaneBinning(x_range=cfg.plane_x_range or (low - 0.5 * (high - low), high + 0.5 * (high - low)))
+    plane = PlaneBinning(
+        x_range=cfg.plane_x_range or (low - 0.5 * (high - low), high + 0.5 * (high - low))
+    )
     with make_executor(executor.kind, executor.workers, scheduler=executor.scheduler) as pool:
         clock = time.perf_counter()
         defining = run_processor(
             cfg.defining,
             AnalysisProcessor(
-                scorers={"score": scorer}, variants=(), x0=cfg.cuts.x0, x=cfg.cuts.x,
-                skim_dir=str(skim_dir.resolve()), skip_bad_chunks=cfg.skip_bad_files,
+                scorers={"score": scorer},
+                variants=(),
+                x0=cfg.cuts.x0,
+                x=cfg.cuts.x,
+                skim_dir=str(skim_dir.resolve()),
+                skip_bad_chunks=cfg.skip_bad_files,
             ),
-            pool, chunksize=executor.chunksize, skip_bad_files=cfg.skip_bad_files,
+            pool,
+            chunksize=executor.chunksize,
+            skip_bad_files=cfg.skip_bad_files,
         )
         skims = sorted(defining["skim"])
         timings["score"] = time.perf_counter() - clock
@@ -85,8 +93,12 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         for spec in cfg.transforms:
             transform = spec.build()
             if spec.file is None:
-                routes[spec.name] = "workers (mergeable fit)" if mergeable(transform) else "driver (gathered skims)"
-                transform = fit_on_skims(transform, skims, "score", run_pass, max_gather_events=cfg.max_gather_events)
+                routes[spec.name] = (
+                    "workers (mergeable fit)" if mergeable(transform) else "driver (gathered skims)"
+                )
+                transform = fit_on_skims(
+                    transform, skims, "score", run_pass, max_gather_events=cfg.max_gather_events
+                )
             else:
                 routes[spec.name] = f"read from {spec.file}"
             transform.save(folder / f"{spec.name}.json")
@@ -99,15 +111,24 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         timings["bootstrap"] = time.perf_counter() - clock
 
         variants = [Variant("score", "score", score_y0, y_range=score_range)]
-        variants += [Variant(name, "score", cfg.cuts.y0, transform=t) for name, t in transforms.items()]
+        variants += [
+            Variant(name, "score", cfg.cuts.y0, transform=t) for name, t in transforms.items()
+        ]
         clock = time.perf_counter()
         output = run_processor(
             cfg.fileset,
             AnalysisProcessor(
-                scorers={"score": scorer}, variants=tuple(variants), x0=cfg.cuts.x0, x=cfg.cuts.x,
-                x_max=cfg.cuts.x_max, plane=plane, skip_bad_chunks=cfg.skip_bad_files,
+                scorers={"score": scorer},
+                variants=tuple(variants),
+                x0=cfg.cuts.x0,
+                x=cfg.cuts.x,
+                x_max=cfg.cuts.x_max,
+                plane=plane,
+                skip_bad_chunks=cfg.skip_bad_files,
             ),
-            pool, chunksize=executor.chunksize, skip_bad_files=cfg.skip_bad_files,
+            pool,
+            chunksize=executor.chunksize,
+            skip_bad_files=cfg.skip_bad_files,
         )
         timings["analyse"] = time.perf_counter() - clock
     clock = time.perf_counter()
@@ -135,9 +156,16 @@ def _generate(cfg: AbcdConfig) -> None:
             chunk_size=int(entry.get("chunk_size", 500)),
             workers=int(entry.get("workers", cfg.executor.workers)),
         )
-    missing = [p for paths in (*cfg.defining.values(), *cfg.fileset.values()) for p in paths if not Path(p).is_file()]
+    missing = [
+        p
+        for paths in (*cfg.defining.values(), *cfg.fileset.values())
+        for p in paths
+        if not Path(p).is_file()
+    ]
     if missing:
-        raise FileNotFoundError(f"{cfg.source}: input file(s) {missing} do not exist and generate: does not write them")
+        raise FileNotFoundError(
+            f"{cfg.source}: input file(s) {missing} do not exist and generate: does not write them"
+        )
 
 
 def _ensembles(cfg: AbcdConfig, skims: Sequence[str], folder: Path) -> dict[str, str]:
@@ -177,7 +205,9 @@ def _ensembles(cfg: AbcdConfig, skims: Sequence[str], folder: Path) -> dict[str,
 
 
 def _score_cuts(
-    cfg: AbcdConfig, skims: Sequence[str], run_pass: Callable[[Sequence[str], Callable[[str], Any], str], Any]
+    cfg: AbcdConfig,
+    skims: Sequence[str],
+    run_pass: Callable[[Sequence[str], Callable[[str], Any], str], Any],
 ) -> tuple[tuple[float, ...], tuple[float, float]]:
     """Cut values and figure range of the raw score.
 

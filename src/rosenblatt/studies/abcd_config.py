@@ -38,18 +38,41 @@ TRANSFORM_KINDS = ("irgi", "gridkde", "kde")
 EXECUTOR_KINDS = ("iterative", "futures", "dask")
 
 _TOP_KEYS = {
-    "study", "name", "seed", "generate", "defining", "fileset", "score", "transforms", "abcd",
-    "executor", "skip_bad_files", "max_gather_events", "plane", "data", "statistics",
+    "study",
+    "name",
+    "seed",
+    "generate",
+    "defining",
+    "fileset",
+    "score",
+    "transforms",
+    "abcd",
+    "executor",
+    "skip_bad_files",
+    "max_gather_events",
+    "plane",
+    "data",
+    "statistics",
 }
 _SCORE_KEYS = ("column", "torchscript", "model")
 _TRANSFORM_PARAMETERS = {
     "irgi": {"depth", "domain", "folds", "seed"},
-    "gridkde": {"sigma_r", "degree", "y_levels", "nodes_per_bandwidth", "folds", "seed", "max_nodes"},
+    "gridkde": {
+        "sigma_r",
+        "degree",
+        "y_levels",
+        "nodes_per_bandwidth",
+        "folds",
+        "seed",
+        "max_nodes",
+    },
     "kde": {"sigma_r", "method"},
 }
 
 
-def _files(value: Any, source: str, key: str, base: Path, *, must_exist: bool) -> dict[str, list[str]]:
+def _files(
+    value: Any, source: str, key: str, base: Path, *, must_exist: bool
+) -> dict[str, list[str]]:
     """``{dataset: [file, ...]}`` from a mapping, or a list named by file stem."""
     if isinstance(value, (list, tuple)):
         datasets: dict[str, list[str]] = {}
@@ -88,16 +111,28 @@ class TransformConfig:
         if "file" in entry:
             path = _resolve(str(entry.pop("file")), base)
             if entry:
-                raise _fail(source, key, f"a transform read from a file takes no other keys, got {sorted(entry)}")
+                raise _fail(
+                    source,
+                    key,
+                    f"a transform read from a file takes no other keys, got {sorted(entry)}",
+                )
             if not path.is_file():
                 raise _fail(source, f"{key}.file", f"file {path} does not exist")
             return cls(name=str(name or path.stem), file=str(path))
         kind = entry.pop("kind", None)
         if kind not in TRANSFORM_KINDS:
-            raise _fail(source, f"{key}.kind", f"must be one of {list(TRANSFORM_KINDS)} (or give file:), got {kind!r}")
+            raise _fail(
+                source,
+                f"{key}.kind",
+                f"must be one of {list(TRANSFORM_KINDS)} (or give file:), got {kind!r}",
+            )
         unknown = sorted(set(entry) - _TRANSFORM_PARAMETERS[kind])
         if unknown:
-            raise _fail(source, key, f"unknown parameter(s) {unknown} for {kind}; known: {sorted(_TRANSFORM_PARAMETERS[kind])}")
+            raise _fail(
+                source,
+                key,
+                f"unknown parameter(s) {unknown} for {kind}; known: {sorted(_TRANSFORM_PARAMETERS[kind])}",
+            )
         return cls(name=str(name or kind), kind=kind, parameters=entry)
 
     def build(self) -> Any:
@@ -136,18 +171,28 @@ class AbcdCuts:
         for axis in ("x0", "y0"):
             values = entry.get(axis)
             if not isinstance(values, (list, tuple)) or len(values) < 2:
-                raise _fail(source, f"abcd.{axis}", f"must be a list of at least two cut values, got {values!r}")
+                raise _fail(
+                    source,
+                    f"abcd.{axis}",
+                    f"must be a list of at least two cut values, got {values!r}",
+                )
             numbers = [_number(v, source, f"abcd.{axis}") for v in values]
             if f"n_{axis}" in entry:
                 if len(numbers) != 2:
-                    raise _fail(source, f"abcd.{axis}", f"with n_{axis}, give [low, high], got {values!r}")
+                    raise _fail(
+                        source, f"abcd.{axis}", f"with n_{axis}, give [low, high], got {values!r}"
+                    )
                 n = _count(entry[f"n_{axis}"], source, f"abcd.n_{axis}", 2)
                 numbers = list(np.linspace(numbers[0], numbers[1], n))
             grids[axis] = tuple(float(v) for v in numbers)
         score_y0 = entry.get("score_y0")
         if score_y0 is not None:
             if not isinstance(score_y0, (list, tuple)) or len(score_y0) < 2:
-                raise _fail(source, "abcd.score_y0", f"must be a list of at least two cut values, got {score_y0!r}")
+                raise _fail(
+                    source,
+                    "abcd.score_y0",
+                    f"must be a list of at least two cut values, got {score_y0!r}",
+                )
             score_y0 = tuple(_number(v, source, "abcd.score_y0") for v in score_y0)
         x_max = entry.get("x_max")
         return cls(
@@ -177,16 +222,24 @@ class ExecutorConfig:
             raise _fail(source, "executor", f"unknown key(s) {unknown}")
         kind = entry.get("kind", "iterative")
         if kind not in EXECUTOR_KINDS:
-            raise _fail(source, "executor.kind", f"must be one of {list(EXECUTOR_KINDS)}, got {kind!r}")
+            raise _fail(
+                source, "executor.kind", f"must be one of {list(EXECUTOR_KINDS)}, got {kind!r}"
+            )
         workers = entry.get("workers")
         scheduler = entry.get("scheduler")
         if scheduler is not None and kind != "dask":
-            raise _fail(source, "executor.scheduler", f"only the dask executor joins a scheduler, not {kind!r}")
+            raise _fail(
+                source,
+                "executor.scheduler",
+                f"only the dask executor joins a scheduler, not {kind!r}",
+            )
         import os
 
         return cls(
             kind=kind,
-            workers=1 if kind == "iterative" else _count(workers or os.cpu_count() or 1, source, "executor.workers"),
+            workers=1
+            if kind == "iterative"
+            else _count(workers or os.cpu_count() or 1, source, "executor.workers"),
             scheduler=None if scheduler is None else str(scheduler),
             chunksize=_count(entry.get("chunksize", 10_000), source, "executor.chunksize"),
         )
@@ -205,11 +258,19 @@ class StatisticsConfig:
         entry = dict(_mapping(value or {}, source, "statistics"))
         unknown = sorted(set(entry) - {"n_boot", "seed"})
         if unknown:
-            raise _fail(source, "statistics", f"unknown key(s) {unknown}; known: ['n_boot', 'seed']")
+            raise _fail(
+                source, "statistics", f"unknown key(s) {unknown}; known: ['n_boot', 'seed']"
+            )
         n_boot = _count(entry.get("n_boot", cls.n_boot), source, "statistics.n_boot", 0)
         if n_boot == 1:
-            raise _fail(source, "statistics.n_boot", "an ensemble needs at least 2 replicas (0: none), got 1")
-        return cls(n_boot=n_boot, seed=_count(entry.get("seed", cls.seed), source, "statistics.seed", 0))
+            raise _fail(
+                source,
+                "statistics.n_boot",
+                "an ensemble needs at least 2 replicas (0: none), got 1",
+            )
+        return cls(
+            n_boot=n_boot, seed=_count(entry.get("seed", cls.seed), source, "statistics.seed", 0)
+        )
 
 
 @dataclass(frozen=True)
@@ -238,16 +299,22 @@ class AbcdConfig:
         base = Path(source).parent if "_path" in config else Path.cwd()
         unknown = sorted(set(config) - _TOP_KEYS - {"_path"})
         if unknown:
-            raise _fail(source, "top level", f"unknown key(s) {unknown}; known: {sorted(_TOP_KEYS)}")
+            raise _fail(
+                source, "top level", f"unknown key(s) {unknown}; known: {sorted(_TOP_KEYS)}"
+            )
         for key in ("defining", "fileset", "score", "transforms", "abcd"):
             if key not in config:
                 raise _fail(source, key, "missing")
-        generate = tuple(dict(_mapping(g, source, "generate[]")) for g in config.get("generate") or [])
+        generate = tuple(
+            dict(_mapping(g, source, "generate[]")) for g in config.get("generate") or []
+        )
         files_exist = not generate
         score = dict(_mapping(config["score"], source, "score"))
         given = [k for k in _SCORE_KEYS if k in score]
         if len(given) != 1:
-            raise _fail(source, "score", f"give exactly one of {list(_SCORE_KEYS)}, got {sorted(score)}")
+            raise _fail(
+                source, "score", f"give exactly one of {list(_SCORE_KEYS)}, got {sorted(score)}"
+            )
         if given[0] != "column":
             path = _resolve(str(score[given[0]]), base)
             if files_exist and not path.is_file():
@@ -256,10 +323,15 @@ class AbcdConfig:
         transforms = config["transforms"]
         if not isinstance(transforms, list) or not transforms:
             raise _fail(source, "transforms", "must be a non-empty list")
-        parsed = tuple(TransformConfig.parse(t, source, f"transforms[{i}]", base) for i, t in enumerate(transforms))
+        parsed = tuple(
+            TransformConfig.parse(t, source, f"transforms[{i}]", base)
+            for i, t in enumerate(transforms)
+        )
         names = [t.name for t in parsed]
         if len(set(names)) != len(names) or "score" in names:
-            raise _fail(source, "transforms", f"names must be distinct and not 'score', got {names}")
+            raise _fail(
+                source, "transforms", f"names must be distinct and not 'score', got {names}"
+            )
         plane = config.get("plane")
         return cls(
             name=str(config["name"]),
@@ -271,8 +343,16 @@ class AbcdConfig:
             cuts=AbcdCuts.parse(config["abcd"], source),
             executor=ExecutorConfig.parse(config.get("executor"), source),
             skip_bad_files=bool(config.get("skip_bad_files", False)),
-            max_gather_events=_count(config.get("max_gather_events", 5_000_000), source, "max_gather_events"),
-            data_dir=Path(str(_mapping(config.get("data") or {}, source, "data").get("folder", Path("data") / str(config["name"])))),
+            max_gather_events=_count(
+                config.get("max_gather_events", 5_000_000), source, "max_gather_events"
+            ),
+            data_dir=Path(
+                str(
+                    _mapping(config.get("data") or {}, source, "data").get(
+                        "folder", Path("data") / str(config["name"])
+                    )
+                )
+            ),
             generate=generate,
             plane_x_range=None if plane is None else (float(plane[0]), float(plane[1])),
             statistics=StatisticsConfig.parse(config.get("statistics"), source),

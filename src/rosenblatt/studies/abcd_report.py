@@ -62,7 +62,9 @@ def closure_summary(scan: ClosureScan) -> dict[str, Any]:
     }
 
 
-def write_likelihoods(folder: Path, histograms: dict[str, Any], scans: dict[str, ClosureScan]) -> dict[str, Any]:
+def write_likelihoods(
+    folder: Path, histograms: dict[str, Any], scans: dict[str, ClosureScan]
+) -> dict[str, Any]:
     """Per variant, the ABCD likelihood at its best cut as ``workspace_<variant>.json``.
 
     The expectation is the file set's background (process 0) and signal
@@ -78,7 +80,10 @@ def write_likelihoods(folder: Path, histograms: dict[str, Any], scans: dict[str,
     try:
         import pyhf  # noqa: F401
     except ImportError:
-        return {variant: {"likelihood_note": "pyhf is not installed (pip install 'rosenblatt[stats]')"} for variant in scans}
+        return {
+            variant: {"likelihood_note": "pyhf is not installed (pip install 'rosenblatt[stats]')"}
+            for variant in scans
+        }
     results: dict[str, dict[str, Any]] = {}
     for variant, scan in scans.items():
         if not scan.valid.any():
@@ -90,13 +95,22 @@ def write_likelihoods(folder: Path, histograms: dict[str, Any], scans: dict[str,
         values = np.moveaxis(h.view(flow=True).value, -1, 0)
         process = h.axes["process"]
         regions = {
-            label: [float(r[i, j]) for r in region_sums(values[process.index(label)])] if label in process else [0.0] * 4
+            label: [float(r[i, j]) for r in region_sums(values[process.index(label)])]
+            if label in process
+            else [0.0] * 4
             for label in (0, 1)
         }
         n_a, n_b, n_c, n_d = regions[0]
-        relative = abs(n_a - n_b * n_c / n_d) / (n_b * n_c / n_d) if min(n_b, n_c, n_d) > 0 else float("nan")
+        relative = (
+            abs(n_a - n_b * n_c / n_d) / (n_b * n_c / n_d)
+            if min(n_b, n_c, n_d) > 0
+            else float("nan")
+        )
         cut: dict[str, Any] = {"x0": float(scan.x0[i]), "y0": float(scan.y0[j])}
-        results[variant] = {**cut, **likelihood_at_cut(folder, variant, regions[0], regions[1], relative)}
+        results[variant] = {
+            **cut,
+            **likelihood_at_cut(folder, variant, regions[0], regions[1], relative),
+        }
     return results
 
 
@@ -115,7 +129,9 @@ def write_outputs(
     order = sorted(output["abcd"], key=lambda variant: (variant != "score", variant))
     scans = {variant: closure_scan(output["abcd"][variant][{"dataset": sum}]) for variant in order}
     closure = {variant: closure_summary(scan) for variant, scan in scans.items()}
-    (folder / "closure.json").write_text(json.dumps(closure, allow_nan=True, default=float), encoding="utf-8")
+    (folder / "closure.json").write_text(
+        json.dumps(closure, allow_nan=True, default=float), encoding="utf-8"
+    )
     cutflow = {
         "fileset": output["cutflow"],
         "defining": defining["cutflow"],
@@ -133,18 +149,35 @@ def write_outputs(
         "configuration": cfg.source,
         "histograms": names,
         "transforms": routes,
-        "closure": {v: {k: c[k] for k in ("best", "frac_eta_below_1e-2", "frac_eta_below_1e-3", "pull_mean", "pull_std", "valid_cuts")} for v, c in closure.items()},
+        "closure": {
+            v: {
+                k: c[k]
+                for k in (
+                    "best",
+                    "frac_eta_below_1e-2",
+                    "frac_eta_below_1e-3",
+                    "pull_mean",
+                    "pull_std",
+                    "valid_cuts",
+                )
+            }
+            for v, c in closure.items()
+        },
         "ensembles": ensembles or {},
         "likelihood": likelihood,
         "cutflow": cutflow,
         "timings": timings,
     }
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2, default=float), encoding="utf-8")
+    (folder / "summary.json").write_text(
+        json.dumps(summary, indent=2, default=float), encoding="utf-8"
+    )
     (folder / "report.md").write_text(report(summary, figures), encoding="utf-8")
     return summary
 
 
-def draw_figures(folder: Path, output: dict[str, Any], scans: dict[str, ClosureScan], x_name: str) -> dict[str, str]:
+def draw_figures(
+    folder: Path, output: dict[str, Any], scans: dict[str, ClosureScan], x_name: str
+) -> dict[str, str]:
     """Per variant: the background's ``(x, score)`` plane with the signal, and ``|eta|`` over the grid."""
     from rosenblatt.plotting import figure, plot_eta_map, plot_plane_histogram, save_figure
 
@@ -167,10 +200,24 @@ def draw_figures(folder: Path, output: dict[str, Any], scans: dict[str, ClosureS
 
 def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
     """The study's ``report.md``."""
-    lines = [f"# ABCD analysis: {summary['name']}", "", f"Configuration: `{summary['configuration']}`.", ""]
-    lines += ["## Cut flow", "", "| dataset | " + " | ".join(_steps(summary)) + " |", "|---|" + "---|" * len(_steps(summary))]
+    lines = [
+        f"# ABCD analysis: {summary['name']}",
+        "",
+        f"Configuration: `{summary['configuration']}`.",
+        "",
+    ]
+    lines += [
+        "## Cut flow",
+        "",
+        "| dataset | " + " | ".join(_steps(summary)) + " |",
+        "|---|" + "---|" * len(_steps(summary)),
+    ]
     for dataset, counts in sorted(summary["cutflow"]["fileset"].items()):
-        lines.append(f"| {dataset} | " + " | ".join(str(counts.get(step, 0)) for step in _steps(summary)) + " |")
+        lines.append(
+            f"| {dataset} | "
+            + " | ".join(str(counts.get(step, 0)) for step in _steps(summary))
+            + " |"
+        )
     skipped = summary["cutflow"]["skipped_files"]
     unreadable = summary["cutflow"]["unreadable_chunks"]
     if skipped or unreadable:
@@ -185,7 +232,9 @@ def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
     for name, route in summary["transforms"].items():
         lines.append(f"- `{name}`: fitted in the {route}; saved as `{name}.json`")
     lines += [
-        "", "## Closure over the cut grid", "",
+        "",
+        "## Closure over the cut grid",
+        "",
         "| variant | best x0 | best y0 | eta at best | frac abs(eta) < 1e-2 | frac abs(eta) < 1e-3 | pull mean | pull sd |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -197,7 +246,9 @@ def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
             f"{c['frac_eta_below_1e-2']:.3f} | {c['frac_eta_below_1e-3']:.3f} | {_fmt(c['pull_mean'])} | {_fmt(c['pull_std'])} |"
         )
     lines += _statistics_lines(summary)
-    lines += ["", "## Time per step", ""] + [f"- {step}: {seconds:.1f} s" for step, seconds in summary["timings"].items()]
+    lines += ["", "## Time per step", ""] + [
+        f"- {step}: {seconds:.1f} s" for step, seconds in summary["timings"].items()
+    ]
     lines += ["", "## Figures", ""] + [f"![{variant}]({name})" for variant, name in figures.items()]
     return "\n".join(lines) + "\n"
 
@@ -205,7 +256,9 @@ def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
 def _statistics_lines(summary: dict[str, Any]) -> list[str]:
     """The report's sections on the bootstrap ensembles and the pyhf workspaces, with how to use them."""
     lines = ["", "## Bootstrap ensembles of the transforms", ""]
-    made = {name: note for name, note in summary["ensembles"].items() if note.endswith("_ensemble.json")}
+    made = {
+        name: note for name, note in summary["ensembles"].items() if note.endswith("_ensemble.json")
+    }
     for name, note in summary["ensembles"].items():
         lines.append(f"- `{name}`: " + (f"`{note}`" if name in made else note))
     if made:
@@ -240,7 +293,11 @@ def _statistics_lines(summary: dict[str, Any]) -> list[str]:
                 f"| {variant} | {r['x0']:.4g} | {r['y0']:.4g} | {_number(r['significance'])} | "
                 f"{_number(r['upper_limit'])} | {r['nonclosure']:.3f} | `{r['workspace']}` |"
             )
-    notes = [f"`{variant}`: {r['likelihood_note']}" for variant, r in summary["likelihood"].items() if r.get("likelihood_note")]
+    notes = [
+        f"`{variant}`: {r['likelihood_note']}"
+        for variant, r in summary["likelihood"].items()
+        if r.get("likelihood_note")
+    ]
     if notes:
         lines += ["", "Notes: " + "; ".join(notes) + "."]
     if written:
@@ -271,7 +328,10 @@ def _number(value: float) -> str:
 def _steps(summary: dict[str, Any]) -> list[str]:
     from rosenblatt.processors.analysis import CUTFLOW_STEPS
 
-    extra = sorted({step for counts in summary["cutflow"]["fileset"].values() for step in counts} - set(CUTFLOW_STEPS))
+    extra = sorted(
+        {step for counts in summary["cutflow"]["fileset"].values() for step in counts}
+        - set(CUTFLOW_STEPS)
+    )
     return [*CUTFLOW_STEPS, *extra]
 
 

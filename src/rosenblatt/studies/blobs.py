@@ -29,14 +29,18 @@ __all__ = ["exact_gamma", "run", "sample_background", "sample_signal"]
 log = logging.getLogger("rosenblatt.blobs")
 
 
-def sample_background(n: int, rho: float, rng: np.random.Generator) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def sample_background(
+    n: int, rho: float, rng: np.random.Generator
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Standard bivariate normal with correlation ``rho``."""
     x = rng.standard_normal(n)
     y = rho * x + np.sqrt(1.0 - rho * rho) * rng.standard_normal(n)
     return x, y
 
 
-def sample_signal(n: int, mean: list[float], cov: list[list[float]], rng: np.random.Generator) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def sample_signal(
+    n: int, mean: list[float], cov: list[list[float]], rng: np.random.Generator
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The signal blob: a bivariate normal of given mean and covariance."""
     xy = rng.multivariate_normal(mean, cov, size=n)
     return xy[:, 0], xy[:, 1]
@@ -74,7 +78,9 @@ class _Samples:
         exact = exact_gamma(x_test, y_test, bkg.rho)
         return cls(x_def, y_def, x_test, y_test, xs_def, ys_def, xs_test, ys_test, exact)
 
-    def labelled_testing(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    def labelled_testing(
+        self,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Background then signal testing events: ``x``, ``y`` and the label."""
         label = np.r_[np.zeros(len(self.x_test)), np.ones(len(self.xs_test))]
         return np.r_[self.x_test, self.xs_test], np.r_[self.y_test, self.ys_test], label
@@ -89,14 +95,18 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         "irgi": ("depth", cfg.depths, lambda d: rb.IRGI(depth=d)),
         "kde": ("sigma_r", cfg.sigma_r, lambda s: rb.KDE(sigma_r=s)),
     }
-    dcc_xy = np.array([rb.distance_correlation_sqr(data.x_test[i], data.y_test[i]) for i in subsamples])
+    dcc_xy = np.array(
+        [rb.distance_correlation_sqr(data.x_test[i], data.y_test[i]) for i in subsamples]
+    )
     results: dict[str, Any] = {}
     fitted: dict[str, dict[float, Any]] = {}
     for name, method in methods.items():
         results[name], fitted[name] = _scan(name, method, data, subsamples, cfg)
     auc = _aucs(data, results, fitted)
     if cfg.variants:
-        results["variants"] = _variants(data.x_def, data.y_def, data.x_test, data.y_test, data.exact)
+        results["variants"] = _variants(
+            data.x_def, data.y_def, data.x_test, data.y_test, data.exact
+        )
     if cfg.peers is not None:
         results["peers"] = _peers(cfg, data, len(subsamples[0]))
     if cfg.whole_sample:
@@ -147,8 +157,12 @@ def _scan(
     per_sub = []
     for s, idx in enumerate(tqdm(subsamples, desc=f"{name} permutation floors", leave=False)):
         best = int(np.argmin(dcc[s]))
-        test = rb.permutation_test(x_test[idx], gammas[values[best]][idx], n_permutations=cfg.permutations, seed=s)
-        per_sub.append({"best_" + parameter: values[best], "dcc_best": float(dcc[s, best]), **_floor(test)})
+        test = rb.permutation_test(
+            x_test[idx], gammas[values[best]][idx], n_permutations=cfg.permutations, seed=s
+        )
+        per_sub.append(
+            {"best_" + parameter: values[best], "dcc_best": float(dcc[s, best]), **_floor(test)}
+        )
     result: dict[str, Any] = {
         "parameter": parameter,
         "values": list(values),
@@ -159,25 +173,45 @@ def _scan(
     if cfg.whole_sample:
         whole = [rb.distance_correlation_sqr(x_test, gammas[v]) for v in values]
         best = int(np.argmin(whole))
-        test = rb.permutation_test(x_test, gammas[values[best]], n_permutations=cfg.whole_sample_permutations, seed=99)
-        result["whole_sample"] = {"dcc": whole, "best_" + parameter: values[best], "dcc_best": float(whole[best]), **_floor(test)}
-    log.info("%s: best dCor^2 per sub-sample %s", name, ", ".join(f"{p['dcc_best']:.2e}" for p in per_sub))
+        test = rb.permutation_test(
+            x_test, gammas[values[best]], n_permutations=cfg.whole_sample_permutations, seed=99
+        )
+        result["whole_sample"] = {
+            "dcc": whole,
+            "best_" + parameter: values[best],
+            "dcc_best": float(whole[best]),
+            **_floor(test),
+        }
+    log.info(
+        "%s: best dCor^2 per sub-sample %s",
+        name,
+        ", ".join(f"{p['dcc_best']:.2e}" for p in per_sub),
+    )
     return result, fitted
 
 
 def _floor(test: Any) -> dict[str, float]:
     """The permutation floor, its spread and the p-value of a permutation test."""
-    return {"dcc_floor": float(test.floor), "dcc_floor_std": float(test.floor_std), "p_value": float(test.p_value)}
+    return {
+        "dcc_floor": float(test.floor),
+        "dcc_floor_std": float(test.floor_std),
+        "p_value": float(test.p_value),
+    }
 
 
-def _aucs(data: _Samples, results: dict[str, Any], fitted: dict[str, dict[float, Any]]) -> dict[str, float]:
+def _aucs(
+    data: _Samples, results: dict[str, Any], fitted: dict[str, dict[float, Any]]
+) -> dict[str, float]:
     """AUC of the raw score and of each transform at its best parameter (mean dCor² over sub-samples)."""
     _, y_all, label = data.labelled_testing()
     auc = {"y": rb.roc_auc(label, y_all)}
     for name in fitted:
         best_value = results[name]["values"][int(np.argmin(np.mean(results[name]["dcc"], axis=0)))]
         t = fitted[name][best_value]
-        auc[name] = rb.roc_auc(label, np.r_[t.transform(data.x_test, data.y_test), t.transform(data.xs_test, data.ys_test)])
+        auc[name] = rb.roc_auc(
+            label,
+            np.r_[t.transform(data.x_test, data.y_test), t.transform(data.xs_test, data.ys_test)],
+        )
     return auc
 
 
@@ -222,14 +256,18 @@ def _variants(
         gamma = transform.transform(x_test, y_test)
         seconds = time.perf_counter() - start
         selection = getattr(transform, "selection_", None)
-        rows.append({
-            "estimator": name,
-            "rms_exact": float(np.sqrt(np.mean((gamma - exact) ** 2))),
-            "seconds": seconds,
-            "dcc": rb.distance_correlation_sqr(x_test[:20000], gamma[:20000]),
-            "chosen": None if selection is None else float(selection.chosen),
-            "selection": None if selection is None else {"values": list(selection.values), "scores": list(selection.scores)},
-        })
+        rows.append(
+            {
+                "estimator": name,
+                "rms_exact": float(np.sqrt(np.mean((gamma - exact) ** 2))),
+                "seconds": seconds,
+                "dcc": rb.distance_correlation_sqr(x_test[:20000], gamma[:20000]),
+                "chosen": None if selection is None else float(selection.chosen),
+                "selection": None
+                if selection is None
+                else {"values": list(selection.values), "scores": list(selection.scores)},
+            }
+        )
     return rows
 
 
@@ -254,7 +292,14 @@ def _claims(summary: dict[str, Any], bound: float) -> list[dict[str, Any]]:
     return claims
 
 
-def _figures(folder: Path, summary: dict[str, Any], fitted: dict[str, dict[float, Any]], defining: tuple[NDArray[np.float64], ...], testing: tuple[NDArray[np.float64], ...], options: Mapping[str, Any]) -> dict[str, str]:
+def _figures(
+    folder: Path,
+    summary: dict[str, Any],
+    fitted: dict[str, dict[float, Any]],
+    defining: tuple[NDArray[np.float64], ...],
+    testing: tuple[NDArray[np.float64], ...],
+    options: Mapping[str, Any],
+) -> dict[str, str]:
     from rosenblatt.plotting import figure, plot_dcc_scan, plot_irgi_grid, plot_plane, save_figure
 
     x_def, y_def, xs_def, ys_def = defining
@@ -278,8 +323,13 @@ def _figures(folder: Path, summary: dict[str, Any], fitted: dict[str, dict[float
         axes[0].set_ylim(*y_range)
         axes[0].set_title(f"IRGI grid, d = {depth}")
         plot_plane(
-            axes[1], x_test, t.transform(x_test, y_test), x_range=x_range, y_range=(0, 1),
-            signal=(xs_test, t.transform(xs_test, ys_test)), ylabel=rf"$\gamma_{{{depth}}}$",
+            axes[1],
+            x_test,
+            t.transform(x_test, y_test),
+            x_range=x_range,
+            y_range=(0, 1),
+            signal=(xs_test, t.transform(xs_test, ys_test)),
+            ylabel=rf"$\gamma_{{{depth}}}$",
         )
         axes[1].set_title("testing samples")
         figures[f"irgi_d{depth}"] = save_figure(fig, folder / f"irgi_d{depth}.png").name
@@ -290,8 +340,13 @@ def _figures(folder: Path, summary: dict[str, Any], fitted: dict[str, dict[float
         t = fitted["kde"][value]
         fig, ax = figure()
         plot_plane(
-            ax, x_test, t.transform(x_test, y_test), x_range=x_range, y_range=(0, 1),
-            signal=(xs_test, t.transform(xs_test, ys_test)), ylabel=rf"$\gamma_{{\sigma_r={value:g}}}$",
+            ax,
+            x_test,
+            t.transform(x_test, y_test),
+            x_range=x_range,
+            y_range=(0, 1),
+            signal=(xs_test, t.transform(xs_test, ys_test)),
+            ylabel=rf"$\gamma_{{\sigma_r={value:g}}}$",
         )
         ax.set_title(rf"KDE, $\sigma_r$ = {value:g}, testing samples")
         figures[f"kde_{value:g}"] = save_figure(fig, folder / f"kde_sigma{value:g}.png").name
@@ -301,8 +356,13 @@ def _figures(folder: Path, summary: dict[str, Any], fitted: dict[str, dict[float
         fig, ax = figure()
         floor = np.array([s["dcc_floor"] for s in result["subsamples"]])
         plot_dcc_scan(
-            ax, result["values"], np.asarray(result["dcc"]), dcc_xy=np.asarray(summary["dcc_xy"]),
-            floor=floor, xlabel=xlabel, log_x=log_x,
+            ax,
+            result["values"],
+            np.asarray(result["dcc"]),
+            dcc_xy=np.asarray(summary["dcc_xy"]),
+            floor=floor,
+            xlabel=xlabel,
+            log_x=log_x,
         )
         figures[f"dcc_{name}"] = save_figure(fig, folder / f"dcc_vs_{result['parameter']}.png").name
 
@@ -318,9 +378,17 @@ def _rms_figure(folder: Path, summary: dict[str, Any]) -> str:
     from rosenblatt.plotting import figure, save_figure
 
     fig, ax = figure()
-    ax.plot(summary["irgi"]["values"], summary["irgi"]["rms_exact"], marker="o", label="IRGI (depth d)")
+    ax.plot(
+        summary["irgi"]["values"], summary["irgi"]["rms_exact"], marker="o", label="IRGI (depth d)"
+    )
     ax2 = ax.twiny()
-    ax2.plot(summary["kde"]["values"], summary["kde"]["rms_exact"], marker="s", color="C1", label=r"KDE ($\sigma_r$)")
+    ax2.plot(
+        summary["kde"]["values"],
+        summary["kde"]["rms_exact"],
+        marker="s",
+        color="C1",
+        label=r"KDE ($\sigma_r$)",
+    )
     ax2.set_xscale("log")
     ax2.set_xlabel(r"KDE $\sigma_r$")
     ax.set_xlabel("IRGI depth d")
@@ -328,7 +396,6 @@ def _rms_figure(folder: Path, summary: dict[str, Any]) -> str:
     ax.set_ylabel(r"RMS($\gamma - \gamma_{exact}$)")
     ax.legend(handles=ax.get_lines() + ax2.get_lines(), loc="upper right")
     return save_figure(fig, folder / "rms_vs_exact.png").name
-
 
 
 def _selection_figure(folder: Path, summary: dict[str, Any]) -> str | None:
@@ -374,7 +441,9 @@ def _variants_table(summary: dict[str, Any]) -> str:
     ]
     for row in rows:
         chosen = "" if row["chosen"] is None else f"{row['chosen']:.4g}"
-        lines.append(f"| {row['estimator']} | {chosen} | {row['rms_exact']:.4f} | {row['seconds']:.2f} | {row['dcc']:.2e} |")
+        lines.append(
+            f"| {row['estimator']} | {chosen} | {row['rms_exact']:.4f} | {row['seconds']:.2f} | {row['dcc']:.2e} |"
+        )
     return "\n".join(lines)
 
 
@@ -383,9 +452,9 @@ def _peers_section(summary: dict[str, Any], folder: Path) -> str:
         return ""
     from rosenblatt.studies.peers import section
 
-    intro = f"""Every method fitted on the same {summary['n_defining']:,} defining events and measured on the same
+    intro = f"""Every method fitted on the same {summary["n_defining"]:,} defining events and measured on the same
 testing events in this run: RMS against the exact conditional CDF on the testing background;
-dCor² on its first {summary['subsample_size']:,} events with the permutation floor and p-value;
+dCor² on its first {summary["subsample_size"]:,} events with the permutation floor and p-value;
 AUC against the signal blob; at background efficiencies of 10, 50 and 90%, the standard deviation
 of the efficiency across 10 equal-occupancy x bins (in brackets: in units of its binomial
 expectation, about 1 when flat); fit time and transform time per 10^6 events. IRGI, KDE and
@@ -408,7 +477,11 @@ def _summary_table(summary: dict[str, Any]) -> str:
     for name, label in (("irgi", "γ_d"), ("kde", "γ_σr")):
         subs = summary[name]["subsamples"]
         param = summary[name]["parameter"]
-        for key, text in (("dcc_best", f"dCor²(x, {label}), best"), ("dcc_floor", "&nbsp;&nbsp;permutation floor"), ("p_value", "&nbsp;&nbsp;p-value")):
+        for key, text in (
+            ("dcc_best", f"dCor²(x, {label}), best"),
+            ("dcc_floor", "&nbsp;&nbsp;permutation floor"),
+            ("p_value", "&nbsp;&nbsp;p-value"),
+        ):
             values = np.array([sub[key] for sub in subs])
             fmt = ".2f" if key == "p_value" else ".2e"
             row = f"| {text} | {np.median(values):{fmt}} | {values.min():{fmt}} | {values.max():{fmt}} |"
@@ -416,27 +489,43 @@ def _summary_table(summary: dict[str, Any]) -> str:
                 row += f" {summary[name]['whole_sample'][key]:{fmt}} |"
             rows.append(row)
         if whole:
-            rows.append(f"| &nbsp;&nbsp;whole-sample best {param} | | | | {summary[name]['whole_sample']['best_' + param]:g} |")
+            rows.append(
+                f"| &nbsp;&nbsp;whole-sample best {param} | | | | {summary[name]['whole_sample']['best_' + param]:g} |"
+            )
     return "\n".join([header, rule, *rows])
 
 
 def _subsample_table(summary: dict[str, Any]) -> str:
     n_sub = summary["n_subsamples"]
     size = summary["subsample_size"]
-    header = "| | " + " | ".join(f"{i * size // 1000}k-{(i + 1) * size // 1000}k" for i in range(n_sub)) + " |"
+    header = (
+        "| | "
+        + " | ".join(f"{i * size // 1000}k-{(i + 1) * size // 1000}k" for i in range(n_sub))
+        + " |"
+    )
     rule = "|---" * (n_sub + 1) + "|"
     rows = ["| dCor²(x, y) | " + " | ".join(f"{v:.3f}" for v in summary["dcc_xy"]) + " |"]
     for name, label in (("irgi", "γ_d"), ("kde", "γ_σr")):
         subs = summary[name]["subsamples"]
         param = summary[name]["parameter"]
-        rows.append(f"| dCor²(x, {label}), best | " + " | ".join(f"{s['dcc_best']:.2e}" for s in subs) + " |")
-        rows.append(f"| &nbsp;&nbsp;at {param} | " + " | ".join(f"{s['best_' + param]:g}" for s in subs) + " |")
+        rows.append(
+            f"| dCor²(x, {label}), best | "
+            + " | ".join(f"{s['dcc_best']:.2e}" for s in subs)
+            + " |"
+        )
+        rows.append(
+            f"| &nbsp;&nbsp;at {param} | "
+            + " | ".join(f"{s['best_' + param]:g}" for s in subs)
+            + " |"
+        )
         rows.append(
             "| &nbsp;&nbsp;permutation floor | "
             + " | ".join(f"{s['dcc_floor']:.2e} ± {s['dcc_floor_std']:.1e}" for s in subs)
             + " |"
         )
-        rows.append("| &nbsp;&nbsp;p-value | " + " | ".join(f"{s['p_value']:.2f}" for s in subs) + " |")
+        rows.append(
+            "| &nbsp;&nbsp;p-value | " + " | ".join(f"{s['p_value']:.2f}" for s in subs) + " |"
+        )
     return "\n".join([header, rule, *rows])
 
 
@@ -459,13 +548,13 @@ def _document(summary: dict[str, Any], figures: dict[str, str], table: str, peer
     )
     auc = summary["auc"]
     figs = "\n".join(f"![{k}]({v})" for k, v in figures.items())
-    return f"""# Gaussian blobs: {summary['name']}
+    return f"""# Gaussian blobs: {summary["name"]}
 
-Background: standard bivariate normal with correlation {summary['rho']}; {summary['n_defining']:,}
-defining and {summary['n_testing']:,} testing events, the testing sample cut in {n_sub}
+Background: standard bivariate normal with correlation {summary["rho"]}; {summary["n_defining"]:,}
+defining and {summary["n_testing"]:,} testing events, the testing sample cut in {n_sub}
 sub-samples of {size:,}. dCor² is the squared distance correlation (the paper's DCC).
 Each residual is shown beside its permutation floor (mean dCor² of x against shuffled γ,
-{summary['permutations']} permutations: what independence alone gives at this size) and
+{summary["permutations"]} permutations: what independence alone gives at this size) and
 the permutation p-value.
 
 ## The paper's claims on this sample
@@ -486,7 +575,7 @@ the permutation p-value.
 
 {peers}
 
-AUC against the signal blob: y {auc['y']:.4f}, IRGI {auc['irgi']:.4f}, KDE {auc['kde']:.4f}
+AUC against the signal blob: y {auc["y"]:.4f}, IRGI {auc["irgi"]:.4f}, KDE {auc["kde"]:.4f}
 (at each method's parameter of lowest mean dCor²).
 
 ## Figures

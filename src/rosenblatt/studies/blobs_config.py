@@ -18,8 +18,21 @@ from rosenblatt.studies.config_checks import check_keys, count, fail, mapping, n
 __all__ = ["BlobsConfig", "Population"]
 
 _TOP_KEYS = {
-    "study", "name", "seed", "background", "signal", "n_subsamples", "permutations", "whole_sample",
-    "whole_sample_permutations", "irgi", "kde", "figures", "variants", "peers", "claims",
+    "study",
+    "name",
+    "seed",
+    "background",
+    "signal",
+    "n_subsamples",
+    "permutations",
+    "whole_sample",
+    "whole_sample_permutations",
+    "irgi",
+    "kde",
+    "figures",
+    "variants",
+    "peers",
+    "claims",
 }
 
 
@@ -54,9 +67,22 @@ class Population:
         if not isinstance(rows, list) or len(rows) != 2:
             raise fail(source, f"{key}.cov", f"must be a 2x2 list of numbers, got {rows!r}")
         cov = tuple(numbers(row, source, f"{key}.cov", 2) for row in rows)
-        if len(mean) != 2 or any(len(row) != 2 for row in cov) or np.any(np.linalg.eigvalsh(np.asarray(cov)) <= 0):
-            raise fail(source, f"{key}.cov", f"must be a symmetric positive definite 2x2 matrix beside a mean of 2, got {rows!r}")
-        return cls(n_defining, n_testing, mean=(mean[0], mean[1]), cov=((cov[0][0], cov[0][1]), (cov[1][0], cov[1][1])))
+        if (
+            len(mean) != 2
+            or any(len(row) != 2 for row in cov)
+            or np.any(np.linalg.eigvalsh(np.asarray(cov)) <= 0)
+        ):
+            raise fail(
+                source,
+                f"{key}.cov",
+                f"must be a symmetric positive definite 2x2 matrix beside a mean of 2, got {rows!r}",
+            )
+        return cls(
+            n_defining,
+            n_testing,
+            mean=(mean[0], mean[1]),
+            cov=((cov[0][0], cov[0][1]), (cov[1][0], cov[1][1])),
+        )
 
 
 @dataclass(frozen=True)
@@ -83,7 +109,9 @@ class BlobsConfig:
     def parse(cls, config: Mapping[str, Any]) -> BlobsConfig:
         """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
         source = str(config.get("_path", "the configuration"))
-        check_keys({k: v for k, v in config.items() if k != "_path"}, _TOP_KEYS, source, "top level")
+        check_keys(
+            {k: v for k, v in config.items() if k != "_path"}, _TOP_KEYS, source, "top level"
+        )
         for key in ("background", "signal", "irgi", "kde"):
             if key not in config:
                 raise fail(source, key, "missing")
@@ -109,7 +137,9 @@ class BlobsConfig:
             n_subsamples=count(config.get("n_subsamples", 5), source, "n_subsamples"),
             permutations=count(config.get("permutations", 100), source, "permutations"),
             whole_sample=_flag(config.get("whole_sample", False), source, "whole_sample"),
-            whole_sample_permutations=count(config.get("whole_sample_permutations", 20), source, "whole_sample_permutations"),
+            whole_sample_permutations=count(
+                config.get("whole_sample_permutations", 20), source, "whole_sample_permutations"
+            ),
             variants=_flag(config.get("variants", False), source, "variants"),
             peers=_peers(config.get("peers", True), source),
             figures=dict(figures),

@@ -58,7 +58,9 @@ def number(value: Any, source: str, key: str) -> float:
 def numbers(value: Any, source: str, key: str, minimum_length: int = 1) -> tuple[float, ...]:
     """``value`` as a tuple of floats, if it is a list of at least ``minimum_length`` numbers."""
     if not isinstance(value, (list, tuple)) or len(value) < minimum_length:
-        raise fail(source, key, f"must be a list of at least {minimum_length} number(s), got {value!r}")
+        raise fail(
+            source, key, f"must be a list of at least {minimum_length} number(s), got {value!r}"
+        )
     return tuple(number(v, source, key) for v in value)
 
 

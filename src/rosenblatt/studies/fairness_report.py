@@ -95,7 +95,6 @@ def _auc_vs_dcc(folder: Path, rows: list[dict[str, Any]]) -> str:
     return save_figure(fig, folder / "auc_vs_dcc.png").name
 
 
-
 def _positive_rate_by_age(folder: Path, section: dict[str, Any]) -> str:
     """The positive rate per age group at a few working points."""
     from rosenblatt.plotting import figure, save_figure
@@ -136,7 +135,6 @@ def _positive_rate_by_age(folder: Path, section: dict[str, Any]) -> str:
         handles, labels, fontsize="small", loc="upper center", ncol=2, bbox_to_anchor=(0.5, -0.1)
     )
     return save_figure(fig, folder / "positive_rate_by_age.png").name
-
 
 
 def _digits(folder: Path, summary: dict[str, Any], digits: dict[str, Any]) -> str:

@@ -71,7 +71,10 @@ def _generate(cfg: LhcoConfig) -> dict[str, Path]:
             workers=cfg.data.workers,
         )
         log.info(
-            "%s: %d events pass the trigger out of %d generated", process, summary.n_events, summary.n_generated
+            "%s: %d events pass the trigger out of %d generated",
+            process,
+            summary.n_events,
+            summary.n_generated,
         )
         paths[process] = path
     return paths
@@ -143,7 +146,11 @@ def _train(cfg: LhcoConfig, samples: dict[str, Any]) -> tuple[dict[str, Any], li
         options=dict(cfg.classifier.options),
         n_workers=cfg.classifier.workers,
     )
-    log.info("classifiers: %d trained now, %d reused", len(result.trained), len(result.models) - len(result.trained))
+    log.info(
+        "classifiers: %d trained now, %d reused",
+        len(result.trained),
+        len(result.models) - len(result.trained),
+    )
     suffix = ".npz" if cfg.classifier.kind == "gbdt" else ".pt"
     for model in result.models:
         model["path"] = str(model_file(scan_dir / "models" / model["name"], suffix))
@@ -165,10 +172,14 @@ def _evaluate(sample: Any, score: NDArray[np.float64]) -> dict[str, float]:
     }
 
 
-def _choose_models(cfg: LhcoConfig, models: list[dict[str, Any]], opt: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _choose_models(
+    cfg: LhcoConfig, models: list[dict[str, Any]], opt: Any
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The best baseline (highest AUC) and DisCo's representative (lowest dCor² above the AUC floor)."""
     for model in models:
-        model.update({f"opt_{k}": v for k, v in _evaluate(opt, _scores(opt, model["column"])).items()})
+        model.update(
+            {f"opt_{k}": v for k, v in _evaluate(opt, _scores(opt, model["column"])).items()}
+        )
     baselines = [m for m in models if m["name"].startswith(("baseline", "gbdt"))]
     best = max(baselines, key=lambda m: m["opt_auc"])
     disco_models = [m for m in models if m["name"].startswith("disco") and float(m["alpha"]) > 0]
@@ -180,12 +191,16 @@ def _choose_models(cfg: LhcoConfig, models: list[dict[str, Any]], opt: Any) -> t
         disco = max(disco_models, key=lambda m: m["opt_auc"])
     log.info(
         "best baseline %s (AUC %.3f); DisCo representative %s",
-        best["name"], best["opt_auc"], None if disco is None else disco["name"],
+        best["name"],
+        best["opt_auc"],
+        None if disco is None else disco["name"],
     )
     return best, disco
 
 
-def _decorrelate(cfg: LhcoConfig, samples: dict[str, Any], best: dict[str, Any], folder: Path) -> Decorrelation:
+def _decorrelate(
+    cfg: LhcoConfig, samples: dict[str, Any], best: dict[str, Any], folder: Path
+) -> Decorrelation:
     """Fit IRGI and KDE on the validation background; pick each parameter on the optimisation sample."""
     val, opt = samples["validation"], samples["optimisation"]
     val_bkg = np.asarray(val["label"]) == 0
@@ -206,25 +221,39 @@ def _decorrelate(cfg: LhcoConfig, samples: dict[str, Any], best: dict[str, Any],
             fitted[name][value] = transform.fit(x_def, y_def)
             gamma = transform.transform(opt_mjj, opt_base)
             scans[name].append({"value": value, **_evaluate(opt, gamma)})
-        near = [s for s in scans[name] if s["auc"] >= best["opt_auc"] - cfg.selection.auc_tolerance] or scans[name]
+        near = [
+            s for s in scans[name] if s["auc"] >= best["opt_auc"] - cfg.selection.auc_tolerance
+        ] or scans[name]
         chosen[name] = min(near, key=lambda s: s["dcc"])["value"]
         fitted[name][chosen[name]].save(folder / f"{name}.json")
     log.info("chosen IRGI depth %s and KDE sigma_r %s", chosen["irgi"], chosen["kde"])
     return Decorrelation(x_def, y_def, scans, fitted, chosen)
 
 
-def _testing_scores(samples: dict[str, Any], best: dict[str, Any], disco: dict[str, Any] | None, fits: Decorrelation) -> dict[str, NDArray[np.float64]]:
+def _testing_scores(
+    samples: dict[str, Any], best: dict[str, Any], disco: dict[str, Any] | None, fits: Decorrelation
+) -> dict[str, NDArray[np.float64]]:
     """The four classifiers' scores on the testing sample."""
     test = samples["testing"]
     mjj = np.asarray(test["mjj"], dtype=np.float64)
     base = _scores(test, best["column"])
-    scores = {"baseline": base, "irgi": fits.transform("irgi").transform(mjj, base), "kde": fits.transform("kde").transform(mjj, base)}
+    scores = {
+        "baseline": base,
+        "irgi": fits.transform("irgi").transform(mjj, base),
+        "kde": fits.transform("kde").transform(mjj, base),
+    }
     if disco is not None:
         scores["disco"] = _scores(test, disco["column"])
     return scores
 
 
-def _figures_of_merit(cfg: LhcoConfig, mjj: NDArray[np.float64], label: NDArray[np.int64], score: NDArray[np.float64], scan: ClosureScan) -> dict[str, Any]:
+def _figures_of_merit(
+    cfg: LhcoConfig,
+    mjj: NDArray[np.float64],
+    label: NDArray[np.int64],
+    score: NDArray[np.float64],
+    scan: ClosureScan,
+) -> dict[str, Any]:
     """One classifier's point estimates on the testing sample: AUC, dCor² with its floor, R50, closure."""
     bkg = label == 0
     perm = rb.permutation_test(mjj[bkg], score[bkg], n_permutations=cfg.permutations, seed=1)
@@ -267,12 +296,23 @@ def _close(
     scores = _testing_scores(samples, best, disco, fits)
     x0, y0, mjj_max = cfg.cuts.x0, cfg.cuts.y0, cfg.cuts.mjj_max
     keep = mjj < mjj_max
-    in_memory = {name: abcd_histogram(mjj[keep], score[keep], label[keep], x0=x0, y0=y0) for name, score in scores.items()}
+    in_memory = {
+        name: abcd_histogram(mjj[keep], score[keep], label[keep], x0=x0, y0=y0)
+        for name, score in scores.items()
+    }
     closures, agreement = _closures_in_processor(
-        cfg, paths, test, {"baseline": best, "disco": disco},
-        {"irgi": fits.transform("irgi"), "kde": fits.transform("kde")}, in_memory,
+        cfg,
+        paths,
+        test,
+        {"baseline": best, "disco": disco},
+        {"irgi": fits.transform("irgi"), "kde": fits.transform("kde")},
+        in_memory,
     )
-    classifiers = {name: _figures_of_merit(cfg, mjj, label, scores[name], closures[name]) for name in CLASSIFIERS if name in scores}
+    classifiers = {
+        name: _figures_of_merit(cfg, mjj, label, scores[name], closures[name])
+        for name in CLASSIFIERS
+        if name in scores
+    }
     val_label = np.asarray(val["label"])
     stats = statistics(
         dict(cfg.raw),
@@ -305,7 +345,9 @@ def _close(
     return Closure(scores, closures, agreement, classifiers, stats)
 
 
-def _peers(cfg: LhcoConfig, samples: dict[str, Any], fits: Decorrelation, closure: Closure) -> dict[str, Any]:
+def _peers(
+    cfg: LhcoConfig, samples: dict[str, Any], fits: Decorrelation, closure: Closure
+) -> dict[str, Any]:
     """Every decorrelation method of :mod:`rosenblatt.studies.peers` on the testing sample, beside DisCo."""
     from rosenblatt.studies import peers
 
@@ -314,16 +356,32 @@ def _peers(cfg: LhcoConfig, samples: dict[str, Any], fits: Decorrelation, closur
     keep = mjj < cfg.cuts.mjj_max
 
     def abcd(score: NDArray[np.float64]) -> dict[str, float]:
-        scan = closure_scan(abcd_histogram(mjj[keep], score[keep], label[keep], x0=cfg.cuts.x0, y0=cfg.cuts.y0))
-        return {"frac_eta_below_1e-2": scan.fraction_below(1e-2), "frac_eta_below_1e-3": scan.fraction_below(1e-3), "eta_best": scan.best()["eta"]}
+        scan = closure_scan(
+            abcd_histogram(mjj[keep], score[keep], label[keep], x0=cfg.cuts.x0, y0=cfg.cuts.y0)
+        )
+        return {
+            "frac_eta_below_1e-2": scan.fraction_below(1e-2),
+            "frac_eta_below_1e-3": scan.fraction_below(1e-3),
+            "eta_best": scan.best()["eta"],
+        }
 
     makers = peers.default_peers(
-        irgi=lambda: rb.IRGI(depth=fits.chosen["irgi"]), kde=lambda: rb.KDE(sigma_r=fits.chosen["kde"]),
-        flow={"max_seconds": 60.0}, n_defining=len(fits.x_def),
+        irgi=lambda: rb.IRGI(depth=fits.chosen["irgi"]),
+        kde=lambda: rb.KDE(sigma_r=fits.chosen["kde"]),
+        flow={"max_seconds": 60.0},
+        n_defining=len(fits.x_def),
     )
     given = {"disco": closure.scores["disco"]} if "disco" in closure.scores else {}
     testing = (mjj, closure.scores["baseline"], label)
-    return peers.evaluate(makers, defining=(fits.x_def, fits.y_def), testing=testing, scores=given, abcd=abcd, permutations=cfg.permutations, seed=1)
+    return peers.evaluate(
+        makers,
+        defining=(fits.x_def, fits.y_def),
+        testing=testing,
+        scores=given,
+        abcd=abcd,
+        permutations=cfg.permutations,
+        seed=1,
+    )
 
 
 def _provenance(cfg: LhcoConfig) -> dict[str, Any]:
@@ -333,8 +391,16 @@ def _provenance(cfg: LhcoConfig) -> dict[str, Any]:
     source = Path(__file__).resolve().parent
     commit = dirty = None
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True, check=True).stdout.strip()
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=source, capture_output=True, text=True, check=True)
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=source,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         dirty = bool(status.stdout.strip())
     except (OSError, subprocess.CalledProcessError):
         log.info("the package source is not a git checkout: no commit recorded")
@@ -384,13 +450,19 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     summary = _summary(cfg, models, fits, closure)
     summary["peers"] = peers
     summary["step_seconds"] = steps.seconds
-    steps.run("report", _write_report, folder, summary, models, (best, disco), fits, samples, closure)
+    steps.run(
+        "report", _write_report, folder, summary, models, (best, disco), fits, samples, closure
+    )
     summary["step_seconds"] = steps.seconds
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2, default=float), encoding="utf-8")
+    (folder / "summary.json").write_text(
+        json.dumps(summary, indent=2, default=float), encoding="utf-8"
+    )
     return summary
 
 
-def _summary(cfg: LhcoConfig, models: list[dict[str, Any]], fits: Decorrelation, closure: Closure) -> dict[str, Any]:
+def _summary(
+    cfg: LhcoConfig, models: list[dict[str, Any]], fits: Decorrelation, closure: Closure
+) -> dict[str, Any]:
     """The study's summary: sizes, provenance, per-classifier figures, scans and the paper's claims."""
     stats = closure.statistics
     summary: dict[str, Any] = {
@@ -403,7 +475,10 @@ def _summary(cfg: LhcoConfig, models: list[dict[str, Any]], fits: Decorrelation,
         **closure.classifiers,
         "depth": fits.chosen["irgi"],
         "sigma_r": fits.chosen["kde"],
-        "models": [{k: v for k, v in m.items() if isinstance(v, (int, float, str, type(None)))} for m in models],
+        "models": [
+            {k: v for k, v in m.items() if isinstance(v, (int, float, str, type(None)))}
+            for m in models
+        ],
         "scans": fits.scans,
         "contamination": stats["contamination"],
         "automatic_parameters": stats["automatic"],
@@ -457,7 +532,11 @@ def _closures_in_processor(
     from rosenblatt.processors.analysis import AnalysisProcessor, Variant
     from rosenblatt.processors.runner import make_executor, run_processor
 
-    scorers = {name: make_scorer({"model": model["path"]}) for name, model in models.items() if model is not None}
+    scorers = {
+        name: make_scorer({"model": model["path"]})
+        for name, model in models.items()
+        if model is not None
+    }
     y0 = tuple(cfg.cuts.y0)
     variants = [Variant(name, name, y0) for name in scorers]
     variants += [Variant(name, "baseline", y0, transform=t) for name, t in transforms.items()]
@@ -467,7 +546,13 @@ def _closures_in_processor(
     with make_executor(cfg.features.executor, cfg.features.workers) as pool:
         output = run_processor(
             {name: [str(p)] for name, p in paths.items()},
-            AnalysisProcessor(scorers=scorers, variants=tuple(variants), x0=tuple(cfg.cuts.x0), x_max=cfg.cuts.mjj_max, entries=selection),
+            AnalysisProcessor(
+                scorers=scorers,
+                variants=tuple(variants),
+                x0=tuple(cfg.cuts.x0),
+                x_max=cfg.cuts.mjj_max,
+                entries=selection,
+            ),
             pool,
             chunksize=cfg.features.chunksize,
         )
@@ -478,8 +563,16 @@ def _closures_in_processor(
         expected = in_memory[name].view(flow=True)
         differences[name] = float(np.max(np.abs(got["value"] - expected["value"])))
     analysed = sum(counts["in ABCD"] for counts in output["cutflow"].values())
-    log.info("testing sample through the analysis processor: %d events in ABCD; largest count difference from memory %s", analysed, differences)
-    return closures, {"events_in_abcd": int(analysed), "max_count_difference": differences, "cutflow": output["cutflow"]}
+    log.info(
+        "testing sample through the analysis processor: %d events in ABCD; largest count difference from memory %s",
+        analysed,
+        differences,
+    )
+    return closures, {
+        "events_in_abcd": int(analysed),
+        "max_count_difference": differences,
+        "cutflow": output["cutflow"],
+    }
 
 
 def _pm(entry: dict[str, Any], key: str, fmt: str) -> str:
@@ -499,26 +592,34 @@ def _claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
         result = summary[name]
         label = name.upper()
         if disco is not None:
-            claims.append({
-                "claim": f"dCor² of {label} at or below DisCo's chosen model",
-                "held": result["dcc"] <= disco["dcc"],
-                "value": f"{_pm(result, 'dcc', '.2e')} vs {_pm(disco, 'dcc', '.2e')}",
-            })
+            claims.append(
+                {
+                    "claim": f"dCor² of {label} at or below DisCo's chosen model",
+                    "held": result["dcc"] <= disco["dcc"],
+                    "value": f"{_pm(result, 'dcc', '.2e')} vs {_pm(disco, 'dcc', '.2e')}",
+                }
+            )
         ratio = base["dcc"] / result["dcc"] if result["dcc"] > 0 else float("inf")
-        claims.append({
-            "claim": f"dCor² of {label} at least 100x below the baseline's, or within 2x of the permutation floor",
-            "held": ratio >= 100 or result["dcc"] <= 2 * result["dcc_floor"],
-            "value": f"{ratio:.0f}x below baseline; {result['dcc'] / result['dcc_floor']:.2f}x the floor",
-        })
-        claims.append({
-            "claim": f"AUC of {label} within 0.02 of the baseline's",
-            "held": abs(result["auc"] - base["auc"]) <= 0.02,
-            "value": f"{_pm(result, 'auc', '.4f')} vs {_pm(base, 'auc', '.4f')}",
-        })
+        claims.append(
+            {
+                "claim": f"dCor² of {label} at least 100x below the baseline's, or within 2x of the permutation floor",
+                "held": ratio >= 100 or result["dcc"] <= 2 * result["dcc_floor"],
+                "value": f"{ratio:.0f}x below baseline; {result['dcc'] / result['dcc_floor']:.2f}x the floor",
+            }
+        )
+        claims.append(
+            {
+                "claim": f"AUC of {label} within 0.02 of the baseline's",
+                "held": abs(result["auc"] - base["auc"]) <= 0.02,
+                "value": f"{_pm(result, 'auc', '.4f')} vs {_pm(base, 'auc', '.4f')}",
+            }
+        )
         others = [base["frac_eta_below_1e-2"]] + ([disco["frac_eta_below_1e-2"]] if disco else [])
-        claims.append({
-            "claim": f"larger fraction of the (x0, y0) grid with |eta| < 1e-2 for {label} than for the baseline and DisCo",
-            "held": result["frac_eta_below_1e-2"] > max(others),
-            "value": f"{result['frac_eta_below_1e-2']:.3f} vs {', '.join(f'{v:.3f}' for v in others)}",
-        })
+        claims.append(
+            {
+                "claim": f"larger fraction of the (x0, y0) grid with |eta| < 1e-2 for {label} than for the baseline and DisCo",
+                "held": result["frac_eta_below_1e-2"] > max(others),
+                "value": f"{result['frac_eta_below_1e-2']:.3f} vs {', '.join(f'{v:.3f}' for v in others)}",
+            }
+        )
     return claims

@@ -37,12 +37,32 @@ PARTS = ("train", "validation", "optimisation", "testing")
 CLASSES = ("background", "signal")
 
 _TOP_KEYS = {
-    "study", "name", "seed", "data", "partition", "features", "classifier", "disco", "disco_selection",
-    "selection", "irgi", "kde", "abcd", "permutations", "statistics", "peers",
+    "study",
+    "name",
+    "seed",
+    "data",
+    "partition",
+    "features",
+    "classifier",
+    "disco",
+    "disco_selection",
+    "selection",
+    "irgi",
+    "kde",
+    "abcd",
+    "permutations",
+    "statistics",
+    "peers",
 }
 _REQUIRED = ("data", "partition", "classifier", "irgi", "kde")
 _STATISTICS_KEYS = {
-    "n_boot", "seed", "closure_n_boot", "closure_thin", "sensitivity_thin", "auto_parameters", "contamination",
+    "n_boot",
+    "seed",
+    "closure_n_boot",
+    "closure_thin",
+    "sensitivity_thin",
+    "auto_parameters",
+    "contamination",
 }
 
 
@@ -65,7 +85,9 @@ class DataConfig:
     def parse(cls, value: Any, source: str, name: str) -> DataConfig:
         """Validate ``data:``."""
         entry = mapping(value, source, "data")
-        check_keys(entry, {"folder", "pthat_min", "chunk_size", "margin", "workers"}, source, "data")
+        check_keys(
+            entry, {"folder", "pthat_min", "chunk_size", "margin", "workers"}, source, "data"
+        )
         margin = number(entry.get("margin", 0.03), source, "data.margin")
         if not 0 <= margin < 1:
             raise fail(source, "data.margin", f"must be in [0, 1), got {margin}")
@@ -93,11 +115,15 @@ class FeatureConfig:
         check_keys(entry, {"executor", "chunksize", "workers"}, source, "features")
         executor = entry.get("executor", "futures")
         if executor not in ("iterative", "futures", "dask"):
-            raise fail(source, "features.executor", f"must be iterative, futures or dask, got {executor!r}")
+            raise fail(
+                source, "features.executor", f"must be iterative, futures or dask, got {executor!r}"
+            )
         return cls(
             executor=str(executor),
             chunksize=count(entry.get("chunksize", 2000), source, "features.chunksize"),
-            workers=1 if executor == "iterative" else _workers(entry.get("workers"), source, "features.workers"),
+            workers=1
+            if executor == "iterative"
+            else _workers(entry.get("workers"), source, "features.workers"),
         )
 
 
@@ -158,7 +184,9 @@ class SelectionConfig:
         return cls(
             depths=tuple(count(d, source, "irgi.depths") for d in depths),
             sigma_r=numbers(kde.get("sigma_r"), source, "kde.sigma_r"),
-            auc_tolerance=number(selection.get("auc_tolerance", 0.01), source, "selection.auc_tolerance"),
+            auc_tolerance=number(
+                selection.get("auc_tolerance", 0.01), source, "selection.auc_tolerance"
+            ),
         )
 
 
@@ -191,7 +219,11 @@ class CutGrid:
         for axis, default in (("x0", (2000.0, 3700.0)), ("y0", (0.1, 0.85))):
             low_high = numbers(entry.get(axis, list(default)), source, f"abcd.{axis}", 2)
             if len(low_high) != 2 or not low_high[0] < low_high[1]:
-                raise fail(source, f"abcd.{axis}", f"must be [low, high] with low < high, got {list(low_high)}")
+                raise fail(
+                    source,
+                    f"abcd.{axis}",
+                    f"must be [low, high] with low < high, got {list(low_high)}",
+                )
             ranges[axis] = (low_high[0], low_high[1])
         return cls(
             mjj_max=number(entry.get("mjj_max", 4000.0), source, "abcd.mjj_max"),
@@ -227,7 +259,9 @@ class LhcoConfig:
     def parse(cls, config: Mapping[str, Any]) -> LhcoConfig:
         """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
         source = str(config.get("_path", "the configuration"))
-        check_keys({k: v for k, v in config.items() if k != "_path"}, _TOP_KEYS, source, "top level")
+        check_keys(
+            {k: v for k, v in config.items() if k != "_path"}, _TOP_KEYS, source, "top level"
+        )
         for key in _REQUIRED:
             if key not in config:
                 raise fail(source, key, "missing")
@@ -276,5 +310,7 @@ def _sizes(value: Any, source: str) -> dict[str, dict[str, int]]:
             raise fail(source, f"partition.{part}", "missing")
         counts = mapping(entry[part], source, f"partition.{part}")
         check_keys(counts, CLASSES, source, f"partition.{part}")
-        sizes[part] = {cls: count(counts.get(cls), source, f"partition.{part}.{cls}") for cls in CLASSES}
+        sizes[part] = {
+            cls: count(counts.get(cls), source, f"partition.{part}.{cls}") for cls in CLASSES
+        }
     return sizes

@@ -53,7 +53,10 @@ def _compare(difference: float, sd: float, larger: str, smaller: str) -> tuple[s
         return "held", f"{larger} by {z:.1f} sd"
     if z < -_SIGNIFICANCE:
         return "did not hold", f"{smaller} by {-z:.1f} sd"
-    return "not decidable", f"difference {difference:+.3g} is {abs(z):.1f} sd, within {_SIGNIFICANCE:g} sd"
+    return (
+        "not decidable",
+        f"difference {difference:+.3g} is {abs(z):.1f} sd, within {_SIGNIFICANCE:g} sd",
+    )
 
 
 def _parameters(summary: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -72,21 +75,36 @@ def _parameters(summary: Mapping[str, Any]) -> list[dict[str, str]]:
                 verdict = "not decidable"
                 reason = f"dCor² at the paper's value is within {_SIGNIFICANCE:g} sd of the chosen one ({gap:.2g} vs sd {sd:.2g})"
             else:
-                verdict, reason = "did not hold", f"dCor² at the paper's value is higher by {gap:.2g} (sd {sd:.2g})"
+                verdict, reason = (
+                    "did not hold",
+                    f"dCor² at the paper's value is higher by {gap:.2g} (sd {sd:.2g})",
+                )
         else:
             verdict, reason = "not decidable", "the paper's value is not in this run's scan"
-        rows.append(_row(f"{label} chosen by lowest dCor² on the optimisation sample", f"{paper:g}", f"{ours:g}", verdict, reason))
+        rows.append(
+            _row(
+                f"{label} chosen by lowest dCor² on the optimisation sample",
+                f"{paper:g}",
+                f"{ours:g}",
+                verdict,
+                reason,
+            )
+        )
     disco = summary.get("disco")
     if disco is not None:
         alpha = disco.get("alpha")
         same = alpha is not None and math.isclose(float(alpha), PAPER["disco_alpha"])
-        rows.append(_row(
-            "DisCo's representative (AUC > 0.8, lowest dCor²) has α = 3.5",
-            "3.5",
-            f"{alpha:g}" if alpha is not None else "-",
-            "held" if same else "did not hold",
-            "the same strength is chosen" if same else "another strength has the lowest dCor² above the AUC floor",
-        ))
+        rows.append(
+            _row(
+                "DisCo's representative (AUC > 0.8, lowest dCor²) has α = 3.5",
+                "3.5",
+                f"{alpha:g}" if alpha is not None else "-",
+                "held" if same else "did not hold",
+                "the same strength is chosen"
+                if same
+                else "another strength has the lowest dCor² above the AUC floor",
+            )
+        )
     return rows
 
 
@@ -105,7 +123,15 @@ def _best_cut(summary: Mapping[str, Any], names: Sequence[str]) -> list[dict[str
         else:
             held = abs(entry["eta_best"]) <= abs(paper) + _SIGNIFICANCE * sd
             verdict, reason = ("held" if held else "did not hold"), f"sd {sd:.1e}"
-        rows.append(_row(f"{name}: |η_A| at the optimal cut of order 1e-6 to 1e-5", f"{paper:.1e}", _pm(entry, "eta_best", ".1e"), verdict, reason))
+        rows.append(
+            _row(
+                f"{name}: |η_A| at the optimal cut of order 1e-6 to 1e-5",
+                f"{paper:.1e}",
+                _pm(entry, "eta_best", ".1e"),
+                verdict,
+                reason,
+            )
+        )
     return rows
 
 
@@ -120,7 +146,15 @@ def _auc(summary: Mapping[str, Any]) -> list[dict[str, str]]:
             verdict, reason = "held", f"AUC loss {loss:+.4f} (sd {sd:.4f}), below 0.01"
         else:
             verdict, reason = _compare(-(loss - 0.01), sd, "loss below 0.01", "loss above 0.01")
-        rows.append(_row(f"{name}: AUC close to the best baseline's", "minimal loss", f"{_pm(entry, 'auc', '.4f')} vs {_pm(base, 'auc', '.4f')}", verdict, reason))
+        rows.append(
+            _row(
+                f"{name}: AUC close to the best baseline's",
+                "minimal loss",
+                f"{_pm(entry, 'auc', '.4f')} vs {_pm(base, 'auc', '.4f')}",
+                verdict,
+                reason,
+            )
+        )
     return rows
 
 
@@ -136,7 +170,15 @@ def _grid_fraction(summary: Mapping[str, Any], names: Sequence[str]) -> list[dic
         sd = math.hypot(_err(entry, key), _err(summary[rival], key))
         verdict, reason = _compare(difference, sd, "larger", "smaller")
         ours = f"{_pm(entry, key, '.3f')} vs {rival} {_pm(summary[rival], key, '.3f')}"
-        rows.append(_row(f"{name}: larger fraction of the (x0, y0) grid with |η_A| < 1e-2 than the baseline and DisCo", "substantially larger", ours, verdict, reason))
+        rows.append(
+            _row(
+                f"{name}: larger fraction of the (x0, y0) grid with |η_A| < 1e-2 than the baseline and DisCo",
+                "substantially larger",
+                ours,
+                verdict,
+                reason,
+            )
+        )
     return rows
 
 
@@ -150,18 +192,36 @@ def _closure_test(summary: Mapping[str, Any], names: Sequence[str]) -> list[dict
     for name in _DECORRELATED:
         p = float(pvalues[name])
         if p < _ALPHA:
-            verdict, reason = "did not hold", f"its own background non-closure is significant (p = {p:.2g})"
+            verdict, reason = (
+                "did not hold",
+                f"its own background non-closure is significant (p = {p:.2g})",
+            )
         elif base < _ALPHA:
-            verdict, reason = "held", f"consistent with statistics (p = {p:.2g}) where the baseline's is not (p = {base:.2g})"
+            verdict, reason = (
+                "held",
+                f"consistent with statistics (p = {p:.2g}) where the baseline's is not (p = {base:.2g})",
+            )
         else:
             verdict = "not decidable"
             reason = f"the baseline's non-closure is also within statistics at this size (p = {base:.2g})"
         ours = "; ".join(
             f"{n} χ²/ndf {summary[n]['closure_chi2_ndf']:.2f}, p {float(pvalues[n]):.2g}"
-            + (f", {summary[n]['frac_closure_consistent_2sd']:.2f} of the grid within 2 sd" if "frac_closure_consistent_2sd" in summary[n] else "")
+            + (
+                f", {summary[n]['frac_closure_consistent_2sd']:.2f} of the grid within 2 sd"
+                if "frac_closure_consistent_2sd" in summary[n]
+                else ""
+            )
             for n in ("baseline", name)
         )
-        rows.append(_row(f"{name}: background-only non-closure consistent with zero where the baseline's is not", "(not tested in the paper)", ours, verdict, reason))
+        rows.append(
+            _row(
+                f"{name}: background-only non-closure consistent with zero where the baseline's is not",
+                "(not tested in the paper)",
+                ours,
+                verdict,
+                reason,
+            )
+        )
     return rows
 
 
@@ -180,5 +240,8 @@ def paper_comparison(summary: Mapping[str, Any]) -> list[dict[str, str]]:
 def paper_table(rows: Sequence[Mapping[str, str]]) -> str:
     """The rows as a Markdown table."""
     lines = ["| claim | paper | ours | verdict | why |", "|---|---|---|---|---|"]
-    lines += [f"| {r['claim']} | {r['paper']} | {r['ours']} | **{r['verdict']}** | {r['reason']} |" for r in rows]
+    lines += [
+        f"| {r['claim']} | {r['paper']} | {r['ours']} | **{r['verdict']}** | {r['reason']} |"
+        for r in rows
+    ]
     return "\n".join(lines)

@@ -58,19 +58,55 @@ def _dcc_auc_plane(
     best, disco = chosen_models
     fig, ax = figure(width=9)
     base = [m for m in models if m["name"].startswith(("baseline", "gbdt"))]
-    ax.scatter([m["opt_dcc"] for m in base], [m["opt_auc"] for m in base], color="black", marker="o", label="baseline (seeds)")
+    ax.scatter(
+        [m["opt_dcc"] for m in base],
+        [m["opt_auc"] for m in base],
+        color="black",
+        marker="o",
+        label="baseline (seeds)",
+    )
     dm = [m for m in models if m["name"].startswith("disco")]
     if dm:
-        sc = ax.scatter([m["opt_dcc"] for m in dm], [m["opt_auc"] for m in dm], c=[m["alpha"] for m in dm], cmap="Blues", marker="s", edgecolors="tab:blue", label=r"DisCo ($\alpha$ x seeds)")
+        sc = ax.scatter(
+            [m["opt_dcc"] for m in dm],
+            [m["opt_auc"] for m in dm],
+            c=[m["alpha"] for m in dm],
+            cmap="Blues",
+            marker="s",
+            edgecolors="tab:blue",
+            label=r"DisCo ($\alpha$ x seeds)",
+        )
         fig.colorbar(sc, ax=ax, label=r"DisCo $\alpha$")
     for name, marker in (("irgi", "^"), ("kde", "v")):
         scan = fits.scans[name]
-        ax.plot([s["dcc"] for s in scan], [s["auc"] for s in scan], marker=marker, color=COLOURS[name], label=f"{LABELS[name]} ({'d' if name == 'irgi' else 'σ_r'} scan)")
+        ax.plot(
+            [s["dcc"] for s in scan],
+            [s["auc"] for s in scan],
+            marker=marker,
+            color=COLOURS[name],
+            label=f"{LABELS[name]} ({'d' if name == 'irgi' else 'σ_r'} scan)",
+        )
         pick = next(s for s in scan if s["value"] == fits.chosen[name])
-        ax.scatter(pick["dcc"], pick["auc"], s=400, facecolors="none", edgecolors=COLOURS[name], linewidths=2)
-    ax.scatter(best["opt_dcc"], best["opt_auc"], s=400, facecolors="none", edgecolors="black", linewidths=2)
+        ax.scatter(
+            pick["dcc"],
+            pick["auc"],
+            s=400,
+            facecolors="none",
+            edgecolors=COLOURS[name],
+            linewidths=2,
+        )
+    ax.scatter(
+        best["opt_dcc"], best["opt_auc"], s=400, facecolors="none", edgecolors="black", linewidths=2
+    )
     if disco is not None:
-        ax.scatter(disco["opt_dcc"], disco["opt_auc"], s=400, facecolors="none", edgecolors="tab:blue", linewidths=2)
+        ax.scatter(
+            disco["opt_dcc"],
+            disco["opt_auc"],
+            s=400,
+            facecolors="none",
+            edgecolors="tab:blue",
+            linewidths=2,
+        )
     ax.set_xscale("log")
     ax.set_xlabel(r"dCor$^2$(m$_{jj}$, score) on background")
     ax.set_ylabel("AUC")
@@ -79,7 +115,12 @@ def _dcc_auc_plane(
     return save_figure(fig, folder / "dcc_auc_plane.png").name
 
 
-def _roc(folder: Path, summary: dict[str, Any], label: NDArray[np.int64], scores: dict[str, NDArray[np.float64]]) -> str:
+def _roc(
+    folder: Path,
+    summary: dict[str, Any],
+    label: NDArray[np.int64],
+    scores: dict[str, NDArray[np.float64]],
+) -> str:
     """ROC curves of the testing sample."""
     import rosenblatt as rb
     from rosenblatt.plotting import figure, save_figure
@@ -87,7 +128,12 @@ def _roc(folder: Path, summary: dict[str, Any], label: NDArray[np.int64], scores
     fig, ax = figure()
     for name, score in scores.items():
         fpr, tpr, _ = rb.roc_curve(label, score)
-        ax.plot(tpr, 1 / np.maximum(fpr, 1e-6), color=COLOURS[name], label=f"{LABELS[name]} (AUC {_pm(summary[name]['auc'], summary[name].get('auc_err'), '.3f')})")
+        ax.plot(
+            tpr,
+            1 / np.maximum(fpr, 1e-6),
+            color=COLOURS[name],
+            label=f"{LABELS[name]} (AUC {_pm(summary[name]['auc'], summary[name].get('auc_err'), '.3f')})",
+        )
     ax.set_yscale("log")
     ax.set_xlabel("signal efficiency")
     ax.set_ylabel("background rejection")
@@ -96,7 +142,12 @@ def _roc(folder: Path, summary: dict[str, Any], label: NDArray[np.int64], scores
 
 
 def _plane(
-    folder: Path, name: str, entry: dict[str, Any], closure: Closure, mjj: NDArray[np.float64], label: NDArray[np.int64]
+    folder: Path,
+    name: str,
+    entry: dict[str, Any],
+    closure: Closure,
+    mjj: NDArray[np.float64],
+    label: NDArray[np.int64],
 ) -> str:
     """One classifier's (m_jj, score) plane with its best cut, and |eta| over the cut grid."""
     from rosenblatt.plotting import figure, plot_eta_map, plot_plane, save_figure
@@ -105,8 +156,14 @@ def _plane(
     fig, axes = figure(ncols=2)
     bkg = label == 0
     plot_plane(
-        axes[0], mjj[bkg] / 1000, score[bkg], x_range=(1.5, 5.0), y_range=(0, 1),
-        signal=(mjj[~bkg] / 1000, score[~bkg]), xlabel=r"m$_{jj}$ [TeV]", ylabel=f"{LABELS[name]} score",
+        axes[0],
+        mjj[bkg] / 1000,
+        score[bkg],
+        x_range=(1.5, 5.0),
+        y_range=(0, 1),
+        signal=(mjj[~bkg] / 1000, score[~bkg]),
+        xlabel=r"m$_{jj}$ [TeV]",
+        ylabel=f"{LABELS[name]} score",
     )
     cut = entry["closure_at_best"]
     axes[0].axvline(cut["x0"] / 1000, color="tab:red")
@@ -139,8 +196,22 @@ def _eta_histograms(folder: Path, closures: dict[str, ClosureScan]) -> str:
     bins = np.linspace(-8, 0, 41)
     for name, scan in closures.items():
         eta = np.abs(scan.eta[scan.valid])
-        axes[0].hist(np.log10(np.maximum(eta, 1e-8)), bins=bins, histtype="step", lw=2, color=COLOURS[name], label=LABELS[name])
-        axes[1].hist(np.clip(scan.pull[scan.valid], -10, 10), bins=np.linspace(-10, 10, 41), histtype="step", lw=2, color=COLOURS[name], label=LABELS[name])
+        axes[0].hist(
+            np.log10(np.maximum(eta, 1e-8)),
+            bins=bins,
+            histtype="step",
+            lw=2,
+            color=COLOURS[name],
+            label=LABELS[name],
+        )
+        axes[1].hist(
+            np.clip(scan.pull[scan.valid], -10, 10),
+            bins=np.linspace(-10, 10, 41),
+            histtype="step",
+            lw=2,
+            color=COLOURS[name],
+            label=LABELS[name],
+        )
     axes[0].set_xlabel(r"log$_{10}$ |$\eta_A^{sig}$| over the (x$_0$, y$_0$) grid")
     axes[1].set_xlabel(r"pull $\eta / \sigma_\eta$")
     for ax in axes:
@@ -155,7 +226,15 @@ def _irgi_grid(folder: Path, fits: Decorrelation) -> str:
 
     x_def, y_def = fits.x_def, fits.y_def
     fig, ax = figure()
-    plot_plane(ax, x_def, y_def, x_range=(float(x_def.min()), float(x_def.max())), y_range=(0, 1), xlabel=r"m$_{jj}$ [GeV]", ylabel="baseline score")
+    plot_plane(
+        ax,
+        x_def,
+        y_def,
+        x_range=(float(x_def.min()), float(x_def.max())),
+        y_range=(0, 1),
+        xlabel=r"m$_{jj}$ [GeV]",
+        ylabel="baseline score",
+    )
     plot_irgi_grid(ax, fits.transform("irgi"), vertex_size=4.0)
     ax.set_title(f"IRGI grid, d = {fits.chosen['irgi']}, defining background", fontsize="medium")
     return save_figure(fig, folder / "irgi_grid.png").name
@@ -169,8 +248,12 @@ def _sensitivity(folder: Path, maps: dict[str, Any]) -> str:
     for ax, (name, smap) in zip(np.atleast_1d(axes), maps.items(), strict=True):
         rows, columns = np.nonzero(np.isfinite(smap.significance))
         points = ax.scatter(
-            smap.x0[rows] / 1000, smap.y0[columns], c=smap.significance[rows, columns],
-            cmap="viridis", s=400, marker="s",
+            smap.x0[rows] / 1000,
+            smap.y0[columns],
+            c=smap.significance[rows, columns],
+            cmap="viridis",
+            s=400,
+            marker="s",
         )
         fig.colorbar(points, ax=ax, label="Z (Asimov)")
         ax.set_xlim(smap.x0[0] / 1000 - 0.1, smap.x0[-1] / 1000 + 0.1)
@@ -178,7 +261,10 @@ def _sensitivity(folder: Path, maps: dict[str, Any]) -> str:
         ax.set_xlabel(r"$x_0$ [TeV]")
         ax.set_title(LABELS[name], fontsize="medium")
     np.atleast_1d(axes)[0].set_ylabel(r"$y_0$")
-    fig.suptitle("expected discovery significance of the ABCD likelihood on a coarse cut grid (blank: not computable)", fontsize="medium")
+    fig.suptitle(
+        "expected discovery significance of the ABCD likelihood on a coarse cut grid (blank: not computable)",
+        fontsize="medium",
+    )
     fig.tight_layout()
     return save_figure(fig, folder / "sensitivity_map.png").name
 
@@ -196,15 +282,30 @@ def _contamination_figure(folder: Path, rows: list[dict[str, Any]]) -> str:
         fraction = np.array([r["fraction"] or zero_at for r in mine]) * 100
         for ax, key in zip(axes, ("signal_bias", "auc", "dcc"), strict=True):
             err = np.array([r.get(f"{key}_err", np.nan) for r in mine], dtype=float)
-            ax.errorbar(fraction, [r[key] for r in mine], yerr=err, marker="o", capsize=3, color=COLOURS[name], label=LABELS[name])
-    for ax, ylabel in zip(axes, ("signal bias in A (est. - true) / true", "AUC", r"dCor$^2$(m$_{jj}$, score), bkg."), strict=True):
+            ax.errorbar(
+                fraction,
+                [r[key] for r in mine],
+                yerr=err,
+                marker="o",
+                capsize=3,
+                color=COLOURS[name],
+                label=LABELS[name],
+            )
+    for ax, ylabel in zip(
+        axes,
+        ("signal bias in A (est. - true) / true", "AUC", r"dCor$^2$(m$_{jj}$, score), bkg."),
+        strict=True,
+    ):
         ax.set_xscale("log")
         ax.set_xlabel("injected W' [% of defining bkg.]")
         ax.set_ylabel(ylabel)
         ax.legend(fontsize="small")
     axes[0].axhline(0, color="grey", lw=1)
     axes[2].set_yscale("log")
-    fig.suptitle("signal in the defining sample (0% drawn at a tenth of the smallest fraction)", fontsize="medium")
+    fig.suptitle(
+        "signal in the defining sample (0% drawn at a tenth of the smallest fraction)",
+        fontsize="medium",
+    )
     fig.tight_layout()
     return save_figure(fig, folder / "contamination.png").name
 
@@ -219,51 +320,81 @@ def report(summary: dict[str, Any], figs: dict[str, str]) -> str:
         return f"| {label} | " + " | ".join(format(summary[n][key], fmt) for n in names) + " |"
 
     def best(label: str, fmt: str, key: str) -> str:
-        return f"| {label} | " + " | ".join(format(summary[n]["closure_at_best"][key], fmt) for n in names) + " |"
+        return (
+            f"| {label} | "
+            + " | ".join(format(summary[n]["closure_at_best"][key], fmt) for n in names)
+            + " |"
+        )
 
     def with_error(label: str, fmt: str, key: str, error: str) -> str:
-        return f"| {label} | " + " | ".join(_pm(summary[n][key], summary[n].get(error), fmt) for n in names) + " |"
+        return (
+            f"| {label} | "
+            + " | ".join(_pm(summary[n][key], summary[n].get(error), fmt) for n in names)
+            + " |"
+        )
 
-    comparison = "\n".join([
-        head, rule,
-        with_error("AUC", ".4f", "auc", "auc_err"),
-        with_error("dCor²(m_jj, score), background", ".2e", "dcc", "dcc_err"),
-        "| permutation floor | " + " | ".join(_pm(summary[n]["dcc_floor"], summary[n]["dcc_floor_std"], ".2e") for n in names) + " |",
-        row("permutation p-value", ".2f", "dcc_p_value"),
-        with_error("R50 (1/ε_B at ε_S = 0.5)", ".1f", "r50", "r50_err"),
-        row("1/JSD at ε_S = 0.5", ".1f", "inverse_jsd"),
-    ])
-    closure = "\n".join([
-        head, rule,
-        with_error("η_A at the best cut (bootstrap sd)", ".1e", "eta_best", "eta_best_err"),
-        best("&nbsp;&nbsp;its uncertainty from the ABCD counts alone", ".1e", "eta_error"),
-        "| best cut (x0 [GeV], y0) | " + " | ".join(f"({summary[n]['x0']:.0f}, {summary[n]['y0']:.3f})" for n in names) + " |",
-        best("total events in A", ".0f", "total_a"),
-        best("true signal in A", ".0f", "true_signal_a"),
-        "| signal estimate | " + " | ".join(f"{summary[n]['closure_at_best']['signal_estimate']:.1f} ± {summary[n]['closure_at_best']['signal_estimate_error']:.1f}" for n in names) + " |",
-        row("fraction of grid with \\|η\\| < 1e-2", ".3f", "frac_eta_below_1e-2"),
-        row("fraction of grid with \\|η\\| < 1e-3", ".3f", "frac_eta_below_1e-3"),
-        row("pull mean", ".2f", "pull_mean"),
-        row("pull standard deviation", ".2f", "pull_std"),
-    ])
-    claims = "\n".join(f"- **{'held' if c['held'] else 'did not hold'}**: {c['claim']} ({c['value']})" for c in summary["claims"])
+    comparison = "\n".join(
+        [
+            head,
+            rule,
+            with_error("AUC", ".4f", "auc", "auc_err"),
+            with_error("dCor²(m_jj, score), background", ".2e", "dcc", "dcc_err"),
+            "| permutation floor | "
+            + " | ".join(
+                _pm(summary[n]["dcc_floor"], summary[n]["dcc_floor_std"], ".2e") for n in names
+            )
+            + " |",
+            row("permutation p-value", ".2f", "dcc_p_value"),
+            with_error("R50 (1/ε_B at ε_S = 0.5)", ".1f", "r50", "r50_err"),
+            row("1/JSD at ε_S = 0.5", ".1f", "inverse_jsd"),
+        ]
+    )
+    closure = "\n".join(
+        [
+            head,
+            rule,
+            with_error("η_A at the best cut (bootstrap sd)", ".1e", "eta_best", "eta_best_err"),
+            best("&nbsp;&nbsp;its uncertainty from the ABCD counts alone", ".1e", "eta_error"),
+            "| best cut (x0 [GeV], y0) | "
+            + " | ".join(f"({summary[n]['x0']:.0f}, {summary[n]['y0']:.3f})" for n in names)
+            + " |",
+            best("total events in A", ".0f", "total_a"),
+            best("true signal in A", ".0f", "true_signal_a"),
+            "| signal estimate | "
+            + " | ".join(
+                f"{summary[n]['closure_at_best']['signal_estimate']:.1f} ± {summary[n]['closure_at_best']['signal_estimate_error']:.1f}"
+                for n in names
+            )
+            + " |",
+            row("fraction of grid with \\|η\\| < 1e-2", ".3f", "frac_eta_below_1e-2"),
+            row("fraction of grid with \\|η\\| < 1e-3", ".3f", "frac_eta_below_1e-3"),
+            row("pull mean", ".2f", "pull_mean"),
+            row("pull standard deviation", ".2f", "pull_std"),
+        ]
+    )
+    claims = "\n".join(
+        f"- **{'held' if c['held'] else 'did not hold'}**: {c['claim']} ({c['value']})"
+        for c in summary["claims"]
+    )
     sizes = summary["sizes"]
-    size_rows = "\n".join(f"| {part} | {s['background']:,} | {s['signal']:,} |" for part, s in sizes.items())
+    size_rows = "\n".join(
+        f"| {part} | {s['background']:,} | {s['signal']:,} |" for part, s in sizes.items()
+    )
     figures_md = "\n\n".join(f"![{k}]({v})" for k, v in figs.items())
     path = summary["processor_path"]
     largest = max(path["max_count_difference"].values())
     headline = _headline(summary, names, head, rule)
-    return f"""# LHC Olympics ABCD study: {summary['name']}
+    return f"""# LHC Olympics ABCD study: {summary["name"]}
 
 {headline}
 
 QCD dijets and W'(3.5 TeV) -> X(500 GeV) Y(100 GeV) -> qqqq generated with Pythia 8,
 anti-kT R = 1.0 jets from FastJet, the LHCO trigger (a jet with pT > 1.2 TeV), track images
 of 36x36 pixels; a CNN trained over seeds (baseline) and DisCo strengths. IRGI (depth
-{summary['depth']}) and KDE (σ_r = {summary['sigma_r']:g}) decorrelate the best baseline;
+{summary["depth"]}) and KDE (σ_r = {summary["sigma_r"]:g}) decorrelate the best baseline;
 their parameters and DisCo's representative were chosen on the optimisation sample, as in
 the paper. The testing sample holds background and 10% signal; ABCD uses m_jj < 4 TeV
-({summary['n_testing_after_mjj_cut']:,} events).
+({summary["n_testing_after_mjj_cut"]:,} events).
 
 | sample | background | signal |
 |---|---|---|
@@ -285,7 +416,7 @@ scores: what independence alone gives at this sample size.
 {closure}
 
 The closure was computed by the analysis processor (`rosenblatt.processors.analysis`) from
-the event files: the testing sample's {path['events_in_abcd']:,} events were read again, their
+the event files: the testing sample's {path["events_in_abcd"]:,} events were read again, their
 features computed, scored by the saved models' TorchScript files, transformed and filled into
 ABCD histograms in the coffea workers. Its counts differ from those of the same events scored in
 memory by at most {largest:g} events over the whole cut grid.
@@ -346,21 +477,50 @@ def _headline(summary: dict[str, Any], names: Sequence[str], head: str, rule: st
     def cells(function: Any) -> str:
         return " | ".join(function(summary[n]) for n in names)
 
-    table = "\n".join([
-        head, rule,
-        "| AUC | " + cells(lambda e: _pm(e["auc"], e["auc_err"], ".4f")) + " |",
-        "| dCor²(m_jj, score), background | " + cells(lambda e: _pm(e["dcc"], e["dcc_err"], ".2e")) + " |",
-        "| &nbsp;&nbsp;permutation floor | " + cells(lambda e: _pm(e["dcc_floor"], e["dcc_floor_std"], ".2e")) + " |",
-        "| R50 | " + cells(lambda e: _pm(e["r50"], e["r50_err"], ".1f")) + " |",
-        "| η_A at the best cut | " + cells(lambda e: _pm(e["eta_best"], e["eta_best_err"], ".1e")) + " |",
-        "| closure test χ²/ndf (p-value) | " + cells(lambda e: "–" if e["closure_chi2_ndf"] is None else f"{e['closure_chi2_ndf']:.2f} / {e['closure_ndof']} dof (p = {e['closure_pvalue']:.2f})") + " |",
-        "| grid fraction with background non-closure within 2σ of 0 | " + cells(lambda e: _optional(e.get("frac_closure_consistent_2sd"), ".3f")) + " |",
-        "| grid fraction \\|η_A\\| < 1e-2 (paper) | " + cells(lambda e: f"{e['frac_eta_below_1e-2']:.3f}") + " |",
-        "| grid fraction \\|η_A\\| < 1e-2 and < 2σ | " + cells(lambda e: f"{e['frac_eta_significant_below_1e-2']:.3f}") + " |",
-        "| expected significance at the best cut (Asimov) | " + cells(lambda e: _optional(e["significance"], ".2f")) + " |",
-        "| expected 95% CLs upper limit on μ | " + cells(lambda e: _optional(e["upper_limit"], ".2f")) + " |",
-        "| non-closure normsys at the best cut | " + cells(lambda e: _optional(e["nonclosure"], ".3f")) + " |",
-    ])
+    table = "\n".join(
+        [
+            head,
+            rule,
+            "| AUC | " + cells(lambda e: _pm(e["auc"], e["auc_err"], ".4f")) + " |",
+            "| dCor²(m_jj, score), background | "
+            + cells(lambda e: _pm(e["dcc"], e["dcc_err"], ".2e"))
+            + " |",
+            "| &nbsp;&nbsp;permutation floor | "
+            + cells(lambda e: _pm(e["dcc_floor"], e["dcc_floor_std"], ".2e"))
+            + " |",
+            "| R50 | " + cells(lambda e: _pm(e["r50"], e["r50_err"], ".1f")) + " |",
+            "| η_A at the best cut | "
+            + cells(lambda e: _pm(e["eta_best"], e["eta_best_err"], ".1e"))
+            + " |",
+            "| closure test χ²/ndf (p-value) | "
+            + cells(
+                lambda e: (
+                    "–"
+                    if e["closure_chi2_ndf"] is None
+                    else f"{e['closure_chi2_ndf']:.2f} / {e['closure_ndof']} dof (p = {e['closure_pvalue']:.2f})"
+                )
+            )
+            + " |",
+            "| grid fraction with background non-closure within 2σ of 0 | "
+            + cells(lambda e: _optional(e.get("frac_closure_consistent_2sd"), ".3f"))
+            + " |",
+            "| grid fraction \\|η_A\\| < 1e-2 (paper) | "
+            + cells(lambda e: f"{e['frac_eta_below_1e-2']:.3f}")
+            + " |",
+            "| grid fraction \\|η_A\\| < 1e-2 and < 2σ | "
+            + cells(lambda e: f"{e['frac_eta_significant_below_1e-2']:.3f}")
+            + " |",
+            "| expected significance at the best cut (Asimov) | "
+            + cells(lambda e: _optional(e["significance"], ".2f"))
+            + " |",
+            "| expected 95% CLs upper limit on μ | "
+            + cells(lambda e: _optional(e["upper_limit"], ".2f"))
+            + " |",
+            "| non-closure normsys at the best cut | "
+            + cells(lambda e: _optional(e["nonclosure"], ".3f"))
+            + " |",
+        ]
+    )
     if any("sensitivity_best" in summary[n] for n in names):
 
         def best_map(entry: dict[str, Any]) -> str:
@@ -369,18 +529,34 @@ def _headline(summary: dict[str, Any], names: Sequence[str], head: str, rule: st
                 return "–"
             return f"{cut['significance']:.2f} at ({cut['x0']:.0f}, {cut['y0']:.3f}); limit {cut['upper_limit']:.2f}"
 
-        table += "\n| largest expected significance on a coarse cut grid (x0, y0) | " + cells(best_map) + " |"
-    unusable = [f"{summary[n]['n_boot_unusable']} of {_title(summary, n)}" for n in names if summary[n].get("n_boot_unusable")]
+        table += (
+            "\n| largest expected significance on a coarse cut grid (x0, y0) | "
+            + cells(best_map)
+            + " |"
+        )
+    unusable = [
+        f"{summary[n]['n_boot_unusable']} of {_title(summary, n)}"
+        for n in names
+        if summary[n].get("n_boot_unusable")
+    ]
     if unusable:
         table += (
             "\n\nReplicas whose refitted transform could not evaluate every testing event (a KDE with "
-            "Poisson weights, \"kernel-weighted sum not positive\") are left out of the spread: "
-            + ", ".join(unusable) + "."
+            'Poisson weights, "kernel-weighted sum not positive") are left out of the spread: '
+            + ", ".join(unusable)
+            + "."
         )
-    notes = [f"{_title(summary, n)}: {summary[n]['likelihood_note']}" for n in names if summary[n].get("likelihood_note")]
+    notes = [
+        f"{_title(summary, n)}: {summary[n]['likelihood_note']}"
+        for n in names
+        if summary[n].get("likelihood_note")
+    ]
     note = ("\n\nLikelihood notes: " + "; ".join(notes) + ".") if notes else ""
-    workspaces = ", ".join(f"`{summary[n]['workspace']}`" for n in names if summary[n].get("workspace"))
-    sections = [f"""## Results with their uncertainties
+    workspaces = ", ".join(
+        f"`{summary[n]['workspace']}`" for n in names if summary[n].get("workspace")
+    )
+    sections = [
+        f"""## Results with their uncertainties
 
 {table}
 
@@ -398,16 +574,21 @@ with a large scatter, as neighbouring cuts are correlated); the last grid fracti
 where |η_A| is below both 1e-2 and twice its bootstrap uncertainty. The expected significance and limit come from the
 ABCD likelihood at the best cut (pyhf, `rosenblatt.abcd.pyhf_workspace`) with the testing
 sample's background and signal as the expectation and its relative background non-closure as a
-normsys; the workspaces are {workspaces or 'not written'}.{note}"""]
+normsys; the workspaces are {workspaces or "not written"}.{note}"""
+    ]
     rows = summary.get("contamination") or []
     if rows:
-        lines = ["| transform | injected W' (% of defining bkg) | events | signal bias in A | AUC | dCor² |", "|---|---|---|---|---|---|"]
+        lines = [
+            "| transform | injected W' (% of defining bkg) | events | signal bias in A | AUC | dCor² |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in rows:
             lines.append(
                 f"| {LABELS[r['classifier']]} | {100 * r['fraction']:g} | {r['n_injected']} | "
                 f"{_pm(r['signal_bias'], r['signal_bias_err'], '+.3f')} | {_pm(r['auc'], r['auc_err'], '.4f')} | {_pm(r['dcc'], r['dcc_err'], '.2e')} |"
             )
-        sections.append("""## Signal contamination of the defining sample
+        sections.append(
+            """## Signal contamination of the defining sample
 
 IRGI and KDE (chosen parameters) refitted with W' events of the validation sample injected into
 the defining background. Signal bias: (estimated - true) / true signal in A at each transform's
@@ -415,24 +596,36 @@ nominal best cut of the testing sample (chosen at zero contamination, where it i
 choice); uncertainties from the testing sample's bootstrap alone (the same events at every
 fraction, so the trend is better known than each point).
 
-""" + "\n".join(lines))
+"""
+            + "\n".join(lines)
+        )
     automatic = summary.get("automatic_parameters")
     if automatic:
-        lines = ["| transform | paper's rule (optimisation sample) | cross-validated on the defining sample |", "|---|---|---|"]
+        lines = [
+            "| transform | paper's rule (optimisation sample) | cross-validated on the defining sample |",
+            "|---|---|---|",
+        ]
         for name, key, symbol, fmt in (("irgi", "depth", "d", "d"), ("kde", "sigma_r", "σ_r", "g")):
             paper, auto = summary[name], automatic[name]
             lines.append(
                 f"| {LABELS[name]} | {symbol} = {format(paper[key], fmt)}: AUC {paper['auc']:.4f}, dCor² {paper['dcc']:.2e} (floor {paper['dcc_floor']:.2e}) "
                 f"| {symbol} = {format(auto['value'], fmt)}: AUC {auto['auc']:.4f}, dCor² {auto['dcc']:.2e} (floor {auto['dcc_floor']:.2e}) |"
             )
-        sections.append("""## Parameters chosen on the defining sample alone
+        sections.append(
+            """## Parameters chosen on the defining sample alone
 
 `depth="auto"` and `sigma_r="auto"` (k-fold cross-validation of the integrated Brier score on
 the defining sample) beside the paper's rule; testing sample.
 
-""" + "\n".join(lines))
+"""
+            + "\n".join(lines)
+        )
     if timings:
-        sections.append("The statistics stage took " + ", ".join(f"{k.replace('_', ' ')} {v:.1f} s" for k, v in timings.items()) + ".")
+        sections.append(
+            "The statistics stage took "
+            + ", ".join(f"{k.replace('_', ' ')} {v:.1f} s" for k, v in timings.items())
+            + "."
+        )
     return "\n\n".join(sections)
 
 

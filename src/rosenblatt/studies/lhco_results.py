@@ -28,7 +28,6 @@ class Decorrelation:
         return self.fitted[name][self.chosen[name]]
 
 
-
 @dataclass
 class Closure:
     """The testing sample's scores, its ABCD closure per classifier, and the statistics stage's output."""

@@ -61,7 +61,13 @@ from rosenblatt.abcd import (
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_test import thinned_indices
 
-__all__ = ["CONTAMINATION_FRACTIONS", "StatisticsInput", "likelihood_at_cut", "quiet_pyhf", "statistics"]
+__all__ = [
+    "CONTAMINATION_FRACTIONS",
+    "StatisticsInput",
+    "likelihood_at_cut",
+    "quiet_pyhf",
+    "statistics",
+]
 
 log = logging.getLogger("rosenblatt.lhco")
 
@@ -183,7 +189,9 @@ class _Stage:
         data = self.data
         for name, nominal in data.scores.items():
             ensemble = (
-                rb.bootstrap(self.makers[name](), data.x_def, data.y_def, n=self.n_boot, seed=self.seed)
+                rb.bootstrap(
+                    self.makers[name](), data.x_def, data.y_def, n=self.n_boot, seed=self.seed
+                )
                 if name in self.makers
                 else None
             )
@@ -220,7 +228,11 @@ class _Stage:
         refitted: list[FloatArray] = []
         for k in range(self.n_boot):
             try:
-                score = nominal if ensemble is None else ensemble.replicas_[k].transform(data.mjj, data.baseline)
+                score = (
+                    nominal
+                    if ensemble is None
+                    else ensemble.replicas_[k].transform(data.mjj, data.baseline)
+                )
             except ValueError as err:
                 log.info("replica %d of %s cannot evaluate every testing event: %s", k, name, err)
                 unusable += 1
@@ -239,7 +251,11 @@ class _Stage:
         with np.errstate(invalid="ignore"):
             nominal_eta = self.grid.eta(nominal[self.keep], np.ones(int(self.keep.sum())))
             difference = np.nanmax(np.abs(nominal_eta - self.data.closures[name].eta))
-        log.info("%s: eta of the bootstrap's grid differs from the processor's by at most %g", name, difference)
+        log.info(
+            "%s: eta of the bootstrap's grid differs from the processor's by at most %g",
+            name,
+            difference,
+        )
 
     # ---- closure test
     def closure_tests(self) -> None:
@@ -250,16 +266,28 @@ class _Stage:
         for name, score in data.scores.items():
             replicas = (
                 _closure_replicas(
-                    self.replica_scores[name], self.ensembles[name], self.makers[name], n_closure,
-                    data.x_def, data.y_def, data.mjj[keep], data.baseline[keep],
+                    self.replica_scores[name],
+                    self.ensembles[name],
+                    self.makers[name],
+                    n_closure,
+                    data.x_def,
+                    data.y_def,
+                    data.mjj[keep],
+                    data.baseline[keep],
                 )
                 if name in self.ensembles
                 else None
             )
             try:
                 test = closure_test(
-                    data.mjj[keep], score[keep], data.label[keep], x0=data.x0, y0=data.y0,
-                    n_boot=None if replicas is not None else n_closure, seed=self.seed, thin=thin,
+                    data.mjj[keep],
+                    score[keep],
+                    data.label[keep],
+                    x0=data.x0,
+                    y0=data.y0,
+                    n_boot=None if replicas is not None else n_closure,
+                    seed=self.seed,
+                    thin=thin,
                     replica_scores=replicas,
                 )
             except ValueError as err:  # too few events in the regions of every thinned cut
@@ -324,7 +352,11 @@ class _Stage:
         data = self.data
         for name in data.scores:
             test = self.tests[name]
-            nonclosure = test.relative_nonclosure if test is not None else np.zeros((len(data.x0), len(data.y0)))
+            nonclosure = (
+                test.relative_nonclosure
+                if test is not None
+                else np.zeros((len(data.x0), len(data.y0)))
+            )
             self.maps[name] = _sensitivity_map(
                 self.background_regions[name],
                 self.signal_regions[name],
@@ -536,7 +568,14 @@ def _sensitivity_map(
 def _contamination(stage: _Stage) -> list[dict[str, Any]]:
     """IRGI and KDE refitted on the defining background with W' events injected."""
     data, keep, bkg, grid = stage.data, stage.keep, stage.bkg, stage.grid
-    mjj, label, x_def, y_def, x_sig, y_sig = data.mjj, data.label, data.x_def, data.y_def, data.x_sig, data.y_sig
+    mjj, label, x_def, y_def, x_sig, y_sig = (
+        data.mjj,
+        data.label,
+        data.x_def,
+        data.y_def,
+        data.x_sig,
+        data.y_sig,
+    )
     fractions = [float(f) for f in stage.cfg.get("contamination", CONTAMINATION_FRACTIONS)]
     order = np.random.default_rng([stage.seed, 2]).permutation(len(x_sig))  # nested injected sets
     rows = []

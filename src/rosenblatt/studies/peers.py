@@ -26,7 +26,16 @@ from numpy.typing import NDArray
 import rosenblatt as rb
 from rosenblatt.transforms import ConditionalCDFTransform
 
-__all__ = ["LABELS", "WORKING_POINTS", "default_peers", "efficiency_spread", "evaluate", "plot", "section", "table"]
+__all__ = [
+    "LABELS",
+    "WORKING_POINTS",
+    "default_peers",
+    "efficiency_spread",
+    "evaluate",
+    "plot",
+    "section",
+    "table",
+]
 
 log = logging.getLogger("rosenblatt.peers")
 
@@ -80,7 +89,9 @@ def default_peers(
     """
     n_bins = 20
     if n_defining is not None:
-        tail = float(np.min(np.minimum(np.atleast_1d(ddt_efficiency), 1 - np.atleast_1d(ddt_efficiency))))
+        tail = float(
+            np.min(np.minimum(np.atleast_1d(ddt_efficiency), 1 - np.atleast_1d(ddt_efficiency)))
+        )
         n_bins = int(np.clip(n_defining * tail // 20, 1, 20))
     peers: dict[str, Maker | None] = {
         "raw": None,
@@ -227,7 +238,17 @@ def evaluate(
             params = _chosen(transform)
         # only a fitted transform estimates the conditional CDF: the raw and given scores have no RMS
         cdf = exact if make is not None else None
-        row = _figures(score, (x_test, y_test, label), bkg, cdf, working_points, n_bins, permutations, dcc_events, seed)
+        row = _figures(
+            score,
+            (x_test, y_test, label),
+            bkg,
+            cdf,
+            working_points,
+            n_bins,
+            permutations,
+            dcc_events,
+            seed,
+        )
         row.update(
             {
                 "fit_seconds": fit_seconds,
@@ -241,7 +262,11 @@ def evaluate(
         results[name] = row
         log.info(
             "%s: dCor2 %.2e (floor %.2e), AUC %.4f, fit %.2f s%s",
-            name, row["dcc"], row["dcc_floor"], row["auc"], fit_seconds,
+            name,
+            row["dcc"],
+            row["dcc_floor"],
+            row["auc"],
+            fit_seconds,
             "" if row["rms_exact"] is None else f", RMS {row['rms_exact']:.4f}",
         )
     return results
@@ -249,10 +274,16 @@ def evaluate(
 
 def _chosen(transform: ConditionalCDFTransform) -> dict[str, Any]:
     """What a fitted transform evaluates with, as JSON data (chosen parameters, training)."""
-    params = {k: v for k, v in transform.fitted_params().items() if isinstance(v, (int, float, str, list))}
+    params = {
+        k: v for k, v in transform.fitted_params().items() if isinstance(v, (int, float, str, list))
+    }
     history = getattr(transform, "history_", None)
     if history is not None:
-        params.update(epochs=history["epochs"], best_epoch=history["best_epoch"], training_seconds=history["seconds"])
+        params.update(
+            epochs=history["epochs"],
+            best_epoch=history["best_epoch"],
+            training_seconds=history["seconds"],
+        )
     return params
 
 
@@ -273,7 +304,9 @@ def _figures(
     perm = rb.permutation_test(x_b[:n], s_b[:n], n_permutations=permutations, seed=seed)
     has_signal = bool(np.any(~bkg))
     return {
-        "rms_exact": None if exact is None else float(np.sqrt(np.mean((s_b - exact(x_b, y_b)) ** 2))),
+        "rms_exact": None
+        if exact is None
+        else float(np.sqrt(np.mean((s_b - exact(x_b, y_b)) ** 2))),
         "dcc": float(perm.statistic),
         "dcc_floor": float(perm.floor),
         "dcc_floor_std": float(perm.floor_std),
@@ -286,7 +319,9 @@ def _figures(
     }
 
 
-def table(peers: Mapping[str, Mapping[str, Any]], working_points: Sequence[float] = WORKING_POINTS) -> str:
+def table(
+    peers: Mapping[str, Mapping[str, Any]], working_points: Sequence[float] = WORKING_POINTS
+) -> str:
     """The Markdown table of :func:`evaluate`'s result, one row per method."""
     has_rms = any(row.get("rms_exact") is not None for row in peers.values())
     has_abcd = any(row.get("abcd") for row in peers.values())
