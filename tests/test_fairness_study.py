@@ -107,8 +107,11 @@ def test_small_run_writes_the_report_and_holds_its_claims(tmp_path):
     assert 0.6 < gridkde["auc"] < raw["auc"] + 3 * gridkde["auc_cost_sd"]
 
 
-def test_a_method_subset_needs_its_raw_classifier():
-    with pytest.raises(ValueError, match=r"needs the raw classifier\(s\) \['hgb'\]"):
-        fairness._methods({"methods": ["lr", "hgb_gridkde"]})
-    with pytest.raises(ValueError, match=r"unknown fairness method\(s\) \['svm'\]"):
-        fairness._methods({"methods": ["svm"]})
+def test_the_methods_are_those_the_configuration_knows():
+    from rosenblatt.studies.fairness_config import METHODS, ArrestsConfig
+
+    methods = fairness._methods(ArrestsConfig(), seed=0)
+    assert {m["name"]: m["raw"] for m in methods} == METHODS
+    assert list(METHODS) == [m["name"] for m in methods]
+    chosen = ArrestsConfig(methods=("lr", "lr_gridkde"))
+    assert [m["name"] for m in fairness._methods(chosen, seed=0)] == ["lr", "lr_gridkde"]

@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import rosenblatt as rb
+from rosenblatt.studies.fairness_config import ArrestsConfig, DigitsConfig, FairnessConfig
 
 __all__ = [
     "age_groups",
@@ -211,8 +212,21 @@ def parity_spreads(
 
 
 # ----------------------------------------------------------------- methods
-def _methods(config: dict[str, Any]) -> list[dict[str, Any]]:
-    """The compared methods: name, label, the raw classifier it starts from, and a factory."""
+def _methods(config: ArrestsConfig, seed: int) -> list[dict[str, Any]]:
+    """The compared methods: name, label, the raw classifier it starts from, and a factory.
+
+    Parameters
+    ----------
+    config
+        The arrests section: inner cross-validation, boosting options, methods run.
+    seed
+        Seed of the gradient boosting.
+
+    Returns
+    -------
+    list of dict
+        The methods of ``config.methods`` (all when ``None``), in the study's order.
+    """
     from fairlearn.postprocessing import ThresholdOptimizer
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
@@ -222,9 +236,8 @@ def _methods(config: dict[str, Any]) -> list[dict[str, Any]]:
 
     from rosenblatt.sklearn import DecorrelatedClassifier
 
-    seed = int(config.get("seed", 0))
-    hgb_options = dict(config.get("hgb", {}))
-    inner_cv = {"lr": None, "hgb": 5, **config.get("inner_cv", {})}
+    hgb_options = dict(config.hgb)
+    inner_cv = dict(config.inner_cv)
 
     def lr() -> Any:
         return make_pipeline(
@@ -310,21 +323,9 @@ def _methods(config: dict[str, Any]) -> list[dict[str, Any]]:
             "make": threshold_optimizer,
         },
     ]
-    chosen = config.get("methods")
-    if chosen is None:
+    if config.methods is None:
         return methods
-    known = [method["name"] for method in methods]
-    unknown = sorted(set(chosen) - set(known))
-    if unknown:
-        msg = f"unknown fairness method(s) {unknown} in arrests.methods; known: {known}"
-        raise ValueError(msg)
-    missing_raw = sorted(
-        {m["raw"] for m in methods if m["name"] in chosen and m["raw"]} - set(chosen)
-    )
-    if missing_raw:
-        msg = f"arrests.methods needs the raw classifier(s) {missing_raw} its methods are compared with"
-        raise ValueError(msg)
-    return [method for method in methods if method["name"] in chosen]
+    return [method for method in methods if method["name"] in config.methods]
 
 
 def _out_of_fold(
@@ -398,19 +399,20 @@ def _sd(values: FloatArray) -> Any:
 
 
 # ----------------------------------------------------------------- the arrests
-def _arrests(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def _arrests(cfg: FairnessConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     """The arrests comparison: summary section and the arrays the figures need."""
     from sklearn.model_selection import StratifiedKFold
 
+    seed = cfg.seed
     X, y = arrests_table()
     x = X["age"].to_numpy()
-    n_groups = int(config.get("age_groups", 5))
+    n_groups = cfg.age_groups
     groups, edges = age_groups(x, n_groups)
-    working_points = np.asarray(config.get("working_points", np.linspace(0.1, 0.9, 9)), dtype=float)
-    n_folds = int(config.get("folds", 5))
+    working_points = np.asarray(cfg.working_points, dtype=float)
+    n_folds = cfg.folds
     splitter = StratifiedKFold(n_folds, shuffle=True, random_state=seed)
     folds = [(train.astype(np.intp), test.astype(np.intp)) for train, test in splitter.split(X, y)]
-    methods = _methods({**config.get("arrests", {}), "seed": seed})
+    methods = _methods(cfg.arrests, seed)
 
     scores: dict[str, FloatArray] = {}
     seconds: dict[str, float] = {}
@@ -418,7 +420,7 @@ def _arrests(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[st
         scores[method["name"]], seconds[method["name"]] = _out_of_fold(method, X, y, groups, folds)
         log.info("arrests: %s out of fold in %.1f s", method["label"], seconds[method["name"]])
 
-    n_perm = int(config.get("permutations", 200))
+    n_perm = cfg.permutations
     central = {
         name: _figures_of_merit(score, y, x, groups, n_groups, working_points)
         for name, score in scores.items()
@@ -435,7 +437,7 @@ def _arrests(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[st
         groups,
         n_groups,
         working_points,
-        int(config.get("bootstrap", 200)),
+        cfg.bootstrap,
         np.random.default_rng(seed + 1),
     )
     log.info("arrests: bootstrap in %.1f s", time.perf_counter() - start)
@@ -468,7 +470,7 @@ def _arrests(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[st
             row["auc_cost_sd"] = float(np.std(cost, ddof=1))
         rows.append(row)
 
-    rate_points = [float(q) for q in config.get("rate_working_points", [0.2, 0.5, 0.8])]
+    rate_points = list(cfg.rate_working_points)
     group_rate_table = {
         name: {f"{q:g}": group_rates(score, groups, n_groups, q).tolist() for q in rate_points}
         for name, score in scores.items()
@@ -477,8 +479,8 @@ def _arrests(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[st
         "n_people": len(y),
         "positive_fraction": float(y.mean()),
         "folds": n_folds,
-        "inner_cv": {"lr": None, "hgb": 5, **config.get("arrests", {}).get("inner_cv", {})},
-        "bootstrap": int(config.get("bootstrap", 200)),
+        "inner_cv": dict(cfg.arrests.inner_cv),
+        "bootstrap": cfg.bootstrap,
         "permutations": n_perm,
         "age_edges": edges.tolist(),
         "group_sizes": np.bincount(groups, minlength=n_groups).tolist(),
@@ -490,7 +492,7 @@ def _arrests(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[st
 
 
 # ----------------------------------------------------------------- the digits
-def _digits(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def _digits(config: DigitsConfig, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """Two digit classes, the score made independent of the total ink on the first class."""
     import pandas as pd
     from sklearn.datasets import load_digits
@@ -501,7 +503,7 @@ def _digits(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[str
 
     from rosenblatt.sklearn import DecorrelatedClassifier
 
-    negative, positive = (int(c) for c in config.get("classes", [5, 9]))
+    negative, positive = config.classes
     digits = load_digits()
     mask = np.isin(digits.target, [negative, positive])
     pixels = digits.data[mask]
@@ -510,13 +512,13 @@ def _digits(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[str
     X = pd.DataFrame(pixels, columns=[f"pixel{i}" for i in range(pixels.shape[1])])
     X["ink"] = ink
     pixel_columns = list(X.columns[:-1])
-    C = float(config.get("C", 0.1))
-    inner_cv = int(config.get("inner_cv", 5))
+    C = config.C
+    inner_cv = config.inner_cv
 
     def classifier() -> Any:
         return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=5000))
 
-    splitter = StratifiedKFold(int(config.get("folds", 5)), shuffle=True, random_state=seed)
+    splitter = StratifiedKFold(config.folds, shuffle=True, random_state=seed)
     scores = {"raw": np.empty(len(y)), "decorrelated": np.empty(len(y))}
     for train, test in splitter.split(X, y):
         raw = classifier().fit(X.iloc[train][pixel_columns], y[train])
@@ -526,8 +528,8 @@ def _digits(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[str
         ).fit(X.iloc[train], y[train])
         scores["decorrelated"][test] = model.predict_proba(X.iloc[test])[:, 1]
 
-    n_perm = int(config.get("permutations", 200))
-    n_boot = int(config.get("bootstrap", 200))
+    n_perm = config.permutations
+    n_boot = config.bootstrap
     rng = np.random.default_rng(seed + 2)
     counts = [np.bincount(rng.integers(0, len(y), len(y)), minlength=len(y)) for _ in range(n_boot)]
     neg = y == 0
@@ -556,10 +558,7 @@ def _digits(config: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[str
 
 
 # ----------------------------------------------------------------- claims and run
-def _claims(
-    arrests: dict[str, Any], digits: dict[str, Any], config: dict[str, Any]
-) -> list[dict[str, Any]]:
-    ratio = float(config.get("claims", {}).get("dcc_floor_ratio_max", 2.0))
+def _claims(arrests: dict[str, Any], digits: dict[str, Any], ratio: float) -> list[dict[str, Any]]:
     rows = {row["name"]: row for row in arrests["methods"]}
     claims = []
     for row in arrests["methods"]:
@@ -601,7 +600,27 @@ def _claims(
 
 
 def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Run the fairness study of ``config`` and write ``report.md``, ``summary.json`` and figures."""
+    """Run the fairness study of ``config`` and write ``report.md``, ``summary.json`` and figures.
+
+    Parameters
+    ----------
+    config
+        A configuration read by :func:`rosenblatt.config.load_config`, validated
+        by :meth:`FairnessConfig.parse` before anything runs.
+    folder
+        Where the results are written.
+
+    Returns
+    -------
+    dict
+        The summary written to ``summary.json``.
+
+    Raises
+    ------
+    rosenblatt.studies.config_checks.ConfigError
+        If a key of ``config`` is unknown, of the wrong type or out of range.
+    """
+    cfg = FairnessConfig.parse(config)
     # scikit-learn's OpenMP and BLAS runtimes are loaded first: a thread limit reaches only
     # the libraries loaded when it is set
     import sklearn.ensemble  # noqa: F401
@@ -609,26 +628,19 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
 
     from rosenblatt.studies import fairness_report
 
-    seed = int(config.get("seed", 0))
     start = time.perf_counter()
-    with threadpool_limits(limits=int(config.get("threads", 1))):
-        arrests, arrests_arrays = _arrests(config, seed)
-        digits_config = {
-            "folds": config.get("folds", 5),
-            "permutations": config.get("permutations", 200),
-            "bootstrap": config.get("bootstrap", 200),
-            **config.get("digits", {}),
-        }
-        digits, digits_arrays = _digits(digits_config, seed)
+    with threadpool_limits(limits=cfg.threads):
+        arrests, arrests_arrays = _arrests(cfg)
+        digits, digits_arrays = _digits(cfg.digits, cfg.seed)
     summary = {
         "study": "fairness",
-        "name": config["name"],
-        "seed": seed,
+        "name": cfg.name,
+        "seed": cfg.seed,
         "arrests": arrests,
         "digits": digits,
         "seconds": time.perf_counter() - start,
     }
-    summary["claims"] = _claims(arrests, digits, config)
+    summary["claims"] = _claims(arrests, digits, cfg.dcc_floor_ratio_max)
     (folder / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     figures = fairness_report.figures(folder, summary, arrests_arrays, digits_arrays)
     (folder / "report.md").write_text(fairness_report.report(summary, figures), encoding="utf-8")
