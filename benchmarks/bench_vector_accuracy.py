@@ -45,24 +45,38 @@ def _rms(gamma: Any, exact: Any) -> float:
     return float(np.sqrt(np.mean((np.asarray(gamma) - exact) ** 2)))
 
 
-def _one_draw(case_name: str, n: int, n_testing: int, draw: int, estimators: dict[str, Factory]) -> list[dict[str, Any]]:
+def _one_draw(
+    case_name: str, n: int, n_testing: int, draw: int, estimators: dict[str, Factory]
+) -> list[dict[str, Any]]:
     case = VECTOR_CASES[case_name]
     x, y = case.sample(n, np.random.default_rng([0, n, draw, 0]))
     xt, yt = case.sample(n_testing, np.random.default_rng([0, n, draw, 1]))
     exact = case.exact(xt, yt)
     rows = []
-    alone = [_rms(rb.GridKDE("auto").fit(x[:, d], y).transform(xt[:, d], yt), exact) for d in range(case.dims)]
-    rows.append({"estimator": "best single observable (GridKDE auto)", "rms": min(alone), "seconds": None})
+    alone = [
+        _rms(rb.GridKDE("auto").fit(x[:, d], y).transform(xt[:, d], yt), exact)
+        for d in range(case.dims)
+    ]
+    rows.append(
+        {"estimator": "best single observable (GridKDE auto)", "rms": min(alone), "seconds": None}
+    )
     steps = [rb.GridKDE("auto") for _ in range(case.dims)]
-    jobs = {**estimators, "sequential (GridKDE auto per step)": lambda: rb.SequentialTransform(steps)}
+    jobs = {
+        **estimators,
+        "sequential (GridKDE auto per step)": lambda: rb.SequentialTransform(steps),
+    }
     for name, make in jobs.items():
         start = time.perf_counter()
         transform = make().fit(x, y)
         gamma = transform.transform(xt, yt)
-        rows.append({
-            "estimator": name, "rms": _rms(gamma, exact), "seconds": time.perf_counter() - start,
-            "sigma_r": getattr(transform, "sigma_r_", None),
-        })
+        rows.append(
+            {
+                "estimator": name,
+                "rms": _rms(gamma, exact),
+                "seconds": time.perf_counter() - start,
+                "sigma_r": getattr(transform, "sigma_r_", None),
+            }
+        )
     for row in rows:
         row.update(case=case_name, n_defining=n, draw=draw)
     return rows
@@ -77,8 +91,12 @@ def _dcor_timing(n: int) -> dict[str, float]:
     start = time.perf_counter()
     projected = projected_distance_correlation_sqr(x, y, n_projections=100)
     return {
-        "n": n, "exact": exact, "exact_seconds": exact_seconds, "projected": projected.value,
-        "projected_error": projected.error, "projected_seconds": time.perf_counter() - start,
+        "n": n,
+        "exact": exact,
+        "exact_seconds": exact_seconds,
+        "projected": projected.value,
+        "projected_error": projected.error,
+        "projected_seconds": time.perf_counter() - start,
     }
 
 
@@ -98,8 +116,14 @@ def _throughput(n: int) -> list[dict[str, Any]]:
         transform = make().fit(xs, y)
         fitted = time.perf_counter()
         transform.transform(xs, y)
-        rows.append({"estimator": name, "x": label, "fit_seconds": fitted - start,
-                     "transform_seconds": time.perf_counter() - fitted})
+        rows.append(
+            {
+                "estimator": name,
+                "x": label,
+                "fit_seconds": fitted - start,
+                "transform_seconds": time.perf_counter() - fitted,
+            }
+        )
     return rows
 
 
@@ -108,8 +132,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--cases", nargs="*", default=sorted(VECTOR_CASES))
     parser.add_argument("--json", help="write the rows to this file")
-    parser.add_argument("--throughput", action="store_true", help="only time fit and transform of 10^6 events")
-    parser.add_argument("--estimators", nargs="*", default=sorted(JOINT), help="names of the joint estimators")
+    parser.add_argument(
+        "--throughput", action="store_true", help="only time fit and transform of 10^6 events"
+    )
+    parser.add_argument(
+        "--estimators", nargs="*", default=sorted(JOINT), help="names of the joint estimators"
+    )
     args = parser.parse_args()
     n, draws = (10_000, 1) if args.quick else (100_000, 3)
     joint = {name: JOINT[name] for name in args.estimators}
@@ -122,17 +150,23 @@ def main() -> None:
         for draw in range(draws):
             rows += _one_draw(case_name, n, 20_000, draw, joint)
             print(json.dumps(rows[-len(joint) - 2 :]), flush=True)
-    print(f"\nRMS of gamma against the exact conditional CDF ({n} defining, 20000 testing, {draws} draw(s))")
+    print(
+        f"\nRMS of gamma against the exact conditional CDF ({n} defining, 20000 testing, {draws} draw(s))"
+    )
     for case_name in args.cases:
         print(f"\n{case_name}")
         for name in dict.fromkeys(r["estimator"] for r in rows if r["case"] == case_name):
-            values = np.array([r["rms"] for r in rows if r["case"] == case_name and r["estimator"] == name])
+            values = np.array(
+                [r["rms"] for r in rows if r["case"] == case_name and r["estimator"] == name]
+            )
             spread = values.std(ddof=1) if len(values) > 1 else 0.0
             print(f"  {name:42s} {values.mean():.4f} +- {spread:.4f}")
     timing = _dcor_timing(50_000)
-    print(f"\ndCor2 of (x1, x2) with y at {timing['n']} events: exact {timing['exact']:.5f} in "
-          f"{timing['exact_seconds']:.1f} s; projections {timing['projected']:.5f} +- "
-          f"{timing['projected_error']:.5f} in {timing['projected_seconds']:.1f} s")
+    print(
+        f"\ndCor2 of (x1, x2) with y at {timing['n']} events: exact {timing['exact']:.5f} in "
+        f"{timing['exact_seconds']:.1f} s; projections {timing['projected']:.5f} +- "
+        f"{timing['projected_error']:.5f} in {timing['projected_seconds']:.1f} s"
+    )
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"rows": rows, "dcor": timing}, handle, indent=1)

@@ -24,7 +24,9 @@ def test_exact_equals_dcor(n: int, k: int) -> None:
     expected = dcor.distance_correlation_sqr(x, y)
     assert rb.distance_correlation_sqr(x, y) == pytest.approx(expected, abs=1e-9)
     assert rb.distance_correlation_sqr(x, y, method="exact") == pytest.approx(expected, abs=1e-9)
-    assert rb.distance_covariance_sqr(x, y) == pytest.approx(dcor.distance_covariance_sqr(x, y), rel=1e-9)
+    assert rb.distance_covariance_sqr(x, y) == pytest.approx(
+        dcor.distance_covariance_sqr(x, y), rel=1e-9
+    )
     assert rb.distance_correlation(x, y) == pytest.approx(dcor.distance_correlation(x, y), abs=1e-9)
 
 
@@ -77,7 +79,9 @@ def test_projection_tracks_exact_within_its_error() -> None:
 def test_projection_permutation_floor_is_small_for_independent_data() -> None:
     x, _ = _sample(3000, 2, seed=11)
     y = np.random.default_rng(12).standard_normal(3000)
-    result = rb.permutation_test(x, y, n_permutations=10, seed=0, method="projection", n_projections=20)
+    result = rb.permutation_test(
+        x, y, n_permutations=10, seed=0, method="projection", n_projections=20
+    )
     assert result.p_value > 0.05
     assert result.floor < 3e-3
 

@@ -54,7 +54,9 @@ def _rms(transform: object, case: object, x: np.ndarray, y: np.ndarray) -> float
 def test_joint_estimate_beats_the_first_observable_alone(fitted, sample, testing) -> None:
     x, y = sample
     alone = rb.GridKDE(0.2).fit(x[:, 0], y)
-    rms_alone = float(np.sqrt(np.mean((alone.transform(testing[0][:, 0], testing[1]) - TWO.exact(*testing)) ** 2)))
+    rms_alone = float(
+        np.sqrt(np.mean((alone.transform(testing[0][:, 0], testing[1]) - TWO.exact(*testing)) ** 2))
+    )
     rms_joint = _rms(fitted, TWO, *testing)
     assert rms_alone > 0.13
     assert rms_joint < RMS_BOUND[fitted.test_name]
@@ -99,7 +101,13 @@ def test_outside_the_domain_events_are_kept(fitted) -> None:
     edge = fitted.transform(np.array([[x_hi[0], 0.0], [x_lo[0], x_hi[1]]]), y[:2])
     assert np.array_equal(gamma[:2], edge)
     counts = fitted.outside(x, y)
-    assert (counts.x_below, counts.x_above, counts.y_below, counts.y_above, counts.total) == (1, 2, 1, 1, 4)
+    assert (counts.x_below, counts.x_above, counts.y_below, counts.y_above, counts.total) == (
+        1,
+        2,
+        1,
+        1,
+        4,
+    )
 
 
 def test_nan_policy(fitted) -> None:
@@ -176,7 +184,9 @@ def test_refit_on_one_observable_after_several(sample) -> None:
     t = rb.GridKDE(0.35).fit(x, y)
     t.fit(x[:, 0], y)
     assert t.x_dims == 1
-    assert np.array_equal(t.transform(x[:, 0], y), rb.GridKDE(0.35).fit(x[:, 0], y).transform(x[:, 0], y))
+    assert np.array_equal(
+        t.transform(x[:, 0], y), rb.GridKDE(0.35).fit(x[:, 0], y).transform(x[:, 0], y)
+    )
 
 
 def test_bad_input_is_refused(sample, fitted) -> None:
@@ -209,13 +219,25 @@ def test_automatic_width_on_three_observables() -> None:
     assert joint.selection_ is not None
     assert 0.08 <= joint.sigma_r_ <= 1.3
     best_alone = min(
-        float(np.sqrt(np.mean((rb.GridKDE(degree=1).fit(x[:, d], y).transform(xt[:, d], yt) - THREE.exact(xt, yt)) ** 2)))
+        float(
+            np.sqrt(
+                np.mean(
+                    (
+                        rb.GridKDE(degree=1).fit(x[:, d], y).transform(xt[:, d], yt)
+                        - THREE.exact(xt, yt)
+                    )
+                    ** 2
+                )
+            )
+        )
         for d in range(3)
     )
     assert _rms(joint, THREE, xt, yt) < best_alone / 2
 
 
-def test_kde_sums_numpy_path_equals_compiled_and_far_queries_stay_exact(monkeypatch, sample) -> None:
+def test_kde_sums_numpy_path_equals_compiled_and_far_queries_stay_exact(
+    monkeypatch, sample
+) -> None:
     from rosenblatt.transforms import _kde_vector
 
     x, y = sample[0][:2000], sample[1][:2000]
@@ -250,7 +272,9 @@ def test_sequential_removes_the_last_observable_only(sample, testing) -> None:
     joint = rb.GridKDE(0.35).fit(x, y)
     # independent of the last observable, not of the vector: its dCor² with x stays above the joint's
     assert rb.distance_correlation_sqr(x[:, 1], gamma) < 2e-3
-    assert rb.distance_correlation_sqr(x, gamma) > 2 * rb.distance_correlation_sqr(x, joint.transform(x, y))
+    assert rb.distance_correlation_sqr(x, gamma) > 2 * rb.distance_correlation_sqr(
+        x, joint.transform(x, y)
+    )
     ys = np.linspace(-4, 4, 101)
     curve = t.transform(np.zeros((len(ys), 2)), ys)
     assert np.all(np.diff(curve) >= 0)
@@ -276,6 +300,8 @@ def test_irgi_cells_automatic_depth_and_numpy_blend(monkeypatch, sample, testing
     assert _rms(t, TWO, *testing) < 0.075
     compiled = t.transform(testing[0][:300], testing[1][:300])
     monkeypatch.setattr(_irgi_vector, "_compiled", lambda: None)
-    assert np.allclose(t.transform(testing[0][:300], testing[1][:300]), compiled, rtol=0, atol=1e-12)
+    assert np.allclose(
+        t.transform(testing[0][:300], testing[1][:300]), compiled, rtol=0, atol=1e-12
+    )
     with pytest.raises(ValueError, match=r"depth must be 'auto' or an integer in \[1, 9\]"):
         rb.IRGI(12).fit(x, y)

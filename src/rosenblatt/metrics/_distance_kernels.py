@@ -169,7 +169,9 @@ def _marginal_sums_sorted(values: FloatArray, prob: FloatArray) -> FloatArray:
     total_pv = cum_pv[-1]
     below_p = cum_p - prob
     below_pv = cum_pv - weighted
-    sums: NDArray[np.float64] = values * (below_p - (total_p - cum_p)) + ((total_pv - cum_pv) - below_pv)
+    sums: NDArray[np.float64] = values * (below_p - (total_p - cum_p)) + (
+        (total_pv - cum_pv) - below_pv
+    )
     return sums
 
 

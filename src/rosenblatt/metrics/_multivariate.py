@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,10 +46,14 @@ ROW_BLOCK = 256
 
 def sphere_constant(k: int) -> float:
     """``C_k = sqrt(pi) Gamma((k + 1) / 2) / Gamma(k / 2)``: ``|v| = C_k E_u |u . v|``."""
-    return float(math.sqrt(math.pi) * math.exp(special.gammaln((k + 1) / 2) - special.gammaln(k / 2)))
+    return float(
+        math.sqrt(math.pi) * math.exp(special.gammaln((k + 1) / 2) - special.gammaln(k / 2))
+    )
 
 
-def _rows_loop(x0: FloatArray, x1: FloatArray, x2: FloatArray, y: FloatArray, prob: FloatArray) -> FloatArray:
+def _rows_loop(
+    x0: FloatArray, x1: FloatArray, x2: FloatArray, y: FloatArray, prob: FloatArray
+) -> FloatArray:
     """Per row ``i``: ``a_i, b_i, sum_j p_j a_ij b_ij, sum_j p_j a_ij², sum_j p_j b_ij²``.
 
     ``a_ij`` is the Euclidean distance of the events' ``(x0, x1, x2)`` (pad
@@ -178,6 +183,7 @@ def projected_correlation(
     n_projections: int,
     seed: Any,
     dvar_y: float,
+    covariance: Callable[[FloatArray, FloatArray, FloatArray | None], float],
 ) -> ProjectedCorrelation:
     """Random-projection estimate of dCor²(x, y) (Huang & Huo 2017), see the module notes.
 
@@ -191,15 +197,15 @@ def projected_correlation(
         Seed of the directions.
     dvar_y
         The exact one-dimensional dVar²(y) in the units of ``y``.
+    covariance
+        The one-dimensional weighted dCov², ``covariance(a, b, weight)``.
     """
-    from rosenblatt.metrics.distance import distance_covariance_sqr
-
     k = x.shape[1]
     rng = np.random.default_rng(seed)
     u, v = _directions(k, n_projections, rng), _directions(k, n_projections, rng)
     c_k = sphere_constant(k)
-    cov = np.array([distance_covariance_sqr(x @ d, y, weight) for d in u]) * c_k
-    var = np.array([distance_covariance_sqr(x @ d, x @ e, weight) for d, e in zip(u, v, strict=True)])
+    cov = np.array([covariance(x @ d, y, weight) for d in u]) * c_k
+    var = np.array([covariance(x @ d, x @ e, weight) for d, e in zip(u, v, strict=True)])
     var *= c_k * c_k
 
     def ratio(c: FloatArray, s: FloatArray) -> float:

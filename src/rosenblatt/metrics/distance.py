@@ -240,7 +240,9 @@ def _vector_correlation(sample: _VectorSample, method: str, n_projections: int, 
 
 def _projected(sample: _VectorSample, n_projections: int, seed: Any) -> ProjectedCorrelation:
     dvar_y = distance_covariance_sqr(sample.y, sample.y, sample.weight)
-    return projected_correlation(sample.x, sample.y, sample.weight, n_projections, seed, dvar_y)
+    return projected_correlation(
+        sample.x, sample.y, sample.weight, n_projections, seed, dvar_y, distance_covariance_sqr
+    )
 
 
 def _check_method(method: str, n_projections: int, n_events: int) -> str:
@@ -248,7 +250,11 @@ def _check_method(method: str, n_projections: int, n_events: int) -> str:
     if method not in ("auto", "exact", "projection"):
         msg = f"method must be 'auto', 'exact' or 'projection', got {method!r}"
         raise ValueError(msg)
-    if isinstance(n_projections, bool) or not isinstance(n_projections, (int, np.integer)) or n_projections < 2:
+    if (
+        isinstance(n_projections, bool)
+        or not isinstance(n_projections, (int, np.integer))
+        or n_projections < 2
+    ):
         msg = f"n_projections must be an integer >= 2, got {n_projections!r}"
         raise ValueError(msg)
     if method == "auto":
@@ -419,7 +425,9 @@ def distance_correlation_sqr(
     x_vector = _vector_x(x)
     if x_vector is not None:
         chosen = _check_method(method, n_projections, len(x_vector))
-        return _vector_correlation(_prepare_vector(x_vector, y, weight), chosen, int(n_projections), seed)
+        return _vector_correlation(
+            _prepare_vector(x_vector, y, weight), chosen, int(n_projections), seed
+        )
     pair = _prepare_pair(_scalar_x(x), y, weight)
     if pair.x_constant or pair.y_constant:
         return 0.0

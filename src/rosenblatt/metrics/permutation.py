@@ -135,7 +135,9 @@ def permutation_test(
     x_vector = _vector_x(x)
     if x_vector is not None:
         chosen = _check_method(method, n_projections, len(x_vector))
-        correlation, n_events, constant = _vector_statistic(x_vector, y, weight, chosen, int(n_projections))
+        correlation, n_events, constant = _vector_statistic(
+            x_vector, y, weight, chosen, int(n_projections)
+        )
         workers = 1
     else:
         correlation, n_events, constant = _scalar_statistic(_scalar_x(x), y, weight)
@@ -166,7 +168,9 @@ def permutation_test(
     )
 
 
-def _scalar_statistic(x: ArrayLike, y: ArrayLike, weight: ArrayLike | None) -> tuple[Any, int, bool]:
+def _scalar_statistic(
+    x: ArrayLike, y: ArrayLike, weight: ArrayLike | None
+) -> tuple[Any, int, bool]:
     """dCor² of a scalar ``x`` as a function of a shuffle of ``y``, the event count, constancy."""
     pair = _prepare_pair(x, y, weight)
 

@@ -285,7 +285,9 @@ class ConditionalCDFTransform(ABC):
         self.sum_weight_ = float(len(y_arr) if w_arr is None else w_arr.sum())
         return self
 
-    def _fit_vector(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+    def _fit_vector(
+        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
+    ) -> None:
         """Learn the state from ``(n, k)`` observables; transforms with ``max_x_dims > 1`` override it.
 
         Must set ``domain_ = ((x_lo, x_hi), (y_lo, y_hi))`` with ``x_lo`` and
@@ -294,7 +296,9 @@ class ConditionalCDFTransform(ABC):
         msg = f"{type(self).__name__} does not take several protected observables"
         raise TypeError(msg)
 
-    def _transform_vector(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _transform_vector(
+        self, x: NDArray[np.float64], y: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
         """Evaluate ``gamma`` on finite ``(m, k)`` observables (``x`` within the domain) and scores."""
         msg = f"{type(self).__name__} does not take several protected observables"
         raise TypeError(msg)
@@ -304,7 +308,9 @@ class ConditionalCDFTransform(ABC):
         (x_lo, x_hi), _ = self.domain_
         lo, hi = np.asarray(x_lo), np.asarray(x_hi)
 
-        def evaluate(x_flat: NDArray[np.float64], y_flat: NDArray[np.float64]) -> NDArray[np.float64]:
+        def evaluate(
+            x_flat: NDArray[np.float64], y_flat: NDArray[np.float64]
+        ) -> NDArray[np.float64]:
             if nan_policy == "raise":
                 check_finite(x_flat, "x")
                 check_finite(y_flat, "y")
@@ -321,7 +327,9 @@ class ConditionalCDFTransform(ABC):
         return _observables.apply_observables(evaluate, x, y, self.x_dims)
 
     @overload
-    def transform(self, x: NumpyInput, y: NumpyInput, *, nan_policy: NaNPolicy = ...) -> NDArray[np.float64]: ...
+    def transform(
+        self, x: NumpyInput, y: NumpyInput, *, nan_policy: NaNPolicy = ...
+    ) -> NDArray[np.float64]: ...
 
     @overload
     def transform(self, x: Any, y: Any, *, nan_policy: NaNPolicy = ...) -> Any: ...
@@ -366,7 +374,9 @@ class ConditionalCDFTransform(ABC):
 
         return apply_flat(evaluate, x, y)
 
-    def _transform_propagating(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _transform_propagating(
+        self, x: NDArray[np.float64], y: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
         """:meth:`_transform` where NaN gives NaN and infinities lie beyond the domain."""
         missing = np.isnan(x) | np.isnan(y)
         out = np.full(len(x), np.nan)
@@ -387,7 +397,9 @@ class ConditionalCDFTransform(ABC):
         return out
 
     @overload
-    def fit_transform(self, x: NDArray[Any], y: NDArray[Any], weight: Any = None) -> NDArray[np.float64]: ...
+    def fit_transform(
+        self, x: NDArray[Any], y: NDArray[Any], weight: Any = None
+    ) -> NDArray[np.float64]: ...
 
     @overload
     def fit_transform(self, x: Any, y: Any, weight: Any = None) -> Any: ...
@@ -448,10 +460,14 @@ class ConditionalCDFTransform(ABC):
 
         def flags(x_flat: NDArray[np.float64], y_flat: NDArray[np.float64]) -> NDArray[np.float64]:
             (x_lo, x_hi), (y_lo, y_hi) = self.domain_
-            counts.extend([
-                (x_flat < np.asarray(x_lo)).any(axis=1), (x_flat > np.asarray(x_hi)).any(axis=1),
-                y_flat < y_lo, y_flat > y_hi,
-            ])
+            counts.extend(
+                [
+                    (x_flat < np.asarray(x_lo)).any(axis=1),
+                    (x_flat > np.asarray(x_hi)).any(axis=1),
+                    y_flat < y_lo,
+                    y_flat > y_hi,
+                ]
+            )
             return np.zeros(len(y_flat))
 
         _observables.apply_observables(flags, x, y, self.x_dims)
@@ -516,7 +532,9 @@ class ConditionalCDFTransform(ABC):
             raise NotFittedError(msg)
 
     @abstractmethod
-    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+    def _fit(
+        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
+    ) -> None:
         """Learn the state from validated flat arrays."""
 
     @abstractmethod

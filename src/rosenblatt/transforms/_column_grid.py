@@ -96,7 +96,9 @@ class ColumnGrid:
         CDF at them.
     """
 
-    def __init__(self, centres: NDArray[np.float64], y_edges: NDArray[np.float64], cdf: NDArray[np.float64]) -> None:
+    def __init__(
+        self, centres: NDArray[np.float64], y_edges: NDArray[np.float64], cdf: NDArray[np.float64]
+    ) -> None:
         self.centres = np.ascontiguousarray(centres, dtype=np.float64)
         self.y_edges = np.ascontiguousarray(y_edges, dtype=np.float64)
         self.cdf = np.ascontiguousarray(cdf, dtype=np.float64)
@@ -121,7 +123,9 @@ class ColumnGrid:
         grid = np.stack((self.y_edges.ravel(), self.cdf.ravel()), axis=1)
         return (self.centres, x_table[0], x_lo, x_scale, grid, y_table, y_lo, y_scale)
 
-    def _evaluate_numpy(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _evaluate_numpy(
+        self, x: NDArray[np.float64], y: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
         centres = self.centres
         column = np.clip(np.searchsorted(centres, x, side="right") - 1, 0, len(centres) - 2)
         left, right = centres[column], centres[column + 1]

@@ -140,8 +140,15 @@ class ConditionalGaussTransform:
         if kernel is not None:
             out = np.empty(len(t))
             kernel(
-                t, rank.astype(np.int64), self.key, self.cumulative, self.box_start.astype(np.int64),
-                self.box_total, self.stride, REACH, out,
+                t,
+                rank.astype(np.int64),
+                self.key,
+                self.cumulative,
+                self.box_start.astype(np.int64),
+                self.box_total,
+                self.stride,
+                REACH,
+                out,
             )
             return out
         home = np.floor(t).astype(np.int64)

@@ -74,7 +74,9 @@ def _spreads(x: Array, w: Array | None) -> Array:
 
 def _shared_edges(y: Array, w: Array | None, n_bins: int) -> Array:
     order = np.argsort(y, kind="stable")
-    cumulative = np.arange(len(y) + 1.0) if w is None else np.concatenate(([0.0], np.cumsum(w[order])))
+    cumulative = (
+        np.arange(len(y) + 1.0) if w is None else np.concatenate(([0.0], np.cumsum(w[order])))
+    )
     return y_edges(y[order], cumulative, n_bins)
 
 
@@ -110,8 +112,15 @@ def fit_tensor(
     selection = None
     if sigma_r is None:
         relative, selection = select_vector_bandwidth(
-            x, y, w, degree=degree, sigma_a=sigma_a, folds=check_folds(folds, len(y)),
-            seed=check_seed(seed), spacing=spacing, max_nodes=most,
+            x,
+            y,
+            w,
+            degree=degree,
+            sigma_a=sigma_a,
+            folds=check_folds(folds, len(y)),
+            seed=check_seed(seed),
+            spacing=spacing,
+            max_nodes=most,
         )
         sigma_r = selection.chosen
     else:
@@ -125,7 +134,9 @@ def fit_tensor(
     raw = tg.local_polynomial_tensor(mass, below, axes, bandwidth, degree)
     column_edges, column_cdf = tg.compress(edges, raw, y_levels)
     domain = ((tuple(map(float, lo)), tuple(map(float, hi))), (float(y.min()), float(y.max())))
-    return TensorFit(domain, float(sigma_r), relative, sigma_a, selection, axes, column_edges, column_cdf)
+    return TensorFit(
+        domain, float(sigma_r), relative, sigma_a, selection, axes, column_edges, column_cdf
+    )
 
 
 def tensor_state(fit: TensorFit) -> dict[str, Any]:
@@ -170,7 +181,8 @@ def tensor_from_state(state: dict[str, Any]) -> TensorFit:
         raise SchemaError(msg)
     domain = _vector_domain(state["domain"], k)
     axes = tuple(
-        check_array(a, f"axes[{d}]", (len(a),), increasing=True) for d, a in enumerate(state["axes"])
+        check_array(a, f"axes[{d}]", (len(a),), increasing=True)
+        for d, a in enumerate(state["axes"])
     )
     if len(axes) != k or any(len(a) < 2 for a in axes):
         msg = f"axes must hold {k} increasing arrays of at least two nodes"

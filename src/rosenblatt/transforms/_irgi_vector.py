@@ -46,6 +46,7 @@ except ImportError:  # pragma: no cover - numba is optional
     def _helper(function: Any) -> Any:
         return function
 
+
 __all__ = ["REACH", "blend_cells", "kd_cells"]
 
 #: half-width of a cell's hat in units of the cell's width (1/2 would end it on the box's faces)
@@ -86,7 +87,9 @@ def kd_cells(x: Array, w: Array, depth: int, lo: Array, hi: Array) -> tuple[list
     return [rows for rows, _ in cells], np.stack([box for _, box in cells])
 
 
-def cell_columns(y: Array, w: Array, cells: list[IntArray], y_depth: int, y_lo: float, y_hi: float) -> tuple[Array, Array]:
+def cell_columns(
+    y: Array, w: Array, cells: list[IntArray], y_depth: int, y_lo: float, y_hi: float
+) -> tuple[Array, Array]:
     """Per cell the ``y`` edges at its weighted quantiles and the CDF at them, padded to one width."""
     edges_list, cdf_list = [], []
     for rows in cells:
@@ -94,9 +97,7 @@ def cell_columns(y: Array, w: Array, cells: list[IntArray], y_depth: int, y_lo: 
         cumulative = np.concatenate(([0.0], np.cumsum(w[order])))
         total = cumulative[-1]
         if not total > 0:
-            msg = (
-                f"a cell's summed weight is {total:g}: negative weights dominate it; use a smaller depth"
-            )
+            msg = f"a cell's summed weight is {total:g}: negative weights dominate it; use a smaller depth"
             raise ValueError(msg)
         edges = lp.y_edges(y[order], cumulative, 2**y_depth)
         edges = np.unique(np.concatenate(([y_lo], edges, [y_hi])))
@@ -113,8 +114,15 @@ def cell_columns(y: Array, w: Array, cells: list[IntArray], y_depth: int, y_lo: 
 
 
 def _blend_loop(
-    boxes: Array, edges: Array, cdf: Array, x: Array, y: Array,
-    bucket_lo: float, bucket_scale: float, starts: IntArray, members: IntArray,
+    boxes: Array,
+    edges: Array,
+    cdf: Array,
+    x: Array,
+    y: Array,
+    bucket_lo: float,
+    bucket_scale: float,
+    starts: IntArray,
+    members: IntArray,
 ) -> Array:
     """:func:`blend_cells` as loops for numba (queries in parallel).
 
@@ -159,7 +167,11 @@ def _buckets(boxes: Array) -> tuple[float, float, IntArray, IntArray]:
     last = np.clip(np.floor((middle + reach - lo) * scale), 0, n_buckets - 1).astype(np.intp)
     count = last - first + 1
     cells = np.repeat(np.arange(len(boxes)), count)
-    bucket = np.repeat(first, count) + np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    bucket = (
+        np.repeat(first, count)
+        + np.arange(count.sum())
+        - np.repeat(np.cumsum(count) - count, count)
+    )
     order = np.argsort(bucket, kind="stable")
     starts = np.searchsorted(bucket[order], np.arange(n_buckets + 1)).astype(np.intp)
     return lo, scale, starts, cells[order].astype(np.intp)
@@ -197,7 +209,11 @@ def blend_cells(boxes: Array, edges: Array, cdf: Array, x: Array, y: Array) -> A
     if kernel is None:
         return _blend_numpy(boxes, edges, cdf, x, y)
     index = _buckets(boxes)
-    return np.clip(kernel(boxes, edges, cdf, np.ascontiguousarray(x), np.ascontiguousarray(y), *index), 0.0, 1.0)
+    return np.clip(
+        kernel(boxes, edges, cdf, np.ascontiguousarray(x), np.ascontiguousarray(y), *index),
+        0.0,
+        1.0,
+    )
 
 
 def _blend_numpy(boxes: Array, edges: Array, cdf: Array, x: Array, y: Array) -> Array:
@@ -209,7 +225,9 @@ def _blend_numpy(boxes: Array, edges: Array, cdf: Array, x: Array, y: Array) -> 
         used = np.flatnonzero(phi > 0)
         if len(used) == 0:
             continue
-        values = np.array([_column_value(edges[c], cdf[c], edges.shape[1], float(v)) for v in y[used]])
+        values = np.array(
+            [_column_value(edges[c], cdf[c], edges.shape[1], float(v)) for v in y[used]]
+        )
         num[used] += phi[used] * values
         den[used] += phi[used]
     return np.clip(num / den, 0.0, 1.0)
@@ -261,11 +279,19 @@ def select_depth(x: Array, y: Array, w: Array | None, folds: int, seed: int) -> 
         weight = np.ones(len(held)) if w is None else w[held]
         held_weight += float(weight.sum())
         below = (y[held, None] < thresholds[None, :]).astype(np.float64)
-        xq = np.clip(np.repeat(x[held], len(thresholds), axis=0), x[train].min(axis=0), x[train].max(axis=0))
+        xq = np.clip(
+            np.repeat(x[held], len(thresholds), axis=0), x[train].min(axis=0), x[train].max(axis=0)
+        )
         for i, depth in enumerate(depths):
-            boxes, edges, cdf, _ = fit_cells(x[train], y[train], None if w is None else w[train], depth)
-            gamma = blend_cells(boxes, edges, cdf, xq, np.tile(thresholds, len(held))).reshape(below.shape)
+            boxes, edges, cdf, _ = fit_cells(
+                x[train], y[train], None if w is None else w[train], depth
+            )
+            gamma = blend_cells(boxes, edges, cdf, xq, np.tile(thresholds, len(held))).reshape(
+                below.shape
+            )
             totals[i] += float(np.dot(weight, ((gamma - below) ** 2).mean(axis=1)))
     scores = totals / held_weight
     best = int(np.argmin(scores))
-    return Selection("depth", tuple(depths), tuple(scores.tolist()), depths[best], folds, seed, len(thresholds))
+    return Selection(
+        "depth", tuple(depths), tuple(scores.tolist()), depths[best], folds, seed, len(thresholds)
+    )

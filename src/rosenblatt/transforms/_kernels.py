@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - numpy path used instead
     def _helper(function: Callable[..., Any]) -> Callable[..., Any]:
         return function
 
+
 __all__ = ["column_grid_evaluate", "count_le_indexed", "gauss_expansion", "group_by_key"]
 
 
@@ -70,7 +71,12 @@ def count_le_indexed(
         out[i] = _count_le_between(values, 0, np.intp(table[k]), np.intp(table[k + 1]), value)
 
 
-def group_by_key(key: NDArray[Any], starts: NDArray[np.intp], values: NDArray[np.float64], out: NDArray[np.float64]) -> None:
+def group_by_key(
+    key: NDArray[Any],
+    starts: NDArray[np.intp],
+    values: NDArray[np.float64],
+    out: NDArray[np.float64],
+) -> None:
     """Counting sort: ``values`` grouped by ``key`` into ``out``, input order kept in each group.
 
     ``starts[k]`` is where group ``k`` begins in ``out``.
@@ -133,7 +139,9 @@ def column_grid_evaluate(
         k = _cell(yi, y_lo, y_scale, y_cells)
         start0 = column * n_edge
         start1 = start0 + n_edge
-        count0 = _count_le_between(edges, start0, np.intp(y_table[column, k]), np.intp(y_table[column, k + 1]), yi)
+        count0 = _count_le_between(
+            edges, start0, np.intp(y_table[column, k]), np.intp(y_table[column, k + 1]), yi
+        )
         count1 = _count_le_between(
             edges, start1, np.intp(y_table[column + 1, k]), np.intp(y_table[column + 1, k + 1]), yi
         )

@@ -154,7 +154,9 @@ def fold_histograms(
     return mass, below
 
 
-def bin_sample(x: Array, y: Array, weight: Array | None, nodes: Array, edges: Array) -> tuple[Array, Array]:
+def bin_sample(
+    x: Array, y: Array, weight: Array | None, nodes: Array, edges: Array
+) -> tuple[Array, Array]:
     """Binned weight of the whole sample: ``mass[j]`` and ``below[j, k]``."""
     column = np.searchsorted(edges, y, side="right")
     mass, below = fold_histograms(linear_binning(x, nodes), column, weight, len(nodes), len(edges))
@@ -224,9 +226,7 @@ def local_polynomial_coefficients(
     return coefficients, empty
 
 
-def local_polynomial_cdf(
-    matrices: list[Any], mass: Array, below: Array, degree: int
-) -> Array:
+def local_polynomial_cdf(matrices: list[Any], mass: Array, below: Array, degree: int) -> Array:
     """Raw local-polynomial estimate of the weight fraction below each edge, per node.
 
     ``below`` may hold several samples side by side (``(n_nodes, m * n_edges)``),
@@ -317,8 +317,12 @@ def local_polynomial_columns(
         kept_edges.append(e)
         kept_cdf.append(c)
     width = max(e.shape[1] for e in kept_edges)
-    column_edges = np.vstack([np.pad(e, ((0, 0), (0, width - e.shape[1])), mode="edge") for e in kept_edges])
-    column_cdf = np.vstack([np.pad(c, ((0, 0), (0, width - c.shape[1])), mode="edge") for c in kept_cdf])
+    column_edges = np.vstack(
+        [np.pad(e, ((0, 0), (0, width - e.shape[1])), mode="edge") for e in kept_edges]
+    )
+    column_cdf = np.vstack(
+        [np.pad(c, ((0, 0), (0, width - c.shape[1])), mode="edge") for c in kept_cdf]
+    )
     return column_edges, column_cdf
 
 

@@ -32,8 +32,10 @@ MAX_OBSERVABLES = 3
 
 def _is_per_observable(x: Any) -> bool:
     """Whether ``x`` is a list or tuple of arrays, one per observable."""
-    return isinstance(x, (list, tuple)) and len(x) > 0 and all(
-        is_awkward(v) or isinstance(v, np.ndarray) for v in x
+    return (
+        isinstance(x, (list, tuple))
+        and len(x) > 0
+        and all(is_awkward(v) or isinstance(v, np.ndarray) for v in x)
     )
 
 
@@ -76,15 +78,17 @@ def split_observables(x: Any) -> tuple[Array | None, Any]:
 def check_dims(shape: tuple[int, ...], most: int, name: str) -> None:
     """Refuse ``x`` of ``shape`` with more observables than ``most`` (``name`` is the transform's)."""
     if shape[1] > most:
-        takes = "a single protected observable" if most == 1 else f"at most {most} protected observables"
+        takes = (
+            "a single protected observable"
+            if most == 1
+            else f"at most {most} protected observables"
+        )
         allowed = "" if most == 1 else f" or of shape (n, k) with k <= {most}"
         msg = f"x must be one-dimensional{allowed}, got shape {shape} ({name} takes {takes})"
         raise ValueError(msg)
 
 
-def apply_observables(
-    function: Callable[[Array, Array], Array], x: Any, y: Any, k: int
-) -> Any:
+def apply_observables(function: Callable[[Array, Array], Array], x: Any, y: Any, k: int) -> Any:
     """Evaluate ``function(x_flat (m, k), y_flat (m,))`` on the events of ``x`` and ``y``.
 
     ``x`` is either ``(..., k)`` or a sequence of ``k`` arrays (see the module
@@ -108,7 +112,10 @@ def apply_observables(
     if any(is_awkward(v) for v in [*columns, y]):
         return _apply_awkward(function, columns, y)
     arrays = np.broadcast_arrays(*(np.asarray(c) for c in columns), np.asarray(y))
-    flat = [as_1d_float(a.ravel(), "x" if d < k else "y", allow_empty=True) for d, a in enumerate(arrays)]
+    flat = [
+        as_1d_float(a.ravel(), "x" if d < k else "y", allow_empty=True)
+        for d, a in enumerate(arrays)
+    ]
     matrix = np.stack(flat[:k], axis=1) if flat[0].size else np.empty((0, k))
     return function(matrix, flat[k]).reshape(arrays[0].shape)
 
@@ -118,7 +125,10 @@ def _apply_awkward(function: Callable[[Array, Array], Array], columns: list[Any]
 
     arrays = [ak.fill_none(a, np.nan, axis=None) for a in ak.broadcast_arrays(*columns, y)]
     packed = ak.to_packed(arrays[0])
-    flat = [np.asarray(ak.to_numpy(ak.flatten(ak.to_packed(a), axis=None)), dtype=np.float64) for a in arrays]
+    flat = [
+        np.asarray(ak.to_numpy(ak.flatten(ak.to_packed(a), axis=None)), dtype=np.float64)
+        for a in arrays
+    ]
     result = function(np.stack(flat[:-1], axis=1), flat[-1])
 
     def replace_leaf(layout: Any, **_: Any) -> Any:

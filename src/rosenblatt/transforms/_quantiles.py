@@ -8,7 +8,9 @@ from numpy.typing import NDArray
 __all__ = ["cdf_knots", "evaluate_knots", "weighted_quantiles"]
 
 
-def _ecdf(values: NDArray[np.float64], w: NDArray[np.float64] | None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _ecdf(
+    values: NDArray[np.float64], w: NDArray[np.float64] | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Distinct sorted values and ``P(V <= v)`` at each, non-decreasing even for negative weights."""
     order = np.argsort(values, kind="stable")
     v = values[order]
@@ -52,7 +54,9 @@ def cdf_knots(
     return v, cdf
 
 
-def evaluate_knots(values: NDArray[np.float64], knots: NDArray[np.float64], levels: NDArray[np.float64]) -> NDArray[np.float64]:
+def evaluate_knots(
+    values: NDArray[np.float64], knots: NDArray[np.float64], levels: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """The tabulated CDF at ``values``: 0 below the first knot, 1 above the last, linear between."""
     out = np.interp(values, knots, levels)
     out[values < knots[0]] = 0.0

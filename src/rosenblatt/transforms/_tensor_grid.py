@@ -65,7 +65,9 @@ def tensor_nodes(lo: Array, hi: Array, spacing: Array, max_nodes: int) -> tuple[
     ValueError
         If the grid would hold more than ``max_nodes`` nodes in all.
     """
-    counts = [max(2, math.ceil((h - low) / s) + 1) for low, h, s in zip(lo, hi, spacing, strict=True)]
+    counts = [
+        max(2, math.ceil((h - low) / s) + 1) for low, h, s in zip(lo, hi, spacing, strict=True)
+    ]
     total = math.prod(counts)
     if total > max_nodes:
         shape = " x ".join(map(str, counts))
@@ -139,11 +141,15 @@ def tensor_histograms(
     return counts.sum(axis=2), np.cumsum(counts[:, :, :n_edges], axis=2)
 
 
-def bin_tensor(x: Array, y: Array, weight: Array | None, axes: tuple[Array, ...], edges: Array) -> tuple[Array, Array]:
+def bin_tensor(
+    x: Array, y: Array, weight: Array | None, axes: tuple[Array, ...], edges: Array
+) -> tuple[Array, Array]:
     """Binned weight of the whole sample on the grid: ``mass[j]`` and ``below[j, e]``."""
     column = np.searchsorted(edges, y, side="right")
     n_nodes = math.prod(len(a) for a in axes)
-    mass, below = tensor_histograms(multilinear_binning(x, axes), column, weight, n_nodes, len(edges))
+    mass, below = tensor_histograms(
+        multilinear_binning(x, axes), column, weight, n_nodes, len(edges)
+    )
     return mass[0], below[0]
 
 
@@ -161,7 +167,9 @@ def kernel_matrices(axes: tuple[Array, ...], bandwidth: Array, max_power: int) -
     return out
 
 
-def _smooth(values: Array, shape: tuple[int, ...], matrices: list[list[Any]], power: tuple[int, ...]) -> Array:
+def _smooth(
+    values: Array, shape: tuple[int, ...], matrices: list[list[Any]], power: tuple[int, ...]
+) -> Array:
     """The kernel sum of ``values`` (``(n_nodes, m)``) with the exponents ``power``, one product per axis."""
     grid: Array = values.reshape((*shape, -1))
     for d, q in enumerate(power):

@@ -106,7 +106,10 @@ class TensorFolds:
     def node_count(self, relative: Array) -> int:
         """Nodes of the grid for the relative widths ``relative`` (per axis)."""
         step = self.steps(relative)
-        return math.prod(max(2, math.ceil((h - lo) / s) + 1) for lo, h, s in zip(self.lo, self.hi, step, strict=True))
+        return math.prod(
+            max(2, math.ceil((h - lo) / s) + 1)
+            for lo, h, s in zip(self.lo, self.hi, step, strict=True)
+        )
 
     def score(self, relative: Array) -> float:
         """Cross-validated integrated Brier score of the estimate of relative widths ``relative``."""
@@ -117,13 +120,19 @@ class TensorFolds:
         axes = tg.tensor_nodes(self.lo, self.hi, self.steps(np.asarray(relative)), self.max_nodes)
         binning = tg.multilinear_binning(self.x, axes)
         n_nodes, n_edges = math.prod(len(a) for a in axes), len(self.thresholds)
-        mass, below = tg.tensor_histograms(binning, self.column, self.weight, n_nodes, n_edges, self.label, self.folds)
+        mass, below = tg.tensor_histograms(
+            binning, self.column, self.weight, n_nodes, n_edges, self.label, self.folds
+        )
         mass_all, below_all = mass.sum(axis=0), below.sum(axis=0)
         total = 0.0
         for fold in range(self.folds):
-            raw = tg.local_polynomial_tensor(mass_all - mass[fold], below_all - below[fold], axes, bandwidth, self.degree)
+            raw = tg.local_polynomial_tensor(
+                mass_all - mass[fold], below_all - below[fold], axes, bandwidth, self.degree
+            )
             held = np.flatnonzero(self.label == fold)
-            gamma = tg.interpolate_nodes(rearrange(raw, pin_ends=False), (binning[0][held], binning[1][held]))
+            gamma = tg.interpolate_nodes(
+                rearrange(raw, pin_ends=False), (binning[0][held], binning[1][held])
+            )
             indicator = self.column[held, None] <= np.arange(n_edges)[None, :]
             total += float(np.dot(self.event_weight[held], ((gamma - indicator) ** 2).mean(axis=1)))
         self.scores[key] = total / self.total_weight
@@ -170,8 +179,16 @@ def select_vector_bandwidth(
         over the common width (its values and scores).
     """
     tensor = TensorFolds(
-        x, y, weight, degree=degree, sigma_a=sigma_a, folds=folds, seed=seed, spacing=spacing,
-        max_nodes=min(max_nodes, MAX_SCORED_ELEMENTS // (folds * DEFAULT_THRESHOLDS)), adaptive=adaptive,
+        x,
+        y,
+        weight,
+        degree=degree,
+        sigma_a=sigma_a,
+        folds=folds,
+        seed=seed,
+        spacing=spacing,
+        max_nodes=min(max_nodes, MAX_SCORED_ELEMENTS // (folds * DEFAULT_THRESHOLDS)),
+        adaptive=adaptive,
     )
     k = x.shape[1]
     common = _CommonWidth(tensor)
@@ -183,7 +200,12 @@ def select_vector_bandwidth(
     chosen = _coarse_to_fine(common, feasible)  # type: ignore[arg-type]
     values = sorted(common.scores)
     selection = Selection(
-        "sigma_r", tuple(values), tuple(common.scores[v] for v in values), chosen, folds, seed,
+        "sigma_r",
+        tuple(values),
+        tuple(common.scores[v] for v in values),
+        chosen,
+        folds,
+        seed,
         len(tensor.thresholds),
     )
     relative = np.full(k, chosen)

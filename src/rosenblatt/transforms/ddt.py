@@ -96,7 +96,9 @@ class DDT(ConditionalCDFTransform):
     knots_: NDArray[np.float64]
     levels_: NDArray[np.float64]
 
-    def __init__(self, efficiency: float | Sequence[float] = 0.1, n_bins: int = 20, n_quantiles: int = 1000) -> None:
+    def __init__(
+        self, efficiency: float | Sequence[float] = 0.1, n_bins: int = 20, n_quantiles: int = 1000
+    ) -> None:
         self.efficiency = efficiency
         self.n_bins = n_bins
         self.n_quantiles = n_quantiles
@@ -122,7 +124,9 @@ class DDT(ConditionalCDFTransform):
         return np.sort(raw)[::-1].copy()
 
     # ------------------------------------------------------------ fit
-    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+    def _fit(
+        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
+    ) -> None:
         eff = self._check_params()
         n_bins = int(self.n_bins)
         least = int(np.ceil(_MIN_TAIL_EVENTS / min(eff.min(), 1 - eff.max())))
@@ -169,7 +173,9 @@ class DDT(ConditionalCDFTransform):
             Values of the protected observable, one-dimensional.
         """
         self._check_fitted()
-        return _interpolate(np.asarray(x, dtype=np.float64).ravel(), self.x_centres_, self.quantiles_)
+        return _interpolate(
+            np.asarray(x, dtype=np.float64).ravel(), self.x_centres_, self.quantiles_
+        )
 
     def score(self, x: Any, y: Any) -> NDArray[np.float64]:
         """The DDT score: ``q_j(x)`` mapped to ``r_j``, linear between, shifted outside.
@@ -216,7 +222,10 @@ class DDT(ConditionalCDFTransform):
 
     def fitted_params(self) -> dict[str, Any]:
         """The working points and the number of bins."""
-        return {"efficiency": [float(e) for e in np.atleast_1d(self.efficiency)], "n_bins": int(self.n_bins)}
+        return {
+            "efficiency": [float(e) for e in np.atleast_1d(self.efficiency)],
+            "n_bins": int(self.n_bins),
+        }
 
     # ------------------------------------------------------------ state
     def get_state(self) -> dict[str, Any]:
@@ -242,7 +251,11 @@ class DDT(ConditionalCDFTransform):
     def from_state(cls, state: dict[str, Any]) -> DDT:
         """Rebuild from :meth:`get_state` output, checking every array."""
         params = state["params"]
-        obj = cls(efficiency=params["efficiency"], n_bins=params["n_bins"], n_quantiles=params["n_quantiles"])
+        obj = cls(
+            efficiency=params["efficiency"],
+            n_bins=params["n_bins"],
+            n_quantiles=params["n_quantiles"],
+        )
         try:
             eff = obj._check_params()
         except ValueError as err:
@@ -252,8 +265,12 @@ class DDT(ConditionalCDFTransform):
         n_k = _length(state["knots"], "knots")
         obj.efficiencies_ = eff
         obj.x_centres_ = check_array(state["x_centres"], "x_centres", (n_x,), increasing=True)
-        obj.quantiles_ = check_array(state["quantiles"], "quantiles", (n_x, len(eff)), nondecreasing=True)
-        obj.references_ = check_array(state["references"], "references", (len(eff),), nondecreasing=True)
+        obj.quantiles_ = check_array(
+            state["quantiles"], "quantiles", (n_x, len(eff)), nondecreasing=True
+        )
+        obj.references_ = check_array(
+            state["references"], "references", (len(eff),), nondecreasing=True
+        )
         obj.knots_ = check_array(state["knots"], "knots", (n_k,), increasing=True)
         obj.levels_ = check_array(state["levels"], "levels", (n_k,), nondecreasing=True, unit=True)
         obj.cuts_ = evaluate_knots(obj.references_, obj.knots_, obj.levels_)
@@ -262,7 +279,9 @@ class DDT(ConditionalCDFTransform):
         return obj
 
 
-def _interpolate(x: NDArray[np.float64], centres: NDArray[np.float64], nodes: NDArray[np.float64]) -> NDArray[np.float64]:
+def _interpolate(
+    x: NDArray[np.float64], centres: NDArray[np.float64], nodes: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """Node values ``(n_centres, n_points)`` linear in ``x`` through the centres and beyond the outer two."""
     out = np.column_stack([np.interp(x, centres, column) for column in nodes.T])
     if len(centres) > 1:

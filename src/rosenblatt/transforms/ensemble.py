@@ -170,7 +170,9 @@ class TransformEnsemble(ConditionalCDFTransform):
     def _checked(self) -> tuple[int, int, int]:
         """``(n, seed, max_refits)``, validated."""
         template = self.estimator
-        if not isinstance(template, ConditionalCDFTransform) or isinstance(template, TransformEnsemble):
+        if not isinstance(template, ConditionalCDFTransform) or isinstance(
+            template, TransformEnsemble
+        ):
             msg = (
                 "estimator must be a transform such as rb.IRGI(depth=5) (not an ensemble), "
                 f"got {type(template).__name__}"
@@ -322,10 +324,12 @@ class TransformEnsemble(ConditionalCDFTransform):
         for replica in self.replicas_:
             state = replica.get_state()
             shared = sorted(key for key, value in state.items() if nominal.get(key) == value)
-            replicas.append({
-                "shared": shared,
-                "state": {key: value for key, value in state.items() if key not in shared},
-            })
+            replicas.append(
+                {
+                    "shared": shared,
+                    "state": {key: value for key, value in state.items() if key not in shared},
+                }
+            )
         return {
             "params": {"n": int(self.n), "seed": int(self.seed), "max_refits": self.max_refits},
             "member_kind": self.nominal_.kind,
@@ -367,7 +371,9 @@ class TransformEnsemble(ConditionalCDFTransform):
                 raise SchemaError(msg) from err
         draws, failed = _draws(state["replica_draws"], len(replicas)), _draws(state["failed_draws"])
         params = state["params"]
-        obj = cls(_clone(nominal), n=params["n"], seed=params["seed"], max_refits=params["max_refits"])
+        obj = cls(
+            _clone(nominal), n=params["n"], seed=params["seed"], max_refits=params["max_refits"]
+        )
         try:
             n, _, _ = obj._checked()
         except (TypeError, ValueError) as err:
@@ -389,7 +395,9 @@ class _Derived(ConditionalCDFTransform, register=False):
 
     kind: ClassVar[str] = "ensemble-derived"
 
-    def __init__(self, ensemble: TransformEnsemble, function: Callable[[Array, Array], Array]) -> None:
+    def __init__(
+        self, ensemble: TransformEnsemble, function: Callable[[Array, Array], Array]
+    ) -> None:
         self.function = function
         self.domain_ = ensemble.domain_
         self.n_events_ = ensemble.n_events_

@@ -153,15 +153,27 @@ class GridKDE(ColumnGridTransform):
         """``(sigma_r or None for auto, degree, y_levels, nodes_per_bandwidth, max_nodes)``."""
         chosen = as_sigma_r(self.sigma_r)
         degree = self.degree
-        if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or not 0 <= degree <= 3:
+        if (
+            isinstance(degree, bool)
+            or not isinstance(degree, numbers.Integral)
+            or not 0 <= degree <= 3
+        ):
             msg = f"degree must be 0, 1, 2 or 3, got {degree!r}"
             raise ValueError(msg)
         levels = self.y_levels
-        if isinstance(levels, bool) or not isinstance(levels, numbers.Integral) or not 2 <= levels <= 100_000:
+        if (
+            isinstance(levels, bool)
+            or not isinstance(levels, numbers.Integral)
+            or not 2 <= levels <= 100_000
+        ):
             msg = f"y_levels must be an integer in [2, 100000], got {levels!r}"
             raise ValueError(msg)
         per = self.nodes_per_bandwidth
-        if isinstance(per, bool) or not isinstance(per, (int, float, np.floating)) or not 1 <= per <= 64:
+        if (
+            isinstance(per, bool)
+            or not isinstance(per, (int, float, np.floating))
+            or not 1 <= per <= 64
+        ):
             msg = f"nodes_per_bandwidth must be a number in [1, 64], got {per!r}"
             raise ValueError(msg)
         most = self.max_nodes
@@ -179,10 +191,21 @@ class GridKDE(ColumnGridTransform):
         if len(y) < 2:
             msg = f"GridKDE needs at least two defining events, got {len(y)}"
             raise ValueError(msg)
-        self._set_tensor(fit_tensor(
-            x, y, w, sigma_r=sigma_r, degree=degree, y_levels=levels, nodes_per_bandwidth=per,
-            max_nodes=most, folds=self.folds, seed=self.seed, fine_edges=fine_edge_count(len(y), levels),
-        ))
+        self._set_tensor(
+            fit_tensor(
+                x,
+                y,
+                w,
+                sigma_r=sigma_r,
+                degree=degree,
+                y_levels=levels,
+                nodes_per_bandwidth=per,
+                max_nodes=most,
+                folds=self.folds,
+                seed=self.seed,
+                fine_edges=fine_edge_count(len(y), levels),
+            )
+        )
 
     def _set_tensor(self, fit: TensorFit) -> None:
         """Store the learned state of a fit on several observables."""
@@ -202,7 +225,9 @@ class GridKDE(ColumnGridTransform):
         columns: TensorColumns = self.__dict__["_tensor_columns"]
         return columns(x, y)
 
-    def _fit_binned(self, x: Array, y: Array, w: Array | None, fine_edges: Array | None = None) -> None:
+    def _fit_binned(
+        self, x: Array, y: Array, w: Array | None, fine_edges: Array | None = None
+    ) -> None:
         """Fit on validated arrays, on the shared ``y`` edges ``fine_edges`` if given.
 
         By default the edges are the weighted quantiles of ``y`` that :meth:`fit` uses.
@@ -225,19 +250,34 @@ class GridKDE(ColumnGridTransform):
             folds = check_folds(self.folds, len(x))
             seed = check_seed(self.seed)
             selection = select_bandwidth(
-                x, y, w, degree=degree, sigma_a=sigma_a, folds=folds, seed=seed,
-                nodes_per_bandwidth=per, max_nodes=most, y_order=order,
+                x,
+                y,
+                w,
+                degree=degree,
+                sigma_a=sigma_a,
+                folds=folds,
+                seed=seed,
+                nodes_per_bandwidth=per,
+                max_nodes=most,
+                y_order=order,
             )
             sigma_r = selection.chosen
         bandwidth = sigma_r * sigma_a
         nodes = lp.node_grid(float(x.min()), float(x.max()), bandwidth / per, most)
         if fine_edges is None:
-            cumulative = np.arange(len(y) + 1.0) if w is None else np.concatenate(([0.0], np.cumsum(w[order])))
+            cumulative = (
+                np.arange(len(y) + 1.0)
+                if w is None
+                else np.concatenate(([0.0], np.cumsum(w[order])))
+            )
             fine_edges = lp.y_edges(y[order], cumulative, fine_edge_count(len(y), levels))
         mass, below = lp.bin_sample(x, y, w, nodes, fine_edges)
         self._set_grid(
             ((float(x.min()), float(x.max())), (float(y.min()), float(y.max()))),
-            float(sigma_r), sigma_a, degree, selection,
+            float(sigma_r),
+            sigma_a,
+            degree,
+            selection,
             grid_columns(nodes, bandwidth, degree, fine_edges, mass, below, levels),
         )
 
@@ -322,9 +362,13 @@ class GridKDE(ColumnGridTransform):
 
         params = state["params"]
         obj = cls(
-            params["sigma_r"], params["degree"], y_levels=params["y_levels"],
-            nodes_per_bandwidth=params["nodes_per_bandwidth"], folds=params["folds"],
-            seed=params["seed"], max_nodes=params["max_nodes"],
+            params["sigma_r"],
+            params["degree"],
+            y_levels=params["y_levels"],
+            nodes_per_bandwidth=params["nodes_per_bandwidth"],
+            folds=params["folds"],
+            seed=params["seed"],
+            max_nodes=params["max_nodes"],
         )
         if state.get("x_dims", 1) != 1:
             return obj._with_tensor_state(state)
@@ -376,7 +420,6 @@ class GridKDE(ColumnGridTransform):
         obj.sum_weight_ = float(state["sum_weight"])
         return obj
 
-
     def _with_tensor_state(self, state: dict[str, Any]) -> GridKDE:
         """Set the learned state of a fit on several observables from its saved state."""
         from rosenblatt._schema import SchemaError
@@ -402,7 +445,13 @@ def fine_edge_count(n_events: int, y_levels: int) -> int:
 
 
 def grid_columns(
-    nodes: Array, bandwidth: float, degree: int, fine_edges: Array, mass: Array, below: Array, y_levels: int
+    nodes: Array,
+    bandwidth: float,
+    degree: int,
+    fine_edges: Array,
+    mass: Array,
+    below: Array,
+    y_levels: int,
 ) -> tuple[Array, Array, Array]:
     """The fitted grid ``(nodes, column edges, column CDF)`` from the binned sample.
 
@@ -423,5 +472,7 @@ def grid_columns(
         Levels kept per column.
     """
     matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 2 * degree + 1)
-    column_edges, column_cdf = lp.local_polynomial_columns(matrices, mass, below, degree, fine_edges, y_levels)
+    column_edges, column_cdf = lp.local_polynomial_columns(
+        matrices, mass, below, degree, fine_edges, y_levels
+    )
     return nodes, column_edges, column_cdf

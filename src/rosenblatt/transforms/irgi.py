@@ -125,7 +125,9 @@ class IRGI(ColumnGridTransform):
         return max_depth(n_events)
 
     # ------------------------------------------------------------------ fit
-    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+    def _fit(
+        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
+    ) -> None:
         selection = None
         if isinstance(self.depth, str) and self.depth == "auto":
             domain = self._resolve_domain(x, y)
@@ -137,7 +139,9 @@ class IRGI(ColumnGridTransform):
         self._fit_grid(x, y, w, depth, domain)
         self.selection_ = selection
 
-    def _fit_vector(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+    def _fit_vector(
+        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
+    ) -> None:
         from rosenblatt.transforms import _irgi_vector as iv
         from rosenblatt.transforms.selection import check_folds, check_seed
 
@@ -146,7 +150,9 @@ class IRGI(ColumnGridTransform):
             raise ValueError(msg)
         selection = None
         if isinstance(self.depth, str) and self.depth == "auto":
-            selection = iv.select_depth(x, y, w, check_folds(self.folds, len(y)), check_seed(self.seed))
+            selection = iv.select_depth(
+                x, y, w, check_folds(self.folds, len(y)), check_seed(self.seed)
+            )
             depth = int(selection.chosen)
         else:
             depth = self._checked_vector_depth(len(y))
@@ -160,7 +166,11 @@ class IRGI(ColumnGridTransform):
         from rosenblatt.transforms._irgi_vector import max_vector_depth
 
         depth, largest = self.depth, max_vector_depth(n_events)
-        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 1 <= depth <= largest:
+        if (
+            isinstance(depth, bool)
+            or not isinstance(depth, (int, np.integer))
+            or not 1 <= depth <= largest
+        ):
             msg = (
                 f"depth must be 'auto' or an integer in [1, {largest}] for {n_events} events on "
                 f"several observables (cells of at least 16 events), got {depth!r}"
@@ -168,8 +178,15 @@ class IRGI(ColumnGridTransform):
             raise ValueError(msg)
         return int(depth)
 
-    def _set_cells(self, domain: Any, boxes: NDArray[np.float64], edges: NDArray[np.float64],
-                   cdf: NDArray[np.float64], depth: int, y_depth: int) -> None:
+    def _set_cells(
+        self,
+        domain: Any,
+        boxes: NDArray[np.float64],
+        edges: NDArray[np.float64],
+        cdf: NDArray[np.float64],
+        depth: int,
+        y_depth: int,
+    ) -> None:
         """Store the cells of a fit on several observables."""
         for name in ("x_centres_", "x_boundaries_", "column_weight_"):
             self.__dict__.pop(name, None)
@@ -177,7 +194,9 @@ class IRGI(ColumnGridTransform):
         self.boxes_, self.y_edges_, self.cdf_ = boxes, edges, cdf
         self.depth_, self.y_depth_ = depth, y_depth
 
-    def _transform_vector(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _transform_vector(
+        self, x: NDArray[np.float64], y: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
         from rosenblatt.transforms._irgi_vector import blend_cells
 
         return blend_cells(self.boxes_, self.y_edges_, self.cdf_, x, y)
@@ -185,8 +204,11 @@ class IRGI(ColumnGridTransform):
     def _vector_state(self) -> dict[str, Any]:
         (x_lo, x_hi), y_range = self.domain_
         return {
-            "params": {"depth": self.depth if self.depth == "auto" else int(self.depth_),
-                       "folds": int(self.folds), "seed": int(self.seed)},
+            "params": {
+                "depth": self.depth if self.depth == "auto" else int(self.depth_),
+                "folds": int(self.folds),
+                "seed": int(self.seed),
+            },
             "x_dims": self.x_dims,
             "depth": int(self.depth_),
             "y_depth": int(self.y_depth_),
@@ -213,8 +235,12 @@ class IRGI(ColumnGridTransform):
             raise SchemaError(msg)
         boxes = check_array(state["boxes"], "boxes", (2**depth, 2, k))
         width = len(state["y_edges"][0]) if state["y_edges"] else 0
-        edges = check_array(state["y_edges"], "y_edges", (2**depth, max(width, 2)), nondecreasing=True)
-        cdf = check_array(state["cdf"], "cdf", (2**depth, max(width, 2)), nondecreasing=True, unit=True)
+        edges = check_array(
+            state["y_edges"], "y_edges", (2**depth, max(width, 2)), nondecreasing=True
+        )
+        cdf = check_array(
+            state["cdf"], "cdf", (2**depth, max(width, 2)), nondecreasing=True, unit=True
+        )
         if not np.all(boxes[:, 1] > boxes[:, 0]):
             msg = "every cell's box must have a positive width along every observable"
             raise SchemaError(msg)
@@ -222,14 +248,20 @@ class IRGI(ColumnGridTransform):
             msg = "cdf must start at 0 and end at 1 in every cell"
             raise SchemaError(msg)
         obj._set_cells(domain, boxes, edges, cdf, depth, int(state["y_depth"]))
-        obj.selection_ = None if state["selection"] is None else Selection.from_dict(state["selection"])
+        obj.selection_ = (
+            None if state["selection"] is None else Selection.from_dict(state["selection"])
+        )
         obj.x_dims_ = k
         obj.n_events_ = int(state["n_events"])
         obj.sum_weight_ = float(state["sum_weight"])
         return obj
 
     def _select_depth(
-        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None, domain: Domain
+        self,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        w: NDArray[np.float64] | None,
+        domain: Domain,
     ) -> Selection:
         """Cross-validate depths 1 to the largest the smallest training fold supports."""
         from rosenblatt.transforms.selection import check_folds, check_seed, cross_validate
@@ -247,7 +279,13 @@ class IRGI(ColumnGridTransform):
         return cross_validate(
             lambda depth: IRGI(depth=int(depth), domain=domain),
             list(range(1, largest + 1)),
-            x, y, w, parameter="depth", folds=folds, seed=seed, skip_failures=True,
+            x,
+            y,
+            w,
+            parameter="depth",
+            folds=folds,
+            seed=seed,
+            skip_failures=True,
         )
 
     def _fit_grid(
@@ -261,8 +299,12 @@ class IRGI(ColumnGridTransform):
         columns = _x_columns(x, w, depth, domain[0])
         ys, cumulative, column_weight = _y_by_column(x, y, w, columns)
         _check_column_weight(column_weight, columns.boundaries)
-        y_edges, cdf = _y_edges_and_cdf(ys, cumulative, column_weight, columns.bounds, w, depth, domain[1])
-        self._set_grid(domain, depth, columns.centres, columns.boundaries, y_edges, cdf, column_weight)
+        y_edges, cdf = _y_edges_and_cdf(
+            ys, cumulative, column_weight, columns.bounds, w, depth, domain[1]
+        )
+        self._set_grid(
+            domain, depth, columns.centres, columns.boundaries, y_edges, cdf, column_weight
+        )
 
     def _set_grid(
         self,
@@ -443,7 +485,9 @@ class IRGI(ColumnGridTransform):
             msg = f"IRGI depth must be an integer in [0, 30], got {depth!r}"
             raise SchemaError(msg)
         n_col = 2**depth + 1
-        obj = cls(depth=depth, domain=None if params["domain"] is None else check_domain(params["domain"]))
+        obj = cls(
+            depth=depth, domain=None if params["domain"] is None else check_domain(params["domain"])
+        )
         obj.domain_ = check_domain(state["domain"])
         obj.depth_ = depth
         obj.x_centres_ = check_array(state["x_centres"], "x_centres", (n_col,), increasing=True)
@@ -505,7 +549,9 @@ def _bisect_weighted(
         raise _sparse_weight_error(err, n, carrying, axis, depth) from err
 
 
-def _sparse_weight_error(err: ValueError, n: int, carrying: int, axis: str, depth: int) -> ValueError:
+def _sparse_weight_error(
+    err: ValueError, n: int, carrying: int, axis: str, depth: int
+) -> ValueError:
     """The error of a bisection that left a cell too small, with what the weights allow.
 
     ``carrying`` of the ``n`` events have a non-zero weight.
@@ -528,7 +574,9 @@ def _sparse_weight_error(err: ValueError, n: int, carrying: int, axis: str, dept
     return ValueError(msg)
 
 
-def _check_column_weight(column_weight: NDArray[np.float64], boundaries: NDArray[np.float64]) -> None:
+def _check_column_weight(
+    column_weight: NDArray[np.float64], boundaries: NDArray[np.float64]
+) -> None:
     """Raise a :class:`ValueError` naming the first column whose summed weight is not positive."""
     if np.any(column_weight <= 0):
         bad = int(np.flatnonzero(column_weight <= 0)[0])
@@ -540,7 +588,9 @@ def _check_column_weight(column_weight: NDArray[np.float64], boundaries: NDArray
         raise ValueError(msg)
 
 
-def _column_cdf(weight_below: NDArray[np.float64], column_weight: NDArray[np.float64]) -> NDArray[np.float64]:
+def _column_cdf(
+    weight_below: NDArray[np.float64], column_weight: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """The normalised CDF at every edge from the weight below the inner edges, per column.
 
     Raises
@@ -580,7 +630,10 @@ def _midpoint(low: NDArray[np.float64], high: NDArray[np.float64]) -> NDArray[np
 
 
 def _column_of(
-    x: NDArray[np.float64], xs: NDArray[np.float64], inner: NDArray[np.float64], split: NDArray[np.intp]
+    x: NDArray[np.float64],
+    xs: NDArray[np.float64],
+    inner: NDArray[np.float64],
+    split: NDArray[np.intp],
 ) -> NDArray[Any]:
     """Column of each event: the cell of the sorted ``xs`` that its position falls in.
 
@@ -596,7 +649,9 @@ def _column_of(
     return column
 
 
-def _group_by_column(column: NDArray[Any], starts: NDArray[np.intp], values: NDArray[np.float64]) -> NDArray[np.float64]:
+def _group_by_column(
+    column: NDArray[Any], starts: NDArray[np.intp], values: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """``values`` grouped by column (column ``k`` from ``starts[k]``), input order kept in each."""
     kernel = compiled(group_by_key)
     if kernel is None:
@@ -644,7 +699,9 @@ def _x_columns(
     else:
         # a stable order: events tied in x are taken in input order, as without weights
         order, xs = _stable_argsort(x)
-        cells = _bisect_weighted(_cumulative(w[order], n), np.array([0, n]), depth + 1, w, "x", depth)
+        cells = _bisect_weighted(
+            _cumulative(w[order], n), np.array([0, n]), depth + 1, w, "x", depth
+        )
     split = cells[1:-1]
     x_edges = np.concatenate(([x_lo], _midpoint(xs[split - 1], xs[split]), [x_hi]))
     centres = x_edges[0::2]
@@ -681,7 +738,9 @@ def _y_by_column(
             inner, ys[start:stop] = _stable_argsort(ys[start:stop])
             ws[start:stop] = ws[start:stop][inner]
     cumulative = None if ws is None else _cumulative(ws, n)
-    column_weight = np.diff(bounds).astype(np.float64) if cumulative is None else np.diff(cumulative[bounds])
+    column_weight = (
+        np.diff(bounds).astype(np.float64) if cumulative is None else np.diff(cumulative[bounds])
+    )
     return ys, cumulative, column_weight
 
 

@@ -138,7 +138,9 @@ class KDE(ConditionalCDFTransform):
             raise ValueError(msg)
         return chosen, self.method
 
-    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+    def _fit(
+        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
+    ) -> None:
         sigma_r, _ = self._checked_params()
         if len(x) < 2:
             msg = f"KDE needs at least two defining events, got {len(x)}"
@@ -152,14 +154,21 @@ class KDE(ConditionalCDFTransform):
             from rosenblatt.transforms.selection import check_folds, check_seed, select_bandwidth
 
             selection = select_bandwidth(
-                x, y, w, degree=0, sigma_a=sigma_a,
-                folds=check_folds(self.folds, len(x)), seed=check_seed(self.seed),
+                x,
+                y,
+                w,
+                degree=0,
+                sigma_a=sigma_a,
+                folds=check_folds(self.folds, len(x)),
+                seed=check_seed(self.seed),
             )
             sigma_r = selection.chosen
         self._set_state(x, y, w, sigma_r, sigma_a)
         self.selection_ = selection
 
-    def _fit_vector(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+    def _fit_vector(
+        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
+    ) -> None:
         sigma_r, _ = self._checked_params()
         if len(y) < 2:
             msg = f"KDE needs at least two defining events, got {len(y)}"
@@ -175,8 +184,16 @@ class KDE(ConditionalCDFTransform):
             from rosenblatt.transforms.selection import check_folds, check_seed
 
             relative, selection = select_vector_bandwidth(
-                x, y, w, degree=0, sigma_a=sigma_a, folds=check_folds(self.folds, len(y)),
-                seed=check_seed(self.seed), spacing=0.5, max_nodes=VECTOR_SELECTION_NODES, adaptive=True,
+                x,
+                y,
+                w,
+                degree=0,
+                sigma_a=sigma_a,
+                folds=check_folds(self.folds, len(y)),
+                seed=check_seed(self.seed),
+                spacing=0.5,
+                max_nodes=VECTOR_SELECTION_NODES,
+                adaptive=True,
             )
             sigma_r = selection.chosen
         else:
@@ -199,11 +216,14 @@ class KDE(ConditionalCDFTransform):
         self.bandwidth_ = relative * sigma_a
         lo, hi = x.min(axis=0), x.max(axis=0)
         self.domain_ = (  # type: ignore[assignment]
-            (tuple(map(float, lo)), tuple(map(float, hi))), (float(y.min()), float(y.max()))
+            (tuple(map(float, lo)), tuple(map(float, hi))),
+            (float(y.min()), float(y.max())),
         )
         self._x_origin_vector = 0.5 * lo + 0.5 * hi
 
-    def _transform_vector(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _transform_vector(
+        self, x: NDArray[np.float64], y: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
         if len(y) == 0:
             return np.empty(0)
         weights = np.ones(len(self.y_)) if self.weight_ is None else self.weight_
@@ -275,7 +295,9 @@ class KDE(ConditionalCDFTransform):
             gamma = self._direct(x, y)
         else:
             if self._engine is None:
-                self._engine = ConditionalGaussTransform(self._x_standard, self.y_, self._weights(), self.sigma_r_)
+                self._engine = ConditionalGaussTransform(
+                    self._x_standard, self.y_, self._weights(), self.sigma_r_
+                )
             gamma = self._engine(x, y)
             # far from every weighted event the expansion's sums underflow: the direct
             # formula, scaled by the nearest weighted event, is exact there
@@ -306,7 +328,9 @@ class KDE(ConditionalCDFTransform):
         self._check_fitted()
         if self.x_dims > 1:
             widths = ", ".join(f"{h:.6g}" for h in self.bandwidth_)
-            return f"KDE with a product Gaussian kernel, sigma_r = {self.sigma_r_:g} (widths {widths})"
+            return (
+                f"KDE with a product Gaussian kernel, sigma_r = {self.sigma_r_:g} (widths {widths})"
+            )
         return f"KDE with sigma_r = {self.sigma_r_:g} (kernel width {self.bandwidth_:.6g})"
 
     def fitted_params(self) -> dict[str, Any]:

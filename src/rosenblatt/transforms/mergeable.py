@@ -286,7 +286,9 @@ class _SearchPart:
         on_weight = self.component[rid] == 1
         component = np.where(on_weight, weights, values) if weights is not None else values
         binned = self.bins[rid] > 0
-        self._histogram(rid[binned], component[binned], None if weights is None else weights[binned], out)
+        self._histogram(
+            rid[binned], component[binned], None if weights is None else weights[binned], out
+        )
         out.gathered["range"] = rid[~binned]
         out.gathered["value"] = values[~binned]
         if weights is not None:
@@ -345,7 +347,9 @@ class _SearchPart:
             stop[on_value] = offset + np.searchsorted(values, self.hi[on_value], side="right")
             for r in ranges[self.component[ranges] == 1]:
                 first = offset + np.searchsorted(values, self.prefix[r], side="left")
-                weights = keys[2][first : offset + np.searchsorted(values, self.prefix[r], side="right")]
+                weights = keys[2][
+                    first : offset + np.searchsorted(values, self.prefix[r], side="right")
+                ]
                 start[r] = first + np.searchsorted(weights, self.lo[r], side="left")
                 stop[r] = first + np.searchsorted(weights, self.hi[r], side="right")
         return start, stop
@@ -364,7 +368,9 @@ class _SearchPart:
         out.sums["count"] = np.bincount(index, minlength=n_bins).astype(np.int64)
         if weights is not None:
             out.sums["weight"] = np.bincount(index, weights=weights, minlength=n_bins)
-            out.sums["positive"] = np.bincount(index, weights=np.maximum(weights, 0.0), minlength=n_bins)
+            out.sums["positive"] = np.bincount(
+                index, weights=np.maximum(weights, 0.0), minlength=n_bins
+            )
         out.minima["vmin"] = np.full(n_bins, np.inf)
         out.maxima["vmax"] = np.full(n_bins, -np.inf)
         np.minimum.at(out.minima["vmin"], index, values)
@@ -430,7 +436,9 @@ class Request:
         Identifies the pass; its partials carry it.
     """
 
-    def __init__(self, tag: str, description: str, parts: list[_Part], weighted: bool | None) -> None:
+    def __init__(
+        self, tag: str, description: str, parts: list[_Part], weighted: bool | None
+    ) -> None:
         self.tag = tag
         self.description = description
         self.parts = parts
@@ -538,8 +546,10 @@ class _Bins:
         after = self.before + self.weight
         reach = self.before + self.positive
         columns = {
-            "after": after, "after_max": np.maximum.accumulate(after),
-            "reach": reach, "reach_max": np.maximum.accumulate(reach),
+            "after": after,
+            "after_max": np.maximum.accumulate(after),
+            "reach": reach,
+            "reach_max": np.maximum.accumulate(reach),
         }
         for name in ("count", "vmin", "vmax", "group", "start", "end", "before", "next_filled"):
             columns[name] = getattr(self, name)
@@ -552,8 +562,14 @@ class _Bins:
         if found is None:
             row = self.row
             found = _Range(
-                row["group"][b1], self.component, self.prefix, row["vmin"][b1], row["vmax"][b2],
-                row["start"][b1], row["before"][b1], row["end"][b2] - row["start"][b1],
+                row["group"][b1],
+                self.component,
+                self.prefix,
+                row["vmin"][b1],
+                row["vmax"][b2],
+                row["start"][b1],
+                row["before"][b1],
+                row["end"][b2] - row["start"][b1],
             )
             self.ranges[(b1, b2)] = found
         return found
@@ -586,7 +602,9 @@ class _Gathered:
         ``None`` for unit weights).
     """
 
-    def __init__(self, ranges: list[_Range], rid: IntArray, values: Array, weights: Array | None) -> None:
+    def __init__(
+        self, ranges: list[_Range], rid: IntArray, values: Array, weights: Array | None
+    ) -> None:
         order = np.lexsort((values, rid)) if weights is None else np.lexsort((weights, values, rid))
         rid, values = rid[order], values[order]
         bounds = np.searchsorted(rid, np.arange(len(ranges) + 1), side="left")
@@ -597,7 +615,9 @@ class _Gathered:
         if len(wrong):
             _check_events(int(bounds[wrong[0] + 1] - bounds[wrong[0]]), int(self.count[wrong[0]]))
         if weights is None:
-            after = (self.start[rid] + np.arange(len(rid)) - bounds[:-1][rid] + 1).astype(np.float64)
+            after = (self.start[rid] + np.arange(len(rid)) - bounds[:-1][rid] + 1).astype(
+                np.float64
+            )
         else:
             inclusive = np.cumsum(weights[order])
             base = (inclusive - weights[order])[np.minimum(bounds[:-1], max(len(rid) - 1, 0))]
@@ -623,7 +643,9 @@ class _Gathered:
         start = self.start[r]
         index = self.offsets[r] + positions - start
         values = self.values[index].tolist()
-        cumulative = np.where(positions == start, self.before[r], self.after[np.maximum(index - 1, 0)]).tolist()
+        cumulative = np.where(
+            positions == start, self.before[r], self.after[np.maximum(index - 1, 0)]
+        ).tolist()
         for query, value, weight in zip(queries, values, cumulative, strict=True):
             query.value, query.cumulative, query.done = value, weight, True
 
@@ -681,14 +703,21 @@ class _OrderSearch:
         bins = max(MIN_BINS, self.histogram_bins // n)
         lo, hi = self.value_range
         part = self._part(
-            np.arange(n), np.zeros(n, np.int64), np.zeros(n), np.full(n, lo), np.full(n, hi), np.full(n, bins)
+            np.arange(n),
+            np.zeros(n, np.int64),
+            np.zeros(n),
+            np.full(n, lo),
+            np.full(n, hi),
+            np.full(n, bins),
         )
         return dataclasses.replace(part, whole_groups=True)
 
     def set_root(self, partial: Partial, n_events: int) -> tuple[IntArray, Array]:
         """Keep the root histogram; return the number of events and weight of every group."""
         n = self.axis.n_groups
-        bins = self._bins(partial, slice(None), np.repeat(np.arange(n), len(partial.sums["count"]) // n))
+        bins = self._bins(
+            partial, slice(None), np.repeat(np.arange(n), len(partial.sums["count"]) // n)
+        )
         _check_events(int(bins.count.sum()), n_events)
         self.root = bins
         per_group = bins.count.reshape(n, -1)
@@ -739,7 +768,12 @@ class _OrderSearch:
     def _single(self, query: _Query, bins: _Bins, b: int) -> bool:
         """Answer from a bin whose events share one value, or descend to their weights."""
         row = bins.row
-        value, start, before, count = row["vmin"][b], row["start"][b], row["before"][b], row["count"][b]
+        value, start, before, count = (
+            row["vmin"][b],
+            row["start"][b],
+            row["before"][b],
+            row["count"][b],
+        )
         if bins.component == 1:
             _identical(query, bins.prefix, value, start, before, count)
             return True
@@ -777,7 +811,10 @@ class _OrderSearch:
         if self.weighted:
             quick &= ~np.array([queries[i].need_weight for i in pending], dtype=bool)
         for i, value, position in zip(
-            pending[quick].tolist(), root.vmin[b[quick]].tolist(), positions[pending[quick]].tolist(), strict=True
+            pending[quick].tolist(),
+            root.vmin[b[quick]].tolist(),
+            positions[pending[quick]].tolist(),
+            strict=True,
         ):
             query = queries[i]
             query.value, query.done = value, True
@@ -821,8 +858,15 @@ class _OrderSearch:
     def _part(self, *arrays: NDArray[Any]) -> _SearchPart:
         group, component, prefix, lo, hi, bins = arrays
         return _SearchPart(
-            self.axis, self.weighted, self.value_range, group.astype(np.int64), component.astype(np.int64),
-            prefix.astype(np.float64), lo.astype(np.float64), hi.astype(np.float64), bins.astype(np.int64),
+            self.axis,
+            self.weighted,
+            self.value_range,
+            group.astype(np.int64),
+            component.astype(np.int64),
+            prefix.astype(np.float64),
+            lo.astype(np.float64),
+            hi.astype(np.float64),
+            bins.astype(np.int64),
         )
 
     def _absorb(
@@ -842,7 +886,9 @@ class _OrderSearch:
         if gather:
             found = partial.gathered
             self.gathered = _Gathered(
-                [e[0] for e in gather], found["range"] - len(refine), found["value"],
+                [e[0] for e in gather],
+                found["range"] - len(refine),
+                found["value"],
                 found["weight"] if self.weighted else None,
             )
             ranks, rank_range = [], []
@@ -856,18 +902,29 @@ class _OrderSearch:
             if ranks:
                 self.gathered.answer_ranks(ranks, np.array(rank_range, dtype=np.int64))
 
-    def _bins(self, partial: Partial, part: slice, group: IntArray, rng: _Range | None = None) -> _Bins:
+    def _bins(
+        self, partial: Partial, part: slice, group: IntArray, rng: _Range | None = None
+    ) -> _Bins:
         count = partial.sums["count"][part]
         weight = partial.sums["weight"][part] if self.weighted else count.astype(np.float64)
         positive = partial.sums["positive"][part] if self.weighted else weight
         return _Bins(
-            count, weight, positive, partial.minima["vmin"][part], partial.maxima["vmax"][part],
-            group, 0 if rng is None else rng.component, 0.0 if rng is None else rng.prefix,
-            first_start=0 if rng is None else rng.start, first_before=0.0 if rng is None else rng.before,
+            count,
+            weight,
+            positive,
+            partial.minima["vmin"][part],
+            partial.maxima["vmax"][part],
+            group,
+            0 if rng is None else rng.component,
+            0.0 if rng is None else rng.prefix,
+            first_start=0 if rng is None else rng.start,
+            first_before=0.0 if rng is None else rng.before,
         )
 
 
-def _identical(query: _Query, value: float, weight: float, start: int, before: float, count: int) -> None:
+def _identical(
+    query: _Query, value: float, weight: float, start: int, before: float, count: int
+) -> None:
     """Answer ``query`` from ``count`` events of one key, the first at ``start``."""
     query.done = True
     if not query.crossing:
@@ -891,7 +948,9 @@ def _identical(query: _Query, value: float, weight: float, start: int, before: f
         query.found = query.stop
 
 
-def _first_at_least(values: list[float], running_max: list[float], first: int, target: float) -> int:
+def _first_at_least(
+    values: list[float], running_max: list[float], first: int, target: float
+) -> int:
     """The first index from ``first`` on where ``values`` reach ``target`` (``len(values)`` if none)."""
     if first == 0 or running_max[first - 1] < target:
         return bisect.bisect_left(running_max, target, lo=first)
@@ -922,7 +981,11 @@ Plan = Generator[Request, Partial, Any]
 
 
 def _bisect_by_rank(
-    search: _OrderSearch, bounds: IntArray, levels: int, fail: Callable[[ValueError], ValueError], label: str
+    search: _OrderSearch,
+    bounds: IntArray,
+    levels: int,
+    fail: Callable[[ValueError], ValueError],
+    label: str,
 ) -> Generator[Request, Partial, tuple[IntArray, dict[int, float]]]:
     """Unit weights: the bisection of :func:`bisect_segments` and the values around every split."""
     try:
@@ -952,14 +1015,20 @@ def _bisect_by_weight(
         lo, hi = idx[:-1], idx[1:]
         if np.any(hi - lo < 2):
             n_small = int(np.count_nonzero(hi - lo < 2))
-            raise fail(ValueError(f"{n_small} bisection cell(s) hold fewer than two events and cannot be split"))
+            raise fail(
+                ValueError(
+                    f"{n_small} bisection cell(s) hold fewer than two events and cannot be split"
+                )
+            )
         a, b = cum[:-1], cum[1:]
         target = 0.5 * (a + b)
         target -= 1e-9 * np.abs(b - a)
         cells = np.flatnonzero(a < target)
         crossing = [
             _Query(start, cut, stop)
-            for start, cut, stop in zip(lo[cells].tolist(), target[cells].tolist(), hi[cells].tolist(), strict=True)
+            for start, cut, stop in zip(
+                lo[cells].tolist(), target[cells].tolist(), hi[cells].tolist(), strict=True
+            )
         ]
         yield from search.resolve([*crossing, *pending], label(level))
         values.update({q.position: _value(q) for q in pending})
@@ -1022,10 +1091,18 @@ class _Summary:
         carrying, negative, zero = (int(v) for v in s["weight_counts"])
         outside = s.get("outside", np.zeros(2, np.int64))
         return cls(
-            int(s["n"]), bool(s["weighted"] > 0), float(s["weight"]), float(s["weight_x"]),
-            float(s["weight2"]), carrying, negative, zero,
-            (float(lo["x"]), float(hi["x"])), (float(lo["y"]), float(hi["y"])),
-            (float(lo["w"]), float(hi["w"])), (int(outside[0]), int(outside[1])),
+            int(s["n"]),
+            bool(s["weighted"] > 0),
+            float(s["weight"]),
+            float(s["weight_x"]),
+            float(s["weight2"]),
+            carrying,
+            negative,
+            zero,
+            (float(lo["x"]), float(hi["x"])),
+            (float(lo["y"]), float(hi["y"])),
+            (float(lo["w"]), float(hi["w"])),
+            (int(outside[0]), int(outside[1])),
         )
 
     def check(self, *, at_least: int = 1) -> None:
@@ -1152,7 +1229,10 @@ class MergeableFit:
         histogram_bins: int = HISTOGRAM_BINS,
         gather_limit: int = GATHER_LIMIT,
     ) -> None:
-        for value, name, least in ((histogram_bins, "histogram_bins", MIN_BINS), (gather_limit, "gather_limit", 2)):
+        for value, name, least in (
+            (histogram_bins, "histogram_bins", MIN_BINS),
+            (gather_limit, "gather_limit", 2),
+        ):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
                 msg = f"{name} must be an integer >= {least}, got {value!r}"
                 raise ValueError(msg)
@@ -1264,8 +1344,12 @@ class MergeableFit:
     def _request(self, description: str, parts: list[_Part]) -> Request:
         return Request(f"{self._token}:{self.passes}", description, parts, self._weighted)
 
-    def _search(self, axis: _Axis, summary: _Summary, value_range: tuple[float, float]) -> _OrderSearch:
-        return _OrderSearch(axis, summary.weighted, value_range, summary.w_range, self.limits, self._request)
+    def _search(
+        self, axis: _Axis, summary: _Summary, value_range: tuple[float, float]
+    ) -> _OrderSearch:
+        return _OrderSearch(
+            axis, summary.weighted, value_range, summary.w_range, self.limits, self._request
+        )
 
     def _summary(self, name: str, domain: Domain | None) -> Generator[Request, Partial, _Summary]:
         partial = yield self._request(f"{name}: summary of the sample", [_SummaryPart(domain)])
@@ -1290,7 +1374,11 @@ class MergeableFit:
         xs.set_root((yield self._request("IRGI: x histogram", [xs.root_part()])), summary.n)
         if summary.weighted:
             cells, values = yield from _bisect_by_weight(
-                xs, np.array([0, summary.n]), np.array([0.0, summary.weight]), depth + 1, fail("x"),
+                xs,
+                np.array([0, summary.n]),
+                np.array([0.0, summary.weight]),
+                depth + 1,
+                fail("x"),
                 lambda level: f"IRGI: x order statistics, level {level + 1} of {depth + 1}",
             )
         else:
@@ -1299,7 +1387,9 @@ class MergeableFit:
             )
         split = cells[1:-1]
         low = _at(values, split - 1)
-        x_edges = np.concatenate(([domain[0][0]], _midpoint(low, _at(values, split)), [domain[0][1]]))
+        x_edges = np.concatenate(
+            ([domain[0][0]], _midpoint(low, _at(values, split)), [domain[0][1]])
+        )
         centres = x_edges[0::2]
         boundaries = np.concatenate(([domain[0][0]], x_edges[1::2], [domain[0][1]]))
         _check_x_ties(centres, boundaries, depth)
@@ -1315,7 +1405,11 @@ class MergeableFit:
         column_bounds = np.concatenate(([0], np.cumsum(counts)))
         if summary.weighted:
             rows, values = yield from _bisect_by_weight(
-                ys, column_bounds, np.concatenate(([0.0], np.cumsum(column_weight))), depth, fail("y"),
+                ys,
+                column_bounds,
+                np.concatenate(([0.0], np.cumsum(column_weight))),
+                depth,
+                fail("y"),
                 lambda level: f"IRGI: y order statistics per column, level {level + 1} of {depth}",
             )
         else:
@@ -1364,7 +1458,9 @@ class MergeableFit:
         bandwidth = sigma_r * sigma_a
         nodes = lp.node_grid(x_lo, x_hi, bandwidth / per, most)
         partial = yield self._request("GridKDE: binned weight on the grid", [_BinPart(nodes, fine)])
-        grid = grid_columns(nodes, bandwidth, degree, fine, partial.sums["mass"], partial.sums["below"], levels)
+        grid = grid_columns(
+            nodes, bandwidth, degree, fine, partial.sums["mass"], partial.sums["below"], levels
+        )
         t._set_grid((summary.x_range, summary.y_range), sigma_r, sigma_a, degree, None, grid)
         self._finish(t, summary)
 

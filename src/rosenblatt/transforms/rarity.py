@@ -76,7 +76,9 @@ class Rarity(ConditionalCDFTransform):
             raise ValueError(msg)
         return int(n)
 
-    def _fit(self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None) -> None:
+    def _fit(
+        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
+    ) -> None:
         n_quantiles = self._check_params()
         if y.min() == y.max():
             msg = "y of the defining sample is constant: its CDF is a single step"
@@ -121,7 +123,9 @@ class Rarity(ConditionalCDFTransform):
             msg = "knots must be a non-empty list"
             raise SchemaError(msg)
         obj.knots_ = check_array(knots, "knots", (len(knots),), increasing=True)
-        obj.levels_ = check_array(state["levels"], "levels", (len(knots),), nondecreasing=True, unit=True)
+        obj.levels_ = check_array(
+            state["levels"], "levels", (len(knots),), nondecreasing=True, unit=True
+        )
         obj.n_events_ = int(state["n_events"])
         obj.sum_weight_ = float(state["sum_weight"])
         return obj

@@ -131,7 +131,10 @@ class Selection:
             scores = check_array(data["scores"], "selection scores", (n,))
             chosen = check_array(data["chosen"], "selection chosen", ())
             parameter, folds, seed, n_thresholds = (
-                data["parameter"], data["folds"], data["seed"], data["n_thresholds"]
+                data["parameter"],
+                data["folds"],
+                data["seed"],
+                data["n_thresholds"],
             )
         except (KeyError, TypeError) as err:
             msg = f"malformed selection ({type(err).__name__}: {err})"
@@ -151,10 +154,23 @@ class Selection:
                 msg = "selection of a depth must hold integers and choose one of them"
                 raise SchemaError(msg)
             return cls(
-                parameter, tuple(int(v) for v in values), tuple(scores.tolist()), int(chosen),
-                folds, seed, n_thresholds,
+                parameter,
+                tuple(int(v) for v in values),
+                tuple(scores.tolist()),
+                int(chosen),
+                folds,
+                seed,
+                n_thresholds,
             )
-        return cls(parameter, tuple(values.tolist()), tuple(scores.tolist()), float(chosen), folds, seed, n_thresholds)
+        return cls(
+            parameter,
+            tuple(values.tolist()),
+            tuple(scores.tolist()),
+            float(chosen),
+            folds,
+            seed,
+            n_thresholds,
+        )
 
     @property
     def best_index(self) -> int:
@@ -191,7 +207,10 @@ def check_seed(seed: Any) -> int:
 
 
 def brier_thresholds(
-    y: Array, weight: Array | None, n_thresholds: int = DEFAULT_THRESHOLDS, order: NDArray[np.intp] | None = None
+    y: Array,
+    weight: Array | None,
+    n_thresholds: int = DEFAULT_THRESHOLDS,
+    order: NDArray[np.intp] | None = None,
 ) -> Array:
     """The inner weighted quantiles ``k / (n_thresholds + 1)`` of the scores, ties merged.
 
@@ -276,7 +295,9 @@ def cross_validate(
             if i in failed:
                 continue
             try:
-                transform = make(value).fit(x[train], y[train], None if weight is None else weight[train])
+                transform = make(value).fit(
+                    x[train], y[train], None if weight is None else weight[train]
+                )
             except ValueError as err:
                 if not skip_failures:
                     raise
@@ -355,8 +376,12 @@ class _BinnedFolds:
         degree: int,
     ) -> Array:
         """Each fold's training estimate, ``(folds, n_nodes, n_edges)``, monotone, not pinned."""
-        mass, below = lp.fold_histograms(binning, column, self.weight, n_nodes, n_edges, self.label, self.folds)
-        return lp.rearrange(lp.local_polynomial_folds(matrices, mass, below, degree), pin_ends=False)
+        mass, below = lp.fold_histograms(
+            binning, column, self.weight, n_nodes, n_edges, self.label, self.folds
+        )
+        return lp.rearrange(
+            lp.local_polynomial_folds(matrices, mass, below, degree), pin_ends=False
+        )
 
     def _pilot_weights(self) -> tuple[Array, tuple[NDArray[np.intp], Array]]:
         """Per fold and pilot node, the weight of each threshold; and the events' pilot binning.
@@ -386,10 +411,19 @@ class _BinnedFolds:
         nodes = self._nodes(bandwidth)
         binning = lp.linear_binning(self.x, nodes)
         matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 2 * self.degree + 1)
-        cdf = self._training_cdfs(binning, len(nodes), matrices, self.column, len(self.thresholds), self.degree)
+        cdf = self._training_cdfs(
+            binning, len(nodes), matrices, self.column, len(self.thresholds), self.degree
+        )
         total = weighted_brier(
-            cdf, self.pilot, self.label, binning[0], binning[1], self.pilot_binning[0],
-            self.pilot_binning[1], self.column, self.event_weight,
+            cdf,
+            self.pilot,
+            self.label,
+            binning[0],
+            binning[1],
+            self.pilot_binning[0],
+            self.pilot_binning[1],
+            self.column,
+            self.event_weight,
         )
         result = total / self.total_weight
         self.scores[sigma_r] = result
@@ -432,8 +466,16 @@ def select_bandwidth(
     check_folds(folds, n)
     check_seed(seed)
     binned = _BinnedFolds(
-        x, y, weight, degree=degree, sigma_a=sigma_a, folds=folds, seed=seed,
-        nodes_per_bandwidth=nodes_per_bandwidth, max_nodes=max_nodes, n_thresholds=n_thresholds,
+        x,
+        y,
+        weight,
+        degree=degree,
+        sigma_a=sigma_a,
+        folds=folds,
+        seed=seed,
+        nodes_per_bandwidth=nodes_per_bandwidth,
+        max_nodes=max_nodes,
+        n_thresholds=n_thresholds,
         y_order=y_order,
     )
     span = float(x.max() - x.min()) * nodes_per_bandwidth / sigma_a
@@ -496,7 +538,9 @@ def _coarse_to_fine(binned: _BinnedFolds, feasible: Callable[[float], bool]) -> 
     # vertex of the parabola through three points
     denominator = (u[0] - u[1]) * (u[0] - u[2]) * (u[1] - u[2])
     a = (u[2] * (s[1] - s[0]) + u[1] * (s[0] - s[2]) + u[0] * (s[2] - s[1])) / denominator
-    b = (u[2] ** 2 * (s[0] - s[1]) + u[1] ** 2 * (s[2] - s[0]) + u[0] ** 2 * (s[1] - s[2])) / denominator
+    b = (
+        u[2] ** 2 * (s[0] - s[1]) + u[1] ** 2 * (s[2] - s[0]) + u[0] ** 2 * (s[1] - s[2])
+    ) / denominator
     if not a > 0:
         return values[i]
     vertex = float(np.clip(-b / (2.0 * a), u[0], u[2]))

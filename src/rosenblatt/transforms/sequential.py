@@ -90,11 +90,14 @@ class SequentialTransform(ConditionalCDFTransform):
         steps = self._templates(x.shape[1])
         score = y
         for d, step in enumerate(steps):
-            score = np.asarray(step.fit(x[:, d], score, w).transform(x[:, d], score), dtype=np.float64)
+            score = np.asarray(
+                step.fit(x[:, d], score, w).transform(x[:, d], score), dtype=np.float64
+            )
         self.steps_ = steps
         lo, hi = x.min(axis=0), x.max(axis=0)
         self.domain_ = (  # type: ignore[assignment]
-            (tuple(map(float, lo)), tuple(map(float, hi))), (float(y.min()), float(y.max()))
+            (tuple(map(float, lo)), tuple(map(float, hi))),
+            (float(y.min()), float(y.max())),
         )
 
     def _transform_vector(self, x: Array, y: Array) -> Array:

@@ -45,6 +45,7 @@ class Table:
         """The ``y`` domain: the first and last edge of every group."""
         return float(self.y_edges[0][0]), float(self.y_edges[0][-1])
 
+
 def evaluate(table: Table, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
     """Evaluate the table as correctionlib does (same bins, same arithmetic)."""
     nodes = table.x_nodes
