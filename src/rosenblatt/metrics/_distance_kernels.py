@@ -31,7 +31,8 @@ _N_SUMS = 12  # p, px, py, pxy, pxx, pyy, pa, pb, pab, paa, pbb, concordant
 _BLOCK = 256  # events summed plainly before a compensated add
 
 
-def _terms_loop(
+# one pass that keeps the twelve running sums in local variables of a single compiled loop
+def _terms_loop(  # noqa: PLR0912, PLR0915
     x_sorted: FloatArray,
     y_by_x: FloatArray,
     prob: FloatArray,

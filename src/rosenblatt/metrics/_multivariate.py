@@ -173,7 +173,8 @@ class ProjectedCorrelation:
 
 def _directions(k: int, n: int, rng: np.random.Generator) -> FloatArray:
     u = rng.standard_normal((n, k))
-    return u / np.linalg.norm(u, axis=1, keepdims=True)
+    unit: FloatArray = u / np.linalg.norm(u, axis=1, keepdims=True)
+    return unit
 
 
 def projected_correlation(

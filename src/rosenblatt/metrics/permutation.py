@@ -150,7 +150,8 @@ def permutation_test(
     )
 
     def permuted(stream_seed: np.int64) -> float:
-        return correlation(np.random.default_rng(int(stream_seed)).permutation(n_events))
+        value: float = correlation(np.random.default_rng(int(stream_seed)).permutation(n_events))
+        return value
 
     if workers == 1:
         values = _collect(map(permuted, stream_seeds), n_permutations, progress)

@@ -193,7 +193,8 @@ def _column_value(edges: Array, cdf: Array, n_edge: int, y: float) -> float:
             hi = mid
     span = edges[hi] - edges[lo]
     frac = (y - edges[lo]) / span if span > 0 else 1.0
-    return cdf[lo] + (cdf[hi] - cdf[lo]) * frac
+    value: float = cdf[lo] + (cdf[hi] - cdf[lo]) * frac
+    return value
 
 
 @functools.cache
@@ -209,11 +210,12 @@ def blend_cells(boxes: Array, edges: Array, cdf: Array, x: Array, y: Array) -> A
     if kernel is None:
         return _blend_numpy(boxes, edges, cdf, x, y)
     index = _buckets(boxes)
-    return np.clip(
+    gamma: Array = np.clip(
         kernel(boxes, edges, cdf, np.ascontiguousarray(x), np.ascontiguousarray(y), *index),
         0.0,
         1.0,
     )
+    return gamma
 
 
 def _blend_numpy(boxes: Array, edges: Array, cdf: Array, x: Array, y: Array) -> Array:

@@ -242,7 +242,8 @@ def _fill_empty(rows: Array, empty: NDArray[np.bool_], shape: tuple[int, ...]) -
         empty.reshape(shape), return_distances=False, return_indices=True
     )
     source = np.ravel_multi_index(tuple(nearest), shape).ravel()
-    return rows[source]
+    nearest_rows: NDArray[np.float64] = rows[source]
+    return nearest_rows
 
 
 def interpolate_nodes(values: Array, binning: Binning) -> Array:

@@ -121,7 +121,8 @@ class DDT(ConditionalCDFTransform):
         if len(np.unique(raw)) != len(raw):
             msg = f"efficiency has repeated working points: {self.efficiency!r}"
             raise ValueError(msg)
-        return np.sort(raw)[::-1].copy()
+        descending: NDArray[np.float64] = np.sort(raw)[::-1].copy()
+        return descending
 
     # ------------------------------------------------------------ fit
     def _fit(
@@ -195,7 +196,7 @@ class DDT(ConditionalCDFTransform):
             msg = f"x and y must have the same length, got {len(q)} and {len(y_arr)}"
             raise ValueError(msg)
         r = self.references_
-        out = y_arr - q[:, 0] + r[0]
+        out: NDArray[np.float64] = y_arr - q[:, 0] + r[0]
         for j in range(len(r) - 1):
             lo, hi = q[:, j], q[:, j + 1]
             width = hi - lo

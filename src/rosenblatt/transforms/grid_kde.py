@@ -386,27 +386,7 @@ class GridKDE(ColumnGridTransform):
             msg = "a selection is stored exactly when sigma_r is 'auto'"
             raise SchemaError(msg)
         domain = check_domain(state["domain"])
-        n_col = len(state["x_centres"])
-        if n_col < 2:
-            msg = "a GridKDE needs at least two columns"
-            raise SchemaError(msg)
-        centres = check_array(state["x_centres"], "x_centres", (n_col,), increasing=True)
-        n_edge = len(state["y_edges"][0]) if state["y_edges"] else 0
-        if n_edge < 2:
-            msg = "y_edges must hold at least two edges per column"
-            raise SchemaError(msg)
-        edges = check_array(state["y_edges"], "y_edges", (n_col, n_edge), nondecreasing=True)
-        cdf = check_array(state["cdf"], "cdf", (n_col, n_edge), nondecreasing=True, unit=True)
-        (x_lo, x_hi), (y_lo, y_hi) = domain
-        if centres[0] != x_lo or centres[-1] != x_hi:
-            msg = "x_centres must start and end on the x domain"
-            raise SchemaError(msg)
-        if np.any(edges[:, 0] != y_lo) or np.any(edges[:, -1] != y_hi):
-            msg = "y_edges must start and end on the y domain in every column"
-            raise SchemaError(msg)
-        if np.any(cdf[:, 0] != 0) or np.any(cdf[:, -1] != 1):
-            msg = "cdf must start at 0 and end at 1 in every column"
-            raise SchemaError(msg)
+        centres, edges, cdf = _checked_grid(state, domain)
         obj.domain_ = domain
         obj.sigma_r_ = sigma_r
         obj.sigma_a_ = sigma_a
@@ -476,3 +456,33 @@ def grid_columns(
         matrices, mass, below, degree, fine_edges, y_levels
     )
     return nodes, column_edges, column_cdf
+
+
+def _checked_grid(
+    state: dict[str, Any], domain: tuple[tuple[float, float], tuple[float, float]]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The saved node centres, column edges and CDF of a scalar GridKDE, each invariant checked."""
+    from rosenblatt._schema import SchemaError, check_array
+
+    n_col = len(state["x_centres"])
+    if n_col < 2:
+        msg = "a GridKDE needs at least two columns"
+        raise SchemaError(msg)
+    centres = check_array(state["x_centres"], "x_centres", (n_col,), increasing=True)
+    n_edge = len(state["y_edges"][0]) if state["y_edges"] else 0
+    if n_edge < 2:
+        msg = "y_edges must hold at least two edges per column"
+        raise SchemaError(msg)
+    edges = check_array(state["y_edges"], "y_edges", (n_col, n_edge), nondecreasing=True)
+    cdf = check_array(state["cdf"], "cdf", (n_col, n_edge), nondecreasing=True, unit=True)
+    (x_lo, x_hi), (y_lo, y_hi) = domain
+    if centres[0] != x_lo or centres[-1] != x_hi:
+        msg = "x_centres must start and end on the x domain"
+        raise SchemaError(msg)
+    if np.any(edges[:, 0] != y_lo) or np.any(edges[:, -1] != y_hi):
+        msg = "y_edges must start and end on the y domain in every column"
+        raise SchemaError(msg)
+    if np.any(cdf[:, 0] != 0) or np.any(cdf[:, -1] != 1):
+        msg = "cdf must start at 0 and end at 1 in every column"
+        raise SchemaError(msg)
+    return centres, edges, cdf

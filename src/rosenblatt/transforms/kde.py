@@ -280,7 +280,8 @@ class KDE(ConditionalCDFTransform):
         self._engine: ConditionalGaussTransform | None = None
 
     def _standardised(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        return (x - self._x_origin) / self.sigma_a_
+        standardised: NDArray[np.float64] = (x - self._x_origin) / self.sigma_a_
+        return standardised
 
     def _weights(self) -> NDArray[np.float64]:
         return np.ones_like(self.x_) if self.weight_ is None else self.weight_
