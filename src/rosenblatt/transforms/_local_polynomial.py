@@ -31,6 +31,7 @@ from scipy import sparse
 __all__ = [
     "KERNEL_REACH",
     "bin_sample",
+    "check_positive_total",
     "compress_columns",
     "fold_histograms",
     "kernel_matrices",
@@ -204,13 +205,7 @@ def local_polynomial_coefficients(
     moments = np.stack([matrices[q] @ mass for q in range(2 * degree + 1)], axis=1)
     total = moments[:, 0]
     empty = (matrices[0] @ (mass != 0).astype(np.float64)) == 0
-    bad = ~(total > 0) & ~empty
-    if bad.any():
-        msg = (
-            f"the kernel-weighted sum of the defining weights is not positive at {int(bad.sum())} "
-            "grid node(s): negative weights dominate there; use a wider sigma_r"
-        )
-        raise ValueError(msg)
+    check_positive_total(total, empty)
     safe = np.where(empty, 1.0, total)
     if degree == 0:
         coefficients = (1.0 / safe)[:, None]
@@ -376,3 +371,14 @@ def compress_columns(edges: Array, cdf: Array, n_levels: int) -> tuple[Array, Ar
     pad = np.arange(width)[None, :] >= n_kept[:, None]
     order[pad] = cdf.shape[1] - 1
     return edges[order], np.take_along_axis(cdf, order, axis=1)
+
+
+def check_positive_total(total: NDArray[np.float64], empty: NDArray[np.bool_]) -> None:
+    """Refuse grid nodes, reached by some defining event, whose kernel-weighted weight is not positive."""
+    bad = ~(total > 0) & ~empty
+    if bad.any():
+        msg = (
+            f"the kernel-weighted sum of the defining weights is not positive at {int(bad.sum())} "
+            "grid node(s): negative weights dominate there; use a wider sigma_r"
+        )
+        raise ValueError(msg)

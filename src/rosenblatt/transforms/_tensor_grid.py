@@ -189,13 +189,7 @@ def _coefficients(
     total = moments[terms[0]]
     reach = _smooth((mass != 0).astype(np.float64)[:, None], shape, matrices, terms[0])[:, 0]
     empty = ~(reach >= math.exp(-0.5 * REACH * REACH))
-    bad = ~(total > 0) & ~empty
-    if bad.any():
-        msg = (
-            f"the kernel-weighted sum of the defining weights is not positive at {int(bad.sum())} "
-            "grid node(s): negative weights dominate there; use a wider sigma_r"
-        )
-        raise ValueError(msg)
+    lp.check_positive_total(total, empty)
     safe = np.where(empty, 1.0, total)
     if m == 1:
         return (1.0 / safe)[:, None], empty

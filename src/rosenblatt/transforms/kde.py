@@ -306,15 +306,7 @@ class KDE(ConditionalCDFTransform):
             if far.any():
                 gamma[far] = self._direct(x[far], y[far])
         # with negative weights the kernel sums can vanish or leave [0, 1]
-        bad = ~np.isfinite(gamma) | (gamma < -1e-9) | (gamma > 1 + 1e-9)
-        if bad.any():
-            msg = (
-                f"the kernel-weighted sum of the defining weights is not positive, or gives a "
-                f"value outside [0, 1], at {int(bad.sum())} event(s): negative weights dominate "
-                "there; use a wider sigma_r"
-            )
-            raise ValueError(msg)
-        return np.clip(gamma, 0.0, 1.0)
+        return self._checked_gamma(gamma)
 
     def _direct(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
         """The paper's formula summed directly over the events that carry weight."""
