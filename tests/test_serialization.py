@@ -112,3 +112,31 @@ def test_tampered_kde(tmp_path: Path) -> None:
 def test_unfitted_cannot_be_saved(tmp_path: Path) -> None:
     with pytest.raises(rb.NotFittedError):
         rb.IRGI(3).save(tmp_path / "t.json")
+
+
+def test_a_module_named_outside_the_package_is_never_imported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only modules of rosenblatt itself are imported for a kind a file names: loading runs no code."""
+    import sys
+
+    path = tmp_path / "foreign.json"
+    document = {
+        "format": "rosenblatt-transform",
+        "schema_version": SCHEMA_VERSION,
+        "kind": "zen",
+        "module": "this",
+        "state": {},
+    }
+    path.write_text(json.dumps(document))
+    was_loaded = "this" in sys.modules
+    with pytest.raises(rb.SchemaError, match="unknown transform kind 'zen'"):
+        rb.load(path)
+    assert ("this" in sys.modules) == was_loaded
+    assert capsys.readouterr().out == ""
+
+
+def test_the_defining_module_is_written() -> None:
+    x, y = bivariate_normal(500, seed=1)
+    document = json.loads(rb.serialization.dumps(rb.IRGI(depth=2).fit(x, y)))
+    assert document["module"] == "rosenblatt.transforms.irgi"

@@ -45,8 +45,8 @@ __all__ = [
 FORMAT = "rosenblatt-transform"
 #: version of the layout written by :func:`save`; older versions stay readable
 SCHEMA_VERSION = 1
-#: kinds defined in modules of optional extras, imported when a file of that kind is read
-_OPTIONAL_KINDS = {"conditional_flow": "rosenblatt.ml.flow"}
+#: the package whose modules a saved file may name as the one defining its kind
+_PACKAGE = "rosenblatt."
 
 
 def dumps(transform: ConditionalCDFTransform) -> str:
@@ -56,6 +56,7 @@ def dumps(transform: ConditionalCDFTransform) -> str:
         "schema_version": SCHEMA_VERSION,
         "kind": transform.kind,
         "written_by": f"rosenblatt {__version__}",
+        "module": type(transform).__module__,
         "state": transform.get_state(),
     }
     return json.dumps(document, allow_nan=False, separators=(",", ":"))
@@ -74,7 +75,7 @@ def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTrans
 
         return from_correctionlib(document, source=source)
     _check_version(document, source)
-    kind, cls = _transform_class(document.get("kind"), source)
+    kind, cls = _transform_class(document.get("kind"), document.get("module"), source)
     state = document.get("state")
     if not isinstance(state, dict):
         msg = f"{source}: 'state' must be an object"
@@ -128,13 +129,25 @@ def _check_version(document: dict[str, Any], source: str) -> None:
         raise SchemaError(msg)
 
 
-def _transform_class(kind: Any, source: str) -> tuple[str, type[ConditionalCDFTransform]]:
-    """The registered class of ``kind``, importing the optional module that defines it if need be."""
-    if isinstance(kind, str) and kind in _OPTIONAL_KINDS and kind not in transform_classes():
+def _transform_class(
+    kind: Any, module: Any, source: str
+) -> tuple[str, type[ConditionalCDFTransform]]:
+    """The registered class of ``kind``.
+
+    A kind defined in a module of an optional extra (not imported by ``import
+    rosenblatt``) is registered by importing the module the file names, if that
+    module belongs to this package.
+    """
+    unregistered = isinstance(kind, str) and kind not in transform_classes()
+    if unregistered and isinstance(module, str) and module.startswith(_PACKAGE):
         try:
-            importlib.import_module(_OPTIONAL_KINDS[kind])
+            importlib.import_module(module)
         except ImportError as err:
-            msg = f"{source}: a saved {kind} transform needs {err.name or 'an optional dependency'}: install rosenblatt[ml]"
+            needed = err.name or "an optional dependency"
+            msg = (
+                f"{source}: a saved {kind} transform needs {needed}, which is not installed "
+                "(pip install 'rosenblatt[all]' installs every optional dependency)"
+            )
             raise SchemaError(msg) from err
     registry = transform_classes()
     if not isinstance(kind, str) or kind not in registry:
