@@ -385,15 +385,7 @@ class ConditionalCDFTransform(ABC):
         out[finite_y] = self._transform(np.clip(x[finite_y], x_lo, x_hi), y[finite_y])
         out[~missing & (y == -np.inf)] = 0.0
         out[~missing & (y == np.inf)] = 1.0
-        n_missing = int(missing.sum())
-        if n_missing:
-            first = int(np.flatnonzero(missing)[0])
-            warnings.warn(
-                f"{n_missing} of {len(x)} event(s) have a NaN x or y (first at index {first}); "
-                "their gamma is NaN",
-                NaNInputWarning,
-                stacklevel=5,
-            )
+        _warn_missing(missing)
         return out
 
     @overload
