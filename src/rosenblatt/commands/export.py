@@ -16,6 +16,11 @@ gamma is a grid of columns (IRGI, GridKDE) is written exactly; one whose gamma i
 --tolerance. The measured difference is written in the correction's description.
 correctionlib evaluates the file from Python and C++ (`correction config` gives the flags);
 `rosenblatt.load` reads it back.
+
+A transform fitted on k protected observables gives a correction of the inputs x1, ..., xk
+and y: a GridKDE exactly (its tensor grid), IRGI and KDE tabulated on a regular grid of
+--x-nodes per axis and --y-nodes values of y, with the measured difference in the
+description. These files are not read back.
 """
 
 
@@ -49,8 +54,28 @@ def add_parser(subparsers: Any) -> None:
         "between the table and the transform "
         "(default: %(default)g); smaller values make larger files",
     )
+    parser.add_argument(
+        "--x-nodes",
+        type=int,
+        default=None,
+        help="several observables: tabulate on this many nodes per axis (default: 25 for two "
+        "observables, 11 for three; a GridKDE is written exactly unless given)",
+    )
+    parser.add_argument(
+        "--y-nodes",
+        type=int,
+        default=None,
+        help="several observables: tabulate on this many y values per node (default: 129 for "
+        "two observables, 65 for three)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=main)
+
+
+def _grid_options(args: argparse.Namespace) -> dict[str, int]:
+    """The tabulation grid of a transform of several observables, where given."""
+    given = {"x_nodes": args.x_nodes, "y_nodes": args.y_nodes}
+    return {key: value for key, value in given.items() if value is not None}
 
 
 def main(args: argparse.Namespace) -> int:
@@ -68,6 +93,7 @@ def main(args: argparse.Namespace) -> int:
             args.name,
             tolerance=args.tolerance,
             progress=not args.quiet,
+            **_grid_options(args),
         )
     except (OSError, ValueError, TypeError) as err:
         print(f"rosenblatt export: error: {err}", file=sys.stderr)

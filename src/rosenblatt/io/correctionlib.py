@@ -50,6 +50,14 @@ third, string input ``variation``: a ``category`` node whose entries
 binning above for one table. Its description carries a line
 ``rosenblatt-ensemble-metadata:`` instead; it is not read back.
 
+A transform fitted on ``k`` protected observables is written as one
+correction of the inputs ``x1, ..., xk`` and ``y``: a ``multibinning`` over
+its tensor grid in ``x``, per box a ``y`` binning whose formulas blend the
+corners' columns multilinearly (exact for a GridKDE; any other transform
+tabulated on a regular grid, with its measured error). Its metadata line
+names the layout ``rosenblatt-correctionlib-vector``, which is not read back;
+see :mod:`rosenblatt.io._correctionlib_vector`.
+
 The writing lives in :mod:`rosenblatt.io.correctionlib_export`, the reading in
 :mod:`rosenblatt.io.correctionlib_import`; this module gathers their names.
 """

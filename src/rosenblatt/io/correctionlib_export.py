@@ -25,6 +25,7 @@ from rosenblatt.io._correctionlib_layout import (
     METADATA_MARKER,
 )
 from rosenblatt.io._correctionlib_tables import Export, export_transform
+from rosenblatt.io._correctionlib_vector import VectorExport, export_vector
 
 if TYPE_CHECKING:
     import correctionlib.schemav2
@@ -114,6 +115,17 @@ def _correction(export: Export, name: str) -> dict[str, Any]:
     }
 
 
+def _several_observables(transform: Any) -> bool:
+    """Whether ``transform`` is a fitted transform of several protected observables."""
+    from rosenblatt.transforms._base import ConditionalCDFTransform
+
+    return (
+        isinstance(transform, ConditionalCDFTransform)
+        and transform.is_fitted()
+        and transform.x_dims > 1
+    )
+
+
 def _build(
     transform: ConditionalCDFTransform,
     name: str,
@@ -126,7 +138,9 @@ def _build(
     progress: bool = False,
     seed: int = 0,
     envelope_refine: int = 2,
-) -> tuple[dict[str, Any], Export]:
+    x_nodes: int | None = None,
+    y_nodes: int | None = None,
+) -> tuple[dict[str, Any], Export | VectorExport]:
     if not isinstance(name, str) or not name.strip():
         msg = f"name must be a non-empty string, got {name!r}"
         raise ValueError(msg)
@@ -139,14 +153,27 @@ def _build(
         "progress": progress,
         "seed": seed,
     }
+    export: Export | VectorExport
     if isinstance(transform, Ensemble):
         export = export_ensemble(transform, envelope_refine=envelope_refine, **options)
+        correction = _correction(export, name)
+    elif _several_observables(transform):
+        export = export_vector(
+            transform,
+            n_check=n_check,
+            max_bins=max_bins,
+            seed=seed,
+            x_nodes=x_nodes,
+            y_nodes=y_nodes,
+        )
+        correction = export.correction(name)
     else:
         export = export_transform(transform, **options)
+        correction = _correction(export, name)
     document = {
         "schema_version": 2,
         "description": f"Rosenblatt transform written by rosenblatt {__version__}",
-        "corrections": [_correction(export, name)],
+        "corrections": [correction],
     }
     return document, export
 
@@ -182,18 +209,30 @@ def correctionlib_document(
         default 0.5): starting spacing of the ``x`` nodes in units of the
         staircase's ``x_scale`` (a kernel width). ``n_check`` (default
         100000): number of points on which the difference to the transform is
-        measured and written in the description. ``max_x_nodes``,
-        ``max_bins`` (staircases only, default 20000 and 2000000): limits on
-        the table, beyond which export is an error. ``progress``: show a
+        measured and written in the description. ``max_x_nodes`` (staircases
+        only, default 20000), ``max_bins`` (default 2000000): limits on the
+        table, beyond which export is an error. ``progress``: show a
         progress bar while tabulating a staircase. ``seed``: seed of the check
         points. ``envelope_refine`` (ensembles only, default 2): the ``up``
         and ``down`` tables have ``envelope_refine - 1`` more columns between
         neighbouring columns of the nominal and as many more ``y`` values
         between neighbouring edges, for a smaller error (about
-        ``envelope_refine**2`` times the bins).
+        ``envelope_refine**2`` times the bins). ``x_nodes``, ``y_nodes``
+        (transforms of several observables only): tabulate on a regular grid
+        of ``x_nodes`` nodes per axis and ``y_nodes`` values of ``y`` per node
+        (default 25 and 129 for two observables, 11 and 65 for three).
 
     Notes
     -----
+    A transform fitted on ``k`` observables (``k = 2, 3``) is written as a
+    correction of the inputs ``x1, ..., xk`` and ``y`` (see
+    :mod:`rosenblatt.io._correctionlib_vector`): a GridKDE exactly (to
+    rounding; the file holds about 250 bytes per bin for ``k = 2``, 400 for
+    ``k = 3``, and a GridKDE(0.3) on 10**5 events of two observables 211 MB),
+    unless ``x_nodes`` or ``y_nodes`` is given; any other transform tabulated
+    with the largest and RMS difference measured on ``n_check`` points written
+    in its description. ``tolerance`` does not apply to them.
+
     ``json.dumps`` of this document writes numbers that correctionlib may
     read up to 2 units in the last place off; :func:`write_correctionlib`
     writes them in forms it reads exactly.

@@ -25,6 +25,7 @@ from rosenblatt.io._correctionlib_layout import (
     check_table,
     fail,
 )
+from rosenblatt.io._correctionlib_vector import VECTOR_LAYOUT
 from rosenblatt.transforms.tabulated import Table, TabulatedTransform
 
 __all__ = ["from_correctionlib", "read_correctionlib"]
@@ -118,6 +119,13 @@ def _read_metadata(correction: dict[str, Any], where: str) -> dict[str, Any]:
     except json.JSONDecodeError as err:
         raise fail(where, f"the metadata line is not valid JSON ({err})") from err
     metadata = _dict(metadata, f"{where} metadata")
+    if metadata.get("layout") == VECTOR_LAYOUT:
+        msg = (
+            f"gamma of {metadata.get('x_dims')} protected observables (inputs x1, ..., y): "
+            "rosenblatt reads back only corrections of one observable; evaluate this one with "
+            "correctionlib, or load the transform saved with its save()"
+        )
+        raise fail(where, msg)
     if metadata.get("layout") != LAYOUT:
         raise fail(where, f"unknown layout {metadata.get('layout')!r}")
     version = metadata.get("layout_version")
