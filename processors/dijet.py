@@ -66,6 +66,8 @@ def empty_table() -> ak.Array:
     return ak.zip(
         {
             "mjj": np.zeros(0),
+            "pt_j1": np.zeros(0),
+            "deta_jj": np.zeros(0),
             "mj1": np.zeros(0),
             "mj2": np.zeros(0),
             "tau21_1": np.zeros(0),

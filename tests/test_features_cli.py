@@ -79,7 +79,18 @@ def test_lhco_input_gives_the_features_of_the_same_events_in_root(
     from_root = table[table["file"] == str(event_files["wprime"])]
     from_lhco = table[table["file"] == str(event_files["lhco"])]
     assert len(from_root) == len(from_lhco) > 0
-    for name in ("mjj", "mj1", "mj2", "tau21_1", "tau21_2", "image", "label", "entry"):
+    for name in (
+        "mjj",
+        "pt_j1",
+        "deta_jj",
+        "mj1",
+        "mj2",
+        "tau21_1",
+        "tau21_2",
+        "image",
+        "label",
+        "entry",
+    ):
         np.testing.assert_allclose(
             ak.to_numpy(from_lhco[name]), ak.to_numpy(from_root[name]), rtol=1e-12, err_msg=name
         )

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import vector
 
-from rosenblatt.hep.dijet import invariant_mass, leading_dijet
+from rosenblatt.hep.dijet import delta_eta, invariant_mass, leading_dijet, leading_pt
 from rosenblatt.hep.jets import cluster_jets, cluster_jets_with_constituents
 from rosenblatt.hep.nsubjettiness import (
     TAU21_WHEN_TAU1_IS_ZERO,
@@ -194,6 +194,18 @@ def test_leading_dijet_flags_events_with_fewer_than_two_jets() -> None:
     dijet = leading_dijet(cluster_jets(particles))
     assert dijet.has_two_jets.tolist() == [False, False, True, False]
     assert len(dijet.heavier) == 1
+
+
+def test_leading_pt_and_delta_eta_of_the_two_leading_jets() -> None:
+    particles = particles_from_rows(
+        [
+            [(300.0, 1.5, 0.0), (500.0, -0.5, 3.0), (20.0, 4.0, 1.5)],
+            [(400.0, -2.0, 0.0), (350.0, 0.25, 3.0)],
+        ]
+    )
+    dijet = leading_dijet(cluster_jets(particles))
+    np.testing.assert_allclose(leading_pt(dijet), [500.0, 400.0])
+    np.testing.assert_allclose(delta_eta(dijet), [2.0, 2.25])
 
 
 # --- N-subjettiness -----------------------------------------------------------------------

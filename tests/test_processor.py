@@ -75,9 +75,11 @@ def test_table_columns_order_and_provenance(output: dict, root_files: dict[str, 
         rows = table[table["file"] == path]
         assert set(ak.to_list(rows["dataset"])) == {dataset}
         assert np.all(ak.to_numpy(rows["label"]) == (1 if dataset == "wprime" else 0))
-    for name in ("mjj", "mj1", "mj2", "tau21_1", "tau21_2", "weight"):
+    for name in ("mjj", "pt_j1", "deta_jj", "mj1", "mj2", "tau21_1", "tau21_2", "weight"):
         assert np.all(np.isfinite(ak.to_numpy(table[name])))
     assert np.all(ak.to_numpy(table["mj1"]) >= ak.to_numpy(table["mj2"]))
+    assert np.all(ak.to_numpy(table["pt_j1"]) > 0)
+    assert np.all(ak.to_numpy(table["deta_jj"]) >= 0)
 
 
 def test_rows_equal_the_features_of_the_entries_they_name(

@@ -12,10 +12,10 @@ __all__ = ["EXECUTOR_CHOICES", "add_parser", "format_cutflow", "main"]
 
 DESCRIPTION = """\
 Run the dijet coffea processor over event files and write the per-event feature table
-(mjj, mj1, mj2, tau21_1, tau21_2, the 36x36 track image, label, weight, dataset, file,
-entry). The workers write one parquet file per chunk; with --output TABLE.parquet they are
-then streamed into one table ordered by (file, entry) (every executor gives the same
-table), with --output FOLDER/ they stay there, one file per chunk.
+(mjj, pt_j1, deta_jj, mj1, mj2, tau21_1, tau21_2, the 36x36 track image, label, weight,
+dataset, file, entry). The workers write one parquet file per chunk; with --output
+TABLE.parquet they are then streamed into one table ordered by (file, entry) (every
+executor gives the same table), with --output FOLDER/ they stay there, one file per chunk.
 Inputs are ROOT files with a TTree Events (as written by `rosenblatt generate`) or LHC
 Olympics HDF5 files; each file's dataset is its name without the extension. Events with
 fewer than two anti-kT R=1.0 jets leave the table and are counted in the cut flow printed

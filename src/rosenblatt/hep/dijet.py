@@ -1,9 +1,11 @@
-"""The leading dijet pair: its invariant mass and the masses of its two jets.
+"""The leading dijet pair: its invariant mass, the masses of its two jets, its kinematics.
 
 Jets are :mod:`vector` ``Momentum4D`` records sorted by decreasing pT (as
 :func:`rosenblatt.hep.jets.cluster_jets` returns them). The *leading dijet* is
 the pair of the two hardest jets; ``mj1`` is the mass of the heavier of the
-two and ``mj2`` the mass of the lighter.
+two and ``mj2`` the mass of the lighter; ``pt_j1`` is the transverse momentum
+of the harder of the two (the leading jet) and ``deta_jj`` the absolute
+difference of their pseudorapidities.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from numpy.typing import NDArray
 
 vector.register_awkward()
 
-__all__ = ["LeadingDijet", "invariant_mass", "leading_dijet"]
+__all__ = ["LeadingDijet", "delta_eta", "invariant_mass", "leading_dijet", "leading_pt"]
 
 
 class LeadingDijet(NamedTuple):
@@ -85,3 +87,39 @@ def invariant_mass(first: ak.Array, second: ak.Array) -> NDArray[np.float64]:
     """
     mass_squared = ak.to_numpy((first + second).tau2).astype(np.float64)
     return np.sqrt(np.maximum(mass_squared, 0.0))
+
+
+def leading_pt(dijet: LeadingDijet) -> NDArray[np.float64]:
+    """Return the transverse momentum of the leading (harder) jet of each pair.
+
+    Parameters
+    ----------
+    dijet : LeadingDijet
+        The two leading jets of each event (:func:`leading_dijet`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``max(pT)`` of the two jets, in GeV (float64), one value per pair.
+    """
+    heavier = ak.to_numpy(dijet.heavier.pt).astype(np.float64)
+    lighter = ak.to_numpy(dijet.lighter.pt).astype(np.float64)
+    return np.maximum(heavier, lighter)
+
+
+def delta_eta(dijet: LeadingDijet) -> NDArray[np.float64]:
+    """Return the absolute pseudorapidity difference of the two jets of each pair.
+
+    Parameters
+    ----------
+    dijet : LeadingDijet
+        The two leading jets of each event (:func:`leading_dijet`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``|eta_1 - eta_2|`` (float64), one value per pair.
+    """
+    heavier = ak.to_numpy(dijet.heavier.eta).astype(np.float64)
+    lighter = ak.to_numpy(dijet.lighter.eta).astype(np.float64)
+    return np.abs(heavier - lighter)

@@ -11,6 +11,8 @@ The table (:data:`TABLE_COLUMNS`), one row per event with two jets:
 
 ===========  =========  ======================================================
 ``mjj``      float64    invariant mass of the two leading jets (GeV)
+``pt_j1``    float64    transverse momentum of the leading (harder) jet (GeV)
+``deta_jj``  float64    absolute pseudorapidity difference of the two leading jets
 ``mj1``      float64    mass of the heavier of the two (GeV)
 ``mj2``      float64    mass of the lighter of the two (GeV)
 ``tau21_1``  float64    tau2/tau1 of the heavier jet
@@ -32,7 +34,7 @@ import awkward as ak
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rosenblatt.hep.dijet import invariant_mass, leading_dijet
+from rosenblatt.hep.dijet import delta_eta, invariant_mass, leading_dijet, leading_pt
 from rosenblatt.hep.images import track_images
 from rosenblatt.hep.jets import cluster_jets_with_constituents
 from rosenblatt.hep.momenta import as_particle_lists
@@ -52,7 +54,7 @@ __all__ = [
 JET_RADIUS = 1.0
 
 #: columns computed from the particles
-FEATURE_COLUMNS = ("mjj", "mj1", "mj2", "tau21_1", "tau21_2", "image")
+FEATURE_COLUMNS = ("mjj", "pt_j1", "deta_jj", "mj1", "mj2", "tau21_1", "tau21_2", "image")
 
 #: all columns of the event table, in order
 TABLE_COLUMNS = (*FEATURE_COLUMNS, "label", "weight", "dataset", "file", "entry")
@@ -106,6 +108,8 @@ def dijet_features(particles: ak.Array, radius: float = JET_RADIUS) -> DijetFeat
     features = ak.zip(
         {
             "mjj": invariant_mass(dijet.heavier, dijet.lighter),
+            "pt_j1": leading_pt(dijet),
+            "deta_jj": delta_eta(dijet),
             "mj1": ak.to_numpy(dijet.heavier.mass).astype(np.float64),
             "mj2": ak.to_numpy(dijet.lighter.mass).astype(np.float64),
             "tau21_1": ratios[rows, dijet.heavier_index],

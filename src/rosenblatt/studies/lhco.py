@@ -90,7 +90,7 @@ def _features(cfg: LhcoConfig, paths: dict[str, Path]) -> Any:
     table_path = cfg.data.folder / "features.parquet"
     stamp_path = cfg.data.folder / "features.json"
     stamp = {name: [p.stat().st_size, p.stat().st_mtime_ns] for name, p in sorted(paths.items())}
-    if table_path.exists() and stamp_path.exists() and json.loads(stamp_path.read_text()) == stamp:
+    if _cached_table_current(table_path, stamp_path, stamp):
         log.info("reusing the feature table %s", table_path)
         return read_parquet(table_path)
     result = run_dijet(
@@ -105,6 +105,26 @@ def _features(cfg: LhcoConfig, paths: dict[str, Path]) -> Any:
     write_parquet(table, table_path)
     stamp_path.write_text(json.dumps(stamp))
     return ak.Array(table)
+
+
+def _cached_table_current(table_path: Path, stamp_path: Path, stamp: dict[str, Any]) -> bool:
+    """Whether the cached feature table was made from these event files and has every column.
+
+    A table written before a column was added to
+    :data:`~rosenblatt.hep.features.TABLE_COLUMNS` is computed again.
+    """
+    import pyarrow.parquet as pq
+
+    from rosenblatt.hep.features import TABLE_COLUMNS
+
+    if not (table_path.exists() and stamp_path.exists()):
+        return False
+    if json.loads(stamp_path.read_text()) != stamp:
+        return False
+    missing = set(TABLE_COLUMNS) - set(pq.read_schema(table_path).names)
+    if missing:
+        log.info("the feature table %s lacks %s: computing it again", table_path, sorted(missing))
+    return not missing
 
 
 def _partition(table: Any, cfg: LhcoConfig) -> dict[str, Any]:
