@@ -9,7 +9,13 @@ from typing import Any
 __all__ = ["STUDIES", "run_study"]
 
 #: ``study:`` key of a configuration -> module in this package
-STUDIES = {"abcd": "abcd", "blobs": "blobs", "fairness": "fairness", "lhco": "lhco"}
+STUDIES = {
+    "abcd": "abcd",
+    "blobs": "blobs",
+    "fairness": "fairness",
+    "lhco": "lhco",
+    "lhco-2d": "lhco_2d",
+}
 
 
 def run_study(config: dict[str, Any], output: str | Path | None = None) -> Path:
