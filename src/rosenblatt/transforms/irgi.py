@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import boost_histogram as bh
     import hist
 
+    from rosenblatt.transforms._irgi_vector import Cells
     from rosenblatt.transforms.selection import Selection
 
 __all__ = ["IRGI"]
@@ -75,11 +76,16 @@ class IRGI(ColumnGridTransform):
     weight, the split cycling over the observables, into ``2**depth`` cells
     of equal weight; each cell is bisected in ``y`` at its weighted quantiles
     (``y_depth_`` levels, about three events per bin) and ``gamma`` blends the
-    cells' CDFs with tensor hats centred on the cells' boxes (see
-    :mod:`rosenblatt.transforms._irgi_vector`, which says why). ``depth="auto"``
-    cross-validates ``depth`` as in one dimension; ``domain`` is not used.
-    Attributes of such a fit: ``boxes_`` (``(2**depth, 2, k)``), ``y_edges_``
-    and ``cdf_`` per cell, ``depth_``, ``y_depth_``, ``selection_``.
+    cells' CDFs with tensor hats centred on the cells' boxes. The cells' CDFs
+    are those of the score about its weighted least-squares plane in ``x``,
+    ``u = y - (x - trend_centre_) . trend_slope_``, read at the query's own
+    ``u``: the same conditional CDF, with less of ``y``'s dependence on ``x``
+    left for the cells to smear (see :mod:`rosenblatt.transforms._irgi_vector`,
+    which says why and what it gains). ``depth="auto"`` cross-validates
+    ``depth`` as in one dimension; ``domain`` is not used. Attributes of such
+    a fit: ``boxes_`` (``(2**depth, 2, k)``), ``y_edges_`` and ``cdf_`` per
+    cell, ``trend_centre_``, ``trend_slope_``, ``depth_``, ``y_depth_``,
+    ``selection_``.
 
     Notes
     -----
@@ -156,10 +162,10 @@ class IRGI(ColumnGridTransform):
             depth = int(selection.chosen)
         else:
             depth = self._checked_vector_depth(len(y))
-        boxes, edges, cdf, y_depth = iv.fit_cells(x, y, w, depth)
+        cells = iv.fit_cells(x, y, w, depth)
         lo, hi = x.min(axis=0), x.max(axis=0)
         domain = ((tuple(map(float, lo)), tuple(map(float, hi))), (float(y.min()), float(y.max())))
-        self._set_cells(domain, boxes, edges, cdf, depth, y_depth)
+        self._set_cells(domain, cells, depth)
         self.selection_ = selection
 
     def _checked_vector_depth(self, n_events: int) -> int:
@@ -178,28 +184,31 @@ class IRGI(ColumnGridTransform):
             raise ValueError(msg)
         return int(depth)
 
-    def _set_cells(
-        self,
-        domain: Any,
-        boxes: NDArray[np.float64],
-        edges: NDArray[np.float64],
-        cdf: NDArray[np.float64],
-        depth: int,
-        y_depth: int,
-    ) -> None:
+    def _set_cells(self, domain: Any, cells: Cells, depth: int) -> None:
         """Store the cells of a fit on several observables."""
         for name in ("x_centres_", "x_boundaries_", "column_weight_"):
             self.__dict__.pop(name, None)
         self.domain_ = domain
-        self.boxes_, self.y_edges_, self.cdf_ = boxes, edges, cdf
-        self.depth_, self.y_depth_ = depth, y_depth
+        self.boxes_, self.y_edges_, self.cdf_ = cells.boxes, cells.edges, cells.cdf
+        self.trend_centre_, self.trend_slope_ = cells.centre, cells.slope
+        self.depth_, self.y_depth_ = depth, cells.y_depth
+
+    def _cells(self) -> Cells:
+        from rosenblatt.transforms._irgi_vector import Cells
+
+        return Cells(
+            self.boxes_,
+            self.y_edges_,
+            self.cdf_,
+            self.y_depth_,
+            self.trend_centre_,
+            self.trend_slope_,
+        )
 
     def _transform_vector(
         self, x: NDArray[np.float64], y: NDArray[np.float64]
     ) -> NDArray[np.float64]:
-        from rosenblatt.transforms._irgi_vector import blend_cells
-
-        return blend_cells(self.boxes_, self.y_edges_, self.cdf_, x, y)
+        return self._cells().gamma(x, y, self.domain_[1])
 
     def _vector_state(self) -> dict[str, Any]:
         (x_lo, x_hi), y_range = self.domain_
@@ -214,6 +223,8 @@ class IRGI(ColumnGridTransform):
             "y_depth": int(self.y_depth_),
             "domain": [[list(x_lo), list(x_hi)], list(y_range)],  # type: ignore[call-overload]
             "boxes": self.boxes_.tolist(),
+            "trend_centre": self.trend_centre_.tolist(),
+            "trend_slope": self.trend_slope_.tolist(),
             "y_edges": self.y_edges_.tolist(),
             "cdf": self.cdf_.tolist(),
             "selection": None if self.selection_ is None else self.selection_.to_dict(),
@@ -225,6 +236,7 @@ class IRGI(ColumnGridTransform):
     def _from_vector_state(cls, state: dict[str, Any]) -> IRGI:
         from rosenblatt._schema import SchemaError, check_array
         from rosenblatt.transforms._grid_kde_vector import _vector_domain
+        from rosenblatt.transforms._irgi_vector import Cells
         from rosenblatt.transforms.selection import Selection
 
         params, k, depth = state["params"], state["x_dims"], state["depth"]
@@ -247,7 +259,11 @@ class IRGI(ColumnGridTransform):
         if np.any(cdf[:, 0] != 0) or np.any(cdf[:, -1] != 1):
             msg = "cdf must start at 0 and end at 1 in every cell"
             raise SchemaError(msg)
-        obj._set_cells(domain, boxes, edges, cdf, depth, int(state["y_depth"]))
+        zero = [0.0] * k
+        centre = check_array(state.get("trend_centre", zero), "trend_centre", (k,))
+        slope = check_array(state.get("trend_slope", zero), "trend_slope", (k,))
+        cells = Cells(boxes, edges, cdf, int(state["y_depth"]), centre, slope)
+        obj._set_cells(domain, cells, depth)
         obj.selection_ = (
             None if state["selection"] is None else Selection.from_dict(state["selection"])
         )
@@ -436,7 +452,8 @@ class IRGI(ColumnGridTransform):
         if self.x_dims > 1:
             return (
                 f"IRGI of depth {self.depth_} on {self.x_dims} observables: {len(self.boxes_)} cells, "
-                "linear in y between each cell's edges, blended in x by tensor hats over the cells"
+                "linear in the score about its plane in x between each cell's edges, "
+                "blended in x by tensor hats over the cells"
             )
         return (
             f"IRGI of depth {self.depth_}: linear in y between the edges of each of its "
