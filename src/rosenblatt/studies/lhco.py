@@ -31,7 +31,16 @@ from rosenblatt.studies.lhco_config import CLASSES, PARTS, LhcoConfig
 from rosenblatt.studies.lhco_paper import paper_comparison
 from rosenblatt.studies.lhco_results import Closure, Decorrelation
 
-__all__ = ["CLASSIFIERS", "STEPS", "run"]
+__all__ = [
+    "CLASSIFIERS",
+    "STEPS",
+    "choose_models",
+    "feature_table",
+    "generate_events",
+    "partition_samples",
+    "run",
+    "train_classifiers",
+]
 
 log = logging.getLogger("rosenblatt.lhco")
 
@@ -52,8 +61,14 @@ transform time per 10^6 events. IRGI and KDE take the parameters chosen above, G
 cross-validated bandwidth; the flow trains for at most 60 s; the DDT flattens 10% only."""
 
 
-def _generate(cfg: LhcoConfig) -> dict[str, Path]:
-    """Generate (or reuse, chunk by chunk) the QCD and W' event files."""
+def generate_events(cfg: LhcoConfig) -> dict[str, Path]:
+    """Generate (or reuse, chunk by chunk) the QCD and W' event files.
+
+    Returns
+    -------
+    dict
+        The ROOT file of each process (``"qcd"``, ``"wprime"``) in ``cfg.data.folder``.
+    """
     from rosenblatt.hep.generation import generate_file
 
     paths = {}
@@ -80,8 +95,15 @@ def _generate(cfg: LhcoConfig) -> dict[str, Path]:
     return paths
 
 
-def _features(cfg: LhcoConfig, paths: dict[str, Path]) -> Any:
-    """Run the dijet processor over the event files (cached as parquet)."""
+def feature_table(cfg: LhcoConfig, paths: dict[str, Path]) -> Any:
+    """Run the dijet processor over the event files (cached as parquet).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per event with two jets: the columns of
+        :data:`rosenblatt.hep.features.TABLE_COLUMNS`.
+    """
     import awkward as ak
 
     from rosenblatt.io.parquet import read_parquet, write_parquet
@@ -127,8 +149,15 @@ def _cached_table_current(table_path: Path, stamp_path: Path, stamp: dict[str, A
     return not missing
 
 
-def _partition(table: Any, cfg: LhcoConfig) -> dict[str, Any]:
-    """Split the table into the paper's four samples, per class, at random."""
+def partition_samples(table: Any, cfg: LhcoConfig) -> dict[str, Any]:
+    """Split the table into the paper's four samples, per class, at random.
+
+    Returns
+    -------
+    dict
+        ``"train"``, ``"validation"``, ``"optimisation"`` and ``"testing"``:
+        the rows of each, as sized in ``cfg.partition``.
+    """
     rng = np.random.default_rng(cfg.seed)
     label = np.asarray(table["label"])
     parts: dict[str, list[NDArray[np.int64]]] = {part: [] for part in PARTS}
@@ -148,8 +177,18 @@ def _partition(table: Any, cfg: LhcoConfig) -> dict[str, Any]:
     return {part: table[np.sort(np.concatenate(chunks))] for part, chunks in parts.items()}
 
 
-def _train(cfg: LhcoConfig, samples: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Train (or reuse, model by model) the classifier scan and score every sample."""
+def train_classifiers(
+    cfg: LhcoConfig, samples: dict[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Train (or reuse, model by model) the classifier scan and score every sample.
+
+    Returns
+    -------
+    samples : dict
+        The samples with one score column per model.
+    models : list of dict
+        Each model's name, column, alpha, seed and training record.
+    """
     from rosenblatt.ml import run_scan
     from rosenblatt.ml.files import model_file
 
@@ -192,10 +231,14 @@ def _evaluate(sample: Any, score: NDArray[np.float64]) -> dict[str, float]:
     }
 
 
-def _choose_models(
+def choose_models(
     cfg: LhcoConfig, models: list[dict[str, Any]], opt: Any
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """The best baseline (highest AUC) and DisCo's representative (lowest dCor² above the AUC floor)."""
+    """The best baseline and DisCo's representative, judged on the optimisation sample ``opt``.
+
+    The best baseline has the highest AUC; DisCo's representative the lowest
+    dCor² among the DisCo models above the AUC floor (``None`` without one).
+    """
     for model in models:
         model.update(
             {f"opt_{k}": v for k, v in _evaluate(opt, _scores(opt, model["column"])).items()}
@@ -459,11 +502,11 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     cfg = LhcoConfig.parse(config)
     cfg.data.folder.mkdir(parents=True, exist_ok=True)
     steps = Steps()
-    paths = steps.run("generate", _generate, cfg)
-    table = steps.run("features", _features, cfg, paths)
-    samples = steps.run("partition", _partition, table, cfg)
-    samples, models = steps.run("train", _train, cfg, samples)
-    best, disco = _choose_models(cfg, models, samples["optimisation"])
+    paths = steps.run("generate", generate_events, cfg)
+    table = steps.run("features", feature_table, cfg, paths)
+    samples = steps.run("partition", partition_samples, table, cfg)
+    samples, models = steps.run("train", train_classifiers, cfg, samples)
+    best, disco = choose_models(cfg, models, samples["optimisation"])
     fits = steps.run("decorrelate", _decorrelate, cfg, samples, best, folder)
     closure = steps.run("close", _close, cfg, folder, paths, samples, (best, disco), fits)
     peers = steps.run("peers", _peers, cfg, samples, fits, closure)

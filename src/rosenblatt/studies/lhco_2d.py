@@ -33,7 +33,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 import rosenblatt as rb
-from rosenblatt.studies.lhco import _choose_models, _features, _generate, _partition, _train
+from rosenblatt.studies.lhco import (
+    choose_models,
+    feature_table,
+    generate_events,
+    partition_samples,
+    train_classifiers,
+)
 from rosenblatt.studies.lhco_2d_config import Lhco2dConfig
 
 __all__ = ["JOINT", "STEPS", "Method", "run"]
@@ -264,11 +270,11 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     base = cfg.base
     base.data.folder.mkdir(parents=True, exist_ok=True)
     steps = _Steps()
-    paths = steps.run("generate", _generate, base)
-    table = steps.run("features", _features, base, paths)
-    samples = steps.run("partition", _partition, table, base)
-    samples, models = steps.run("train", _train, base, samples)
-    best, _ = _choose_models(base, models, samples["optimisation"])
+    paths = steps.run("generate", generate_events, base)
+    table = steps.run("features", feature_table, base, paths)
+    samples = steps.run("partition", partition_samples, table, base)
+    samples, models = steps.run("train", train_classifiers, base, samples)
+    best, _ = choose_models(base, models, samples["optimisation"])
     methods, n_defining = steps.run("decorrelate", _decorrelate, cfg, samples, best)
     results = steps.run("measure", _measure, cfg, samples, best, methods)
     summary: dict[str, Any] = {

@@ -25,7 +25,7 @@ from rosenblatt.studies.lhco_config import (
     FeatureConfig,
     LhcoConfig,
     SelectionConfig,
-    _sizes,
+    partition_sizes,
 )
 
 __all__ = ["ESTIMATORS", "OBSERVABLES", "DecorrelationConfig", "Lhco2dConfig"]
@@ -133,7 +133,7 @@ class Lhco2dConfig:
             source=source,
             seed=count(config.get("seed", 0), source, "seed", 0),
             data=DataConfig.parse(config["data"], source, name),
-            sizes=_sizes(config["partition"], source),
+            sizes=partition_sizes(config["partition"], source),
             features=FeatureConfig.parse(config.get("features"), source),
             classifier=ClassifierConfig.parse(config, source),
             selection=SelectionConfig(depths=(), sigma_r=()),

@@ -28,6 +28,7 @@ __all__ = [
     "FeatureConfig",
     "LhcoConfig",
     "SelectionConfig",
+    "partition_sizes",
 ]
 
 #: the paper's four samples, in the order they are drawn from the events
@@ -273,7 +274,7 @@ class LhcoConfig:
             source=source,
             seed=count(config.get("seed", 0), source, "seed", 0),
             data=DataConfig.parse(config["data"], source, name),
-            sizes=_sizes(config["partition"], source),
+            sizes=partition_sizes(config["partition"], source),
             features=FeatureConfig.parse(config.get("features"), source),
             classifier=ClassifierConfig.parse(config, source),
             selection=SelectionConfig.parse(config, source),
@@ -300,8 +301,11 @@ class LhcoConfig:
         return hashlib.sha256(setting.encode()).hexdigest()[:12]
 
 
-def _sizes(value: Any, source: str) -> dict[str, dict[str, int]]:
-    """``partition:`` as ``{part: {class: events}}``."""
+def partition_sizes(value: Any, source: str) -> dict[str, dict[str, int]]:
+    """The ``partition:`` entry of a configuration as ``{part: {class: events}}``, checked.
+
+    ``source`` names the configuration in the errors.
+    """
     entry = mapping(value, source, "partition")
     check_keys(entry, PARTS, source, "partition")
     sizes = {}
