@@ -102,9 +102,7 @@ def leading_pt(dijet: LeadingDijet) -> NDArray[np.float64]:
     numpy.ndarray
         ``max(pT)`` of the two jets, in GeV (float64), one value per pair.
     """
-    heavier = ak.to_numpy(dijet.heavier.pt).astype(np.float64)
-    lighter = ak.to_numpy(dijet.lighter.pt).astype(np.float64)
-    return np.maximum(heavier, lighter)
+    return np.maximum(*_both(dijet, "pt"))
 
 
 def delta_eta(dijet: LeadingDijet) -> NDArray[np.float64]:
@@ -120,6 +118,13 @@ def delta_eta(dijet: LeadingDijet) -> NDArray[np.float64]:
     numpy.ndarray
         ``|eta_1 - eta_2|`` (float64), one value per pair.
     """
-    heavier = ak.to_numpy(dijet.heavier.eta).astype(np.float64)
-    lighter = ak.to_numpy(dijet.lighter.eta).astype(np.float64)
+    heavier, lighter = _both(dijet, "eta")
     return np.abs(heavier - lighter)
+
+
+def _both(dijet: LeadingDijet, field: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``field`` of the heavier and of the lighter jet of each pair, as float64 arrays."""
+    return (
+        ak.to_numpy(dijet.heavier[field]).astype(np.float64),
+        ak.to_numpy(dijet.lighter[field]).astype(np.float64),
+    )

@@ -13,7 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from rosenblatt.studies.config_checks import check_keys, count, fail, mapping, number, numbers
+from rosenblatt.studies.config_checks import (
+    check_keys,
+    check_top_level,
+    count,
+    fail,
+    mapping,
+    number,
+    numbers,
+)
 
 __all__ = ["BlobsConfig", "Population"]
 
@@ -108,13 +116,7 @@ class BlobsConfig:
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> BlobsConfig:
         """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
-        source = str(config.get("_path", "the configuration"))
-        check_keys(
-            {k: v for k, v in config.items() if k != "_path"}, _TOP_KEYS, source, "top level"
-        )
-        for key in ("background", "signal", "irgi", "kde"):
-            if key not in config:
-                raise fail(source, key, "missing")
+        source = check_top_level(config, _TOP_KEYS, ("background", "signal", "irgi", "kde"))
         irgi = mapping(config["irgi"], source, "irgi")
         check_keys(irgi, {"depths"}, source, "irgi")
         kde = mapping(config["kde"], source, "kde")

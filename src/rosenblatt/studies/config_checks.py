@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "ConfigError",
     "check_keys",
+    "check_top_level",
     "count",
     "fail",
     "mapping",
@@ -46,6 +47,22 @@ def check_keys(entry: Mapping[str, Any], known: Iterable[str], source: str, key:
     unknown = sorted(set(entry) - allowed)
     if unknown:
         raise fail(source, key, f"unknown key(s) {unknown}; known: {sorted(allowed)}")
+
+
+def check_top_level(
+    config: Mapping[str, Any], known: Iterable[str], required: Iterable[str] = ()
+) -> str:
+    """Refuse unknown and missing top-level keys; return the name of the configuration's file.
+
+    ``_path`` (set by :func:`rosenblatt.config.load_config`) names the file
+    and is not a key of the configuration.
+    """
+    source = str(config.get("_path", "the configuration"))
+    check_keys({k: v for k, v in config.items() if k != "_path"}, known, source, "top level")
+    for key in required:
+        if key not in config:
+            raise fail(source, key, "missing")
+    return source
 
 
 def number(value: Any, source: str, key: str) -> float:

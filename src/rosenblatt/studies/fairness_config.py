@@ -14,7 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from rosenblatt.studies.config_checks import check_keys, count, fail, mapping, number, numbers
+from rosenblatt.studies.config_checks import (
+    check_keys,
+    check_top_level,
+    count,
+    fail,
+    mapping,
+    number,
+    numbers,
+)
 
 __all__ = ["METHODS", "ArrestsConfig", "DigitsConfig", "FairnessConfig"]
 
@@ -191,10 +199,7 @@ class FairnessConfig:
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> FairnessConfig:
         """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
-        source = str(config.get("_path", "the configuration"))
-        check_keys(
-            {k: v for k, v in config.items() if k != "_path"}, _TOP_KEYS, source, "top level"
-        )
+        source = check_top_level(config, _TOP_KEYS)
         defaults = cls(name="", source="")
         claims = mapping(config.get("claims") or {}, source, "claims")
         check_keys(claims, {"dcc_floor_ratio_max"}, source, "claims")

@@ -34,6 +34,7 @@ from rosenblatt.studies.lhco_results import Closure, Decorrelation
 __all__ = [
     "CLASSIFIERS",
     "STEPS",
+    "Steps",
     "choose_models",
     "feature_table",
     "generate_events",
@@ -477,14 +478,21 @@ def _provenance(cfg: LhcoConfig) -> dict[str, Any]:
 
 
 class Steps:
-    """Runs the study's named steps in order, logging and timing each."""
+    """Runs a study's named steps in order, logging and timing each.
 
-    def __init__(self) -> None:
+    Parameters
+    ----------
+    names
+        The study's steps, in order (for the log's "step i of n").
+    """
+
+    def __init__(self, names: tuple[str, ...] = STEPS) -> None:
+        self.names = names
         self.seconds: dict[str, float] = {}
 
     def run(self, name: str, function: Callable[..., Any], *args: Any) -> Any:
         """Run step ``name`` as ``function(*args)`` and keep its wall time."""
-        log.info("step %d of %d: %s", len(self.seconds) + 1, len(STEPS), name)
+        log.info("step %d of %d: %s", len(self.seconds) + 1, len(self.names), name)
         start = time.perf_counter()
         result = function(*args)
         self.seconds[name] = round(time.perf_counter() - start, 2)

@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 
 import rosenblatt as rb
 from rosenblatt.studies.lhco import (
+    Steps,
     choose_models,
     feature_table,
     generate_events,
@@ -242,22 +243,6 @@ def _profiles(
     return {"slice_edges": slice_edges.tolist(), "profiles": profiles}
 
 
-class _Steps:
-    """Runs the study's named steps in order, logging and timing each."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    def run(self, name: str, function: Callable[..., Any], *args: Any) -> Any:
-        """Run step ``name`` as ``function(*args)`` and keep its wall time."""
-        log.info("step %d of %d: %s", len(self.seconds) + 1, len(STEPS), name)
-        start = time.perf_counter()
-        result = function(*args)
-        self.seconds[name] = round(time.perf_counter() - start, 2)
-        log.info("step %s done in %.1f s", name, self.seconds[name])
-        return result
-
-
 def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     """Run the study of ``config``; write ``report.md``, ``summary.json`` and the figures into ``folder``.
 
@@ -269,7 +254,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     cfg = Lhco2dConfig.parse(config)
     base = cfg.base
     base.data.folder.mkdir(parents=True, exist_ok=True)
-    steps = _Steps()
+    steps = Steps(STEPS)
     paths = steps.run("generate", generate_events, base)
     table = steps.run("features", feature_table, base, paths)
     samples = steps.run("partition", partition_samples, table, base)

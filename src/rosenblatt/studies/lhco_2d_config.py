@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rosenblatt.studies.config_checks import check_keys, count, fail, mapping
+from rosenblatt.studies.config_checks import check_keys, check_top_level, count, fail, mapping
 from rosenblatt.studies.lhco_config import (
+    SAMPLE_KEYS,
     ClassifierConfig,
     CutGrid,
     DataConfig,
@@ -36,18 +37,7 @@ OBSERVABLES = ("mjj", "pt_j1", "deta_jj", "mj1", "mj2")
 #: the conditional-CDF estimators the study may fit, each with its automatic parameter
 ESTIMATORS = ("gridkde", "irgi", "kde")
 
-_TOP_KEYS = {
-    "study",
-    "name",
-    "seed",
-    "data",
-    "partition",
-    "features",
-    "classifier",
-    "disco",
-    "disco_selection",
-    "decorrelation",
-}
+_TOP_KEYS = SAMPLE_KEYS | {"decorrelation"}
 _REQUIRED = ("data", "partition", "classifier")
 _MAX_OBSERVABLES = 3
 
@@ -120,13 +110,7 @@ class Lhco2dConfig:
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> Lhco2dConfig:
         """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
-        source = str(config.get("_path", "the configuration"))
-        check_keys(
-            {k: v for k, v in config.items() if k != "_path"}, _TOP_KEYS, source, "top level"
-        )
-        for key in _REQUIRED:
-            if key not in config:
-                raise fail(source, key, "missing")
+        source = check_top_level(config, _TOP_KEYS, _REQUIRED)
         name = str(config.get("name", Path(source).stem))
         base = LhcoConfig(
             name=name,

@@ -17,11 +17,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rosenblatt.studies.config_checks import check_keys, count, fail, mapping, number, numbers
+from rosenblatt.studies.config_checks import (
+    check_keys,
+    check_top_level,
+    count,
+    fail,
+    mapping,
+    number,
+    numbers,
+)
 
 __all__ = [
     "CLASSES",
     "PARTS",
+    "SAMPLE_KEYS",
     "ClassifierConfig",
     "CutGrid",
     "DataConfig",
@@ -37,16 +46,22 @@ PARTS = ("train", "validation", "optimisation", "testing")
 #: the two classes of every sample
 CLASSES = ("background", "signal")
 
-_TOP_KEYS = {
-    "study",
-    "name",
-    "seed",
-    "data",
-    "partition",
-    "features",
-    "classifier",
-    "disco",
-    "disco_selection",
+#: the keys that say which events and classifiers a study of the LHCO sample uses
+SAMPLE_KEYS = frozenset(
+    {
+        "study",
+        "name",
+        "seed",
+        "data",
+        "partition",
+        "features",
+        "classifier",
+        "disco",
+        "disco_selection",
+    }
+)
+
+_TOP_KEYS = SAMPLE_KEYS | {
     "selection",
     "irgi",
     "kde",
@@ -259,13 +274,7 @@ class LhcoConfig:
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> LhcoConfig:
         """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
-        source = str(config.get("_path", "the configuration"))
-        check_keys(
-            {k: v for k, v in config.items() if k != "_path"}, _TOP_KEYS, source, "top level"
-        )
-        for key in _REQUIRED:
-            if key not in config:
-                raise fail(source, key, "missing")
+        source = check_top_level(config, _TOP_KEYS, _REQUIRED)
         statistics = mapping(config.get("statistics") or {}, source, "statistics")
         check_keys(statistics, _STATISTICS_KEYS, source, "statistics")
         name = str(config.get("name", Path(source).stem))
