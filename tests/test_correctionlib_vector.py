@@ -127,6 +127,45 @@ def test_scalar_export_unchanged() -> None:
         assert "rosenblatt-correctionlib-vector" not in correction["description"]
 
 
+@pytest.mark.parametrize(("k", "depth"), [(2, (2, 3)), (2, (0, 3)), (3, (1, 2, 1))])
+def test_irgi_exact_in_correctionlib(k: int, depth: tuple[int, ...], tmp_path: Path) -> None:
+    import correctionlib.schemav2 as cs
+
+    x, y = sample(k, 3000, seed=20 + k)
+    w = np.random.default_rng(4).uniform(0.5, 1.5, len(y))
+    t = rb.IRGI(depth).fit(x, y, w)
+    correction, metadata = written(t, tmp_path / "gamma.json", n_check=3000, seed=2)
+    cs.CorrectionSet.model_validate(json.loads((tmp_path / "gamma.json").read_text()))
+    assert metadata["exact"] is True
+    assert metadata["splits"] == list(depth)
+    assert metadata["max_abs_error"] <= 1e-12
+    # inside and far outside the domain, beyond the y range, on the cells' edges and centres
+    rng = np.random.default_rng(k)
+    (x_lo, x_hi), (y_lo, y_hi) = t.domain_
+    lo, hi = np.asarray(x_lo), np.asarray(x_hi)
+    xq = rng.uniform(lo - 0.5 * (hi - lo), hi + 0.5 * (hi - lo), (4000, k))
+    yq = rng.uniform(y_lo - 1.0, y_hi + 1.0, 4000)
+    yq[:10], yq[10:20] = y_lo, y_hi
+    middles = 0.5 * (t.boxes_[:, 0] + t.boxes_[:, 1])
+    xq[1000:2000] = middles[rng.integers(0, len(middles), 1000)]
+    knots = t.y_edges_.ravel()[rng.integers(0, t.y_edges_.size, 1000)]
+    inside = np.clip(xq[2000:3000], lo, hi)
+    yq[2000:3000] = knots + (inside - t.trend_centre_) @ t.trend_slope_
+    got = correction.evaluate(*np.ascontiguousarray(xq.T), yq)
+    np.testing.assert_allclose(got, t.transform(xq, yq), rtol=0, atol=1e-12)
+    assert np.all(got[yq <= y_lo] == 0.0)
+    assert np.all(got[yq >= y_hi] == 1.0)
+    # asked for a tabulation, it is tabulated
+    _, tabulated = written(t, tmp_path / "tab.json", x_nodes=5, y_nodes=9, n_check=200)
+    assert tabulated["exact"] is False
+
+
+def test_irgi_nested_max_bins() -> None:
+    x, y = sample(2, 2000, seed=3)
+    with pytest.raises(ValueError, match="max_bins"):
+        correctionlib_document(rb.IRGI(4).fit(x, y), max_bins=10, n_check=100)
+
+
 def test_reader_refuses_several_observables(grid_kde: rb.GridKDE, tmp_path: Path) -> None:
     path = tmp_path / "gamma.json"
     write_correctionlib(grid_kde, path, n_check=100)

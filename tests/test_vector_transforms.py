@@ -21,7 +21,7 @@ MAKERS = {
     "grid_kde": lambda: rb.GridKDE(0.35),
     "grid_kde_linear": lambda: rb.GridKDE(0.3, degree=1),
     "kde": lambda: rb.KDE(0.17),
-    "irgi": lambda: rb.IRGI(8),
+    "irgi": lambda: rb.IRGI(6),
 }
 #: RMS against the exact CDF at 10^4 defining events that each estimator stays below
 RMS_BOUND = {"grid_kde": 0.035, "grid_kde_linear": 0.035, "kde": 0.035, "irgi": 0.035}
@@ -285,24 +285,98 @@ def test_sequential_removes_the_last_observable_only(sample, testing) -> None:
 
 
 def test_irgi_cells_automatic_depth_and_numpy_blend(monkeypatch, sample, testing) -> None:
-    from rosenblatt.transforms import _irgi_vector
+    from rosenblatt.transforms import _irgi_nested
 
     x, y = sample
     t = rb.IRGI("auto").fit(x, y)
     assert t.selection_ is not None
-    assert t.depth_ in t.selection_.values
-    assert len(t.boxes_) == 2**t.depth_
+    assert t.selection_.parameter == "splits"
+    assert t.splits_ in t.selection_.values
+    assert t.splits_ == t.selection_.values[int(np.argmin(t.selection_.scores))]
+    assert len(t.boxes_) == 2**t.depth_ == 2 ** sum(t.splits_)
     # the cells hold equal weight
     inside = [np.all((x >= b[0]) & (x <= b[1]), axis=1).sum() for b in t.boxes_]
     assert max(inside) - min(inside) <= 2 + 0.01 * len(y) / len(inside)
     assert _rms(t, TWO, *testing) < 0.035
+    # the balanced splits of every depth were scored before single levels moved
+    balanced = {(d - d // 2, d // 2) for d in range(1, 10)}
+    assert balanced <= set(t.selection_.values)
+    assert len(t.selection_.values) > len(balanced)
     compiled = t.transform(testing[0][:300], testing[1][:300])
-    monkeypatch.setattr(_irgi_vector, "_compiled", lambda: None)
+    monkeypatch.setattr(_irgi_nested, "_compiled", lambda: None)
     assert np.allclose(
         t.transform(testing[0][:300], testing[1][:300]), compiled, rtol=0, atol=1e-12
     )
-    with pytest.raises(ValueError, match=r"depth must be 'auto' or an integer in \[1, 9\]"):
+    with pytest.raises(ValueError, match=r"depth must be 'auto', an integer in \[1, 9\]"):
         rb.IRGI(12).fit(x, y)
+
+
+def test_irgi_levels_per_observable(sample, testing) -> None:
+    x, y = sample
+    t = rb.IRGI((1, 3)).fit(x, y)
+    assert t.splits_ == (1, 3)
+    assert t.depth_ == 4
+    assert t.fitted_params() == {"depth": [1, 3]}
+    # the slabs: two along x1, each cut in eight along x2 at its own medians
+    assert len(np.unique(t.boxes_[:, 0, 0])) == 2
+    assert not np.allclose(t.boxes_[:7, 1, 1], t.boxes_[8:15, 1, 1])
+    again = rb.IRGI(**t.fitted_params()).fit(x, y)
+    assert np.array_equal(again.transform(*testing), t.transform(*testing))
+    assert rb.IRGI(4).fit(x, y).splits_ == (2, 2)
+    assert rb.IRGI(5).fit(x, y).splits_ == (3, 2)
+    # a level count of zero: no split along that observable, linear in x2 alone
+    flat = rb.IRGI((0, 3)).fit(x, y)
+    xs = np.column_stack([np.linspace(-2, 2, 50), np.full(50, 0.3)])
+    u_equal = 1.0 + (xs - flat.trend_centre_) @ flat.trend_slope_
+    assert np.ptp(flat.transform(xs, u_equal)) < 1e-12
+    for bad in ((1, 2, 3), (1, -1), (0, 0), (1.5, 2)):
+        with pytest.raises(ValueError, match="depth"):
+            rb.IRGI(bad).fit(x, y)
+
+
+def test_irgi_nested_gamma_is_continuous_and_multilinear_between_centres(sample) -> None:
+    from rosenblatt.transforms._irgi_nested import cell_centres
+
+    x, y = sample
+    t = rb.IRGI((2, 2)).fit(x, y)
+    slabs = cell_centres(t.boxes_, t.splits_)[0]
+    # along x1 between two slab centres, at x2 beyond every cell centre: linear in x1
+    x1 = np.linspace(slabs[1], slabs[2], 7)
+    pts = np.column_stack([x1, np.full(7, 3.9)])
+    level = 0.2 + (pts - t.trend_centre_) @ t.trend_slope_
+    gamma = t.transform(pts, level)
+    assert np.allclose(np.diff(gamma, 2), 0.0, atol=1e-12)
+    # no jump across a slab centre or a face
+    for edge in (*slabs, *t.boxes_[:, 1, 0]):
+        near = np.array([[np.nextafter(edge, -np.inf), 0.1], [np.nextafter(edge, np.inf), 0.1]])
+        assert abs(np.diff(t.transform(near, np.array([0.4, 0.4])))[0]) < 1e-9
+    grid = np.linspace(-4, 4, 301)
+    for point in ((0.0, 0.0), (1.5, -2.0), (-3.0, 3.0)):
+        curve = t.transform(np.tile(point, (len(grid), 1)), grid)
+        assert np.all(np.diff(curve) >= 0)
+        assert curve.min() >= 0
+        assert curve.max() <= 1
+
+
+def test_irgi_file_of_kd_cells_blends_them_by_hats(sample, testing) -> None:
+    from rosenblatt.transforms._irgi_vector import blend_cells, residual
+
+    x, y = sample
+    state = rb.IRGI(4).fit(x, y).get_state()
+    state.pop("splits")
+    loaded = rb.IRGI.from_state(state)
+    assert loaded.splits_ is None
+    xt, yt = testing
+    inside = (yt > y.min()) & (yt < y.max())
+    xq = np.clip(xt[inside], x.min(axis=0), x.max(axis=0))
+    u = residual(xq, yt[inside], loaded.trend_centre_, loaded.trend_slope_)
+    expected = blend_cells(loaded.boxes_, loaded.y_edges_, loaded.cdf_, xq, u)
+    assert np.array_equal(loaded.transform(xt[inside], yt[inside]), expected)
+    assert "tensor hats" in loaded.describe()
+    assert _rms(loaded, TWO, *testing) < 0.05
+    state["splits"] = [3, 2]
+    with pytest.raises(rb.SchemaError, match="splits"):
+        rb.IRGI.from_state(state)
 
 
 def test_irgi_plane_is_weighted_least_squares_and_its_cdf_is_read_at_the_residual(sample) -> None:

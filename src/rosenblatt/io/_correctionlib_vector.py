@@ -29,7 +29,10 @@ million bins (about 1.7 GB, beyond the default ``max_bins``). Raise
 ``sigma_r``, lower ``nodes_per_bandwidth`` or ``y_levels`` for a smaller
 file, or tabulate it (give ``x_nodes`` or ``y_nodes``).
 
-Any other transform of several observables (IRGI, KDE) is tabulated: its
+IRGI's nested cells are written exactly as nested binnings
+(:mod:`rosenblatt.io._correctionlib_nested`). Any other transform of
+several observables (KDE, IRGI read from a file of k-d cells), or one given
+``x_nodes`` or ``y_nodes``, is tabulated: its
 ``transform`` is evaluated on a regular tensor grid of ``x_nodes`` nodes per
 axis over the ``x`` domain and, at every node, on ``y_nodes`` values shared
 by all nodes (placed half by the transform's marginal CDF of ``y``, half
@@ -58,6 +61,7 @@ from numpy.typing import NDArray
 
 from rosenblatt._version import __version__
 from rosenblatt.io._correctionlib_layout import METADATA_MARKER
+from rosenblatt.io._correctionlib_nested import NestedTable, nested_formulas
 from rosenblatt.io._correctionlib_numbers import ExactNumbers
 from rosenblatt.io._correctionlib_tables import ColumnCDF, grid_columns
 from rosenblatt.transforms._base import ConditionalCDFTransform
@@ -335,6 +339,7 @@ class VectorExport:
     description: str
     numbers: ExactNumbers
     places: set[float]
+    formulas: list[dict[str, Any]] | None = None
 
     def positions(self) -> set[float]:
         """The numbers that place bins: edges, lower ends of the bins, the rewrite of ``x``."""
@@ -358,7 +363,7 @@ class VectorExport:
                 "type": "real",
                 "description": "decorrelated score in [0, 1]",
             },
-            "generic_formulas": generic_formulas(self.k),
+            "generic_formulas": self.formulas or generic_formulas(self.k),
             "data": self.correction_data,
         }
 
@@ -403,6 +408,8 @@ def export_vector(
     if isinstance(n_check, bool) or not isinstance(n_check, int) or n_check < 4:
         msg = f"n_check must be an integer >= 4, got {n_check!r}"
         raise ValueError(msg)
+    if getattr(transform, "splits_", None) is not None and x_nodes is None and y_nodes is None:
+        return _export_nested(transform, n_check=n_check, max_bins=max_bins, seed=seed)
     table, exact, options = _table_of(transform, x_nodes, y_nodes)
     x_lo, x_hi, y_lo, y_hi = _domain(transform)
     data, n_bins, places = data_node(table, max_bins)
@@ -441,6 +448,96 @@ def export_vector(
     }
     description = _description(transform, what, (error, rms), n_check, inexact)
     return VectorExport(data, len(table.axes), metadata, description, numbers, places)
+
+
+def _export_nested(
+    transform: ConditionalCDFTransform, *, n_check: int, max_bins: int, seed: int
+) -> VectorExport:
+    """IRGI's nested cells written exactly (:mod:`rosenblatt.io._correctionlib_nested`)."""
+    t: Any = transform
+    domain = _domain(transform)
+    table = NestedTable(
+        t.boxes_, t.splits_, t.y_edges_, t.cdf_, t.trend_centre_, t.trend_slope_, domain
+    )
+    data = table.data()
+    if table.n_bins > max_bins:
+        msg = (
+            f"the nested cells need {table.n_bins} bins, more than max_bins = {max_bins}: raise "
+            "max_bins or fit a smaller depth"
+        )
+        raise ValueError(msg)
+    numbers = ExactNumbers()
+    inexact = sum(not numbers.is_exact(v) for v in table.places)
+    k = table.k
+    export = VectorExport(data, k, {}, "", numbers, table.places, nested_formulas(k))
+    x, y = nested_check_points(table, n_check, seed)
+    difference = np.abs(_evaluate(export, x, y) - transform.transform(x, y))
+    error, rms = float(np.max(difference, initial=0.0)), float(np.sqrt(np.mean(difference**2)))
+    x_lo, x_hi, y_lo, y_hi = domain
+    metadata = {
+        "layout": VECTOR_LAYOUT,
+        "layout_version": VECTOR_LAYOUT_VERSION,
+        "written_by": f"rosenblatt {__version__}",
+        "kind": transform.kind,
+        "params": transform.fitted_params(),
+        "x_dims": k,
+        "exact": True,
+        "splits": list(table.splits),
+        "domain": [[x_lo.tolist(), x_hi.tolist()], [y_lo, y_hi]],
+        "n_events": int(transform.n_events_),
+        "sum_weight": float(transform.sum_weight_),
+        "n_bins": table.n_bins,
+        "max_abs_error": error,
+        "rms_abs_error": rms,
+        "n_check_points": n_check,
+        "inexact_numbers": inexact,
+    }
+    what = (
+        f"{transform.describe()}; nested binnings along the observables, exact up to "
+        "floating-point rounding"
+    )
+    description = _description(transform, what, (error, rms), n_check, inexact)
+    return dataclasses.replace(export, metadata=metadata, description=description)
+
+
+def nested_check_points(table: NestedTable, n: int, seed: int) -> tuple[Array, Array]:
+    """Points to measure the nested correction: the widened domain, cells' edges and centres.
+
+    A quarter of the points is uniform over the domain widened by 5% on every
+    side; the others have ``u`` on an edge of a cell (or the float below it)
+    and, a third of them, ``x`` on a cell centre along every observable.
+    """
+    rng = np.random.default_rng(seed)
+    lo, hi = table.x_lo, table.x_hi
+    wide = 0.05 * (hi - lo)
+    x = rng.uniform(lo - wide, hi + wide, (n, table.k))
+    dy = 0.05 * (table.y_hi - table.y_lo)
+    y = rng.uniform(table.y_lo - dy, table.y_hi + dy, n)
+    quarter = n // 4
+    for d, centres in enumerate(table.centres):
+        x[3 * quarter :, d] = centres[rng.integers(0, len(centres), n - 3 * quarter)]
+    knots = np.unique(np.concatenate([c.nodes for c in table.columns]))
+    u = knots[rng.integers(0, len(knots), n - quarter)]
+    below = rng.random(len(u)) < 0.5
+    u[below] = np.nextafter(u[below], -np.inf)
+    inside = np.clip(x[quarter:], lo, hi)
+    y[quarter:] = u + (inside - table.centre) @ table.slope
+    return x, y
+
+
+def _evaluate(export: VectorExport, x: Array, y: Array) -> Array:
+    """The correction evaluated by correctionlib, as a reader of the written file would."""
+    import correctionlib
+
+    document = {
+        "schema_version": 2,
+        "description": "check",
+        "corrections": [export.correction("check")],
+    }
+    text = export.numbers.dumps(json.dumps(document, allow_nan=False), export.positions())
+    correction = correctionlib.CorrectionSet.from_string(text)["check"]
+    values: Array = np.asarray(correction.evaluate(*x.T, y), dtype=np.float64)
+    return values
 
 
 def _check_readable(places: set[float], table: TensorTable, numbers: ExactNumbers) -> int:

@@ -1,12 +1,16 @@
-"""IRGI on several protected observables: cells by recursive equal-occupancy bisection, blended.
+"""IRGI on several protected observables: nested cells of equal weight, interpolated.
 
-The defining sample is bisected recursively ``depth`` times by summed
-weight, the split axis cycling over the observables (level ``l`` splits
-along observable ``l mod k``), like a k-d tree: the ``2**depth`` cells are
-boxes of equal weight. In each cell ``y`` is bisected again, ``y_depth``
-times, at the weighted quantiles of the cell's scores; the cumulative weight
-fraction below each edge is the cell's conditional CDF, linear in ``y``
-between edges (0 below the domain, 1 at and above its top).
+The defining sample is split into cells of equal summed weight by nested
+bisection (:mod:`rosenblatt.transforms._irgi_nested`): ``s1`` levels along
+the first observable, then ``s2`` levels along the second inside every slab,
+and so on (``splits = (s1, ..., sk)``; a total ``depth`` is shared as evenly
+as cycling over the observables would share it). In each cell ``y`` is
+bisected again, ``y_depth`` times, at the weighted quantiles of the cell's
+scores; the cumulative weight fraction below each edge is the cell's
+conditional CDF, linear in ``y`` between edges (0 below the domain, 1 at and
+above its top). Between cells, ``gamma`` is interpolated multilinearly over
+the cells' centres, one observable at a time, so that a correctionlib
+multibinning holds it exactly.
 
 The cells' CDFs are those of the residual ``u = y - (x - c) . b`` about
 the weighted least-squares plane of ``y`` on ``x`` (centre ``c``, slope
@@ -19,19 +23,16 @@ at the best depth falls from 0.046 to 0.008 at 10^5 defining events. Where
 the plane is not defined (summed weight or weighted spread of ``x`` not
 positive), the slope is zero and the cells take ``y`` itself.
 
-Between cells, ``gamma`` is a partition of unity over the cells' CDFs,
-``gamma(x, y) = sum_c phi_c(x) F_c(y) / sum_c phi_c(x)``, with the tensor
-hat ``phi_c(x) = prod_d max(0, 1 - |x_d - m_cd| / w_cd)`` centred on the
-middle ``m_c`` of the cell's box and as wide as the box (``w_c``), so that it
-reaches the centres of the neighbouring cells. The k-d cells do not lie on
-a tensor grid, so the multilinear interpolation of one dimension has no
-direct counterpart; the hats give the same shape on a regular grid of cells
-(linear between centres) and stay well defined on any arrangement of boxes.
-Every point of the domain lies inside some box, whose hat is positive there,
-so ``gamma`` is continuous in ``x`` and ``y``, monotone in ``y`` (a positive
-combination of CDFs, each read at ``u``, which grows with ``y``) and in
-``[0, 1]``; at and below the domain's lowest ``y`` it is 0, at and above its
-highest 1, as in one dimension.
+``splits="auto"`` (``IRGI(depth="auto")``) cross-validates the integrated
+Brier score over the balanced splits of every depth, then moves one level at
+a time between observables (or adds or removes one) while that lowers the
+score.
+
+Files written before the nested cells hold the cells of a k-d tree whose
+split cycled over the observables, blended by tensor hats
+(``gamma(x, y) = sum_c phi_c(x) F_c(y) / sum_c phi_c(x)``, with
+``phi_c(x) = prod_d max(0, 1 - |x_d - m_cd| / w_cd)`` centred on the middle
+``m_c`` of the cell's box and as wide as it); they evaluate as they did.
 """
 
 from __future__ import annotations
@@ -45,39 +46,27 @@ from numpy.typing import NDArray
 
 from rosenblatt._jit import numba_enabled
 from rosenblatt.transforms import _local_polynomial as lp
+from rosenblatt.transforms._irgi_nested import (
+    balanced_splits,
+    nested_cells,
+    nested_gamma,
+)
+from rosenblatt.transforms._irgi_nested import column_value as _column_value
 
 try:
     import numba
     from numba import prange
-
-    def _helper(function: Any) -> Any:
-        return numba.njit(cache=True, nogil=True)(function)
-
 except ImportError:  # pragma: no cover - numba is optional
     prange = range  # type: ignore[misc]
 
-    def _helper(function: Any) -> Any:
-        return function
 
-
-__all__ = ["REACH", "Cells", "blend_cells", "fit_cells", "kd_cells", "linear_trend"]
+__all__ = ["REACH", "Cells", "blend_cells", "fit_cells", "linear_trend", "select_splits"]
 
 #: half-width of a cell's hat in units of the cell's width (1/2 would end it on the box's faces)
 REACH = 1.0
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.intp]
-
-
-def _split(x: Array, w: Array, rows: IntArray, axis: int) -> tuple[IntArray, IntArray, float]:
-    """Split ``rows`` along ``axis`` at the weighted median: ``(lower, upper, cut)``."""
-    order = rows[np.argsort(x[rows, axis], kind="stable")]
-    cumulative = np.cumsum(w[order])
-    half = int(np.searchsorted(cumulative, 0.5 * cumulative[-1], side="left")) + 1
-    half = min(max(half, 1), len(order) - 1)
-    values = x[order, axis]
-    cut = 0.5 * (values[half - 1] + values[half])
-    return order[:half], order[half:], float(cut)
 
 
 def linear_trend(x: Array, y: Array, w: Array) -> tuple[Array, Array]:
@@ -109,26 +98,6 @@ def residual(x: Array, y: Array, centre: Array, slope: Array) -> Array:
     """``u = y - (x - centre) . slope``, the score about the plane."""
     u: Array = y - (x - centre) @ slope
     return u
-
-
-def kd_cells(x: Array, w: Array, depth: int, lo: Array, hi: Array) -> tuple[list[IntArray], Array]:
-    """The events of each of the ``2**depth`` cells and the cells' boxes ``(n_cells, 2, k)``."""
-    k = x.shape[1]
-    cells: list[tuple[IntArray, Array]] = [(np.arange(len(x)), np.stack([lo, hi]))]
-    for level in range(depth):
-        axis = level % k
-        refined = []
-        for rows, box in cells:
-            if len(rows) < 2:
-                msg = f"a cell holds {len(rows)} event(s) at bisection level {level}: use a smaller depth"
-                raise ValueError(msg)
-            lower, upper, cut = _split(x, w, rows, axis)
-            low_box, high_box = box.copy(), box.copy()
-            low_box[1, axis] = cut
-            high_box[0, axis] = cut
-            refined += [(lower, low_box), (upper, high_box)]
-        cells = refined
-    return [rows for rows, _ in cells], np.stack([box for _, box in cells])
 
 
 def cell_columns(
@@ -221,26 +190,6 @@ def _buckets(boxes: Array) -> tuple[float, float, IntArray, IntArray]:
     return lo, scale, starts, cells[order].astype(np.intp)
 
 
-@_helper
-def _column_value(edges: Array, cdf: Array, n_edge: int, y: float) -> float:
-    """A column's CDF at ``y``: linear between its edges, 0 below, 1 at and above the last."""
-    if y < edges[0]:
-        return 0.0
-    if y >= edges[n_edge - 1]:
-        return 1.0
-    lo, hi = 0, n_edge - 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if edges[mid] <= y:
-            lo = mid
-        else:
-            hi = mid
-    span = edges[hi] - edges[lo]
-    frac = (y - edges[lo]) / span if span > 0 else 1.0
-    value: float = cdf[lo] + (cdf[hi] - cdf[lo]) * frac
-    return value
-
-
 @functools.cache
 def _compiled() -> Any:
     if not numba_enabled():
@@ -296,9 +245,9 @@ def y_depth_for(n_events: int, depth: int) -> int:
 class Cells(NamedTuple):
     """The learned state of IRGI on several observables."""
 
-    #: ``(2**depth, 2, k)`` each cell's box: its lower and upper corner
+    #: ``(n_cells, 2, k)`` each cell's box: its lower and upper corner
     boxes: Array
-    #: ``(2**depth, n_edge)`` each cell's edges in the residual ``u``
+    #: ``(n_cells, n_edge)`` each cell's edges in the residual ``u``
     edges: Array
     #: the CDF at the edges
     cdf: Array
@@ -308,61 +257,113 @@ class Cells(NamedTuple):
     centre: Array
     #: ``(k,)`` its slope
     slope: Array
+    #: levels of the nested bisection per observable; ``None`` for cells of a k-d tree blended by hats
+    splits: tuple[int, ...] | None = None
 
     def gamma(self, x: Array, y: Array, y_range: tuple[float, float]) -> Array:
         """``gamma`` at ``(x, y)`` (``x`` within the domain; ``y_range`` the domain in ``y``)."""
         u = residual(x, y, self.centre, self.slope)
-        gamma = blend_cells(self.boxes, self.edges, self.cdf, x, u)
+        if self.splits is None:
+            gamma = blend_cells(self.boxes, self.edges, self.cdf, x, u)
+        else:
+            gamma = nested_gamma(self.boxes, self.splits, self.edges, self.cdf, x, u)
         return np.where(y <= y_range[0], 0.0, np.where(y >= y_range[1], 1.0, gamma))
 
 
-def fit_cells(x: Array, y: Array, w: Array | None, depth: int) -> Cells:
-    """The cells of depth ``depth`` and the plane their CDFs are taken about."""
+def fit_cells(x: Array, y: Array, w: Array | None, splits: tuple[int, ...]) -> Cells:
+    """The nested cells of ``splits`` levels per observable and the plane their CDFs are taken about."""
     weight = np.ones(len(y)) if w is None else w
     centre, slope = linear_trend(x, y, weight)
     u = residual(x, y, centre, slope)
     lo, hi = x.min(axis=0), x.max(axis=0)
-    cells, boxes = kd_cells(x, weight, depth, lo, hi)
-    y_depth = y_depth_for(len(y), depth)
+    cells, boxes = nested_cells(x, weight, splits, lo, hi)
+    y_depth = y_depth_for(len(y), sum(splits))
     edges, cdf = cell_columns(u, weight, cells, y_depth, float(u.min()), float(u.max()))
-    return Cells(boxes, edges, cdf, y_depth, centre, slope)
+    return Cells(boxes, edges, cdf, y_depth, centre, slope, tuple(int(s) for s in splits))
 
 
-#: scored held-out events per fold and score thresholds of :func:`select_depth`
+#: scored held-out events per fold and score thresholds of :func:`select_splits`
 SCORED_PER_FOLD = 2000
 N_THRESHOLDS = 32
+#: most rounds of moving one level between observables after the balanced search
+MAX_MOVES = 8
 
 
-def select_depth(x: Array, y: Array, w: Array | None, folds: int, seed: int) -> Any:
-    """Cross-validate the ``x`` depth by the integrated Brier score (a :class:`Selection`).
+def _neighbours(splits: tuple[int, ...], largest: int) -> list[tuple[int, ...]]:
+    """Splits one level away: a level moved between two observables, added or removed."""
+    k = len(splits)
+    out = []
+    for a in range(k):
+        for b in range(k):
+            step = [0] * k
+            if a == b:
+                for sign in (1, -1):
+                    step[a] = sign
+                    out.append(tuple(s + d for s, d in zip(splits, step, strict=True)))
+                    step[a] = 0
+            else:
+                step[a], step[b] = 1, -1
+                out.append(tuple(s + d for s, d in zip(splits, step, strict=True)))
+    return [c for c in out if min(c) >= 0 and 1 <= sum(c) <= largest]
 
-    Thresholds are the inner weighted quantiles of the defining scores; at most
+
+def select_splits(x: Array, y: Array, w: Array | None, folds: int, seed: int) -> Any:
+    """Cross-validate the levels per observable by the integrated Brier score (a :class:`Selection`).
+
+    The balanced splits of every depth from 1 to the largest a training fold
+    supports are scored first; from the best, one level is moved between
+    observables, added or removed, while that lowers the score. Thresholds
+    are the inner weighted quantiles of the defining scores; at most
     :data:`SCORED_PER_FOLD` held-out events of each fold are scored.
     """
     from rosenblatt.transforms.selection import Selection, brier_thresholds, fold_labels
 
+    k = x.shape[1]
     label = fold_labels(len(y), folds, seed)
     thresholds = brier_thresholds(y, w, N_THRESHOLDS)
     largest = max_vector_depth(len(y) - -(-len(y) // folds))
-    depths = list(range(1, largest + 1))
     rng = np.random.default_rng([seed, 1])
-    totals, held_weight = np.zeros(len(depths)), 0.0
+    held_out = []
     for fold in range(folds):
-        train, held = label != fold, np.flatnonzero(label == fold)
-        held = rng.choice(held, min(len(held), SCORED_PER_FOLD), replace=False)
-        weight = np.ones(len(held)) if w is None else w[held]
-        held_weight += float(weight.sum())
-        below = (y[held, None] < thresholds[None, :]).astype(np.float64)
-        xq = np.clip(
-            np.repeat(x[held], len(thresholds), axis=0), x[train].min(axis=0), x[train].max(axis=0)
-        )
-        for i, depth in enumerate(depths):
-            cells = fit_cells(x[train], y[train], None if w is None else w[train], depth)
-            y_range = (float(y[train].min()), float(y[train].max()))
-            gamma = cells.gamma(xq, np.tile(thresholds, len(held)), y_range).reshape(below.shape)
-            totals[i] += float(np.dot(weight, ((gamma - below) ** 2).mean(axis=1)))
-    scores = totals / held_weight
-    best = int(np.argmin(scores))
+        held = np.flatnonzero(label == fold)
+        held_out.append(rng.choice(held, min(len(held), SCORED_PER_FOLD), replace=False))
+    held_weight = sum(float(len(h) if w is None else w[h].sum()) for h in held_out)
+    scores: dict[tuple[int, ...], float] = {}
+
+    def score(splits: tuple[int, ...]) -> float:
+        if splits not in scores:
+            total = 0.0
+            for fold, held in enumerate(held_out):
+                train = label != fold
+                weight = np.ones(len(held)) if w is None else w[held]
+                below = (y[held, None] < thresholds[None, :]).astype(np.float64)
+                xq = np.clip(
+                    np.repeat(x[held], len(thresholds), axis=0),
+                    x[train].min(axis=0),
+                    x[train].max(axis=0),
+                )
+                cells = fit_cells(x[train], y[train], None if w is None else w[train], splits)
+                y_range = (float(y[train].min()), float(y[train].max()))
+                gamma = cells.gamma(xq, np.tile(thresholds, len(held)), y_range)
+                total += float(
+                    np.dot(weight, ((gamma.reshape(below.shape) - below) ** 2).mean(axis=1))
+                )
+            scores[splits] = total / held_weight
+        return scores[splits]
+
+    best = min((balanced_splits(d, k) for d in range(1, largest + 1)), key=score)
+    for _ in range(MAX_MOVES):
+        candidate = min(_neighbours(best, largest), key=score, default=best)
+        if score(candidate) >= score(best):
+            break
+        best = candidate
+    tried = sorted(scores)
     return Selection(
-        "depth", tuple(depths), tuple(scores.tolist()), depths[best], folds, seed, len(thresholds)
+        "splits",
+        tuple(tried),
+        tuple(scores[s] for s in tried),
+        best,
+        folds,
+        seed,
+        len(thresholds),
     )

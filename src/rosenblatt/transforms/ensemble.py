@@ -437,6 +437,8 @@ def _chosen_parameters(transform: ConditionalCDFTransform) -> dict[str, Any]:
     selection = getattr(transform, "selection_", None)
     if selection is None:
         return {}
+    if selection.parameter == "splits":
+        return {"depth": tuple(selection.chosen)}
     chosen = int(selection.chosen) if selection.parameter == "depth" else float(selection.chosen)
     return {selection.parameter: chosen}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
@@ -72,20 +73,25 @@ class IRGI(ColumnGridTransform):
         With ``depth="auto"``: the depths tried and their scores.
 
     Several protected observables (``x`` of shape ``(n, k)``, ``k <= 3``, or a
-    list of ``k`` arrays): the sample is bisected ``depth`` times by summed
-    weight, the split cycling over the observables, into ``2**depth`` cells
-    of equal weight; each cell is bisected in ``y`` at its weighted quantiles
-    (``y_depth_`` levels, about three events per bin) and ``gamma`` blends the
-    cells' CDFs with tensor hats centred on the cells' boxes. The cells' CDFs
-    are those of the score about its weighted least-squares plane in ``x``,
+    list of ``k`` arrays): the sample is bisected by summed weight into
+    ``2**depth`` nested cells of equal weight, ``s1`` levels along the first
+    observable, then ``s2`` along the second inside every slab, and so on;
+    ``depth`` is a total shared as evenly as cycling over the observables
+    shares it, or the levels per observable ``(s1, ..., sk)``. Each cell is
+    bisected in ``y`` at its weighted quantiles (``y_depth_`` levels, about
+    three events per bin) and ``gamma`` is multilinear in ``x`` between the
+    cells' centres, one observable at a time, so that a correctionlib
+    multibinning holds it exactly. The cells' CDFs are those of the score
+    about its weighted least-squares plane in ``x``,
     ``u = y - (x - trend_centre_) . trend_slope_``, read at the query's own
     ``u``: the same conditional CDF, with less of ``y``'s dependence on ``x``
     left for the cells to smear (see :mod:`rosenblatt.transforms._irgi_vector`,
-    which says why and what it gains). ``depth="auto"`` cross-validates
-    ``depth`` as in one dimension; ``domain`` is not used. Attributes of such
-    a fit: ``boxes_`` (``(2**depth, 2, k)``), ``y_edges_`` and ``cdf_`` per
-    cell, ``trend_centre_``, ``trend_slope_``, ``depth_``, ``y_depth_``,
-    ``selection_``.
+    which says why and what it gains). ``depth="auto"`` cross-validates the
+    balanced levels of every depth, then moves single levels between the
+    observables while the score improves; ``domain`` is not used. Attributes
+    of such a fit: ``boxes_`` (``(2**depth, 2, k)``), ``splits_`` (levels per
+    observable), ``y_edges_`` and ``cdf_`` per cell, ``trend_centre_``,
+    ``trend_slope_``, ``depth_`` (the total), ``y_depth_``, ``selection_``.
 
     Notes
     -----
@@ -110,7 +116,7 @@ class IRGI(ColumnGridTransform):
 
     def __init__(
         self,
-        depth: int | Literal["auto"] = 7,
+        depth: int | Sequence[int] | Literal["auto"] = 7,
         domain: Domain | None = None,
         *,
         folds: int = 10,
@@ -156,42 +162,56 @@ class IRGI(ColumnGridTransform):
             raise ValueError(msg)
         selection = None
         if isinstance(self.depth, str) and self.depth == "auto":
-            selection = iv.select_depth(
+            selection = iv.select_splits(
                 x, y, w, check_folds(self.folds, len(y)), check_seed(self.seed)
             )
-            depth = int(selection.chosen)
+            splits = tuple(selection.chosen)
         else:
-            depth = self._checked_vector_depth(len(y))
-        cells = iv.fit_cells(x, y, w, depth)
+            splits = self._checked_vector_splits(len(y), x.shape[1])
+        cells = iv.fit_cells(x, y, w, splits)
         lo, hi = x.min(axis=0), x.max(axis=0)
         domain = ((tuple(map(float, lo)), tuple(map(float, hi))), (float(y.min()), float(y.max())))
-        self._set_cells(domain, cells, depth)
+        self._set_cells(domain, cells)
         self.selection_ = selection
 
-    def _checked_vector_depth(self, n_events: int) -> int:
+    def _checked_vector_splits(self, n_events: int, k: int) -> tuple[int, ...]:
+        from rosenblatt.transforms._irgi_nested import balanced_splits
         from rosenblatt.transforms._irgi_vector import max_vector_depth
 
         depth, largest = self.depth, max_vector_depth(n_events)
-        if (
-            isinstance(depth, bool)
-            or not isinstance(depth, (int, np.integer))
-            or not 1 <= depth <= largest
-        ):
+        if isinstance(depth, (tuple, list)):
+            if len(depth) != k or any(
+                isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in depth
+            ):
+                msg = (
+                    f"depth as levels per observable must be {k} non-negative integers, one per "
+                    f"observable, got {depth!r}"
+                )
+                raise ValueError(msg)
+            splits = tuple(int(s) for s in depth)
+        elif isinstance(depth, (int, np.integer)) and not isinstance(depth, bool):
+            splits = balanced_splits(int(depth), k)
+        else:
+            splits = ()
+        if not splits or not 1 <= sum(splits) <= largest:
             msg = (
-                f"depth must be 'auto' or an integer in [1, {largest}] for {n_events} events on "
-                f"several observables (cells of at least 16 events), got {depth!r}"
+                f"depth must be 'auto', an integer in [1, {largest}] or {k} levels per observable "
+                f"summing to it, for {n_events} events on several observables (cells of at "
+                f"least 16 events), got {depth!r}"
             )
             raise ValueError(msg)
-        return int(depth)
+        return splits
 
-    def _set_cells(self, domain: Any, cells: Cells, depth: int) -> None:
+    def _set_cells(self, domain: Any, cells: Cells) -> None:
         """Store the cells of a fit on several observables."""
         for name in ("x_centres_", "x_boundaries_", "column_weight_"):
             self.__dict__.pop(name, None)
         self.domain_ = domain
         self.boxes_, self.y_edges_, self.cdf_ = cells.boxes, cells.edges, cells.cdf
         self.trend_centre_, self.trend_slope_ = cells.centre, cells.slope
-        self.depth_, self.y_depth_ = depth, cells.y_depth
+        self.splits_ = cells.splits
+        self.depth_ = int(np.log2(len(cells.boxes)))
+        self.y_depth_ = cells.y_depth
 
     def _cells(self) -> Cells:
         from rosenblatt.transforms._irgi_vector import Cells
@@ -203,6 +223,7 @@ class IRGI(ColumnGridTransform):
             self.y_depth_,
             self.trend_centre_,
             self.trend_slope_,
+            self.splits_,
         )
 
     def _transform_vector(
@@ -210,11 +231,15 @@ class IRGI(ColumnGridTransform):
     ) -> NDArray[np.float64]:
         return self._cells().gamma(x, y, self.domain_[1])
 
+    def _vector_depth(self) -> int | list[int]:
+        """The depth a fit on several observables used: its levels per observable if nested."""
+        return int(self.depth_) if self.splits_ is None else list(self.splits_)
+
     def _vector_state(self) -> dict[str, Any]:
         (x_lo, x_hi), y_range = self.domain_
-        return {
+        state = {
             "params": {
-                "depth": self.depth if self.depth == "auto" else int(self.depth_),
+                "depth": self.depth if self.depth == "auto" else self._vector_depth(),
                 "folds": int(self.folds),
                 "seed": int(self.seed),
             },
@@ -231,6 +256,9 @@ class IRGI(ColumnGridTransform):
             "n_events": int(self.n_events_),
             "sum_weight": float(self.sum_weight_),
         }
+        if self.splits_ is not None:
+            state["splits"] = list(self.splits_)
+        return state
 
     @classmethod
     def _from_vector_state(cls, state: dict[str, Any]) -> IRGI:
@@ -244,6 +272,15 @@ class IRGI(ColumnGridTransform):
         domain = _vector_domain(state["domain"], k)
         if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 24:
             msg = f"depth must be an integer in [1, 24], got {depth!r}"
+            raise SchemaError(msg)
+        splits = state.get("splits")
+        if splits is not None and (
+            not isinstance(splits, list)
+            or len(splits) != k
+            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in splits)
+            or sum(splits) != depth
+        ):
+            msg = f"splits must be {k} non-negative integers summing to the depth {depth}, got {splits!r}"
             raise SchemaError(msg)
         boxes = check_array(state["boxes"], "boxes", (2**depth, 2, k))
         width = len(state["y_edges"][0]) if state["y_edges"] else 0
@@ -262,8 +299,18 @@ class IRGI(ColumnGridTransform):
         zero = [0.0] * k
         centre = check_array(state.get("trend_centre", zero), "trend_centre", (k,))
         slope = check_array(state.get("trend_slope", zero), "trend_slope", (k,))
-        cells = Cells(boxes, edges, cdf, int(state["y_depth"]), centre, slope)
-        obj._set_cells(domain, cells, depth)
+        cells = Cells(
+            boxes,
+            edges,
+            cdf,
+            int(state["y_depth"]),
+            centre,
+            slope,
+            None if splits is None else tuple(splits),
+        )
+        if splits is not None:
+            _check_nested_boxes(cells)
+        obj._set_cells(domain, cells)
         obj.selection_ = (
             None if state["selection"] is None else Selection.from_dict(state["selection"])
         )
@@ -449,11 +496,18 @@ class IRGI(ColumnGridTransform):
     def describe(self) -> str:
         """The depth and the shape of ``gamma`` between the grid's vertices."""
         self._check_fitted()
-        if self.x_dims > 1:
+        if self.x_dims > 1 and self.splits_ is None:
             return (
                 f"IRGI of depth {self.depth_} on {self.x_dims} observables: {len(self.boxes_)} cells, "
                 "linear in the score about its plane in x between each cell's edges, "
                 "blended in x by tensor hats over the cells"
+            )
+        if self.x_dims > 1:
+            levels = ", ".join(map(str, self.splits_ or ()))
+            return (
+                f"IRGI of depth {self.depth_} on {self.x_dims} observables: {len(self.boxes_)} "
+                f"nested cells ({levels} levels per observable), linear in the score about its "
+                "plane in x between each cell's edges, multilinear in x between cell centres"
             )
         return (
             f"IRGI of depth {self.depth_}: linear in y between the edges of each of its "
@@ -461,8 +515,10 @@ class IRGI(ColumnGridTransform):
         )
 
     def fitted_params(self) -> dict[str, Any]:
-        """The depth used."""
+        """The depth used (on several observables: the levels per observable)."""
         self._check_fitted()
+        if self.x_dims > 1:
+            return {"depth": self._vector_depth()}
         return {"depth": int(self.depth_)}
 
     # -------------------------------------------------------- serialisation
@@ -791,3 +847,17 @@ def _y_edges_and_cdf(
     else:
         weight_below = cumulative[below] - cumulative[column_start]
     return y_edges, _column_cdf(weight_below, column_weight)
+
+
+def _check_nested_boxes(cells: Cells) -> None:
+    """Refuse nested cells whose centres do not increase along the observable that cut them."""
+    from rosenblatt._schema import SchemaError
+    from rosenblatt.transforms._irgi_nested import cell_centres
+
+    assert cells.splits is not None
+    for axis, (count, centres) in enumerate(
+        zip(cells.splits, cell_centres(cells.boxes, cells.splits), strict=True)
+    ):
+        if np.any(np.diff(centres.reshape(-1, 2**count), axis=1) <= 0):
+            msg = f"the nested cells' centres along observable {axis + 1} must increase within each slab"
+            raise SchemaError(msg)

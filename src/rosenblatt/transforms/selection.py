@@ -82,7 +82,8 @@ class Selection:
     Attributes
     ----------
     parameter
-        Name of the chosen parameter (``"depth"`` or ``"sigma_r"``).
+        Name of the chosen parameter: ``"depth"``, ``"sigma_r"`` or
+        ``"splits"`` (IRGI's levels per observable, a tuple of integers).
     values
         The values tried, increasing.
     scores
@@ -97,15 +98,25 @@ class Selection:
     """
 
     parameter: str
-    values: tuple[float, ...]
+    values: tuple[Any, ...]
     scores: tuple[float, ...]
-    chosen: float
+    chosen: Any
     folds: int
     seed: int
     n_thresholds: int
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible data, read back by :meth:`from_dict`."""
+        if self.parameter == "splits":
+            return {
+                "parameter": self.parameter,
+                "values": [[int(s) for s in v] for v in self.values],
+                "scores": [float(v) for v in self.scores],
+                "chosen": [int(s) for s in self.chosen],
+                "folds": int(self.folds),
+                "seed": int(self.seed),
+                "n_thresholds": int(self.n_thresholds),
+            }
         kind = int if self.parameter == "depth" else float
         return {
             "parameter": self.parameter,
@@ -125,6 +136,8 @@ class Selection:
         if not isinstance(data, dict):
             msg = f"selection must be an object, got {type(data).__name__}"
             raise SchemaError(msg)
+        if data.get("parameter") == "splits":
+            return cls._splits_from_dict(data)
         try:
             n = len(data["values"])
             values = check_array(data["values"], "selection values", (n,), increasing=True)
@@ -140,7 +153,7 @@ class Selection:
             msg = f"malformed selection ({type(err).__name__}: {err})"
             raise SchemaError(msg) from err
         if parameter not in ("depth", "sigma_r"):
-            msg = f"selection parameter must be 'depth' or 'sigma_r', got {parameter!r}"
+            msg = f"selection parameter must be 'depth', 'sigma_r' or 'splits', got {parameter!r}"
             raise SchemaError(msg)
         for name, value in (("folds", folds), ("seed", seed), ("n_thresholds", n_thresholds)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -167,6 +180,44 @@ class Selection:
             tuple(values.tolist()),
             tuple(scores.tolist()),
             float(chosen),
+            folds,
+            seed,
+            n_thresholds,
+        )
+
+    @classmethod
+    def _splits_from_dict(cls, data: dict[str, Any]) -> Selection:
+        """Rebuild a selection of IRGI's levels per observable, checking it."""
+        from rosenblatt._schema import SchemaError, check_array
+
+        try:
+            values = [tuple(v) for v in data["values"]]
+            scores = check_array(data["scores"], "selection scores", (len(values),))
+            chosen = tuple(data["chosen"])
+            folds, seed, n_thresholds = data["folds"], data["seed"], data["n_thresholds"]
+        except (KeyError, TypeError) as err:
+            msg = f"malformed selection ({type(err).__name__}: {err})"
+            raise SchemaError(msg) from err
+        entries = [*values, chosen]
+        k = len(chosen)
+        if not 2 <= k <= 3 or any(
+            len(v) != k or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in v)
+            for v in entries
+        ):
+            msg = "selection of splits must hold lists of 2 or 3 non-negative integers"
+            raise SchemaError(msg)
+        if values != sorted(set(values)) or chosen not in values:
+            msg = "selection of splits must list distinct splits in order and choose one of them"
+            raise SchemaError(msg)
+        for name, value in (("folds", folds), ("seed", seed), ("n_thresholds", n_thresholds)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                msg = f"selection {name} must be a non-negative integer, got {value!r}"
+                raise SchemaError(msg)
+        return cls(
+            "splits",
+            tuple(values),
+            tuple(scores.tolist()),
+            chosen,
             folds,
             seed,
             n_thresholds,
