@@ -14,14 +14,10 @@ pytest.importorskip("fastjet")
 from rosenblatt.hep.generation import (
     GenerationSettings,
     GenerationSummary,
-    generate_chunk,
     generate_events,
     generate_file,
-    trigger_prefilter,
 )
-from rosenblatt.hep.particles import visible_final_state
 from rosenblatt.hep.pythia_settings import PYTHIA_SEED_MAX, pythia_settings
-from rosenblatt.hep.trigger import leading_jet_pt
 from rosenblatt.io import read_events
 from rosenblatt.io.lhco import LHCOWriter, lhco_info
 from rosenblatt.io.root import RESUME_SUFFIX, RootWriter, root_info
@@ -216,74 +212,6 @@ def test_other_seed_other_events(signal_events: ak.Array) -> None:
 def test_events_do_not_depend_on_the_number_of_workers(signal_events: ak.Array) -> None:
     parallel = generate_events("wprime", 20, seed=11, chunk_size=10, workers=2)
     assert_same_events(parallel, signal_events[:20])
-
-
-# the trigger pre-filter ----------------------------------------------------------------
-
-
-def test_the_prefilter_never_vetoes_an_event_that_passes_the_trigger() -> None:
-    """The pre-filter's decision and the trigger, on the same QCD events (none vetoed)."""
-    import pythia8mc
-
-    settings = GenerationSettings("qcd", n_events=1, seed=5)
-
-    class Recording(type(trigger_prefilter(settings))):  # type: ignore[misc]
-        def __init__(self) -> None:
-            super().__init__(settings)
-            self.calls: list[tuple[bool, float]] = []
-
-        def doVetoAfterHadronization(self, event: object) -> bool:
-            vetoes = super().doVetoAfterHadronization(event)
-            self.calls.append((vetoes, self.leading_pt(event)))
-            return False
-
-    hook = Recording()
-    pythia = pythia8mc.Pythia("", False)
-    for line in pythia_settings("qcd", settings.chunk_seed(0), settings.pthat_min):
-        assert pythia.readString(line)
-    pythia.setUserHooksPtr(hook)
-    assert pythia.init()
-    batches, vetoed, prefilter_pt = [], [], []
-    for _ in range(250):
-        # one event per batch: the hook's calls since the last one are this event's (a
-        # decay that needs more hadronization calls it again; any veto would drop the event)
-        n_calls = len(hook.calls)
-        batch = pythia.nextBatch(1)
-        calls = hook.calls[n_calls:]
-        if len(batch) == 1:
-            batches.append(batch)
-            vetoed.append(any(vetoes for vetoes, _ in calls))
-            prefilter_pt.append(min(pt for _, pt in calls))
-    particles = visible_final_state(ak.concatenate(batches), settings.eta_max, settings.pt_min)
-    high = leading_jet_pt(particles.particles, settings.trigger_radius)
-    vetoed_events, low = np.array(vetoed), np.array(prefilter_pt)
-    passes = high > settings.trigger_pt_min
-    assert len(passes) > 240
-    assert 0.3 < passes.mean() < 0.6
-    assert vetoed_events.mean() > 0.2
-    assert not np.any(vetoed_events & passes)
-    assert np.array_equal(vetoed_events, low <= hook.pt_cut)
-    # with room to spare: its leading jet is never more than half its margin below the trigger's
-    assert np.all(low > high - (settings.trigger_pt_min - hook.pt_cut) / 2)
-
-
-def test_a_chunk_counts_the_vetoed_events_and_the_cross_section_before_them() -> None:
-    settings = GenerationSettings("qcd", n_events=80, seed=21, chunk_size=80)
-    filtered = generate_chunk(settings, 0, prefilter=True)
-    plain = generate_chunk(settings, 0)
-    for chunk in (filtered, plain):
-        assert len(chunk.events) == 80
-        assert 0.25 < 80 / chunk.record["n_generated"] < 0.65  # about 0.42 either way
-    # other events (the vetoes change the random sequence), all of them passing
-    assert ak.to_list(filtered.events.pt[0]) != ak.to_list(plain.events.pt[0])
-    assert np.all(ak.to_numpy(jet_pt(antikt_jets(filtered.events))[:, 0]) > 1200.0)
-    # the cross section of the generated process: not lowered by the vetoed fraction (~0.45)
-    sigma, error = (
-        np.array([chunk.record[name] for chunk in (filtered, plain)])
-        for name in ("sigma_pb", "sigma_err_pb")
-    )
-    assert np.all(error < 0.1 * sigma)
-    assert abs(sigma[0] - sigma[1]) < 3 * np.hypot(*error)
 
 
 # files ---------------------------------------------------------------------------------

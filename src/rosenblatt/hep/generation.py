@@ -21,19 +21,11 @@ with fewer events is the beginning of the same chunk with more.
 Each chunk records how many events Pythia generated to find its passing
 events, and Pythia's cross-section estimate with its error; the file keeps one
 record per chunk and the totals (:class:`GenerationSummary`).
-
-:func:`generate_chunk` can also install a Pythia user hook that vetoes,
-inside Pythia, the events whose leading jet falls well short of the trigger
-threshold (:func:`trigger_prefilter`), so that they are never copied into
-awkward arrays; the trigger still decides on the events that remain. The
-passing events follow the distribution they would without the hook, and the
-generated counts and cross sections include the vetoed events.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import multiprocessing
 import os
@@ -82,7 +74,6 @@ __all__ = [
     "generate_events",
     "generate_file",
     "iter_chunks",
-    "trigger_prefilter",
 ]
 
 #: per-chunk record written to the file (besides ``n_events``, the passing events)
@@ -98,13 +89,8 @@ CHUNK_FIELDS: dict[str, str] = {
 
 #: Pythia cross sections are in mb
 _PB_PER_MB = 1e9
-#: events Pythia attempts per ``nextBatch`` call: bounds the full event records it returns
+#: events per ``nextBatch`` call: bounds the memory of the full event records
 _MIN_BATCH, _MAX_BATCH = 20, 200
-#: the pre-filter's jets are this much wider than the trigger's: it sees the hadrons before
-#: they decay, and the decays can move two hard subjets about ``trigger_radius`` apart together
-_PREFILTER_EXTRA_RADIUS = 0.2
-#: the pre-filter vetoes events whose leading jet is this far (GeV) below the trigger threshold
-_PREFILTER_MARGIN = 50.0
 #: a chunk gives up when this many generated events gave no passing event
 _ZERO_PASS_LIMIT = 5000
 #: where the chunks run: a local pool of processes or a dask cluster
@@ -230,9 +216,8 @@ class GenerationSummary:
     n_chunks : int
         Chunks written.
     sigma_pb, sigma_err_pb : float
-        Pythia's cross section of the generated process (before the
-        pre-filter and the trigger) and its statistical error in pb: the
-        per-chunk estimates (:func:`generate_chunk`) averaged with the chunks'
+        Pythia's cross section of the generated process and its statistical
+        error in pb: the per-chunk estimates averaged with the chunks'
         generated events as weights.
     n_truncated_events : int
         Passing events that had more than ``max_particles`` particles.
@@ -286,37 +271,11 @@ class GenerationSummary:
         }
 
 
-def generate_chunk(
-    settings: GenerationSettings, index: int, *, prefilter: bool = False
-) -> GeneratedChunk:
+def generate_chunk(settings: GenerationSettings, index: int) -> GeneratedChunk:
     """Generate the passing events of chunk ``index``.
 
     Pythia is set up with the chunk's seed and runs until the chunk has its
     number of passing events; the generated count stops at the last of them.
-
-    Parameters
-    ----------
-    settings : GenerationSettings
-        The run.
-    index : int
-        Chunk number.
-    prefilter : bool, default False
-        Veto inside Pythia the events that cannot pass the trigger
-        (:func:`trigger_prefilter`). The passing events have the same
-        distribution either way, but they are other events: the vetoes
-        change Pythia's random sequence. It saves the awkward copy and the
-        trigger clustering of the vetoed events (about 45% of the QCD events
-        at ``pthat_min`` 1000) and costs a jet clustering of every event in
-        the hook; off by default because, where measured, the two cancelled.
-
-    Returns
-    -------
-    GeneratedChunk
-        The passing events and the record: ``n_generated`` counts the events
-        Pythia was asked for (``next`` calls) up to the last passing one,
-        vetoed ones included; ``sigma_pb`` and ``sigma_err_pb`` are Pythia's
-        cross section of the generated process, before the pre-filter and the
-        trigger, and its statistical error.
 
     Raises
     ------
@@ -332,11 +291,6 @@ def generate_chunk(
     for line in pythia_settings(settings.process, pythia_seed, settings.pthat_min):
         if not pythia.readString(line):
             raise RuntimeError(f"Pythia rejected the setting {line!r}")
-    # the local name keeps the hook alive: Pythia's pointer to it does not, and a hook
-    # collected by Python silently stops vetoing
-    hook = trigger_prefilter(settings) if prefilter else None
-    if hook is not None:
-        pythia.setUserHooksPtr(hook)
     if not pythia.init():
         raise RuntimeError(f"Pythia failed to initialise {settings.process!r}")
 
@@ -344,181 +298,47 @@ def generate_chunk(
     weights: list[NDArray[np.float64]] = []
     dropped: list[NDArray[np.int64]] = []
     n_generated = n_passed = 0
-    n_tried = n_finished = n_selected = 0
     while n_passed < target:
         needed = target - n_passed
-        batch = pythia.nextBatch(_batch_size(needed, n_passed, n_generated), "none")
-        finished = np.flatnonzero(~ak.to_numpy(ak.is_none(batch, axis=0)))
-        if len(finished):
-            n_selected = n_tried + int(finished[-1]) + 1
-            passed, particles, weight, n_dropped = _passing_events(
-                ak.drop_none(batch, axis=0), settings, needed
-            )
-            pieces.append(particles)
-            weights.append(weight)
-            dropped.append(n_dropped)
+        efficiency = max(n_passed, 1) / n_generated if n_generated else 0.5
+        batch_size = int(np.clip(np.ceil(1.2 * needed / efficiency), _MIN_BATCH, _MAX_BATCH))
+        batch = pythia.nextBatch(batch_size)
+        visible = visible_final_state(
+            batch, settings.eta_max, settings.pt_min, settings.max_particles
+        )
+        passed = np.flatnonzero(
+            passes_trigger(visible.particles, settings.trigger_pt_min, settings.trigger_radius)
+        )
+        if len(passed) >= needed:
+            passed = passed[:needed]
+            n_generated += int(passed[-1]) + 1
         else:
-            passed = np.zeros(0, dtype=np.int64)
-        n_tried += len(batch)
-        n_finished += len(finished)
-        n_generated += int(finished[passed[-1]]) + 1 if len(passed) == needed else len(batch)
+            n_generated += len(batch)
         n_passed += len(passed)
+        pieces.append(visible.particles[passed])
+        weights.append(
+            ak.to_numpy(ak.fill_none(ak.firsts(batch.info.weights[passed]), 1.0)).astype(np.float64)
+        )
+        dropped.append(visible.n_dropped[passed])
         if n_passed == 0 and n_generated >= _ZERO_PASS_LIMIT:
             raise RuntimeError(
                 f"chunk {index}: none of {n_generated} generated {settings.process!r} events "
                 f"passed the trigger (leading jet pT > {settings.trigger_pt_min:g} GeV); "
                 "raise pthat_min"
             )
-    sigma_pb, sigma_err_pb = _cross_section_pb(pythia.infoPython(), n_selected, n_finished)
+    info = pythia.infoPython()
     n_dropped = np.concatenate(dropped)
     events = make_events(ak.concatenate(pieces), settings.label, np.concatenate(weights))
     record = {
         "chunk": index,
         "pythia_seed": pythia_seed,
         "n_generated": n_generated,
-        "sigma_pb": sigma_pb,
-        "sigma_err_pb": sigma_err_pb,
+        "sigma_pb": float(info.sigmaGen()) * _PB_PER_MB,
+        "sigma_err_pb": float(info.sigmaErr()) * _PB_PER_MB,
         "n_truncated_events": int((n_dropped > 0).sum()),
         "n_dropped_particles": int(n_dropped.sum()),
     }
     return GeneratedChunk(index=index, events=ak.to_packed(events), record=record)
-
-
-def trigger_prefilter(settings: GenerationSettings) -> Any:
-    """Return a Pythia user hook that vetoes the events that cannot pass the trigger.
-
-    Pythia calls the hook when it has hadronized an event, before the hadrons
-    decay (and again if a decay needs more hadronization). The hook clusters
-    the visible particles with ``|eta| < eta_max`` (all of them, whatever
-    their pT, as massless) into anti-kT jets of radius ``trigger_radius + 0.2``
-    with Pythia's ``SlowJet``, and vetoes the event when the leading jet has
-    at most ``trigger_pt_min - 50`` GeV. Pythia drops a vetoed event (``next``
-    fails; ``nextBatch`` does not copy it into the awkward array) and does not
-    count it as accepted.
-
-    The soft particles and the hadrons that later decay into neutrinos only
-    add to the hook's jets. With the trigger's own radius, though, the decays
-    can join two hard subjets just over ``trigger_radius`` apart and raise
-    the trigger's leading jet by hundreds of GeV; the wider jets already hold
-    both. On 21 000 QCD events (``pthat_min`` 1000) the hook's leading jet
-    was at most 3 GeV below the trigger's, against a margin of 50 GeV.
-
-    Parameters
-    ----------
-    settings : GenerationSettings
-        The run: its trigger threshold, trigger radius and ``eta_max``.
-
-    Returns
-    -------
-    pythia8mc.UserHooks
-        The hook, to install with ``Pythia.setUserHooksPtr`` before
-        ``Pythia.init``. It has ``pt_cut`` (the veto threshold in GeV) and
-        ``leading_pt(event)`` (the leading jet pT it decides on).
-    """
-    return _prefilter_class()(settings)
-
-
-@functools.cache
-def _prefilter_class() -> type:
-    """Return the class of :func:`trigger_prefilter` (a ``pythia8mc.UserHooks``)."""
-    import pythia8mc  # optional dependency of the ``hep`` extra
-
-    class TriggerPreFilter(pythia8mc.UserHooks):
-        """Veto after hadronization when the leading jet is below ``pt_cut``."""
-
-        def __init__(self, settings: GenerationSettings) -> None:
-            super().__init__()
-            self.pt_cut = float(settings.trigger_pt_min) - _PREFILTER_MARGIN
-            radius = float(settings.trigger_radius) + _PREFILTER_EXTRA_RADIUS
-            # anti-kT (power -1), no jet pT minimum, visible particles (2), massless (0)
-            self.jets = pythia8mc.SlowJet(-1, radius, 0.0, float(settings.eta_max), 2, 0)
-
-        def leading_pt(self, event: Any) -> float:
-            """Return the pT of the leading jet of a Pythia event record (0 without jets)."""
-            self.jets.analyze(event)
-            return float(self.jets.pT(0)) if self.jets.sizeJet() else 0.0
-
-        def canVetoAfterHadronization(self) -> bool:
-            return True
-
-        def doVetoAfterHadronization(self, event: Any) -> bool:
-            return self.leading_pt(event) <= self.pt_cut
-
-    return TriggerPreFilter
-
-
-def _batch_size(needed: int, n_passed: int, n_generated: int) -> int:
-    """Return how many events to ask Pythia for to get ``needed`` more passing ones.
-
-    The pass rate so far (one half before the first batch) is that of the
-    events asked for, vetoed ones included; the batch aims 20% above
-    ``needed`` and stays within :data:`_MIN_BATCH` and :data:`_MAX_BATCH`.
-    """
-    efficiency = max(n_passed, 1) / n_generated if n_generated else 0.5
-    return int(np.clip(np.ceil(1.2 * needed / efficiency), _MIN_BATCH, _MAX_BATCH))
-
-
-def _passing_events(
-    events: ak.Array, settings: GenerationSettings, needed: int
-) -> tuple[NDArray[np.int64], ak.Array, NDArray[np.float64], NDArray[np.int64]]:
-    """Apply the acceptance and the trigger to Pythia events.
-
-    Returns
-    -------
-    tuple
-        The positions in ``events`` of the first ``needed`` passing events,
-        their visible particles, their weights and the particles each lost to
-        ``max_particles``.
-    """
-    visible = visible_final_state(events, settings.eta_max, settings.pt_min, settings.max_particles)
-    passed = np.flatnonzero(
-        passes_trigger(visible.particles, settings.trigger_pt_min, settings.trigger_radius)
-    )[:needed]
-    weight = ak.to_numpy(ak.fill_none(ak.firsts(events.info.weights[passed]), 1.0))
-    return passed, visible.particles[passed], weight.astype(np.float64), visible.n_dropped[passed]
-
-
-def _cross_section_pb(info: Any, n_selected: int, n_finished: int) -> tuple[float, float]:
-    """Return Pythia's cross section of the generated process and its error in pb.
-
-    For each subprocess Pythia estimates the cross section of the hard
-    processes it selects and multiplies it by the fraction of them that it
-    finishes; an event the pre-filter vetoes is not finished. Its error adds
-    the binomial error of that fraction. The cross section returned is
-    Pythia's total divided by the fraction finished over all subprocesses:
-    the cross section of the selected process, before the pre-filter. Its
-    error is each subprocess's error without the binomial term, relative to
-    the subprocess's selected cross section, added in quadrature. Without
-    vetoes both are Pythia's own estimates.
-
-    Parameters
-    ----------
-    info : pythia8mc.Info
-        Pythia's information after the last event.
-    n_selected : int
-        Events asked of Pythia up to the last one it finished (Pythia updates
-        its estimates only when it finishes an event).
-    n_finished : int
-        Events it finished.
-
-    Returns
-    -------
-    tuple of float
-        Cross section and its statistical error in pb.
-    """
-    variance = 0.0
-    for code in info.codesHard():
-        selected, finished = info.nSelected(code), info.nAccepted(code)
-        sigma = float(info.sigmaGen(code))
-        if finished == 0 or sigma == 0:
-            continue
-        relative_variance = 1.0
-        if finished > 1:
-            binomial = (selected - finished) / (selected * finished)
-            relative_variance = max((float(info.sigmaErr(code)) / sigma) ** 2 - binomial, 0.0)
-        variance += (sigma * selected / finished) ** 2 * relative_variance
-    sigma_selected = float(info.sigmaGen()) * n_selected / n_finished
-    return sigma_selected * _PB_PER_MB, float(np.sqrt(variance)) * _PB_PER_MB
 
 
 def _generate_chunk_task(task: tuple[GenerationSettings, int]) -> GeneratedChunk:
