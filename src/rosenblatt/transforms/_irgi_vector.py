@@ -283,7 +283,7 @@ def fit_cells(x: Array, y: Array, w: Array | None, splits: tuple[int, ...]) -> C
 
 
 #: scored held-out events per fold and score thresholds of :func:`select_splits`
-SCORED_PER_FOLD = 2000
+SCORED_PER_FOLD = 10_000
 N_THRESHOLDS = 32
 #: most rounds of moving one level between observables after the balanced search
 MAX_MOVES = 8
