@@ -26,7 +26,7 @@ positive), the slope is zero and the cells take ``y`` itself.
 ``splits="auto"`` (``IRGI(depth="auto")``) cross-validates the integrated
 Brier score over the balanced splits of every depth, then moves one level at
 a time between observables (or adds or removes one) while that lowers the
-score.
+score, and takes the fewest levels within one standard error of the best.
 
 Files written before the nested cells hold the cells of a k-d tree whose
 split cycled over the observables, blended by tensor hats
@@ -312,8 +312,11 @@ def select_splits(x: Array, y: Array, w: Array | None, folds: int, seed: int) ->
 
     The balanced splits of every depth from 1 to the largest a training fold
     supports are scored first; from the best, one level is moved between
-    observables, added or removed, while that lowers the score. Thresholds
-    are the inner weighted quantiles of the defining scores; at most
+    observables, added or removed, while that lowers the score. Of the splits
+    scored, the chosen one has the fewest levels among those whose score is
+    within one standard error of the best (the paired differences over the
+    folds): finer cells must earn their place. Thresholds are the inner
+    weighted quantiles of the defining scores; at most
     :data:`SCORED_PER_FOLD` held-out events of each fold are scored.
     """
     from rosenblatt.transforms.selection import Selection, brier_thresholds, fold_labels
@@ -327,12 +330,12 @@ def select_splits(x: Array, y: Array, w: Array | None, folds: int, seed: int) ->
     for fold in range(folds):
         held = np.flatnonzero(label == fold)
         held_out.append(rng.choice(held, min(len(held), SCORED_PER_FOLD), replace=False))
-    held_weight = sum(float(len(h) if w is None else w[h].sum()) for h in held_out)
-    scores: dict[tuple[int, ...], float] = {}
+    fold_weight = sum(float(len(h) if w is None else w[h].sum()) for h in held_out) / folds
+    per_fold: dict[tuple[int, ...], Array] = {}
 
     def score(splits: tuple[int, ...]) -> float:
-        if splits not in scores:
-            total = 0.0
+        if splits not in per_fold:
+            totals = np.zeros(folds)
             for fold, held in enumerate(held_out):
                 train = label != fold
                 weight = np.ones(len(held)) if w is None else w[held]
@@ -345,11 +348,10 @@ def select_splits(x: Array, y: Array, w: Array | None, folds: int, seed: int) ->
                 cells = fit_cells(x[train], y[train], None if w is None else w[train], splits)
                 y_range = (float(y[train].min()), float(y[train].max()))
                 gamma = cells.gamma(xq, np.tile(thresholds, len(held)), y_range)
-                total += float(
-                    np.dot(weight, ((gamma.reshape(below.shape) - below) ** 2).mean(axis=1))
-                )
-            scores[splits] = total / held_weight
-        return scores[splits]
+                brier = ((gamma.reshape(below.shape) - below) ** 2).mean(axis=1)
+                totals[fold] = float(np.dot(weight, brier)) / fold_weight
+            per_fold[splits] = totals
+        return float(per_fold[splits].mean())
 
     best = min((balanced_splits(d, k) for d in range(1, largest + 1)), key=score)
     for _ in range(MAX_MOVES):
@@ -357,13 +359,27 @@ def select_splits(x: Array, y: Array, w: Array | None, folds: int, seed: int) ->
         if score(candidate) >= score(best):
             break
         best = candidate
-    tried = sorted(scores)
+    tried = sorted(per_fold)
     return Selection(
         "splits",
         tuple(tried),
-        tuple(scores[s] for s in tried),
-        best,
+        tuple(score(s) for s in tried),
+        _fewest_levels_within_one_error(per_fold, best),
         folds,
         seed,
         len(thresholds),
     )
+
+
+def _fewest_levels_within_one_error(
+    per_fold: dict[tuple[int, ...], Array], best: tuple[int, ...]
+) -> tuple[int, ...]:
+    """The splits with the fewest levels whose mean score is within one standard error of ``best``'s."""
+    folds = len(per_fold[best])
+    close = []
+    for splits, totals in per_fold.items():
+        difference = totals - per_fold[best]
+        error = float(difference.std(ddof=1)) / np.sqrt(folds) if folds > 1 else 0.0
+        if difference.mean() <= error:
+            close.append(splits)
+    return min(close, key=lambda s: (sum(s), float(per_fold[s].mean()), s))

@@ -88,7 +88,8 @@ class IRGI(ColumnGridTransform):
     left for the cells to smear (see :mod:`rosenblatt.transforms._irgi_vector`,
     which says why and what it gains). ``depth="auto"`` cross-validates the
     balanced levels of every depth, then moves single levels between the
-    observables while the score improves; ``domain`` is not used. Attributes
+    observables while the score improves, and takes the fewest levels within
+    one standard error of the best score; ``domain`` is not used. Attributes
     of such a fit: ``boxes_`` (``(2**depth, 2, k)``), ``splits_`` (levels per
     observable), ``y_edges_`` and ``cdf_`` per cell, ``trend_centre_``,
     ``trend_slope_``, ``depth_`` (the total), ``y_depth_``, ``selection_``.
