@@ -428,12 +428,7 @@ def export_vector(
             "multilinear in x between nodes"
         )
     metadata = {
-        "layout": VECTOR_LAYOUT,
-        "layout_version": VECTOR_LAYOUT_VERSION,
-        "written_by": f"rosenblatt {__version__}",
-        "kind": transform.kind,
-        "params": transform.fitted_params(),
-        "x_dims": len(table.axes),
+        **_identity(transform, len(table.axes)),
         "exact": exact,
         **options,
         "grid": [len(a) for a in table.axes],
@@ -448,6 +443,18 @@ def export_vector(
     }
     description = _description(transform, what, (error, rms), n_check, inexact)
     return VectorExport(data, len(table.axes), metadata, description, numbers, places)
+
+
+def _identity(transform: ConditionalCDFTransform, k: int) -> dict[str, Any]:
+    """The metadata that says what wrote the file and which transform it holds."""
+    return {
+        "layout": VECTOR_LAYOUT,
+        "layout_version": VECTOR_LAYOUT_VERSION,
+        "written_by": f"rosenblatt {__version__}",
+        "kind": transform.kind,
+        "params": transform.fitted_params(),
+        "x_dims": k,
+    }
 
 
 def _export_nested(
@@ -475,12 +482,7 @@ def _export_nested(
     error, rms = float(np.max(difference, initial=0.0)), float(np.sqrt(np.mean(difference**2)))
     x_lo, x_hi, y_lo, y_hi = domain
     metadata = {
-        "layout": VECTOR_LAYOUT,
-        "layout_version": VECTOR_LAYOUT_VERSION,
-        "written_by": f"rosenblatt {__version__}",
-        "kind": transform.kind,
-        "params": transform.fitted_params(),
-        "x_dims": k,
+        **_identity(transform, k),
         "exact": True,
         "splits": list(table.splits),
         "domain": [[x_lo.tolist(), x_hi.tolist()], [y_lo, y_hi]],
