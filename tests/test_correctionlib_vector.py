@@ -160,6 +160,19 @@ def test_irgi_exact_in_correctionlib(k: int, depth: tuple[int, ...], tmp_path: P
     assert tabulated["exact"] is False
 
 
+def test_irgi_exact_with_a_discrete_observable(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    n = 4000
+    x = np.column_stack([rng.normal(size=n), rng.integers(0, 4, n).astype(float)])
+    y = x[:, 0] + x[:, 1] + rng.normal(size=n)
+    t = rb.IRGI((1, 3)).fit(x, y)
+    assert np.any(t.boxes_[:, 1, 1] == t.boxes_[:, 0, 1])
+    correction, metadata = written(t, tmp_path / "gamma.json", n_check=2000)
+    assert metadata["max_abs_error"] <= 1e-12
+    got = correction.evaluate(*np.ascontiguousarray(x.T), y)
+    np.testing.assert_allclose(got, t.transform(x, y), rtol=0, atol=1e-12)
+
+
 def test_irgi_nested_max_bins() -> None:
     x, y = sample(2, 2000, seed=3)
     with pytest.raises(ValueError, match="max_bins"):

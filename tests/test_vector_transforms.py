@@ -362,6 +362,22 @@ def test_irgi_nested_gamma_is_continuous_and_multilinear_between_centres(sample)
         assert curve.max() <= 1
 
 
+def test_irgi_nested_cells_of_a_discrete_observable(tmp_path) -> None:
+    rng = np.random.default_rng(3)
+    n = 5000
+    x = np.column_stack([rng.normal(size=n), rng.integers(0, 4, n).astype(float)])
+    y = x[:, 0] + x[:, 1] + rng.normal(size=n)
+    t = rb.IRGI((1, 3)).fit(x, y)
+    # eight cells along x2 in each slab share its four values: some cells are one value wide
+    assert np.any(t.boxes_[:, 1, 1] == t.boxes_[:, 0, 1])
+    gamma = t.transform(x, y)
+    assert np.all(np.isfinite(gamma))
+    assert np.abs(np.histogram(gamma, 10, (0, 1))[0] / n - 0.1).max() < 0.02
+    t.save(tmp_path / "irgi.json")
+    loaded = rb.load(tmp_path / "irgi.json")
+    assert np.array_equal(loaded.transform(x, y), gamma)
+
+
 def test_irgi_file_of_kd_cells_blends_them_by_hats(sample, testing) -> None:
     from rosenblatt.transforms._irgi_vector import blend_cells, residual
 

@@ -141,7 +141,11 @@ class NestedTable:
         count = 2 ** self.splits[axis]
         rows = [self.centres[axis][node * count : (node + 1) * count] for node in nodes]
         inner = functools.reduce(np.union1d, rows) if count > 1 else np.empty(0)
-        edges = np.concatenate(([self.x_lo[axis]], inner, [self.x_hi[axis]]))
+        lo, hi = float(self.x_lo[axis]), float(self.x_hi[axis])
+        edges = np.unique(np.concatenate(([lo], inner, [hi])))
+        if len(edges) == 1 or (len(inner) and inner[-1] >= edges[-1]):
+            # a centre on the domain's top (a tied top value) opens a bin of its own
+            edges = np.append(edges, np.nextafter(edges[-1], np.inf))
         pairs = []
         for lower in edges[:-1]:
             per_node = []

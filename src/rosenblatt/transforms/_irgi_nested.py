@@ -9,7 +9,8 @@ middle of its extent.
 
 ``gamma`` is interpolated one observable at a time, from the last to the
 first: within a slab, linearly in ``x2`` between the centres of its
-neighbouring cells (constant beyond the first and last centre), then
+neighbouring cells (constant beyond the first and last centre; at a centre
+that several cells share, a tied value of ``x2``, the last of them), then
 linearly in ``x1`` between the two slabs whose centres enclose ``x1``. At a
 point at most ``2**k`` cells contribute, with multilinear weights that sum
 to one, so ``gamma`` is continuous in ``x``, a positive combination of
@@ -64,10 +65,15 @@ def balanced_splits(depth: int, k: int) -> tuple[int, ...]:
 
 
 def _equal_weight_groups(
-    values: Array, weight: Array, n_groups: int
+    values: Array, weight: Array, n_groups: int, events: IntArray
 ) -> tuple[list[IntArray], Array]:
-    """Positions of ``values`` in ``n_groups`` groups of equal summed weight, and the cuts between them."""
-    order = np.argsort(values, kind="stable")
+    """Positions of ``values`` in ``n_groups`` groups of equal summed weight, and the cuts between them.
+
+    Tied values are ordered by their event number ``events``, so that a cut
+    through a tie shares it out as the events come, whatever the order of a
+    previous observable.
+    """
+    order = np.lexsort((events, values))
     cumulative = np.cumsum(weight[order])
     targets = cumulative[-1] * np.arange(1, n_groups) / n_groups
     ends = np.searchsorted(cumulative, targets, side="left") + 1
@@ -93,7 +99,7 @@ def nested_cells(
                     f"observable {axis + 1}: use a smaller depth"
                 )
                 raise ValueError(msg)
-            groups, cuts = _equal_weight_groups(x[rows, axis], w[rows], n_groups)
+            groups, cuts = _equal_weight_groups(x[rows, axis], w[rows], n_groups, rows)
             faces = np.concatenate(([box[0, axis]], cuts, [box[1, axis]]))
             for j, group in enumerate(groups):
                 part = box.copy()
@@ -168,7 +174,7 @@ def _nested_loop(
                 first = node[e] * n
                 base = offsets[a] + first
                 v = x[i, a]
-                if n == 1 or v <= centres[base]:
+                if n == 1 or v < centres[base]:
                     child[m_new], child_weight[m_new] = first, weight[e]
                     m_new += 1
                 elif v >= centres[base + n - 1]:

@@ -291,8 +291,11 @@ class IRGI(ColumnGridTransform):
         cdf = check_array(
             state["cdf"], "cdf", (2**depth, max(width, 2)), nondecreasing=True, unit=True
         )
-        if not np.all(boxes[:, 1] > boxes[:, 0]):
+        if splits is None and not np.all(boxes[:, 1] > boxes[:, 0]):
             msg = "every cell's box must have a positive width along every observable"
+            raise SchemaError(msg)
+        if not np.all(boxes[:, 1] >= boxes[:, 0]):
+            msg = "every cell's box must have its upper corner at or above its lower corner"
             raise SchemaError(msg)
         if np.any(cdf[:, 0] != 0) or np.any(cdf[:, -1] != 1):
             msg = "cdf must start at 0 and end at 1 in every cell"
@@ -851,7 +854,10 @@ def _y_edges_and_cdf(
 
 
 def _check_nested_boxes(cells: Cells) -> None:
-    """Refuse nested cells whose centres do not increase along the observable that cut them."""
+    """Refuse nested cells whose centres decrease along the observable that cut them.
+
+    Equal centres are cells of a tied value of the observable (a discrete one).
+    """
     from rosenblatt._schema import SchemaError
     from rosenblatt.transforms._irgi_nested import cell_centres
 
@@ -859,6 +865,9 @@ def _check_nested_boxes(cells: Cells) -> None:
     for axis, (count, centres) in enumerate(
         zip(cells.splits, cell_centres(cells.boxes, cells.splits), strict=True)
     ):
-        if np.any(np.diff(centres.reshape(-1, 2**count), axis=1) <= 0):
-            msg = f"the nested cells' centres along observable {axis + 1} must increase within each slab"
+        if np.any(np.diff(centres.reshape(-1, 2**count), axis=1) < 0):
+            msg = (
+                f"the nested cells' centres along observable {axis + 1} must not decrease within "
+                "each slab"
+            )
             raise SchemaError(msg)
