@@ -331,25 +331,20 @@ def select_splits(x: Array, y: Array, w: Array | None, folds: int, seed: int) ->
         held = np.flatnonzero(label == fold)
         held_out.append(rng.choice(held, min(len(held), SCORED_PER_FOLD), replace=False))
     fold_weight = sum(float(len(h) if w is None else w[h].sum()) for h in held_out) / folds
+    prepared = [
+        _prepare_fold(x, y, w, label != fold, held, thresholds)
+        for fold, held in enumerate(held_out)
+    ]
     per_fold: dict[tuple[int, ...], Array] = {}
 
     def score(splits: tuple[int, ...]) -> float:
         if splits not in per_fold:
             totals = np.zeros(folds)
-            for fold, held in enumerate(held_out):
-                train = label != fold
-                weight = np.ones(len(held)) if w is None else w[held]
-                below = (y[held, None] < thresholds[None, :]).astype(np.float64)
-                xq = np.clip(
-                    np.repeat(x[held], len(thresholds), axis=0),
-                    x[train].min(axis=0),
-                    x[train].max(axis=0),
-                )
-                cells = fit_cells(x[train], y[train], None if w is None else w[train], splits)
-                y_range = (float(y[train].min()), float(y[train].max()))
-                gamma = cells.gamma(xq, np.tile(thresholds, len(held)), y_range)
-                brier = ((gamma.reshape(below.shape) - below) ** 2).mean(axis=1)
-                totals[fold] = float(np.dot(weight, brier)) / fold_weight
+            for fold, part in enumerate(prepared):
+                cells = fit_cells(part.x, part.y, part.w, splits)
+                gamma = cells.gamma(part.xq, part.yq, part.y_range)
+                brier = ((gamma.reshape(part.below.shape) - part.below) ** 2).mean(axis=1)
+                totals[fold] = float(np.dot(part.weight, brier)) / fold_weight
             per_fold[splits] = totals
         return float(per_fold[splits].mean())
 
@@ -368,6 +363,38 @@ def select_splits(x: Array, y: Array, w: Array | None, folds: int, seed: int) ->
         folds,
         seed,
         len(thresholds),
+    )
+
+
+class _Fold(NamedTuple):
+    """A cross-validation fold: its training events and the held-out queries, built once."""
+
+    x: Array
+    y: Array
+    w: Array | None
+    weight: Array
+    below: Array
+    xq: Array
+    yq: Array
+    y_range: tuple[float, float]
+
+
+def _prepare_fold(
+    x: Array, y: Array, w: Array | None, train: NDArray[np.bool_], held: IntArray, thresholds: Array
+) -> _Fold:
+    """The fold's training events, and its held-out events at every threshold (``x`` clipped to the training range)."""
+    xq = np.clip(
+        np.repeat(x[held], len(thresholds), axis=0), x[train].min(axis=0), x[train].max(axis=0)
+    )
+    return _Fold(
+        x[train],
+        y[train],
+        None if w is None else w[train],
+        np.ones(len(held)) if w is None else w[held],
+        (y[held, None] < thresholds[None, :]).astype(np.float64),
+        xq,
+        np.tile(thresholds, len(held)),
+        (float(y[train].min()), float(y[train].max())),
     )
 
 
