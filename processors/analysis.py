@@ -44,15 +44,22 @@ from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk
 
 __all__ = [
     "CUTFLOW_STEPS",
+    "DATA",
     "AnalysisProcessor",
     "PlaneBinning",
     "Variant",
     "abcd_histogram",
+    "empty_output",
+    "fill_variants",
     "plane_histogram",
+    "write_skim",
 ]
 
 #: cut-flow steps of the analysis: ``read`` = the sum of the others
 CUTFLOW_STEPS = ("read", "not selected", "fewer than two jets", "x above x_max", "in ABCD")
+
+#: the ``process`` bin of data (0 is background simulation, 1 signal simulation)
+DATA = 2
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,83 @@ def plane_histogram(
     )
 
 
+def empty_output(
+    variants: Sequence[Variant], x0: Sequence[float], plane: PlaneBinning, x_label: str
+) -> dict[str, Any]:
+    """The accumulator of no events: empty histograms, cut flow and skim list."""
+    return {
+        "abcd": {v.name: abcd_histogram(x0, v.y0, x_label=x_label) for v in variants},
+        "plane": {v.name: plane_histogram(plane, v.y_range, x_label=x_label) for v in variants},
+        "cutflow": {},
+        "skim": [],
+    }
+
+
+def fill_variants(
+    output: dict[str, Any],
+    variants: Sequence[Variant],
+    *,
+    dataset: str,
+    x: NDArray[np.float64],
+    scores: Mapping[str, NDArray[np.float64]],
+    process: NDArray[np.int64],
+    weight: NDArray[np.float64],
+    blind: Mapping[str, tuple[float, float]] | None = None,
+) -> None:
+    """Fill every variant's ABCD and plane histograms with the events given.
+
+    With ``blind``, the data events (``process == DATA``) inside a variant's
+    signal region ``x >= x0, y >= y0`` (its ``(x0, y0)`` in ``blind``) are left
+    out of that variant's histograms: they are never filled, so no output
+    holds them.
+    """
+    for variant in variants:
+        values = scores[variant.score]
+        if variant.transform is not None:
+            values = np.asarray(variant.transform.transform(x, values), dtype=np.float64)
+        keep = slice(None)
+        box = None if blind is None else blind.get(variant.name)
+        if box is not None:
+            keep = ~((process == DATA) & (x >= box[0]) & (values >= box[1]))
+        for name in ("abcd", "plane"):
+            output[name][variant.name].fill(
+                dataset=dataset,
+                x=x[keep],
+                y=values[keep],
+                process=process[keep],
+                weight=weight[keep],
+            )
+
+
+def write_skim(
+    path: Path,
+    x: NDArray[np.float64],
+    scores: Mapping[str, NDArray[np.float64]],
+    label: NDArray[np.int64],
+    weight: NDArray[np.float64],
+    entry: NDArray[np.int64],
+) -> str:
+    """Write one chunk's skim (``x``, ``score_<name>``, weight, label, entry) as parquet.
+
+    Written under a temporary name and renamed, so a skim is whole or absent.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = {
+        "x": x,
+        **{f"score_{name}": values for name, values in scores.items()},
+        "weight": weight,
+        "label": label,
+        "entry": entry,
+    }
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    pq.write_table(pa.table(columns), partial)
+    os.replace(partial, path)
+    return str(path)
+
+
 @dataclass
 class AnalysisProcessor(ParticleProcessor):
     """Features, scores, transforms and ABCD histograms of particle events.
@@ -141,6 +225,14 @@ class AnalysisProcessor(ParticleProcessor):
         selected``); files absent from the mapping are analysed whole.
     skim_dir : str, optional
         Folder of the per-chunk skims (see the module docstring).
+    processes : mapping of str to int, optional
+        Per dataset, the ``process`` bin of its events (0 background, 1
+        signal, :data:`DATA`); datasets absent use the files' labels.
+    scales : mapping of str to float, optional
+        Per dataset, the factor of its weights (normalisation to a luminosity).
+    blind : mapping of str to (float, float), optional
+        Per variant, the cut ``(x0, y0)`` whose signal region is blinded in data
+        (see :func:`fill_variants`).
     radius : float, default 1.0
         Anti-kT jet radius.
     skip_bad_chunks : bool, default False
@@ -155,6 +247,9 @@ class AnalysisProcessor(ParticleProcessor):
     plane: PlaneBinning = field(default_factory=PlaneBinning)
     entries: Mapping[str, NDArray[np.int64]] | None = None
     skim_dir: str | None = None
+    processes: Mapping[str, int] | None = None
+    scales: Mapping[str, float] | None = None
+    blind: Mapping[str, tuple[float, float]] | None = None
     radius: float = JET_RADIUS
     skip_bad_chunks: bool = False
 
@@ -172,15 +267,7 @@ class AnalysisProcessor(ParticleProcessor):
 
     def empty_output(self) -> dict[str, Any]:
         """The accumulator of no events: empty histograms and cut flow."""
-        return {
-            "abcd": {v.name: abcd_histogram(self.x0, v.y0, x_label=self.x) for v in self.variants},
-            "plane": {
-                v.name: plane_histogram(self.plane, v.y_range, x_label=self.x)
-                for v in self.variants
-            },
-            "cutflow": {},
-            "skim": [],
-        }
+        return empty_output(self.variants, self.x0, self.plane, self.x)
 
     def process_batch(self, batch: ParticleBatch) -> dict[str, Any]:
         """Return the histograms, cut flow and skim file of one batch of events."""
@@ -203,21 +290,27 @@ class AnalysisProcessor(ParticleProcessor):
         output = self.empty_output()
         output["cutflow"] = {batch.dataset: cutflow}
         label = np.asarray(ak.to_numpy(table["label"]), dtype=np.int64)
+        if self.processes is not None and batch.dataset in self.processes:
+            label = np.full(len(label), self.processes[batch.dataset], dtype=np.int64)
         weight = np.asarray(ak.to_numpy(table["weight"]), dtype=np.float64)
-        for variant in self.variants:
-            values = scores[variant.score]
-            if variant.transform is not None:
-                values = np.asarray(variant.transform.transform(x, values), dtype=np.float64)
-            for name in ("abcd", "plane"):
-                output[name][variant.name].fill(
-                    dataset=batch.dataset,
-                    x=x[inside],
-                    y=values[inside],
-                    process=label[inside],
-                    weight=weight[inside],
-                )
+        if self.scales is not None:
+            weight = weight * self.scales.get(batch.dataset, 1.0)
+        fill_variants(
+            output,
+            self.variants,
+            dataset=batch.dataset,
+            x=x[inside],
+            scores={name: values[inside] for name, values in scores.items()},
+            process=label[inside],
+            weight=weight[inside],
+            blind=self.blind,
+        )
         if self.skim_dir is not None:
-            output["skim"] = [self._write_skim(batch, x, scores, label, weight, table)]
+            entry = np.asarray(ak.to_numpy(table["entry"]), dtype=np.int64)
+            name = chunk_file_name(batch.dataset, batch.file, batch.start, batch.stop)
+            output["skim"] = [
+                write_skim(Path(self.skim_dir) / name, x, scores, label, weight, entry)
+            ]
         return output
 
     def _score(
@@ -237,31 +330,3 @@ class AnalysisProcessor(ParticleProcessor):
                 f"(first at entry {entry})"
             )
         return values
-
-    def _write_skim(
-        self,
-        batch: ParticleBatch,
-        x: NDArray[np.float64],
-        scores: Mapping[str, NDArray[np.float64]],
-        label: NDArray[np.int64],
-        weight: NDArray[np.float64],
-        table: ak.Array,
-    ) -> str:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        assert self.skim_dir is not None
-        folder = Path(self.skim_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / chunk_file_name(batch.dataset, batch.file, batch.start, batch.stop)
-        columns = {
-            "x": x,
-            **{f"score_{name}": values for name, values in scores.items()},
-            "weight": weight,
-            "label": label,
-            "entry": np.asarray(ak.to_numpy(table["entry"]), dtype=np.int64),
-        }
-        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-        pq.write_table(pa.table(columns), partial)
-        os.replace(partial, path)
-        return str(path)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,6 +50,7 @@ __all__ = [
     "LHCOChunk",
     "make_executor",
     "map_items",
+    "run_columnar",
     "run_dijet",
     "run_processor",
 ]
@@ -301,6 +303,76 @@ def run_processor(
     merged["skipped"] = skipped
     merged["entries"] = {path: n for files in readable.values() for path, n in files.items()}
     return merged
+
+
+def run_columnar(
+    files: Mapping[str, Sequence[str]],
+    trees: Mapping[str, str],
+    processor_instance: processor.ProcessorABC,
+    pool: processor.executor.ExecutorBase,
+    *,
+    schema: str,
+    entries: Mapping[str, Mapping[str, int]],
+    chunksize: int = DEFAULT_CHUNKSIZE,
+    skip_bad_files: bool = False,
+) -> dict[str, Any]:
+    """Run a processor of NanoEvents over the user's files, checked beforehand.
+
+    Parameters
+    ----------
+    files : mapping of str to sequence of str
+        ``{dataset: [file, ...]}``.
+    trees : mapping of str to str
+        Per dataset, the tree holding its events.
+    processor_instance : coffea processor
+        Copied to the workers.
+    pool : coffea executor
+        From :func:`make_executor`.
+    schema : {"base", "nanoaod"}
+        coffea's ``BaseSchema`` (every branch a field) or ``NanoAODSchema``.
+    entries : mapping
+        ``{dataset: {file: events}}`` from the checks made before the run.
+    chunksize : int
+        Target number of events per chunk.
+    skip_bad_files : bool
+        Record unreadable chunks instead of failing.
+
+    Returns
+    -------
+    dict
+        The merged accumulator, with ``"skipped"`` and ``"entries"`` (``{file:
+        events}``) added.
+    """
+    from coffea.nanoevents import NanoAODSchema
+
+    schemas = {"base": BaseSchema, "nanoaod": NanoAODSchema}
+    if schema not in schemas:
+        raise ValueError(f"schema: the columnar analysis reads {sorted(schemas)}, not {schema!r}")
+    fileset = {
+        dataset: {"files": dict.fromkeys(paths, trees[dataset])}
+        for dataset, paths in files.items()
+        if paths
+    }
+    runner = processor.Runner(
+        executor=pool.copy(),
+        schema=schemas[schema],
+        chunksize=int(chunksize),
+        skipbadfiles=bool(skip_bad_files),
+    )
+    try:
+        with warnings.catch_warnings():
+            # NanoAODSchema warns of every collection a slimmed file lacks the target of
+            warnings.filterwarnings("ignore", message="Missing cross-reference")
+            output = dict(runner(fileset, processor_instance, treename=None))
+    except (ValueError, EventFileError):
+        raise
+    except Exception as err:
+        raise ValueError(_innermost_message(err)) from err
+    output["skipped"] = {}
+    output["entries"] = {
+        path: int(entries[dataset][path]) for dataset, paths in files.items() for path in paths
+    }
+    return output
 
 
 def map_items(

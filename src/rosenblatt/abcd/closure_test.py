@@ -51,7 +51,7 @@ from numpy.typing import ArrayLike, NDArray
 from rosenblatt.abcd.closure import ClosureScan, closure_scan, region_sums
 from rosenblatt.abcd.histograms import abcd_histogram
 
-__all__ = ["ClosureTest", "closure_test", "thinned_indices"]
+__all__ = ["ClosureTest", "closure_test", "closure_test_histogram", "thinned_indices"]
 
 FloatArray = NDArray[np.float64]
 
@@ -260,6 +260,87 @@ def closure_test(
             msg = f"n_boot = {n_boot} but {len(replicas)} replica scores given"
             raise ValueError(msg)
         n_boot = _check_count(len(replicas), "the number of replica scores", 2)
+    return _test_replicas(
+        histogram,
+        values,
+        variances,
+        replicas,
+        n_boot,
+        seed,
+        thin,
+        min_events,
+        transform_replicas=replica_scores is not None,
+    )
+
+
+def closure_test_histogram(
+    histogram: Any,
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    thin: int | None = 5,
+    min_events: float = 25.0,
+) -> ClosureTest:
+    """:func:`closure_test` of a filled ABCD histogram, without its events.
+
+    The histogram's bins are disjoint, so in a Poisson(1) bootstrap of its
+    events their contents are independent: a replica draws each bin alone,
+    Poisson of its count where its weights are one (sum of squares equal to
+    the sum), else a normal of the bin's sum and variance (weighted events,
+    negative weights too). Histograms filled in workers and summed are
+    tested without gathering a single event.
+
+    Parameters
+    ----------
+    histogram
+        An ABCD histogram (``x``, ``y`` and ``process`` axes with ``Weight``
+        storage), such as :func:`~rosenblatt.abcd.abcd_histogram` returns;
+        other axes must be summed over first. Process bins other than 0
+        (background) and 1 (signal) are ignored.
+    n_boot, seed, thin, min_events
+        As for :func:`closure_test`.
+    """
+    n_boot = _check_count(n_boot, "n_boot", 2)
+    seed = _check_count(seed, "seed", 0)
+    if thin is not None:
+        thin = _check_count(thin, "thin", 1)
+    view = histogram.view(flow=True)
+    process = histogram.axes["process"]
+    columns = [process.index(0), process.index(1)]
+    values, variances = view.value[..., columns], view.variance[..., columns]
+    content = np.moveaxis(values, -1, 0)
+    spread = np.moveaxis(variances, -1, 0)
+    rng = np.random.default_rng(seed)
+    counting = np.isclose(spread, content) & (content >= 0)
+    poisson = rng.poisson(np.where(counting, content, 0.0), size=(n_boot, *content.shape))
+    normal = rng.normal(content, np.sqrt(np.maximum(spread, 0.0)), size=(n_boot, *content.shape))
+    replicas = np.where(counting, poisson, normal).astype(np.float64)
+    return _test_replicas(
+        histogram,
+        values,
+        variances,
+        replicas,
+        n_boot,
+        seed,
+        thin,
+        min_events,
+        transform_replicas=False,
+    )
+
+
+def _test_replicas(
+    histogram: Any,
+    values: FloatArray,
+    variances: FloatArray,
+    replicas: FloatArray,
+    n_boot: int,
+    seed: int,
+    thin: int | None,
+    min_events: float,
+    *,
+    transform_replicas: bool,
+) -> ClosureTest:
+    """The closure test of a histogram's background and signal contents from their replicas."""
     replica_a, replica_b, replica_c, replica_d = region_sums(replicas[:, 0])
     background = replica_a - _estimate(replica_b, replica_c, replica_d)
     eta = _eta(replicas)
@@ -284,7 +365,7 @@ def closure_test(
         covariance=covariance,
         n_boot=n_boot,
         seed=seed,
-        transform_replicas=replica_scores is not None,
+        transform_replicas=transform_replicas,
     )
 
 

@@ -40,6 +40,8 @@ __all__ = [
     "background_fit",
     "expected_significance",
     "expected_upper_limit",
+    "observed_significance",
+    "observed_upper_limit",
     "pyhf_workspace",
     "sensitivity_map",
 ]
@@ -245,6 +247,57 @@ def expected_upper_limit(workspace: pyhf.Workspace, level: float = 0.05) -> floa
         msg = f"no expected limit on mu below {high:g}: the signal hardly changes the likelihood"
         raise ValueError(msg)
     return float(optimize.brentq(excess, 1e-9 * high, high, xtol=1e-7 * high, rtol=1e-8))
+
+
+def observed_significance(workspace: pyhf.Workspace) -> float:
+    """Discovery significance ``sqrt(q0)`` of the workspace's observations (0 for a deficit)."""
+    import pyhf
+
+    model = workspace.model()
+    data = workspace.data(model)
+    pars, twice_nll = pyhf.infer.mle.fit(
+        data,
+        model,
+        par_bounds=model.config.suggested_bounds(),
+        return_fitted_val=True,
+        tolerance=FIT_TOLERANCE,
+    )
+    if float(np.asarray(pars)[model.config.poi_index]) <= 0:
+        return 0.0
+    return math.sqrt(max(_conditional(model, data, 0.0) - float(twice_nll), 0.0))
+
+
+def observed_upper_limit(workspace: pyhf.Workspace, level: float = 0.05) -> float:
+    """Observed CLs upper limit on ``mu`` at confidence level ``1 - level`` (asymptotic, ``qtilde``).
+
+    The ``mu`` where the observed CLs equals ``level``, found by Brent's method
+    (the range widened beyond the workspace's bound of ``mu`` if need be).
+    """
+    import pyhf
+    from scipy import optimize
+
+    if not 0 < level < 1:
+        msg = f"level must be in (0, 1), got {level!r}"
+        raise ValueError(msg)
+    model = workspace.model()
+    data = workspace.data(model)
+    bounds = [list(bound) for bound in model.config.suggested_bounds()]
+    poi = model.config.poi_index
+
+    def excess(mu: float) -> float:
+        bounds[poi][1] = max(bounds[poi][1], 2.0 * mu)
+        cls = pyhf.infer.hypotest(mu, data, model, test_stat="qtilde", par_bounds=bounds)
+        return float(np.asarray(cls)) - level
+
+    high = float(model.config.suggested_bounds()[poi][1])
+    for _ in range(MAX_WIDENING):
+        if excess(high) <= 0:
+            break
+        high *= 4.0
+    else:
+        msg = f"no observed limit on mu below {high:g}: the signal hardly changes the likelihood"
+        raise ValueError(msg)
+    return float(optimize.brentq(excess, 1e-3 * high, high, xtol=1e-7 * high, rtol=1e-8))
 
 
 def _asimov(model: Any, mu: float) -> tuple[Any, float]:

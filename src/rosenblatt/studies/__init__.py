@@ -26,6 +26,13 @@ def run_study(config: dict[str, Any], output: str | Path | None = None) -> Path:
         raise ValueError(msg)
     module = importlib.import_module(f"rosenblatt.studies.{STUDIES[kind]}")
     folder = Path(output) if output is not None else Path("results") / config["name"]
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
-    module.run(config, folder)
+    try:
+        module.run(config, folder)
+    except BaseException:
+        # a run refused before writing anything leaves no results folder behind
+        if created and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+        raise
     return folder

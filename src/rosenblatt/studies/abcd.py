@@ -43,10 +43,8 @@ STEPS = ("generate", "score", "fit", "bootstrap", "analyse", "close", "report")
 
 def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     """Run the ABCD analysis of ``config``; write its outputs to ``folder``."""
-    from rosenblatt.ml.scoring import make_scorer
-    from rosenblatt.processors.analysis import AnalysisProcessor, PlaneBinning, Variant
-    from rosenblatt.processors.fitting import fit_on_skims, mergeable
-    from rosenblatt.processors.runner import make_executor, map_items, run_processor
+    from rosenblatt.processors.runner import make_executor, map_items
+    from rosenblatt.studies.abcd_preflight import preflight
     from rosenblatt.studies.abcd_report import write_outputs
 
     cfg = AbcdConfig.parse(config)
@@ -54,32 +52,22 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     clock = time.perf_counter()
     _generate(cfg)
     timings["generate"] = time.perf_counter() - clock
-
-    scorer = make_scorer(cfg.score)
+    checked = preflight(cfg)
+    log.info(
+        "preflight: %d datasets, %d files, layout %s: every tree and branch found",
+        len(cfg.datasets),
+        sum(len(f) for f in checked.entries.values()),
+        checked.schema,
+    )
     skim_dir = cfg.data_dir / "skim"
     for old in skim_dir.glob("*.parquet"):
         old.unlink()
     executor = cfg.executor
-    low, high = cfg.cuts.x0[0], cfg.cuts.x0[-1]
-    plane = PlaneBinning(
-        x_range=cfg.plane_x_range or (low - 0.5 * (high - low), high + 0.5 * (high - low))
-    )
+    passes = _Passes(cfg, checked, skim_dir)
     with make_executor(executor.kind, executor.workers, scheduler=executor.scheduler) as pool:
+        passes.pool = pool
         clock = time.perf_counter()
-        defining = run_processor(
-            cfg.defining,
-            AnalysisProcessor(
-                scorers={"score": scorer},
-                variants=(),
-                x0=cfg.cuts.x0,
-                x=cfg.cuts.x,
-                skim_dir=str(skim_dir.resolve()),
-                skip_bad_chunks=cfg.skip_bad_files,
-            ),
-            pool,
-            chunksize=executor.chunksize,
-            skip_bad_files=cfg.skip_bad_files,
-        )
+        defining = passes.run(cfg.defining, variants=(), skim=True)
         skims = sorted(defining["skim"])
         timings["score"] = time.perf_counter() - clock
         log.info("defining sample: %d skim files written", len(skims))
@@ -88,54 +76,197 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
             return map_items(pool, list(paths), function, description)
 
         clock = time.perf_counter()
-        transforms: dict[str, Any] = {}
-        routes: dict[str, str] = {}
-        for spec in cfg.transforms:
-            transform = spec.build()
-            if spec.file is None:
-                routes[spec.name] = (
-                    "workers (mergeable fit)" if mergeable(transform) else "driver (gathered skims)"
-                )
-                transform = fit_on_skims(
-                    transform, skims, "score", run_pass, max_gather_events=cfg.max_gather_events
-                )
-            else:
-                routes[spec.name] = f"read from {spec.file}"
-            transform.save(folder / f"{spec.name}.json")
-            transforms[spec.name] = transform
-            log.info("transform %s: %r fitted (%s)", spec.name, transform, routes[spec.name])
+        transforms, routes = _fit_transforms(cfg, skims, run_pass, folder)
         score_y0, score_range = _score_cuts(cfg, skims, run_pass)
         timings["fit"] = time.perf_counter() - clock
         clock = time.perf_counter()
         ensembles = _ensembles(cfg, skims, folder)
         timings["bootstrap"] = time.perf_counter() - clock
-
-        variants = [Variant("score", "score", score_y0, y_range=score_range)]
-        variants += [
-            Variant(name, "score", cfg.cuts.y0, transform=t) for name, t in transforms.items()
-        ]
-        clock = time.perf_counter()
-        output = run_processor(
-            cfg.fileset,
-            AnalysisProcessor(
-                scorers={"score": scorer},
-                variants=tuple(variants),
-                x0=cfg.cuts.x0,
-                x=cfg.cuts.x,
-                x_max=cfg.cuts.x_max,
-                plane=plane,
-                skip_bad_chunks=cfg.skip_bad_files,
-            ),
-            pool,
-            chunksize=executor.chunksize,
-            skip_bad_files=cfg.skip_bad_files,
-        )
-        timings["analyse"] = time.perf_counter() - clock
+        variants = _variants(cfg, transforms, score_y0, score_range)
+        output, choices = _analyse(cfg, passes, variants, score_y0, timings)
     clock = time.perf_counter()
-    summary = write_outputs(folder, cfg, output, defining, routes, timings, ensembles)
+    summary = write_outputs(
+        folder, cfg, output, defining, routes, timings, ensembles, checked=checked, choices=choices
+    )
     timings["close and report"] = time.perf_counter() - clock
     (folder / "timings.json").write_text(json.dumps(timings, indent=2), encoding="utf-8")
     return summary
+
+
+def _analyse(
+    cfg: AbcdConfig,
+    passes: _Passes,
+    variants: Sequence[Any],
+    score_y0: tuple[float, ...],
+    timings: dict[str, float],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Fill the simulation, choose each variant's cut on it, then fill the data (blinded).
+
+    Returns the merged histograms and, with data, each variant's cut.
+    """
+    clock = time.perf_counter()
+    simulated = {n: f for n, f in cfg.fileset.items() if cfg.datasets[n].simulated}
+    data = {n: f for n, f in cfg.fileset.items() if not cfg.datasets[n].simulated}
+    output = passes.run(simulated, variants=variants) if simulated else None
+    timings["analyse"] = time.perf_counter() - clock
+    if not data or output is None:
+        assert output is not None
+        return output, {}
+    from rosenblatt.studies.abcd_estimate import choose_cuts
+
+    clock = time.perf_counter()
+    choices = choose_cuts(cfg, output["abcd"], score_y0)
+    timings["choose cuts"] = time.perf_counter() - clock
+    for variant, choice in choices.items():
+        log.info("variant %s: cut %s", variant, choice.get("how"))
+    blind = {v: (c["x0"], c["y0"]) for v, c in choices.items() if "x0" in c} if cfg.blind else None
+    clock = time.perf_counter()
+    observed = passes.run(data, variants=variants, blind=blind)
+    timings["analyse data"] = time.perf_counter() - clock
+    return _merge(output, observed), choices
+
+
+def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Two passes' outputs as one: histograms added, cut flows and file records joined."""
+    from coffea import processor
+
+    merged = dict(processor.accumulate([first, second]))
+    merged["entries"] = {**first.get("entries", {}), **second.get("entries", {})}
+    merged["skipped"] = {**first.get("skipped", {}), **second.get("skipped", {})}
+    return merged
+
+
+def _variants(
+    cfg: AbcdConfig,
+    transforms: dict[str, Any],
+    score_y0: tuple[float, ...],
+    score_range: tuple[float, float],
+) -> list[Any]:
+    """The raw score and every transform of it, as variants of the histograms."""
+    from rosenblatt.processors.analysis import Variant
+
+    variants = [Variant("score", "score", score_y0, y_range=score_range)]
+    variants += [Variant(name, "score", cfg.cuts.y0, transform=t) for name, t in transforms.items()]
+    return variants
+
+
+def _fit_transforms(
+    cfg: AbcdConfig,
+    skims: Sequence[str],
+    run_pass: Callable[[Sequence[str], Callable[[str], Any], str], Any],
+    folder: Path,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Every transform fitted on the skims (or read from its file), saved in ``folder``."""
+    from rosenblatt.processors.fitting import fit_on_skims, mergeable
+
+    transforms: dict[str, Any] = {}
+    routes: dict[str, str] = {}
+    for spec in cfg.transforms:
+        transform = spec.build()
+        if spec.file is None:
+            routes[spec.name] = (
+                "workers (mergeable fit)" if mergeable(transform) else "driver (gathered skims)"
+            )
+            transform = fit_on_skims(
+                transform, skims, "score", run_pass, max_gather_events=cfg.max_gather_events
+            )
+        else:
+            routes[spec.name] = f"read from {spec.file}"
+        transform.save(folder / f"{spec.name}.json")
+        transforms[spec.name] = transform
+        log.info("transform %s: %r fitted (%s)", spec.name, transform, routes[spec.name])
+    return transforms, routes
+
+
+class _Passes:
+    """The passes of the study's processor over datasets, on one executor."""
+
+    def __init__(self, cfg: AbcdConfig, checked: Any, skim_dir: Path) -> None:
+        from rosenblatt.processors.analysis import PlaneBinning
+
+        self.cfg = cfg
+        self.checked = checked
+        self.skim_dir = skim_dir
+        self.pool: Any = None
+        low, high = cfg.cuts.x0[0], cfg.cuts.x0[-1]
+        self.plane = PlaneBinning(
+            x_range=cfg.plane_x_range or (low - 0.5 * (high - low), high + 0.5 * (high - low))
+        )
+
+    def run(
+        self,
+        files: dict[str, list[str]],
+        *,
+        variants: Sequence[Any],
+        skim: bool = False,
+        blind: dict[str, tuple[float, float]] | None = None,
+    ) -> dict[str, Any]:
+        """One pass over ``files``: histograms of ``variants``, skims of every chunk with ``skim``."""
+        from rosenblatt.processors.runner import run_columnar, run_processor
+
+        cfg = self.cfg
+        processes = {name: d.process for name, d in cfg.datasets.items() if d.process is not None}
+        skim_dir = str(self.skim_dir.resolve()) if skim else None
+        if self.checked.schema == "particles":
+            from rosenblatt.ml.scoring import make_scorer
+            from rosenblatt.processors.analysis import AnalysisProcessor
+
+            spec = dict(cfg.score.spec) or {"column": cfg.score.name}
+            analysis: Any = AnalysisProcessor(
+                scorers={"score": make_scorer(spec)},
+                variants=tuple(variants),
+                x0=cfg.cuts.x0,
+                x=str(cfg.cuts.x),
+                x_max=None if skim else cfg.cuts.x_max,
+                plane=self.plane,
+                skim_dir=skim_dir,
+                processes=processes,
+                scales=self.checked.scales,
+                blind=blind,
+                skip_bad_chunks=cfg.skip_bad_files,
+            )
+            return run_processor(
+                files,
+                analysis,
+                self.pool,
+                chunksize=cfg.executor.chunksize,
+                skip_bad_files=cfg.skip_bad_files,
+            )
+        from rosenblatt.processors.columnar import ColumnarAnalysisProcessor
+
+        columnar = ColumnarAnalysisProcessor(
+            x=cfg.x,
+            scores={"score": cfg.score},
+            variants=tuple(variants),
+            x0=cfg.cuts.x0,
+            weights={name: d.weight for name, d in cfg.datasets.items()},
+            processes=processes,
+            scales=self.checked.scales,
+            selection=cfg.defining_selection if skim else None,
+            x_max=None if skim else cfg.cuts.x_max,
+            x_label=cfg.cuts.x_label,
+            plane=self.plane,
+            blind=blind,
+            skim_dir=skim_dir,
+            skip_bad_chunks=cfg.skip_bad_files,
+        )
+        trees = {name: cfg.datasets[name].treename for name in files}
+        output = run_columnar(
+            self.checked.readable(files),
+            trees,
+            columnar,
+            self.pool,
+            schema=self.checked.schema,
+            entries=self.checked.entries,
+            chunksize=cfg.executor.chunksize,
+            skip_bad_files=cfg.skip_bad_files,
+        )
+        output["skipped"] = {
+            path: info
+            for path, info in self.checked.skipped.items()
+            if any(path in paths for paths in files.values())
+        }
+        return output
 
 
 def _generate(cfg: AbcdConfig) -> None:
@@ -148,6 +279,21 @@ def _generate(cfg: AbcdConfig) -> None:
         path = Path(str(entry["output"]))
         path.parent.mkdir(parents=True, exist_ok=True)
         log.info("generating %s events into %s (kept for later runs)", entry["process"], path)
+        if entry.get("format", "particles") != "particles":
+            from rosenblatt.hep.analysis_files import generate_analysis_file
+
+            generate_analysis_file(
+                path,
+                str(entry["process"]),
+                int(entry["events"]),
+                int(entry.get("seed", 0)),
+                file_format=str(entry["format"]),
+                signal_events=int(entry.get("signal_events", 0)),
+                negative_weight_fraction=float(entry.get("negative_weight_fraction", 0.0)),
+                workers=int(entry.get("workers", cfg.executor.workers)),
+                chunk_size=int(entry.get("chunk_size", 500)),
+            )
+            continue
         generate_file(
             path,
             str(entry["process"]),

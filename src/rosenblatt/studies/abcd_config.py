@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt.processors.quantities import DEFAULT_JETS, Quantity, QuantityError, parse_quantity
+from rosenblatt.studies.abcd_datasets import DatasetConfig, parse_datasets, parse_defining
 from rosenblatt.studies.config_checks import ConfigError
 from rosenblatt.studies.config_checks import count as _count
 from rosenblatt.studies.config_checks import fail as _fail
@@ -39,6 +41,12 @@ EXECUTOR_KINDS = ("iterative", "futures", "dask")
 
 _TOP_KEYS = {
     "study",
+    "datasets",
+    "lumi",
+    "treename",
+    "schema",
+    "jets",
+    "blind",
     "name",
     "seed",
     "generate",
@@ -54,7 +62,8 @@ _TOP_KEYS = {
     "data",
     "statistics",
 }
-_SCORE_KEYS = ("column", "torchscript", "model")
+#: ``schema:`` values: how the events of the files are read
+SCHEMAS = ("auto", "base", "nanoaod", "particles")
 _TRANSFORM_PARAMETERS = {
     "irgi": {"depth", "domain", "folds", "seed"},
     "gridkde": {
@@ -68,30 +77,6 @@ _TRANSFORM_PARAMETERS = {
     },
     "kde": {"sigma_r", "method"},
 }
-
-
-def _files(
-    value: Any, source: str, key: str, base: Path, *, must_exist: bool
-) -> dict[str, list[str]]:
-    """``{dataset: [file, ...]}`` from a mapping, or a list named by file stem."""
-    if isinstance(value, (list, tuple)):
-        datasets: dict[str, list[str]] = {}
-        for item in value:
-            datasets.setdefault(Path(str(item)).stem, []).append(str(item))
-    else:
-        datasets = {
-            str(name): [str(p) for p in ([paths] if isinstance(paths, str) else paths)]
-            for name, paths in _mapping(value, source, key).items()
-        }
-    if not any(datasets.values()):
-        raise _fail(source, key, "names no file")
-    resolved = {name: [str(_resolve(p, base)) for p in paths] for name, paths in datasets.items()}
-    if must_exist:
-        for name, paths in resolved.items():
-            for path in paths:
-                if not Path(path).is_file():
-                    raise _fail(source, f"{key}.{name}", f"file {path} does not exist")
-    return resolved
 
 
 @dataclass(frozen=True)
@@ -152,21 +137,29 @@ class TransformConfig:
 class AbcdCuts:
     """The ABCD cut grid: ``x0`` and ``y0`` cut values, the observable and its upper limit."""
 
-    x: str
+    x: Any
     x0: tuple[float, ...]
     y0: tuple[float, ...]
     score_y0: tuple[float, ...] | None
     x_max: float | None
+    cut: tuple[float, float] | None = None
+
+    @property
+    def x_label(self) -> str:
+        """How ``x`` is written, for axes and tables."""
+        return (
+            self.x if isinstance(self.x, str) else ", ".join(f"{k}: {v}" for k, v in self.x.items())
+        )
 
     @classmethod
     def parse(cls, value: Any, source: str) -> AbcdCuts:
         """Validate ``abcd:``; ``x0``/``y0`` are lists, or ``[low, high]`` with ``n_x0``/``n_y0``."""
         entry = dict(_mapping(value, source, "abcd"))
-        known = {"x", "x0", "n_x0", "y0", "n_y0", "score_y0", "x_max"}
+        known = {"x", "x0", "n_x0", "y0", "n_y0", "score_y0", "x_max", "cut"}
         unknown = sorted(set(entry) - known)
         if unknown:
             raise _fail(source, "abcd", f"unknown key(s) {unknown}; known: {sorted(known)}")
-        x = str(entry.get("x", "mjj"))
+        x = entry.get("x", "mjj")
         grids = {}
         for axis in ("x0", "y0"):
             values = entry.get(axis)
@@ -195,7 +188,25 @@ class AbcdCuts:
                 )
             score_y0 = tuple(_number(v, source, "abcd.score_y0") for v in score_y0)
         x_max = entry.get("x_max")
+        cut = None
+        if entry.get("cut") is not None:
+            given = _mapping(entry["cut"], source, "abcd.cut")
+            if set(given) != {"x0", "y0"}:
+                raise _fail(source, "abcd.cut", f"give x0 and y0, got {sorted(given)}")
+            cut = (
+                _number(given["x0"], source, "abcd.cut.x0"),
+                _number(given["y0"], source, "abcd.cut.y0"),
+            )
+            if not 0.0 < cut[1] < 1.0:
+                raise _fail(
+                    source,
+                    "abcd.cut.y0",
+                    f"a cut on the transformed score lies in (0, 1), got {cut[1]!r}",
+                )
+            grids["x0"] = tuple(sorted({*grids["x0"], cut[0]}))
+            grids["y0"] = tuple(sorted({*grids["y0"], cut[1]}))
         return cls(
+            cut=cut,
             x=x,
             x0=grids["x0"],
             y0=grids["y0"],
@@ -279,9 +290,11 @@ class AbcdConfig:
 
     name: str
     source: str
-    defining: dict[str, list[str]]
-    fileset: dict[str, list[str]]
-    score: dict[str, Any]
+    datasets: dict[str, DatasetConfig]
+    defining_names: tuple[str, ...]
+    defining_selection: Quantity | None
+    x: Quantity
+    score: Quantity
     transforms: tuple[TransformConfig, ...]
     cuts: AbcdCuts
     executor: ExecutorConfig
@@ -291,6 +304,24 @@ class AbcdConfig:
     generate: tuple[dict[str, Any], ...]
     plane_x_range: tuple[float, float] | None
     statistics: StatisticsConfig = StatisticsConfig()
+    schema: str = "auto"
+    jets: str = DEFAULT_JETS
+    lumi: float | None = None
+    blind: bool = True
+
+    @property
+    def defining(self) -> dict[str, list[str]]:
+        """``{dataset: [file, ...]}`` of the datasets the transforms are fitted on."""
+        return {name: list(self.datasets[name].files) for name in self.defining_names}
+
+    @property
+    def fileset(self) -> dict[str, list[str]]:
+        """``{dataset: [file, ...]}`` of the datasets filled into the ABCD histograms."""
+        return {name: list(d.files) for name, d in self.datasets.items() if d.role != "defining"}
+
+    def roles(self) -> set[str]:
+        """The roles of the datasets filled into the histograms."""
+        return {d.role for d in self.datasets.values() if d.role != "defining"}
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> AbcdConfig:
@@ -302,24 +333,34 @@ class AbcdConfig:
             raise _fail(
                 source, "top level", f"unknown key(s) {unknown}; known: {sorted(_TOP_KEYS)}"
             )
-        for key in ("defining", "fileset", "score", "transforms", "abcd"):
+        for key in ("score", "transforms", "abcd"):
             if key not in config:
                 raise _fail(source, key, "missing")
         generate = tuple(
             dict(_mapping(g, source, "generate[]")) for g in config.get("generate") or []
         )
-        files_exist = not generate
-        score = dict(_mapping(config["score"], source, "score"))
-        given = [k for k in _SCORE_KEYS if k in score]
-        if len(given) != 1:
+        treename = _text(config.get("treename", "Events"), source, "treename")
+        jets = _text(config.get("jets", DEFAULT_JETS), source, "jets")
+        schema = config.get("schema", "auto")
+        if schema not in SCHEMAS:
+            raise _fail(source, "schema", f"must be one of {list(SCHEMAS)}, got {schema!r}")
+        datasets = parse_datasets(config, source, base, treename=treename, jets=jets)
+        defining = config.get("defining")
+        if (
+            isinstance(defining, Mapping)
+            and "datasets" in config
+            and not set(defining) <= {"datasets", "selection"}
+        ):
             raise _fail(
-                source, "score", f"give exactly one of {list(_SCORE_KEYS)}, got {sorted(score)}"
+                source,
+                "defining",
+                "with datasets:, list the defining datasets' names "
+                "(or {datasets: [...], selection: ...}), not files",
             )
-        if given[0] != "column":
-            path = _resolve(str(score[given[0]]), base)
-            if files_exist and not path.is_file():
-                raise _fail(source, f"score.{given[0]}", f"file {path} does not exist")
-            score[given[0]] = str(path)
+        names, selection = parse_defining(defining, datasets, source)
+        if not generate:
+            _check_files_exist(config, datasets, source)
+        cuts = AbcdCuts.parse(config["abcd"], source)
         transforms = config["transforms"]
         if not isinstance(transforms, list) or not transforms:
             raise _fail(source, "transforms", "must be a non-empty list")
@@ -327,20 +368,30 @@ class AbcdConfig:
             TransformConfig.parse(t, source, f"transforms[{i}]", base)
             for i, t in enumerate(transforms)
         )
-        names = [t.name for t in parsed]
-        if len(set(names)) != len(names) or "score" in names:
+        transform_names = [t.name for t in parsed]
+        if len(set(transform_names)) != len(transform_names) or "score" in transform_names:
             raise _fail(
-                source, "transforms", f"names must be distinct and not 'score', got {names}"
+                source,
+                "transforms",
+                f"names must be distinct and not 'score', got {transform_names}",
             )
+        lumi = _lumi(config.get("lumi"), datasets, source)
+        blind = config.get("blind", True)
+        if not isinstance(blind, bool):
+            raise _fail(source, "blind", f"must be true or false, got {blind!r}")
         plane = config.get("plane")
         return cls(
             name=str(config["name"]),
             source=source,
-            defining=_files(config["defining"], source, "defining", base, must_exist=files_exist),
-            fileset=_files(config["fileset"], source, "fileset", base, must_exist=files_exist),
-            score=score,
+            datasets=datasets,
+            defining_names=names,
+            defining_selection=None
+            if selection is None
+            else _quantity(selection, source, "defining.selection", base, jets),
+            x=_quantity(cuts.x, source, "abcd.x", base, jets),
+            score=_quantity(_score_spec(config["score"]), source, "score", base, jets),
             transforms=parsed,
-            cuts=AbcdCuts.parse(config["abcd"], source),
+            cuts=cuts,
             executor=ExecutorConfig.parse(config.get("executor"), source),
             skip_bad_files=bool(config.get("skip_bad_files", False)),
             max_gather_events=_count(
@@ -356,4 +407,58 @@ class AbcdConfig:
             generate=generate,
             plane_x_range=None if plane is None else (float(plane[0]), float(plane[1])),
             statistics=StatisticsConfig.parse(config.get("statistics"), source),
+            schema=str(schema),
+            jets=jets,
+            lumi=lumi,
+            blind=blind,
         )
+
+
+def _check_files_exist(
+    config: Mapping[str, Any], datasets: Mapping[str, DatasetConfig], source: str
+) -> None:
+    """Refuse a dataset file that does not exist (when no ``generate:`` block writes it)."""
+    for dataset in datasets.values():
+        for path in dataset.files:
+            if Path(path).is_file():
+                continue
+            if "datasets" in config:
+                key = f"datasets.{dataset.name}.files"
+            else:
+                key = f"{'defining' if dataset.role == 'defining' else 'fileset'}.{dataset.name}"
+            raise _fail(source, key, f"file {path} does not exist")
+
+
+def _lumi(value: Any, datasets: Mapping[str, DatasetConfig], source: str) -> float | None:
+    """``lumi:``, required where a dataset has a cross section."""
+    if value is None:
+        if any(d.xsec is not None for d in datasets.values()):
+            raise _fail(source, "lumi", "missing: datasets with xsec are normalised to xsec * lumi")
+        return None
+    lumi = _number(value, source, "lumi")
+    if lumi <= 0:
+        raise _fail(source, "lumi", f"must be positive, got {lumi!r}")
+    return lumi
+
+
+def _text(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _fail(source, key, f"must be a name, got {value!r}")
+    return value
+
+
+def _score_spec(value: Any) -> Any:
+    """``score:`` as written; ``{column: NAME}`` without ``negate`` is the branch ``NAME``."""
+    if isinstance(value, Mapping) and set(value) == {"column"}:
+        return str(value["column"])
+    return value
+
+
+def _quantity(value: Any, source: str, key: str, base: Path, jets: str) -> Quantity:
+    try:
+        return parse_quantity(value, key=key, base=base, jets=jets)
+    except QuantityError as err:
+        message = str(err)
+        raise _fail(
+            source, key, message.split(": ", 1)[1] if message.startswith(key) else message
+        ) from None

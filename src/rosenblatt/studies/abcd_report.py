@@ -122,15 +122,20 @@ def write_outputs(
     routes: dict[str, str],
     timings: dict[str, float],
     ensembles: dict[str, str] | None = None,
+    *,
+    checked: Any = None,
+    choices: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write every output of the study to ``folder``; return the summary."""
+    from rosenblatt.studies.abcd_estimate import strict_json
+
     names = write_root_histograms(folder / "abcd.root", output["abcd"])
     write_histograms_json(folder / "histograms.json", output)
     order = sorted(output["abcd"], key=lambda variant: (variant != "score", variant))
     scans = {variant: closure_scan(output["abcd"][variant][{"dataset": sum}]) for variant in order}
     closure = {variant: closure_summary(scan) for variant, scan in scans.items()}
     (folder / "closure.json").write_text(
-        json.dumps(closure, allow_nan=True, default=float), encoding="utf-8"
+        json.dumps(strict_json(closure), allow_nan=False, default=float), encoding="utf-8"
     )
     cutflow = {
         "fileset": output["cutflow"],
@@ -140,9 +145,16 @@ def write_outputs(
     }
     (folder / "cutflow.json").write_text(json.dumps(cutflow, indent=2), encoding="utf-8")
     clock = time.perf_counter()
-    likelihood = write_likelihoods(folder, output["abcd"], scans)
+    estimates = _estimates(folder, cfg, output, choices) if choices else {}
+    if estimates:
+        likelihood = {
+            v: {k: e[k] for k in ("x0", "y0", "workspace") if e.get(k) is not None}
+            for v, e in estimates.items()
+        }
+    else:
+        likelihood = write_likelihoods(folder, output["abcd"], scans)
     timings["likelihood (in close and report)"] = time.perf_counter() - clock
-    figures = draw_figures(folder, output, scans, cfg.cuts.x)
+    figures = draw_figures(folder, output, scans, cfg.cuts.x_label)
     summary = {
         "study": "abcd",
         "name": cfg.name,
@@ -168,11 +180,50 @@ def write_outputs(
         "cutflow": cutflow,
         "timings": timings,
     }
+    if checked is not None:
+        summary["datasets"] = {
+            name: {
+                "role": d.role,
+                "files": list(d.files),
+                "events": checked.events(name),
+                "xsec": d.xsec,
+                "sum_weights": checked.sum_weights.get(name),
+                "scale": checked.scales.get(name, 1.0),
+            }
+            for name, d in cfg.datasets.items()
+        }
+        summary["lumi"] = cfg.lumi
+        summary["schema"] = checked.schema
+    if estimates:
+        summary["estimate"] = estimates
+        (folder / "estimate.json").write_text(
+            json.dumps(strict_json(estimates), indent=2, allow_nan=False), encoding="utf-8"
+        )
     (folder / "summary.json").write_text(
-        json.dumps(summary, indent=2, default=float), encoding="utf-8"
+        json.dumps(strict_json(summary), indent=2, default=float, allow_nan=False),
+        encoding="utf-8",
     )
     (folder / "report.md").write_text(report(summary, figures), encoding="utf-8")
     return summary
+
+
+def _estimates(
+    folder: Path, cfg: Any, output: dict[str, Any], choices: dict[str, Any]
+) -> dict[str, Any]:
+    """Per variant, the data-driven estimate at its cut (:func:`abcd_estimate.estimate`)."""
+    from rosenblatt.studies.abcd_estimate import closure_tests, estimate
+
+    histograms = {v: h[{"dataset": sum}] for v, h in output["abcd"].items()}
+    tests = closure_tests(histograms, seed=cfg.statistics.seed)
+    results: dict[str, Any] = {}
+    for variant, test in tests.items():
+        if isinstance(test, str):
+            results[variant] = {"valid": False, "note": test}
+            continue
+        results[variant] = estimate(
+            folder, variant, histograms[variant], test, choices[variant], blind=cfg.blind
+        )
+    return results
 
 
 def draw_figures(
@@ -245,6 +296,7 @@ def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
             f"| {variant} | {best.get('x0', float('nan')):.4g} | {best.get('y0', float('nan')):.4g} | {eta} | "
             f"{c['frac_eta_below_1e-2']:.3f} | {c['frac_eta_below_1e-3']:.3f} | {_fmt(c['pull_mean'])} | {_fmt(c['pull_std'])} |"
         )
+    lines += _estimate_lines(summary)
     lines += _statistics_lines(summary)
     lines += ["", "## Time per step", ""] + [
         f"- {step}: {seconds:.1f} s" for step, seconds in summary["timings"].items()
@@ -281,6 +333,8 @@ def _statistics_lines(summary: dict[str, Any]) -> list[str]:
             "refits the transform passes the replicas' scores to",
             "`rosenblatt.abcd.closure_test(..., replica_scores=ens.variations(x, score))`.",
         ]
+    if "estimate" in summary:
+        return lines
     lines += ["", "## ABCD likelihood (pyhf) at each variant's best cut", ""]
     written = {variant: r for variant, r in summary["likelihood"].items() if r.get("workspace")}
     if written:
@@ -319,6 +373,68 @@ def _statistics_lines(summary: dict[str, Any]) -> list[str]:
             "```",
         ]
     return lines
+
+
+def _estimate_lines(summary: dict[str, Any]) -> list[str]:
+    """The data-driven estimate per variant, with the variants whose closure fails flagged."""
+    estimates = summary.get("estimate")
+    if not estimates:
+        return []
+    lines = [
+        "",
+        "## Data-driven estimate",
+        "",
+        "The cut of each variant was fixed on simulation before the data were read. "
+        + (
+            "Region A of the data is blinded: its events were never filled."
+            if any(e.get("blind") for e in estimates.values())
+            else "Unblinded."
+        ),
+        "",
+        "| variant | x0 | y0 | B | C | D | predicted A = BC/D | non-closure (sim.) | expected Z | expected limit on μ | observed A | observed Z | observed limit | valid |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for variant, e in estimates.items():
+        nonclosure = e.get("nonclosure") or {}
+        valid = e.get("valid")
+        cells = [
+            _fmt_num(e.get("x0"), ".4g"),
+            _fmt_num(e.get("y0"), ".4g"),
+            _fmt_num(e.get("B"), ".6g"),
+            _fmt_num(e.get("C"), ".6g"),
+            _fmt_num(e.get("D"), ".6g"),
+            f"{_fmt_num(e.get('predicted_A'), '.1f')} ± {_fmt_num(e.get('predicted_A_stat'), '.1f')} (stat) ± {_fmt_num(e.get('predicted_A_syst'), '.1f')} (syst)",
+            f"{_fmt_num(nonclosure.get('relative'), '+.3f')} ± {_fmt_num(nonclosure.get('relative_error'), '.3f')}",
+        ]
+        shown = valid is True
+        for key in (
+            "expected_significance",
+            "expected_upper_limit",
+            "observed_A",
+            "observed_significance",
+            "observed_upper_limit",
+        ):
+            cells.append(
+                _fmt_num(e.get(key), ".2f") if shown or key == "observed_A" else "not valid"
+            )
+        cells.append("yes" if valid else "**estimate not valid here**")
+        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    notes = [f"`{v}`: {e['note']}" for v, e in estimates.items() if e.get("note")]
+    if notes:
+        lines += ["", "Notes: " + "; ".join(notes) + "."]
+    lines += [
+        "",
+        "`estimate.json` holds these numbers; `workspace_<variant>.json` the pyhf likelihood with the",
+        "data as observations. A variant is valid where the closure test of its background simulation over",
+        "the whole grid has p >= 0.05.",
+    ]
+    return lines
+
+
+def _fmt_num(value: Any, spec: str) -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return "–"
+    return format(value, spec)
 
 
 def _number(value: float) -> str:

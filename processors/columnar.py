@@ -1,0 +1,197 @@
+"""The decorrelated ABCD analysis of the user's own columns, as a coffea processor.
+
+Per chunk of NanoEvents (``BaseSchema`` for flat ntuples, ``NanoAODSchema``
+for NanoAOD), :class:`ColumnarAnalysisProcessor` evaluates the configured
+quantities (:mod:`rosenblatt.processors.quantities`): the protected
+observable ``x``, the classifier score and the dataset's weight; applies the
+dataset's normalisation and the transforms, and fills the same histograms as
+the particle-level :class:`~rosenblatt.processors.analysis.AnalysisProcessor`
+(``"abcd"``, ``"plane"``, ``"cutflow"``, per-chunk skims with ``skim_dir``).
+
+Cut flow per dataset (:data:`COLUMNAR_CUTFLOW_STEPS`, ``read`` = the sum of
+the others): events outside the selection, events lacking an object that
+``x``, the score or the weight reads (an index beyond the collection, fewer
+than two jets), events at or above ``x_max``, and events filled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from coffea import processor
+from numpy.typing import NDArray
+
+from rosenblatt.processors.analysis import (
+    PlaneBinning,
+    Variant,
+    empty_output,
+    fill_variants,
+    write_skim,
+)
+from rosenblatt.processors.events import chunk_file_name, unreadable_chunk
+from rosenblatt.processors.quantities import Quantity, QuantityError
+
+__all__ = ["COLUMNAR_CUTFLOW_STEPS", "ColumnarAnalysisProcessor"]
+
+#: cut-flow steps of the analysis of columns: ``read`` = the sum of the others
+COLUMNAR_CUTFLOW_STEPS = ("read", "not selected", "missing objects", "x above x_max", "in ABCD")
+
+
+@dataclass
+class ColumnarAnalysisProcessor(processor.ProcessorABC):
+    """Quantities, transforms and ABCD histograms of the user's events.
+
+    Parameters
+    ----------
+    x : Quantity
+        The protected observable.
+    scores : mapping of str to Quantity
+        Score name -> the classifier score.
+    variants : sequence of Variant
+        What is filled: raw scores and transforms of them.
+    x0 : sequence of float
+        The ABCD cut values on ``x``.
+    weights : mapping of str to Quantity or None
+        Per dataset, its event weight (absent or ``None``: unit weights).
+    processes : mapping of str to int
+        Per dataset, the ``process`` bin of its events.
+    scales : mapping of str to float, optional
+        Per dataset, the factor of its weights.
+    selection : Quantity, optional
+        Events where it is zero are counted as ``not selected``.
+    selected_datasets : sequence of str, optional
+        The datasets the selection applies to (default: all).
+    x_max : float, optional
+        Events with ``x >= x_max`` are counted in the cut flow, not filled.
+    x_label : str
+        Label of the ``x`` axes.
+    plane : PlaneBinning
+        Binning of the fine histograms.
+    blind : mapping of str to (float, float), optional
+        Per variant, the cut whose signal region is blinded in data.
+    skim_dir : str, optional
+        Folder of the per-chunk skims.
+    skip_bad_chunks : bool, default False
+        Record unreadable chunks instead of failing.
+    """
+
+    x: Quantity
+    scores: Mapping[str, Quantity]
+    variants: Sequence[Variant]
+    x0: Sequence[float]
+    weights: Mapping[str, Quantity | None] = field(default_factory=dict)
+    processes: Mapping[str, int] = field(default_factory=dict)
+    scales: Mapping[str, float] | None = None
+    selection: Quantity | None = None
+    selected_datasets: Sequence[str] | None = None
+    x_max: float | None = None
+    x_label: str = "x"
+    plane: PlaneBinning = field(default_factory=PlaneBinning)
+    blind: Mapping[str, tuple[float, float]] | None = None
+    skim_dir: str | None = None
+    skip_bad_chunks: bool = False
+
+    def empty_output(self) -> dict[str, Any]:
+        """The accumulator of no events."""
+        return empty_output(self.variants, self.x0, self.plane, self.x_label)
+
+    def process(self, events: Any) -> dict[str, Any]:
+        """Return the histograms, cut flow and skim file of one chunk of events."""
+        metadata = events.metadata
+        dataset, filename = str(metadata["dataset"]), str(metadata["filename"])
+        start = int(metadata.get("entrystart", 0))
+        stop = int(metadata.get("entrystop", start + len(events)))
+        try:
+            columns = self._columns(events, dataset, filename, start)
+        except QuantityError as err:
+            if not self.skip_bad_chunks:
+                raise QuantityError(f"{filename} (dataset {dataset}): {err}") from None
+            return unreadable_chunk(dataset, filename, start, stop, err)
+        x, scores, weight, selected, present, entry = columns
+        n_read = len(x)
+        usable = selected & present
+        inside = usable.copy()
+        if self.x_max is not None:
+            inside &= x < self.x_max
+        output = self.empty_output()
+        output["cutflow"] = {
+            dataset: {
+                "read": n_read,
+                "not selected": int(np.count_nonzero(~selected)),
+                "missing objects": int(np.count_nonzero(selected & ~present)),
+                "x above x_max": int(np.count_nonzero(usable & ~inside)),
+                "in ABCD": int(np.count_nonzero(inside)),
+            }
+        }
+        process = np.full(n_read, self.processes.get(dataset, 0), dtype=np.int64)
+        fill_variants(
+            output,
+            self.variants,
+            dataset=dataset,
+            x=x[inside],
+            scores={name: values[inside] for name, values in scores.items()},
+            process=process[inside],
+            weight=weight[inside],
+            blind=self.blind,
+        )
+        if self.skim_dir is not None:
+            name = chunk_file_name(dataset, filename, start, stop)
+            output["skim"] = [
+                write_skim(
+                    Path(self.skim_dir) / name,
+                    x[usable],
+                    {k: v[usable] for k, v in scores.items()},
+                    process[usable],
+                    weight[usable],
+                    entry[usable],
+                )
+            ]
+        return output
+
+    def _columns(
+        self, events: Any, dataset: str, filename: str, start: int
+    ) -> tuple[
+        NDArray[np.float64],
+        dict[str, NDArray[np.float64]],
+        NDArray[np.float64],
+        NDArray[np.bool_],
+        NDArray[np.bool_],
+        NDArray[np.int64],
+    ]:
+        """``x``, the scores, the weight, selected, present and entry of every event."""
+        n = len(events)
+        entry = start + np.arange(n, dtype=np.int64)
+        selected = np.ones(n, dtype=bool)
+        applies = self.selected_datasets is None or dataset in self.selected_datasets
+        if self.selection is not None and applies:
+            values, ok = self.selection.evaluate(events)
+            selected = ok & (np.nan_to_num(values) != 0)
+        x, present = self.x.evaluate(events)
+        scores = {}
+        for name, quantity in self.scores.items():
+            scores[name], ok = quantity.evaluate(events)
+            present &= ok
+        weight = np.ones(n, dtype=np.float64)
+        weight_quantity = self.weights.get(dataset)
+        if weight_quantity is not None:
+            weight, ok = weight_quantity.evaluate(events)
+            present &= ok
+        if self.scales is not None:
+            weight = weight * self.scales.get(dataset, 1.0)
+        used = selected & present
+        for what, values in (("x", x), *scores.items(), ("weight", weight)):
+            bad = used & ~np.isfinite(values)
+            if bad.any():
+                raise QuantityError(
+                    f"{what}: {int(bad.sum())} NaN or infinite value(s) "
+                    f"(first at entry {int(entry[bad][0])})"
+                )
+        return x, scores, weight, selected, present, entry
+
+    def postprocess(self, accumulator: dict[str, Any]) -> dict[str, Any]:
+        """Return the merged accumulator unchanged."""
+        return accumulator

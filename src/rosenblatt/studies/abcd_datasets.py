@@ -1,0 +1,227 @@
+"""The datasets of the ABCD study: files, role, tree, weight and normalisation, validated when loaded.
+
+``datasets:`` maps a name to ``{files, role, treename, weight, xsec}``:
+
+``role``
+    ``data`` (unit weights, no label), ``background`` or ``signal``
+    (simulation), or ``defining`` (background simulation used only to fit
+    the transforms, not filled into the ABCD histograms).
+``weight``
+    A branch (or collection element) holding the event weight of
+    simulation; none: unit weights.
+``xsec``
+    Cross section in the unit whose inverse ``lumi:`` is given in (pb and
+    pb^-1, fb and fb^-1, ...): simulation is then normalised to
+    ``xsec * lumi * w / sum(w)``, ``sum(w)`` over every event of the
+    dataset's files (for NanoAOD, the ``Runs`` tree's ``genEventSumw``).
+
+The older ``fileset:`` (``{dataset: [files]}``, events labelled by their
+``label`` branch) and ``defining: {dataset: [files]}`` are read as datasets of
+the roles ``labelled`` and ``defining``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rosenblatt.processors.quantities import Quantity, QuantityError, parse_quantity
+from rosenblatt.studies.config_checks import check_keys, fail, mapping, resolve
+
+__all__ = [
+    "DATASET_KEYS",
+    "PROCESS_OF_ROLE",
+    "ROLES",
+    "DatasetConfig",
+    "parse_datasets",
+    "parse_defining",
+]
+
+#: the roles a dataset may have
+ROLES = ("data", "background", "signal", "defining")
+
+#: the ``process`` bin each role fills (``labelled`` datasets: the file's labels)
+PROCESS_OF_ROLE = {"background": 0, "signal": 1, "data": 2, "defining": 0}
+
+#: the keys of one dataset
+DATASET_KEYS = ("files", "role", "treename", "weight", "xsec")
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """One dataset of the ABCD study.
+
+    Attributes
+    ----------
+    name : str
+        The dataset's name (histograms, cut flow, reports).
+    files : tuple of str
+        Its files, absolute.
+    role : str
+        One of :data:`ROLES`, or ``"labelled"`` for ``fileset:`` datasets.
+    treename : str
+        The tree holding its events.
+    weight : Quantity or None
+        The weight of simulated events (``None``: unit weights).
+    xsec : float or None
+        Its cross section (``None``: weights are used as they are).
+    """
+
+    name: str
+    files: tuple[str, ...]
+    role: str
+    treename: str
+    weight: Quantity | None = None
+    xsec: float | None = None
+
+    @property
+    def process(self) -> int | None:
+        """The ``process`` bin its events fill (``None``: their ``label`` branch)."""
+        return PROCESS_OF_ROLE.get(self.role)
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the dataset is simulation (any role but ``data``)."""
+        return self.role != "data"
+
+
+def _files(value: Any, source: str, key: str, base: Path) -> tuple[str, ...]:
+    paths = [value] if isinstance(value, str) else value
+    if not isinstance(paths, (list, tuple)) or not paths:
+        raise fail(source, key, f"must name at least one file, got {value!r}")
+    return tuple(str(resolve(str(p), base)) for p in paths)
+
+
+def _dataset(
+    name: str, value: Any, source: str, base: Path, treename: str, jets: str
+) -> DatasetConfig:
+    key = f"datasets.{name}"
+    entry = mapping(value, source, key)
+    check_keys(entry, DATASET_KEYS, source, key)
+    if "files" not in entry:
+        raise fail(source, f"{key}.files", "missing")
+    role = entry.get("role")
+    if role not in ROLES:
+        raise fail(source, f"{key}.role", f"must be one of {list(ROLES)}, got {role!r}")
+    weight = None
+    if entry.get("weight") is not None:
+        if role == "data":
+            raise fail(source, f"{key}.weight", "data are not weighted: leave weight out")
+        try:
+            weight = parse_quantity(entry["weight"], key=f"{key}.weight", base=base, jets=jets)
+        except QuantityError as err:
+            raise fail(source, f"{key}.weight", str(err).split(": ", 1)[-1]) from None
+        if weight.kind not in ("name", "element", "function"):
+            raise fail(source, f"{key}.weight", "must be a branch, an element or a function")
+    xsec = entry.get("xsec")
+    if xsec is not None:
+        if role == "data":
+            raise fail(source, f"{key}.xsec", "data have no cross section: leave xsec out")
+        if (
+            isinstance(xsec, bool)
+            or not isinstance(xsec, (int, float))
+            or not math.isfinite(xsec)
+            or xsec <= 0
+        ):
+            raise fail(source, f"{key}.xsec", f"must be a positive number, got {xsec!r}")
+        if weight is not None and weight.kind == "function":
+            raise fail(
+                source,
+                f"{key}.weight",
+                "normalising to xsec sums the weight over every event: give a branch",
+            )
+    tree = entry.get("treename", treename)
+    if not isinstance(tree, str) or not tree:
+        raise fail(source, f"{key}.treename", f"must be a tree name, got {tree!r}")
+    return DatasetConfig(
+        name=name,
+        files=_files(entry["files"], source, f"{key}.files", base),
+        role=str(role),
+        treename=tree,
+        weight=weight,
+        xsec=None if xsec is None else float(xsec),
+    )
+
+
+def parse_datasets(
+    config: Mapping[str, Any], source: str, base: Path, *, treename: str, jets: str
+) -> dict[str, DatasetConfig]:
+    """The datasets of ``datasets:``, or of the older ``fileset:`` and ``defining:`` mappings."""
+    if "datasets" in config:
+        if "fileset" in config:
+            raise fail(source, "fileset", "give datasets: or fileset:, not both")
+        datasets = mapping(config["datasets"], source, "datasets")
+        if not datasets:
+            raise fail(source, "datasets", "names no dataset")
+        return {
+            str(name): _dataset(str(name), value, source, base, treename, jets)
+            for name, value in datasets.items()
+        }
+    if "fileset" not in config:
+        raise fail(source, "datasets", "missing (or give the older fileset:)")
+    parsed: dict[str, DatasetConfig] = {}
+    for role, key in (("labelled", "fileset"), ("defining", "defining")):
+        value = config.get(key)
+        if value is None:
+            raise fail(source, key, "missing")
+        named = (
+            {Path(str(p)).stem: [p] for p in value}
+            if isinstance(value, (list, tuple))
+            else mapping(value, source, key)
+        )
+        for name, files in named.items():
+            label = str(name) if str(name) not in parsed else f"{name} ({key})"
+            parsed[label] = DatasetConfig(
+                name=label,
+                files=_files(files, source, f"{key}.{name}", base),
+                role=role,
+                treename=treename,
+            )
+    return parsed
+
+
+def parse_defining(
+    value: Any, datasets: Mapping[str, DatasetConfig], source: str
+) -> tuple[tuple[str, ...], Any]:
+    """The names of the defining datasets and the selection given with them (or ``None``).
+
+    ``defining:`` is a list of dataset names, ``{datasets: [...], selection:
+    QUANTITY}``, or absent: the datasets of role ``defining``, or else every
+    ``background`` dataset.
+    """
+    selection = None
+    if (isinstance(value, Mapping) and "datasets" in value) or isinstance(value, (list, tuple)):
+        if isinstance(value, Mapping):
+            check_keys(value, ("datasets", "selection"), source, "defining")
+            names, selection = value["datasets"], value.get("selection")
+        else:
+            names = value
+        if not isinstance(names, (list, tuple)) or not names:
+            raise fail(source, "defining", f"must list dataset names, got {names!r}")
+        for name in names:
+            if name not in datasets:
+                raise fail(source, "defining", f"no dataset {name!r}; datasets: {sorted(datasets)}")
+            if datasets[name].role in ("data", "signal"):
+                raise fail(
+                    source,
+                    "defining",
+                    f"{name!r} is {datasets[name].role}: the transforms are fitted on background",
+                )
+        return tuple(str(n) for n in names), selection
+    if isinstance(value, Mapping) and "selection" in value:
+        check_keys(value, ("selection",), source, "defining")
+        selection = value["selection"]
+    chosen = [n for n, d in datasets.items() if d.role == "defining"] or [
+        n for n, d in datasets.items() if d.role == "background"
+    ]
+    if not chosen:
+        raise fail(
+            source,
+            "datasets",
+            "no background simulation to fit the transforms on: give a dataset of role "
+            "background (or defining)",
+        )
+    return tuple(chosen), selection

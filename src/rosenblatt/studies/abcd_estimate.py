@@ -1,0 +1,297 @@
+"""The data-driven estimate of the ABCD study: the cut chosen on simulation, then the data's B, C, D.
+
+Per variant (raw score or transform):
+
+1. **The cut.** Given (``abcd.cut``), or chosen on simulation before any data
+   event is read: among the cuts whose background non-closure
+   ``N_A - N_B N_C / N_D`` lies within two bootstrap standard deviations of
+   zero (:func:`rosenblatt.abcd.closure_test_histogram`), the one of largest
+   expected significance ``Z_A(s, b, sigma_b)`` (the Asimov significance of a
+   count with an uncertain background: ``b = N_B N_C / N_D`` of the
+   background simulation, ``sigma_b`` the non-closure's standard deviation,
+   ``s`` the signal simulation in A).
+2. **The estimate.** The data's ``B``, ``C``, ``D`` at that cut give
+   ``predicted_A = B C / D`` with its statistical uncertainty
+   ``predicted_A sqrt(1/B + 1/C + 1/D)``; the background simulation's
+   relative non-closure there, ``r``, gives the systematic ``|r|
+   predicted_A``. The pyhf workspace holds the data as observations (A:
+   the prediction while blinded) and the signal simulation as the signal.
+3. **Unblinded**, the observed ``A`` with the observed significance and 95%
+   CLs upper limit beside the expected ones.
+
+A variant whose background closure test over the grid has ``p < 0.05`` is
+marked ``valid: false``: its estimate is not valid there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rosenblatt.abcd.closure import region_sums
+from rosenblatt.abcd.closure_test import ClosureTest
+
+__all__ = ["CLOSURE_P_MIN", "choose_cut", "choose_cuts", "closure_tests", "estimate", "strict_json"]
+
+#: below this p-value of the closure test, a variant's estimate is not valid
+CLOSURE_P_MIN = 0.05
+
+FloatArray = NDArray[np.float64]
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``None`` (strict JSON)."""
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def asimov_significance(s: FloatArray, b: FloatArray, sigma_b: FloatArray) -> FloatArray:
+    """``Z_A`` of a count with signal ``s`` over a background ``b`` known to ``sigma_b``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = np.maximum(sigma_b, 0.0) ** 2
+        exact = np.sqrt(
+            2
+            * (
+                (s + b) * np.log((s + b) * (b + var) / (b * b + (s + b) * var))
+                - b * b / np.where(var > 0, var, np.inf) * np.log(1 + var * s / (b * (b + var)))
+            )
+        )
+        without = np.sqrt(2 * ((s + b) * np.log1p(s / b) - s))
+    z = np.where(var > 0, exact, without)
+    return np.where((s > 0) & (b > 0) & np.isfinite(z), z, np.nan)
+
+
+def _index(edges: FloatArray, value: float) -> int:
+    return int(np.argmin(np.abs(edges - value)))
+
+
+def choose_cut(
+    test: ClosureTest, signal_a: FloatArray, given: tuple[float, float] | None
+) -> dict[str, Any]:
+    """The variant's cut: given, or the best expected significance where the background closes.
+
+    Parameters
+    ----------
+    test
+        The closure test of the variant's background simulation.
+    signal_a
+        The signal simulation in region A over the grid.
+    given
+        ``(x0, y0)`` of ``abcd.cut`` in the variant's own units, or ``None``.
+    """
+    b = test.background_estimate
+    z = asimov_significance(signal_a, b, test.nonclosure_error)
+    with np.errstate(invalid="ignore"):
+        closes = np.abs(test.nonclosure) <= 2.0 * test.nonclosure_error
+    if given is not None:
+        i, j = _index(test.x0, given[0]), _index(test.y0, given[1])
+        how = "given (abcd.cut)"
+    else:
+        candidates = np.where(closes & np.isfinite(z), z, -np.inf)
+        if not np.isfinite(candidates).any():
+            return {
+                "how": "none: no cut of the grid both closes on background simulation and "
+                "holds signal in A"
+            }
+        i, j = (int(k) for k in np.unravel_index(int(np.argmax(candidates)), candidates.shape))
+        how = "chosen on simulation: largest expected Z_A among the cuts that close within 2 sd"
+    return {
+        "i": int(i),
+        "j": int(j),
+        "x0": float(test.x0[i]),
+        "y0": float(test.y0[j]),
+        "how": how,
+        "expected_z_a": float(z[i, j]),
+        "closes_within_2sd": bool(closes[i, j]),
+    }
+
+
+def closure_tests(histograms: dict[str, Any], *, seed: int = 0) -> dict[str, ClosureTest | str]:
+    """Per variant, the closure test of its simulation summed over datasets (or why none)."""
+    from rosenblatt.abcd.closure_test import closure_test_histogram
+
+    tests: dict[str, ClosureTest | str] = {}
+    for variant, h in histograms.items():
+        summed = h[{"dataset": sum}] if "dataset" in h.axes.name else h
+        try:
+            tests[variant] = closure_test_histogram(summed, seed=seed)
+        except ValueError as err:
+            tests[variant] = f"no closure test: {err}"
+    return tests
+
+
+def choose_cuts(
+    cfg: Any, histograms: dict[str, Any], score_y0: tuple[float, ...]
+) -> dict[str, dict[str, Any]]:
+    """Per variant, its cut from simulation alone (:func:`choose_cut`), before data are read."""
+    choices: dict[str, dict[str, Any]] = {}
+    for variant, test in closure_tests(histograms, seed=cfg.statistics.seed).items():
+        if isinstance(test, str):
+            choices[variant] = {"how": f"none: {test}"}
+            continue
+        given = cfg.cuts.cut
+        if given is not None and variant == "score":
+            # the raw score's cuts are the defining sample's quantiles at the levels y0
+            levels = cfg.cuts.y0 if len(cfg.cuts.y0) == len(score_y0) else None
+            raw = score_y0[_index(np.asarray(levels), given[1])] if levels else score_y0[-1]
+            given = (given[0], float(raw))
+        choices[variant] = choose_cut(test, test.scan.signal_a, given)
+    return choices
+
+
+def _regions(histogram: Any, process: int, i: int, j: int) -> tuple[list[float], list[float]]:
+    """Sums and variances of A, B, C, D of one ``process`` bin at cut ``(i, j)``."""
+    axis = histogram.axes["process"]
+    if process not in axis:
+        return [0.0] * 4, [0.0] * 4
+    view = histogram.view(flow=True)
+    k = axis.index(process)
+    sums = [float(r[i, j]) for r in region_sums(view.value[..., k])]
+    variances = [float(r[i, j]) for r in region_sums(view.variance[..., k])]
+    return sums, variances
+
+
+def estimate(
+    folder: Path,
+    variant: str,
+    histogram: Any,
+    test: ClosureTest,
+    cut: dict[str, Any],
+    *,
+    blind: bool,
+) -> dict[str, Any]:
+    """The data-driven estimate of one variant at its cut; writes ``workspace_<variant>.json``.
+
+    Parameters
+    ----------
+    folder
+        Results folder.
+    variant
+        Its name.
+    histogram
+        The variant's ABCD histogram summed over datasets: background (0) and
+        signal (1) simulation, data (2).
+    test
+        The closure test of its background simulation.
+    cut
+        From :func:`choose_cut`.
+    blind
+        Whether region A of the data is blinded (never filled).
+    """
+    out: dict[str, Any] = {
+        "x0": cut.get("x0"),
+        "y0": cut.get("y0"),
+        "cut": cut.get("how"),
+        "blind": blind,
+        "closure_p_value": test.p_value,
+        "valid": bool(test.p_value >= CLOSURE_P_MIN),
+    }
+    if not out["valid"]:
+        out["note"] = (
+            f"estimate not valid here: the background non-closure is beyond statistics "
+            f"(closure test p = {test.p_value:.2g} < {CLOSURE_P_MIN})"
+        )
+    if "i" not in cut:
+        return out
+    i, j = cut["i"], cut["j"]
+    data, _ = _regions(histogram, 2, i, j)
+    background, _ = _regions(histogram, 0, i, j)
+    signal, _ = _regions(histogram, 1, i, j)
+    _, n_b, n_c, n_d = data
+    predicted = n_b * n_c / n_d if n_d > 0 else float("nan")
+    stat = (
+        predicted * math.sqrt(1 / n_b + 1 / n_c + 1 / n_d)
+        if min(n_b, n_c, n_d) > 0
+        else float("nan")
+    )
+    b_sim = float(test.background_estimate[i, j])
+    relative = float(test.nonclosure[i, j]) / b_sim if b_sim > 0 else float("nan")
+    relative_error = float(test.nonclosure_error[i, j]) / b_sim if b_sim > 0 else float("nan")
+    out.update(
+        {
+            "B": n_b,
+            "C": n_c,
+            "D": n_d,
+            "predicted_A": predicted,
+            "predicted_A_stat": stat,
+            "nonclosure": {
+                "relative": relative,
+                "relative_error": relative_error,
+                "background_simulation_A": background[0],
+                "background_simulation_BC_over_D": b_sim,
+            },
+            "predicted_A_syst": abs(relative) * predicted,
+            "signal_expected_A": signal[0],
+            "signal_expected": dict(zip("ABCD", signal, strict=True)),
+            "observed_A": None if blind else data[0],
+        }
+    )
+    out.update(_likelihood(folder, variant, data, signal, predicted, abs(relative), blind))
+    return out
+
+
+def _likelihood(
+    folder: Path,
+    variant: str,
+    data: list[float],
+    signal: list[float],
+    predicted: float,
+    relative: float,
+    blind: bool,
+) -> dict[str, Any]:
+    """The pyhf workspace of the data at the cut, its expected and (unblinded) observed results."""
+    try:
+        import pyhf
+    except ImportError:
+        return {"likelihood_note": 'pyhf is not installed: pip install "rosenblatt[stats]"'}
+    from rosenblatt.abcd.likelihood import (
+        expected_significance,
+        expected_upper_limit,
+        observed_significance,
+        observed_upper_limit,
+        pyhf_workspace,
+    )
+    from rosenblatt.studies.lhco_statistics import MAX_NONCLOSURE, quiet_pyhf
+
+    n_a, n_b, n_c, n_d = data
+    if min(n_b, n_c, n_d, signal[0]) <= 0:
+        return {"likelihood_note": "a data control region is empty or A holds no signal"}
+    relative = min(relative, MAX_NONCLOSURE) if math.isfinite(relative) else 0.0
+    observed_a = predicted if blind else n_a
+    out: dict[str, Any] = {}
+    with quiet_pyhf():
+        s_a, s_b, s_c, s_d = signal
+        workspace = pyhf_workspace(
+            observed_a, n_b, n_c, n_d, s_a, s_b, s_c, s_d, nonclosure=relative
+        )
+        try:
+            out["expected_significance"] = expected_significance(workspace)
+            out["expected_upper_limit"] = expected_upper_limit(workspace)
+            if not blind:
+                out["observed_significance"] = observed_significance(workspace)
+                out["observed_upper_limit"] = observed_upper_limit(workspace)
+        except (ValueError, pyhf.exceptions.FailedMinimization) as err:
+            out["likelihood_note"] = f"fit failed: {err}"
+    if blind:
+        out["observed_significance"] = None
+        out["observed_upper_limit"] = None
+    path = folder / f"workspace_{variant}.json"
+    path.write_text(json.dumps(dict(workspace), indent=2), encoding="utf-8")
+    out["workspace"] = path.name
+    if blind:
+        out["workspace_note"] = "blinded: the observation in A is the background prediction B C / D"
+    return out

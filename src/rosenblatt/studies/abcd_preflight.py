@@ -1,0 +1,279 @@
+"""Checks of the ABCD study's files before any chunk runs: trees, branches, roles, normalisation.
+
+Every file of every dataset is opened with uproot (metadata only, plus the
+weight branch where a dataset is normalised to its cross section). A missing
+file, tree or branch is a :class:`PreflightError` that names the file, lists
+what it holds and suggests the closest name; so is a run whose roles cannot
+give a result (no background to fit the transforms on, or a role it needs
+without events).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rosenblatt.processors.quantities import Quantity, closest
+from rosenblatt.studies.abcd_datasets import DatasetConfig
+
+__all__ = ["NANOAOD_EVENT_IDS", "Preflight", "PreflightError", "preflight"]
+
+#: the branches coffea's NanoAODSchema needs in every file
+NANOAOD_EVENT_IDS = ("run", "luminosityBlock", "event")
+
+#: branches listed in a message about a missing one, at most
+_LISTED = 40
+
+
+class PreflightError(ValueError):
+    """A file, tree, branch or role the configuration needs is not there."""
+
+
+class UnreadableFileError(PreflightError):
+    """A file exists but cannot be read (``skip_bad_files`` leaves it out)."""
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What the checks found.
+
+    Attributes
+    ----------
+    schema : str
+        ``"base"``, ``"nanoaod"`` or ``"particles"`` (resolved from ``auto``).
+    entries : dict
+        ``{dataset: {file: events}}``.
+    sum_weights : dict
+        Per dataset normalised to its cross section, the ``sum(w)`` used.
+    scales : dict
+        Per dataset, the factor of its weights (``xsec * lumi / sum(w)``, or 1).
+    skipped : dict
+        With ``skip_bad_files``, ``{file: {"dataset", "reason", "entries"}}`` of
+        the files that cannot be read, left out.
+    """
+
+    schema: str
+    entries: dict[str, dict[str, int]]
+    sum_weights: dict[str, float]
+    scales: dict[str, float]
+    skipped: dict[str, dict[str, Any]]
+
+    def readable(self, files: dict[str, list[str]]) -> dict[str, list[str]]:
+        """``files`` without those left out as unreadable."""
+        return {
+            name: [p for p in paths if p in self.entries.get(name, {})]
+            for name, paths in files.items()
+        }
+
+    def events(self, dataset: str) -> int:
+        """Events in the dataset's files."""
+        return sum(self.entries.get(dataset, {}).values())
+
+
+def _open_tree(path: str, dataset: DatasetConfig) -> Any:
+    import uproot
+
+    where = f"{path} (dataset {dataset.name})"
+    if not Path(path).is_file():
+        raise PreflightError(f"{where}: the file does not exist")
+    try:
+        handle = uproot.open(path)
+    except Exception as err:  # noqa: BLE001 - uproot raises many kinds for a damaged file
+        raise UnreadableFileError(f"{where}: not a readable ROOT file ({err})") from None
+    classes = {key.split(";")[0]: cls for key, cls in handle.classnames().items()}
+    trees = sorted({name for name, cls in classes.items() if cls == "TTree"})
+    if dataset.treename not in trees:
+        if classes.get(dataset.treename, "").endswith("RNTuple"):
+            raise PreflightError(
+                f"{where}: {dataset.treename!r} is an RNTuple, not a TTree; this analysis reads "
+                "TTrees (with uproot, write one with f.mktree(...) and extend)"
+            )
+        held = ", ".join(f"{name} ({cls})" for name, cls in sorted(classes.items())) or "nothing"
+        raise PreflightError(
+            f"{where}: no tree {dataset.treename!r}{closest(dataset.treename, trees)}; "
+            f"the file holds {held} (set treename:)"
+        )
+    return handle
+
+
+def _detect(keys: list[str]) -> str:
+    if "Part_pt" in keys:
+        return "particles"
+    if set(NANOAOD_EVENT_IDS) <= set(keys) and any(
+        k.startswith("n") and k[1:2].isupper() for k in keys
+    ):
+        return "nanoaod"
+    return "base"
+
+
+def _check_branches(keys: list[str], needs: dict[str, Quantity | None], where: str) -> None:
+    for key, quantity in needs.items():
+        if quantity is None:
+            continue
+        _, missing = quantity.branches(keys)
+        for branch in missing:
+            listed = sorted(keys)[:_LISTED]
+            more = f" and {len(keys) - _LISTED} more" if len(keys) > _LISTED else ""
+            raise PreflightError(
+                f"{where}: no branch {branch!r} for {key}{closest(branch, keys)}; "
+                f"the tree has {listed}{more}"
+            )
+
+
+def _sum_weights(handle: Any, path: str, dataset: DatasetConfig, schema: str) -> float:
+    """``sum(w)`` of a file: ``Runs.genEventSumw`` for NanoAOD, else the weight branch's sum."""
+    if schema == "nanoaod" and "Runs" in handle and "genEventSumw" in handle["Runs"]:
+        return float(np.sum(handle["Runs"]["genEventSumw"].array(library="np")))
+    tree = handle[dataset.treename]
+    if dataset.weight is None:
+        return float(tree.num_entries)
+    branch = (
+        dataset.weight.name.replace(".", "_")
+        if dataset.weight.kind == "element"
+        else dataset.weight.name
+    )
+    values = tree[branch].array(library="ak")
+    if dataset.weight.kind == "element":
+        import awkward as ak
+
+        values = ak.fill_none(ak.pad_none(values, dataset.weight.index + 1), 0.0)[
+            :, dataset.weight.index
+        ]
+    return float(np.sum(np.asarray(values, dtype=np.float64)))
+
+
+def _check_layout(
+    keys: list[str], schema: str, needs: dict[str, Quantity | None], where: str
+) -> None:
+    """Refuse a tree that lacks what its layout or the configuration's quantities need."""
+    if schema == "particles":
+        from rosenblatt.io.root import PARTICLE_BRANCHES
+
+        missing = [b for b in PARTICLE_BRANCHES.values() if b not in keys]
+        if missing:
+            raise PreflightError(f"{where}: particle-level files need the branches {missing}")
+        return
+    if schema == "nanoaod":
+        absent = [b for b in NANOAOD_EVENT_IDS if b not in keys]
+        if absent:
+            raise PreflightError(
+                f"{where}: NanoAOD files need the branches {absent}; "
+                "for a flat tree set schema: base"
+            )
+    _check_branches(keys, needs, where)
+
+
+def preflight(cfg: Any) -> Preflight:
+    """Check every file, tree, branch and role of an :class:`AbcdConfig`.
+
+    Raises
+    ------
+    PreflightError
+        For the first problem found, saying what and where.
+    """
+    entries: dict[str, dict[str, int]] = {}
+    sum_weights: dict[str, float] = {}
+    schemas: dict[str, str] = {}
+    skipped: dict[str, dict[str, Any]] = {}
+    for dataset in cfg.datasets.values():
+        needs: dict[str, Quantity | None] = {
+            "abcd.x": cfg.x,
+            "score": cfg.score,
+            f"datasets.{dataset.name}.weight": dataset.weight,
+        }
+        if dataset.name in cfg.defining_names:
+            needs["defining.selection"] = cfg.defining_selection
+        total = 0.0
+        for path in dataset.files:
+            if path.lower().endswith((".h5", ".hdf5")):
+                entries.setdefault(dataset.name, {})[path] = _lhco_events(path, dataset)
+                schemas[path] = "particles"
+                continue
+            try:
+                handle = _open_tree(path, dataset)
+            except UnreadableFileError as err:
+                if not cfg.skip_bad_files:
+                    raise
+                skipped[path] = {"dataset": dataset.name, "reason": str(err), "entries": None}
+                continue
+            tree = handle[dataset.treename]
+            keys = list(tree.keys())
+            schema = cfg.schema if cfg.schema != "auto" else _detect(keys)
+            schemas[path] = schema
+            _check_layout(
+                keys, schema, needs, f"{path} (dataset {dataset.name}, tree {dataset.treename})"
+            )
+            entries.setdefault(dataset.name, {})[path] = int(tree.num_entries)
+            if dataset.xsec is not None:
+                total += _sum_weights(handle, path, dataset, schema)
+        if dataset.xsec is not None:
+            sum_weights[dataset.name] = total
+    resolved = sorted(set(schemas.values()))
+    if len(resolved) > 1:
+        raise PreflightError(
+            f"{cfg.source}: schema: the files are of several layouts {resolved}; "
+            "give one schema per configuration"
+        )
+    scales = _scales(cfg, sum_weights)
+    result = Preflight(resolved[0] if resolved else "base", entries, sum_weights, scales, skipped)
+    _check_roles(cfg, result)
+    return result
+
+
+def _lhco_events(path: str, dataset: DatasetConfig) -> int:
+    from rosenblatt.io.lhco import lhco_info
+
+    try:
+        return int(lhco_info(path)["n_events"])
+    except Exception as err:  # noqa: BLE001 - h5py and pandas raise many kinds for a damaged file
+        raise PreflightError(
+            f"{path} (dataset {dataset.name}): not a readable LHCO file ({err})"
+        ) from None
+
+
+def _scales(cfg: Any, sum_weights: dict[str, float]) -> dict[str, float]:
+    scales = {}
+    for name, dataset in cfg.datasets.items():
+        if dataset.xsec is None:
+            scales[name] = 1.0
+            continue
+        total = sum_weights[name]
+        if not total > 0:
+            raise PreflightError(
+                f"{cfg.source}: datasets.{name}: the weights sum to {total:g} over its files; "
+                "it cannot be normalised to xsec * lumi"
+            )
+        scales[name] = dataset.xsec * cfg.lumi / total
+    return scales
+
+
+def _check_roles(cfg: Any, checked: Preflight) -> None:
+    """Refuse a run whose roles cannot give a result."""
+    if sum(checked.events(n) for n in cfg.defining_names) == 0:
+        raise PreflightError(
+            f"{cfg.source}: defining: the datasets {list(cfg.defining_names)} hold no event: "
+            "no background to fit the transforms on"
+        )
+    roles = cfg.roles()
+    filled = [n for n, d in cfg.datasets.items() if d.role != "defining"]
+    if not filled:
+        raise PreflightError(f"{cfg.source}: datasets: no dataset is analysed (all are defining)")
+    for role in ("data", "background", "signal"):
+        names = [n for n, d in cfg.datasets.items() if d.role == role]
+        if names and sum(checked.events(n) for n in names) == 0:
+            raise PreflightError(
+                f"{cfg.source}: datasets: the {role} datasets {names} hold no event"
+            )
+    if "data" in roles and "background" not in roles:
+        raise PreflightError(
+            f"{cfg.source}: datasets: data without background simulation: the estimate's "
+            "non-closure is measured on background simulation; add a dataset of role background"
+        )
+    if "data" in roles and cfg.cuts.cut is None and "signal" not in roles:
+        raise PreflightError(
+            f"{cfg.source}: abcd.cut: the cut is chosen on signal simulation; add a dataset of "
+            "role signal or give abcd.cut: {x0: ..., y0: ...}"
+        )

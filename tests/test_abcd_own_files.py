@@ -1,0 +1,324 @@
+"""The ABCD study on files whose layout the project did not choose: flat ntuples and NanoAOD.
+
+The files are written here with uproot, with their own tree and branch names
+and negative weights; every count of the study is checked against an
+independent numpy count of the same events.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import awkward as ak
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip("coffea")
+pytest.importorskip("pyhf")
+uproot = pytest.importorskip("uproot")
+vector = pytest.importorskip("vector")
+
+import rosenblatt as rb
+from rosenblatt.cli import main
+
+XSEC = {"qcd": 2000.0, "sig": 10.0}
+LUMI = 3.0
+
+
+def _events(rng: np.random.Generator, n: int, signal: bool) -> dict[str, np.ndarray]:
+    if signal:
+        mass = rng.normal(3400.0, 150.0, n)
+        score = np.clip(rng.normal(0.8, 0.1, n), 0.0, 1.0)
+    else:
+        mass = 2000.0 + rng.exponential(600.0, n)
+        score = np.clip(rng.beta(2.0, 5.0, n) + (mass - 2000.0) / 8000.0, 0.0, 1.0)
+    return {"m_jj_reco": mass, "tagger_out": score}
+
+
+def _write_tree(path: Path, name: str, columns: dict[str, np.ndarray]) -> None:
+    with uproot.recreate(path) as handle:
+        handle.mktree(name, {key: value.dtype for key, value in columns.items()})
+        handle[name].extend(columns)
+
+
+@pytest.fixture(scope="module")
+def ntuples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Defining and testing QCD, signal and pseudo-data, tree ``nominal``, weights ``w_mc``."""
+    folder = tmp_path_factory.mktemp("ntuples")
+    rng = np.random.default_rng(7)
+    for name, n, signal in (("qcd_def", 12000, False), ("qcd", 8000, False), ("sig", 1500, True)):
+        columns = _events(rng, n, signal)
+        columns["w_mc"] = rng.choice([-0.5, 1.0, 1.5], n, p=[0.1, 0.6, 0.3])
+        _write_tree(folder / f"{name}.root", "nominal", columns)
+    data = {
+        key: np.concatenate([a, b])
+        for (key, a), b in zip(
+            _events(rng, 8000, False).items(), _events(rng, 80, True).values(), strict=True
+        )
+    }
+    _write_tree(folder / "data.root", "nominal", data)
+    return folder
+
+
+def _config(folder: Path, name: str, **extra: Any) -> Path:
+    config: dict[str, Any] = {
+        "study": "abcd",
+        "name": name,
+        "treename": "nominal",
+        "lumi": LUMI,
+        "datasets": {
+            "qcd-defining": {
+                "files": ["qcd_def.root"],
+                "role": "defining",
+                "weight": "w_mc",
+                "xsec": XSEC["qcd"],
+            },
+            "qcd": {
+                "files": ["qcd.root"],
+                "role": "background",
+                "weight": "w_mc",
+                "xsec": XSEC["qcd"],
+            },
+            "sig": {"files": ["sig.root"], "role": "signal", "weight": "w_mc", "xsec": XSEC["sig"]},
+            "data": {"files": ["data.root"], "role": "data"},
+        },
+        "score": "tagger_out",
+        "transforms": [{"kind": "irgi", "depth": 5}],
+        "abcd": {"x": "m_jj_reco", "x0": [2200.0, 3800.0], "n_x0": 9, "y0": [0.1, 0.9], "n_y0": 9},
+        "executor": {"kind": "iterative", "chunksize": 5000},
+        "statistics": {"n_boot": 0},
+        "data": {"folder": str(folder / f"cache-{name}")},
+        **extra,
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def _run(folder: Path, name: str, **extra: Any) -> Path:
+    out = folder / f"results-{name}"
+    assert main(["run", str(_config(folder, name, **extra)), "--output", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def blinded(ntuples: Path) -> Path:
+    return _run(ntuples, "blinded")
+
+
+@pytest.fixture(scope="module")
+def unblinded(ntuples: Path) -> Path:
+    return _run(ntuples, "unblinded", blind=False)
+
+
+def _read(path: Path, *branches: str) -> list[np.ndarray]:
+    tree = uproot.open(path)["nominal"]
+    return [tree[b].array(library="np") for b in branches]
+
+
+def _count(x: np.ndarray, y: np.ndarray, x0: list[float], y0: list[float]) -> np.ndarray:
+    """Events per bin, flow bins included, lower edges inclusive (as boost-histogram)."""
+    i = np.searchsorted(x0, x, side="right")
+    j = np.searchsorted(y0, y, side="right")
+    counts = np.zeros((len(x0) + 1, len(y0) + 1))
+    np.add.at(counts, (i, j), 1.0)
+    return counts
+
+
+def _histogram(out: Path, name: str) -> np.ndarray:
+    return uproot.open(out / "abcd.root")[name].values(flow=True)
+
+
+def test_simulation_is_normalised_to_xsec_times_lumi(blinded: Path) -> None:
+    for dataset, xsec in XSEC.items():
+        total = _histogram(blinded, f"{dataset}_score").sum()
+        assert total == pytest.approx(xsec * LUMI, rel=1e-12)
+    summary = json.loads((blinded / "summary.json").read_text())
+    assert summary["datasets"]["qcd"]["scale"] == pytest.approx(
+        XSEC["qcd"] * LUMI / summary["datasets"]["qcd"]["sum_weights"]
+    )
+
+
+def _data_counts(ntuples: Path, out: Path, variant: str) -> np.ndarray:
+    x, score = _read(ntuples / "data.root", "m_jj_reco", "tagger_out")
+    closure = json.loads((out / "closure.json").read_text())[variant]
+    y = score if variant == "score" else rb.load(out / f"{variant}.json").transform(x, score)
+    return _count(x, y, closure["x0"], closure["y0"]), x, y
+
+
+def test_unblinded_data_equal_an_independent_count(ntuples: Path, unblinded: Path) -> None:
+    estimates = json.loads((unblinded / "estimate.json").read_text())
+    for variant in ("score", "irgi"):
+        counts, x, y = _data_counts(ntuples, unblinded, variant)
+        np.testing.assert_array_equal(_histogram(unblinded, f"data_{variant}"), counts)
+        e = estimates[variant]
+        if e.get("x0") is None:
+            continue
+        in_a = np.count_nonzero((x >= e["x0"]) & (y >= e["y0"]))
+        assert e["observed_A"] == in_a
+        b = np.count_nonzero((x >= e["x0"]) & (y < e["y0"]))
+        c = np.count_nonzero((x < e["x0"]) & (y >= e["y0"]))
+        d = np.count_nonzero((x < e["x0"]) & (y < e["y0"]))
+        assert (e["B"], e["C"], e["D"]) == (b, c, d)
+        assert e["predicted_A"] == pytest.approx(b * c / d, rel=1e-12)
+        assert e["observed_significance"] is not None
+
+
+def test_blinded_outputs_hold_no_data_count_of_region_a(ntuples: Path, blinded: Path) -> None:
+    estimates = json.loads((blinded / "estimate.json").read_text())
+    cut = estimates["irgi"]
+    assert cut["x0"] is not None, cut
+    assert cut["observed_A"] is None
+    assert cut["observed_significance"] is None
+    counts, x, y = _data_counts(ntuples, blinded, "irgi")
+    closure = json.loads((blinded / "closure.json").read_text())["irgi"]
+    i = closure["x0"].index(cut["x0"]) + 1
+    j = closure["y0"].index(cut["y0"]) + 1
+    stored = _histogram(blinded, "data_irgi")
+    assert stored[i:, j:].sum() == 0
+    expected = counts.copy()
+    expected[i:, j:] = 0
+    np.testing.assert_array_equal(stored, expected)
+    in_a = int(np.count_nonzero((x >= cut["x0"]) & (y >= cut["y0"])))
+    assert in_a > 0
+    workspace = json.loads((blinded / "workspace_irgi.json").read_text())
+    observed = {o["name"]: o["data"][0] for o in workspace["observations"]}
+    assert observed["A"] == pytest.approx(cut["predicted_A"])
+    for name in ("summary.json", "estimate.json", "report.md"):
+        text = (blinded / name).read_text()
+        assert "NaN" not in text
+    assert cut["predicted_A"] == pytest.approx(cut["B"] * cut["C"] / cut["D"])
+
+
+def test_report_flags_variants_whose_closure_fails(blinded: Path) -> None:
+    estimates = json.loads((blinded / "estimate.json").read_text())
+    report = (blinded / "report.md").read_text()
+    # the raw score is correlated with the mass: its background does not close
+    assert estimates["score"]["valid"] is False
+    assert "estimate not valid here" in report
+
+
+def test_misspelled_branch_is_refused_before_any_chunk(
+    ntuples: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _config(ntuples, "typo", score="tagger_ot")
+    out = ntuples / "results-typo"
+    assert main(["run", str(path), "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert ".root (dataset " in err[0]
+    assert "'tagger_ot'" in err[0]
+    assert "did you mean 'tagger_out'" in err[0]
+    assert "Traceback" not in err[0]
+    assert not out.exists()
+    assert not (ntuples / "cache-typo").exists()
+
+
+def test_run_without_background_is_refused(
+    ntuples: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = yaml.safe_load(_config(ntuples, "nobkg").read_text())
+    del config["datasets"]["qcd-defining"]
+    del config["datasets"]["qcd"]
+    path = ntuples / "nobkg.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    out = ntuples / "results-nobkg"
+    assert main(["run", str(path), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no background simulation" in err
+    assert not out.exists()
+
+
+def _nanoaod(path: Path, rng: np.random.Generator, n: int) -> dict[str, Any]:
+    counts = rng.integers(1, 5, n)
+    total = int(counts.sum())
+    pt = ak.unflatten(np.sort(rng.uniform(300.0, 1500.0, total))[::-1].copy(), counts)
+    pt = ak.sort(pt, axis=1, ascending=False)
+    jets = ak.zip(
+        {
+            "pt": pt,
+            "eta": ak.unflatten(rng.uniform(-2.0, 2.0, total), counts),
+            "phi": ak.unflatten(rng.uniform(-np.pi, np.pi, total), counts),
+            "mass": ak.unflatten(rng.uniform(20.0, 200.0, total), counts),
+            "tagger": ak.unflatten(rng.uniform(0.0, 1.0, total), counts),
+        }
+    )
+    weight = rng.choice([-1.0, 1.0], n, p=[0.2, 0.8]).astype(np.float32)
+    with uproot.recreate(path) as handle:
+        handle.mktree(
+            "Events",
+            {
+                "run": np.uint32,
+                "luminosityBlock": np.uint32,
+                "event": np.uint64,
+                "genWeight": np.float32,
+                "FatJet": jets.type,
+            },
+        )
+        handle["Events"].extend(
+            {
+                "run": np.ones(n, np.uint32),
+                "luminosityBlock": np.ones(n, np.uint32),
+                "event": np.arange(n, dtype=np.uint64),
+                "genWeight": weight,
+                "FatJet": jets,
+            }
+        )
+        handle.mktree("Runs", {"run": np.uint32, "genEventSumw": np.float64})
+        handle["Runs"].extend(
+            {"run": np.ones(1, np.uint32), "genEventSumw": np.array([2.0 * weight.sum()])}
+        )
+    return {"jets": jets, "weight": weight}
+
+
+def test_nanoaod_normalised_to_generated_sum_and_mjj_from_vector(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    files = {name: _nanoaod(tmp_path / f"{name}.root", rng, 3000) for name in ("qcd", "defining")}
+    config = {
+        "study": "abcd",
+        "name": "nano",
+        "schema": "nanoaod",
+        "lumi": 1.0,
+        "datasets": {
+            "defining": {"files": ["defining.root"], "role": "defining", "weight": "genWeight"},
+            "qcd": {
+                "files": ["qcd.root"],
+                "role": "background",
+                "weight": "genWeight",
+                "xsec": 500.0,
+            },
+        },
+        "score": "FatJet.tagger[0]",
+        "transforms": [{"kind": "irgi", "depth": 3}],
+        "abcd": {"x": "mjj", "x0": [500.0, 2500.0], "n_x0": 5, "y0": [0.2, 0.8], "n_y0": 4},
+        "executor": {"kind": "iterative", "chunksize": 1000},
+        "statistics": {"n_boot": 0},
+        "data": {"folder": str(tmp_path / "cache")},
+    }
+    path = tmp_path / "nano.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--output", str(out)]) == 0
+    jets, weight = files["qcd"]["jets"], files["qcd"]["weight"]
+    two = ak.to_numpy(ak.num(jets) >= 2)
+    pair = jets[two][:, :2]
+    p4 = vector.zip({f: pair[f] for f in ("pt", "eta", "phi", "mass")})
+    mjj = ak.to_numpy((p4[:, 0] + p4[:, 1]).mass)
+    h = _histogram(out, "qcd_score")
+    # Runs.genEventSumw is twice the kept events' sum: the kept events carry half of xsec * lumi
+    kept = weight[two].sum() / weight.sum()
+    assert h.sum() == pytest.approx(0.5 * 500.0 * kept, rel=1e-6)
+    score = ak.to_numpy(jets[two].tagger[:, 0])
+    closure = json.loads((out / "closure.json").read_text())["score"]
+    scale = 500.0 / (2.0 * weight.sum())
+    i = np.searchsorted(closure["x0"], mjj, side="right")
+    j = np.searchsorted(closure["y0"], score, side="right")
+    expected = np.zeros_like(h)
+    np.add.at(expected, (i, j), weight[two].astype(np.float64) * scale)
+    np.testing.assert_allclose(h, expected, rtol=1e-6, atol=1e-9)
+    cutflow = json.loads((out / "cutflow.json").read_text())["fileset"]["qcd"]
+    assert cutflow["missing objects"] == int(np.count_nonzero(~two))
+    assert cutflow["read"] == 3000
