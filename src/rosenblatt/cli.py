@@ -22,6 +22,8 @@ COMMANDS = {
     "features": "features",
     "train": "train",
     "export": "export",
+    "fit": "fit",
+    "apply": "apply",
 }
 
 

@@ -1,0 +1,261 @@
+"""``rosenblatt apply``: the transformed score of every event of ROOT files, as friend trees."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rosenblatt.commands.fit import add_common_arguments, quantities_from_args
+
+__all__ = ["MISSING_GAMMA", "add_parser", "main", "output_paths"]
+
+#: gamma of an event that lacks a value of --x or --score (outside [0, 1], so no cut keeps it)
+MISSING_GAMMA = -1.0
+
+DESCRIPTION = f"""\
+Evaluate a transform saved by `rosenblatt fit` (or rosenblatt's save) on every event of TTrees
+in ROOT files and write, for each FILE, DIR/<stem>_gamma.root (or --output for a single file):
+one TTree of the input tree's name with the same entries in the same order, the branch
+gamma_<name> (float64; the name defaults to the transform file's stem) and the event
+identifiers run, luminosityBlock and event if the input has all three, else entry (int64, the
+entry number). Use it as a friend tree, e.g. in ROOT's RDataFrame:
+
+  TChain events("nominal"); events.Add("sample.root");
+  TChain gamma("nominal"); gamma.Add("out/sample_gamma.root");
+  events.AddFriend(&gamma, "g");
+  ROOT::RDataFrame df(events);  // columns g.gamma_<name>, ...
+
+--x and --score take the forms of `rosenblatt fit` (see its help) and must be those the
+transform was fitted with. An event lacking a value (fewer objects than an element needs,
+fewer than two jets for a jet feature) gets gamma = {MISSING_GAMMA:g}, so that the entries stay
+aligned; the summary counts them. A NaN or infinite value is an error naming the file and the
+entry. Every file, tree and branch is checked before any event is read; the files are written
+in chunks under temporary names and moved into place only when every one is complete.
+"""
+
+_NAME = re.compile(r"^\w+$")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``apply`` sub-command to ``subparsers``."""
+    parser = subparsers.add_parser(
+        "apply",
+        help="write the transformed score of ROOT files' events as friend trees",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "transform", metavar="TRANSFORM.json", help="transform saved by rosenblatt fit"
+    )
+    add_common_arguments(parser)
+    parser.add_argument("--x", required=True, metavar="X", help="the protected observable")
+    parser.add_argument("--score", required=True, metavar="Y", help="the classifier score")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--output-dir", metavar="DIR", help="folder of the <stem>_gamma.root files (made if absent)"
+    )
+    where.add_argument("--output", metavar="OUT.root", help="the output file, for a single FILE")
+    parser.add_argument(
+        "--name",
+        default=None,
+        help="the branch is gamma_NAME (default: the transform file's stem)",
+    )
+    parser.set_defaults(func=main)
+
+
+def branch_name(transform_path: str, name: str | None) -> str:
+    """``gamma_<name>``; the default name is the transform file's stem, made a C++ identifier.
+
+    Raises
+    ------
+    ValueError
+        If a ``name`` given is not made of letters, digits and underscores.
+    """
+    if name is None:
+        return "gamma_" + re.sub(r"\W", "_", Path(transform_path).stem)
+    if not _NAME.match(name):
+        raise ValueError(
+            f"--name {name!r}: use letters, digits and underscores only (the branch gamma_NAME "
+            "must be a column name in RDataFrame)"
+        )
+    return f"gamma_{name}"
+
+
+def output_paths(files: Sequence[str], output_dir: str | None, output: str | None) -> list[Path]:
+    """The output file of each input: ``DIR/<stem>_gamma.root``, or ``output`` for one file.
+
+    Raises
+    ------
+    ValueError
+        If ``output`` is given for several files, two inputs would share an
+        output, or an output would replace an input.
+    """
+    if output is not None:
+        if len(files) != 1:
+            raise ValueError(
+                f"--output names one file, but {len(files)} inputs were given; use --output-dir"
+            )
+        paths = [Path(output)]
+    else:
+        assert output_dir is not None
+        folder = Path(output_dir)
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"--output-dir {output_dir}: exists and is not a folder")
+        paths = [folder / f"{Path(f).stem}_gamma.root" for f in files]
+    seen: dict[Path, str] = {}
+    inputs = {Path(f).resolve(): f for f in files}
+    for source, path in zip(files, paths, strict=True):
+        resolved = path.resolve()
+        if resolved in seen:
+            raise ValueError(
+                f"{seen[resolved]} and {source} would both be written to {path}; "
+                "apply them in separate runs with different --output-dir"
+            )
+        if resolved in inputs:
+            raise ValueError(f"{path}: the output would replace the input {inputs[resolved]}")
+        if output is not None and not path.parent.is_dir():
+            raise ValueError(f"--output {output}: the folder {path.parent} does not exist")
+        seen[resolved] = source
+    return paths
+
+
+@dataclass
+class _Written:
+    """What one output file holds."""
+
+    entries: int = 0
+    lacking: dict[str, int] = field(default_factory=dict)
+    missing: int = 0
+    outside: int = 0
+    branches: list[str] = field(default_factory=list)
+
+
+def _id_types(source: Any, ids: Sequence[str]) -> dict[str, Any]:
+    """numpy dtypes of the identifier branches of the input tree."""
+    import uproot
+
+    with uproot.open(source.path) as handle:
+        tree = handle[source.treename]
+        return {name: tree[name].interpretation.to_dtype for name in ids}
+
+
+def _write(
+    source: Any,
+    quantities: dict[str, Any],
+    transform: Any,
+    branch: str,
+    temporary: Path,
+    step: int,
+) -> _Written:
+    """Write the friend tree of ``source`` to ``temporary``, one chunk at a time."""
+    import uproot
+
+    from rosenblatt.io.branches import EVENT_IDS, iter_chunks
+
+    ids = list(EVENT_IDS) if source.has_event_ids else []
+    types: dict[str, Any] = {branch: np.float64}
+    types.update(_id_types(source, ids) if ids else {"entry": np.int64})
+    written = _Written(lacking=dict.fromkeys(quantities, 0), branches=list(types))
+    with uproot.recreate(str(temporary)) as handle:
+        tree = handle.mktree(source.treename, types, title=source.treename)
+        for chunk in iter_chunks(source, quantities, extra=ids, step_size=step):
+            keep = chunk.complete()
+            gamma = np.full(len(chunk), MISSING_GAMMA)
+            x, y = chunk.values["--x"][keep], chunk.values["--score"][keep]
+            if keep.any():
+                gamma[keep] = transform.transform(x, y)
+                written.outside += int(transform.outside(x, y).total)
+            columns: dict[str, Any] = {branch: gamma}
+            if ids:
+                columns.update({name: chunk.branches[name] for name in ids})
+            else:
+                columns["entry"] = np.arange(chunk.start, chunk.start + len(chunk), dtype=np.int64)
+            tree.extend(columns)
+            written.entries += len(chunk)
+            written.missing += int((~keep).sum())
+            for option, present in chunk.present.items():
+                written.lacking[option] += int((~present).sum())
+    if written.entries != source.entries:
+        raise ValueError(
+            f"{source.path}: {written.entries} entries written, the tree has {source.entries}"
+        )
+    return written
+
+
+def _describe(path: Path, source: Any, written: _Written, quantities: dict[str, Any]) -> str:
+    from rosenblatt.io.branches import missing_reason
+
+    text = (
+        f"{path}: tree {source.treename!r} with {written.entries:,} entries (as {source.path}), "
+        f"branches {', '.join(written.branches)}"
+    )
+    if written.missing:
+        reasons = "; ".join(
+            f"{n:,} with {missing_reason(quantities[option])} for {option} "
+            f"{quantities[option].text}"
+            for option, n in written.lacking.items()
+            if n
+        )
+        text += f"; {written.missing:,} events lacking a value got gamma = -1 ({reasons})"
+    if written.outside:
+        text += (
+            f"; {written.outside:,} events lie outside the transform's domain (gamma at the "
+            "nearest edge in x, 0 or 1 in y)"
+        )
+    return text
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``rosenblatt apply``; return the exit status."""
+    import rosenblatt as rb
+    from rosenblatt.io.branches import check_tree, require, require_for, temporary_beside
+
+    temporaries: list[Path] = []
+    created: Path | None = None
+    try:
+        require("uproot", "io", "rosenblatt apply")
+        transform = rb.load(args.transform)
+        if transform.x_dims != 1:
+            raise ValueError(
+                f"{args.transform}: fitted on {transform.x_dims} observables; "
+                "rosenblatt apply takes one --x"
+            )
+        branch = branch_name(args.transform, args.name)
+        quantities = quantities_from_args(args, {"--x": args.x, "--score": args.score})
+        sources = [check_tree(path, args.treename, quantities) for path in args.files]
+        require_for(quantities, sources)
+        outputs = output_paths(args.files, args.output_dir, args.output)
+        if args.output_dir is not None and not Path(args.output_dir).exists():
+            Path(args.output_dir).mkdir(parents=True)
+            created = Path(args.output_dir)
+        lines = []
+        for source, output in zip(sources, outputs, strict=True):
+            temporary = temporary_beside(output)
+            temporaries.append(temporary)
+            written = _write(source, quantities, transform, branch, temporary, args.chunk_size)
+            lines.append(_describe(output, source, written, quantities))
+        for temporary, output in zip(temporaries, outputs, strict=True):
+            os.replace(temporary, output)
+        temporaries.clear()
+    except (OSError, ValueError, TypeError) as err:
+        print(f"rosenblatt apply: error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        for temporary in temporaries:
+            temporary.unlink(missing_ok=True)
+        if temporaries and created is not None and not any(created.iterdir()):
+            created.rmdir()
+    print("\n".join(lines))
+    print(
+        f"rosenblatt apply: {branch} = gamma of {args.transform} ({transform.describe()}) "
+        f"written for {len(outputs)} file{'s' if len(outputs) > 1 else ''}"
+    )
+    return 0
