@@ -1,0 +1,705 @@
+"""Generated events in the layouts analysts use: flat ntuples and NanoAOD.
+
+Each chunk of events from :mod:`rosenblatt.hep.generation` (Pythia 8, visible
+particles, the LHC Olympics trigger) becomes the columns of an analysis file:
+
+Jets
+    Anti-kT R = 1.0 jets clustered by FastJet from the visible particles
+    (:mod:`rosenblatt.hep.jets`, E-scheme, massless particles), kept above
+    ``pT > 200 GeV`` (:data:`JET_PT_MIN`, the threshold of NanoAOD's
+    ``FatJet``) and sorted by decreasing pT. An event is written only if it has
+    two such jets; the others are counted in the summary. The same jets, and so
+    the same events, make both layouts.
+Jet mass and soft-drop mass
+    ``mass`` is the mass of the jet's four-momentum (the sum of its
+    constituents). ``msoftdrop`` is the mass after FastJet's own soft-drop
+    grooming (the FastJet contrib ``SoftDrop`` behind the scikit-hep bindings'
+    ``ClusterSequence.exclusive_jets_softdrop_grooming``): the jet's
+    constituents are reclustered with Cambridge/Aachen into one jet, which is
+    declustered, the softer branch dropped, until
+    ``min(pT1, pT2) / (pT1 + pT2) > z_cut``; ``beta = 0`` and ``z_cut = 0.1``
+    (:data:`SOFTDROP_BETA`, :data:`SOFTDROP_Z_CUT`), as CMS NanoAOD's
+    ``FatJet_msoftdrop`` (with ``beta = 0`` the angular scale ``R0`` plays no
+    part).
+N-subjettiness
+    ``tau1``, ``tau2``, ``tau3`` with exclusive-kT axes, ``beta = 1`` and
+    ``R0 = 1.0`` (:mod:`rosenblatt.hep.nsubjettiness`); ``tau21 = tau2/tau1``
+    (1 where ``tau1 = 0``).
+Tagger
+    A simple two-prong substructure tagger of one jet (:func:`tagger_score`),
+
+    .. math::
+
+        t = \\bigl(1 - \\min(\\max(\\tau_{21}, 0), 1)\\bigr)\\,
+            \\frac{m}{m + m_0}, \\qquad m_0 = 200\\ \\mathrm{GeV}
+            \\ (:data:`TAGGER_MASS_SCALE`),
+
+    with ``m`` the (ungroomed) jet mass. It lies in [0, 1); it is large for
+    the heavy two-prong jets of the W' signal (median about 0.6 for the X(500)
+    jet, 0.26 for the heavier QCD jet) and, through the jet mass, which grows
+    with the jet pT, it is correlated with the dijet mass on QCD: the sculpting
+    that the Rosenblatt transform removes. The ntuple's ``tagger_score`` is
+    ``t`` of the heavier of the two leading jets (the leading one on a tie);
+    NanoAOD's ``FatJet_tagger`` is ``t`` of every jet.
+
+Weights and pseudo-data
+    Simulation (``qcd``, ``wprime``) has a weight of magnitude 1 whose sign is
+    -1 for a seeded random fraction ``negative_weight_fraction`` of the events,
+    as NLO generators' negative weights (drawn per chunk, so they depend on the
+    seed only). Pseudo-data (``data``) is ``events`` QCD events plus
+    ``signal_events`` W' events, from seeds derived from the run seed (so
+    never the events of a ``qcd`` or ``wprime`` file of the same seed), in a
+    seeded random order, with unit weight and no weight branch.
+Event numbers
+    ``1 + i`` for the ``i``-th event passing the trigger (in generation order,
+    or in the shuffled order of pseudo-data), so the events without two jets
+    leave gaps; a ntuple and a NanoAOD file of the same settings hold the same
+    events under the same numbers.
+
+The layouts are written by :mod:`rosenblatt.io.ntuple` and
+:mod:`rosenblatt.io.nanoaod`; :func:`generate_analysis_file` drives the whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import closing
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import awkward as ak
+import fastjet
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from rosenblatt.hep.dijet import invariant_mass
+from rosenblatt.hep.features import JET_RADIUS
+from rosenblatt.hep.generation import (
+    CHUNK_FIELDS,
+    GenerationSettings,
+    GenerationSummary,
+    iter_chunks,
+)
+from rosenblatt.hep.jets import cluster_jets_with_constituents
+from rosenblatt.hep.momenta import as_cartesian, as_particle_lists
+from rosenblatt.hep.nsubjettiness import TAU21_WHEN_TAU1_IS_ZERO, nsubjettiness
+from rosenblatt.hep.pythia_settings import DEFAULT_PTHAT_MIN, PROCESS_LABELS
+
+__all__ = [
+    "ANALYSIS_PROCESSES",
+    "FAT_JET_FIELDS",
+    "FILE_FORMATS",
+    "JET_PT_MIN",
+    "SOFTDROP_BETA",
+    "SOFTDROP_Z_CUT",
+    "TAGGER_FORMULA",
+    "TAGGER_MASS_SCALE",
+    "AnalysisFileSummary",
+    "fat_jets",
+    "generate_analysis_file",
+    "ntuple_columns",
+    "softdrop_mass",
+    "tagger_score",
+]
+
+#: processes of :func:`generate_analysis_file`: simulation and pseudo-data
+ANALYSIS_PROCESSES = ("qcd", "wprime", "data")
+
+#: layouts of :func:`generate_analysis_file`
+FILE_FORMATS = ("ntuple", "nanoaod")
+
+#: jets below this pT (GeV) are not kept
+JET_PT_MIN = 200.0
+
+#: soft-drop angular exponent
+SOFTDROP_BETA = 0.0
+
+#: soft-drop momentum-sharing threshold
+SOFTDROP_Z_CUT = 0.1
+
+#: mass scale m0 of the tagger in GeV
+TAGGER_MASS_SCALE = 200.0
+
+#: the tagger, as stored in the files' settings
+TAGGER_FORMULA = "(1 - clip(tau21, 0, 1)) * mass / (mass + 200 GeV)"
+
+#: fields of each jet (:func:`fat_jets`)
+FAT_JET_FIELDS = (
+    "pt",
+    "eta",
+    "phi",
+    "mass",
+    "msoftdrop",
+    "tau1",
+    "tau2",
+    "tau3",
+    "tau21",
+    "tagger",
+)
+
+#: Cambridge/Aachen radius of the soft-drop reclustering: every constituent joins one jet
+_RECLUSTER_RADIUS = 1000.0
+
+#: version of the layouts, stored in the settings (a new version rewrites old files)
+_LAYOUT_VERSION = 1
+
+#: SeedSequence spawn keys of the streams derived from the run seed
+_WEIGHT_STREAM = 7001
+_DATA_STREAM = 7002
+_SHUFFLE_KEY = 2
+
+
+@dataclass(frozen=True)
+class AnalysisFileSummary:
+    """What an analysis file holds.
+
+    Attributes
+    ----------
+    path : str
+        The file.
+    file_format : {"ntuple", "nanoaod"}
+        Its layout.
+    process : {"qcd", "wprime", "data"}
+        Simulation of one process, or pseudo-data.
+    n_triggered : int
+        Events passing the trigger that were generated (``events`` plus
+        ``signal_events``).
+    n_written : int
+        Events in the file: those with two jets above :data:`JET_PT_MIN`.
+    n_fewer_than_two_jets : int
+        Events left out for having fewer than two such jets.
+    n_signal_written : int
+        W' events among those written.
+    n_negative_weights : int
+        Written events with weight -1 (0 for pseudo-data).
+    sum_weights : float or None
+        Sum of the written events' weights (None for pseudo-data).
+    n_generated : int
+        Events Pythia generated to find the triggered ones.
+    sigma_pb : float or None
+        Pythia's cross section of the generated process in pb (simulation).
+    written_sigma_pb : float or None
+        Cross section of the events written, ``sigma_pb * n_written / n_generated``
+        in pb (simulation): the ``xsec`` that normalises the file.
+    reused : bool
+        Whether an existing complete file with the same settings was kept.
+    """
+
+    path: str
+    file_format: str
+    process: str
+    n_triggered: int
+    n_written: int
+    n_fewer_than_two_jets: int
+    n_signal_written: int
+    n_negative_weights: int
+    sum_weights: float | None
+    n_generated: int
+    sigma_pb: float | None
+    written_sigma_pb: float | None
+    reused: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the summary as a JSON-ready dict (without ``path`` and ``reused``)."""
+        values = asdict(self)
+        values.pop("path")
+        values.pop("reused")
+        return values
+
+    @classmethod
+    def from_dict(
+        cls, values: Mapping[str, Any], path: str | os.PathLike[str], *, reused: bool
+    ) -> AnalysisFileSummary:
+        """Rebuild a summary stored with :meth:`to_dict`."""
+        return cls(path=str(path), reused=reused, **dict(values))
+
+
+def tagger_score(mass: ArrayLike, tau21: ArrayLike) -> NDArray[np.float64]:
+    """Return the two-prong tagger ``(1 - clip(tau21, 0, 1)) * m / (m + 200 GeV)``.
+
+    Parameters
+    ----------
+    mass : array_like
+        Jet mass in GeV (negative values count as 0).
+    tau21 : array_like
+        tau2/tau1 of the jet.
+
+    Returns
+    -------
+    numpy.ndarray
+        Scores in [0, 1) (float64).
+
+    Examples
+    --------
+    >>> tagger_score([500.0, 100.0], [0.2, 0.6]).round(3).tolist()
+    [0.571, 0.133]
+    """
+    m = np.maximum(np.asarray(mass, dtype=np.float64), 0.0)
+    ratio = np.clip(np.asarray(tau21, dtype=np.float64), 0.0, 1.0)
+    return (1.0 - ratio) * m / (m + TAGGER_MASS_SCALE)
+
+
+def softdrop_mass(
+    constituents: ak.Array, *, beta: float = SOFTDROP_BETA, z_cut: float = SOFTDROP_Z_CUT
+) -> NDArray[np.float64]:
+    """Return the soft-drop mass of each jet, groomed by FastJet's ``SoftDrop``.
+
+    Parameters
+    ----------
+    constituents : awkward.Array
+        Four-momentum records (``px, py, pz, E`` or ``pt, eta, phi`` and
+        optionally ``mass``), jets x particles; every jet needs a constituent.
+    beta : float, default 0
+        Angular exponent.
+    z_cut : float, default 0.1
+        Momentum-sharing threshold.
+
+    Returns
+    -------
+    numpy.ndarray
+        Groomed mass per jet in GeV (float64).
+
+    Notes
+    -----
+    The constituents of each jet are reclustered with Cambridge/Aachen at a
+    radius that merges them all (one exclusive jet), and FastJet contrib's
+    ``SoftDrop`` (scalar-z symmetry measure, following the harder branch)
+    grooms it; the angular scale ``R0`` is the jet radius, 1.0.
+    """
+    momenta = as_cartesian(ak.Array(constituents))
+    if len(momenta) == 0:
+        return np.zeros(0)
+    definition = fastjet.JetDefinition(fastjet.cambridge_algorithm, _RECLUSTER_RADIUS)
+    sequence = fastjet.ClusterSequence(momenta, definition)
+    groomed = sequence.exclusive_jets_softdrop_grooming(
+        njets=1, beta=beta, symmetry_cut=z_cut, R0=JET_RADIUS
+    )
+    return ak.to_numpy(groomed.msoftdrop).astype(np.float64)
+
+
+def fat_jets(particles: ak.Array, *, pt_min: float = JET_PT_MIN) -> ak.Array:
+    """Cluster anti-kT R=1.0 jets and compute their substructure.
+
+    Parameters
+    ----------
+    particles : awkward.Array
+        Records with fields ``pt``, ``eta``, ``phi`` (GeV, massless), one jagged
+        list per event, or event records with jagged ``pt``, ``eta``, ``phi``
+        fields.
+    pt_min : float, default 200
+        Jets below this pT (GeV) are left out.
+
+    Returns
+    -------
+    awkward.Array
+        ``Momentum4D`` records with the fields :data:`FAT_JET_FIELDS`
+        (float64), events x jets, by decreasing pT.
+    """
+    clustered = cluster_jets_with_constituents(as_particle_lists(particles), radius=JET_RADIUS)
+    kept = clustered.jets.pt > pt_min
+    jets = ak.flatten(clustered.jets[kept])
+    constituents = ak.flatten(clustered.constituents[kept], axis=1)
+    columns = {
+        name: ak.to_numpy(jets[name]).astype(np.float64) for name in ("pt", "eta", "phi", "mass")
+    }
+    columns["msoftdrop"] = softdrop_mass(constituents)
+    for n_axes in (1, 2, 3):
+        columns[f"tau{n_axes}"] = ak.to_numpy(
+            nsubjettiness(constituents, n_axes, r0=JET_RADIUS)
+        ).astype(np.float64)
+    tau21 = np.full(len(jets), TAU21_WHEN_TAU1_IS_ZERO)
+    np.divide(columns["tau2"], columns["tau1"], out=tau21, where=columns["tau1"] > 0)
+    columns["tau21"] = tau21
+    columns["tagger"] = tagger_score(columns["mass"], tau21)
+    records = ak.zip(columns, with_name="Momentum4D")
+    return ak.unflatten(records, ak.num(clustered.jets[kept], axis=1))
+
+
+def ntuple_columns(
+    jets: ak.Array, event_number: ArrayLike, weight: ArrayLike | None = None
+) -> dict[str, NDArray[Any]]:
+    """Return the flat-ntuple branches of events with at least two jets.
+
+    Parameters
+    ----------
+    jets : awkward.Array
+        :func:`fat_jets` records, events x jets, each event with two or more jets.
+    event_number : array_like of int
+        Per event.
+    weight : array_like of float, optional
+        Per event; the ``mc_weight`` branch (left out when None).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        The branches of :data:`rosenblatt.io.ntuple.NTUPLE_BRANCHES` (without
+        ``mc_weight`` when ``weight`` is None).
+
+    Raises
+    ------
+    ValueError
+        If an event has fewer than two jets.
+    """
+    n_jets = ak.to_numpy(ak.num(jets, axis=1))
+    if np.any(n_jets < 2):
+        raise ValueError(
+            f"jets: {int(np.sum(n_jets < 2))} event(s) have fewer than two jets; "
+            "the ntuple holds events with two"
+        )
+    leading = [ak.with_name(jets[:, i], "Momentum4D") for i in (0, 1)]
+    columns: dict[str, NDArray[Any]] = {
+        "event_number": np.asarray(event_number, dtype=np.int64),
+        "dijet_mass": invariant_mass(*leading),
+    }
+    for i, jet in enumerate(leading, start=1):
+        for field in ("pt", "eta", "phi", "mass", "tau21"):
+            columns[f"jet{i}_{field}"] = ak.to_numpy(jet[field]).astype(np.float64)
+    second_heavier = columns["jet2_mass"] > columns["jet1_mass"]
+    columns["tagger_score"] = np.where(
+        second_heavier, ak.to_numpy(leading[1].tagger), ak.to_numpy(leading[0].tagger)
+    ).astype(np.float64)
+    if weight is not None:
+        columns["mc_weight"] = np.asarray(weight, dtype=np.float64)
+    return columns
+
+
+def generate_analysis_file(
+    path: str | os.PathLike[str],
+    process: str,
+    events: int,
+    seed: int,
+    *,
+    file_format: str,
+    signal_events: int = 0,
+    negative_weight_fraction: float = 0.0,
+    workers: int = 1,
+    chunk_size: int = 500,
+    progress: bool = True,
+    pthat_min: float = DEFAULT_PTHAT_MIN,
+    overwrite: bool = False,
+) -> AnalysisFileSummary:
+    """Generate Pythia events into a flat ntuple or a NanoAOD-layout ROOT file.
+
+    Parameters
+    ----------
+    path : path-like
+        Output ``.root`` file; its folder must exist.
+    process : {"qcd", "wprime", "data"}
+        Simulation of QCD dijets or of the W' signal, or pseudo-data (QCD with
+        ``signal_events`` W' events injected).
+    events : int
+        Events passing the trigger to generate (QCD events for ``data``).
+    seed : int
+        Run seed: the same seed (and chunk size) gives the same file.
+    file_format : {"ntuple", "nanoaod"}
+        The layout (:mod:`rosenblatt.io.ntuple`, :mod:`rosenblatt.io.nanoaod`).
+    signal_events : int, default 0
+        W' events injected into pseudo-data (``data`` only).
+    negative_weight_fraction : float, default 0
+        Fraction of simulated events with weight -1, in [0, 1) (simulation only).
+    workers : int, default 1
+        Worker processes generating the chunks (a script using more than one
+        needs the ``if __name__ == "__main__":`` guard of :mod:`multiprocessing`).
+    chunk_size : int, default 500
+        Passing events per chunk of the generation.
+    progress : bool, default True
+        Show a progress bar.
+    pthat_min : float, default 1000
+        ``PhaseSpace:pTHatMin`` of the QCD process in GeV.
+    overwrite : bool, default False
+        Generate again even if ``path`` is a complete file of the same settings.
+
+    Returns
+    -------
+    AnalysisFileSummary
+        Counts, weights and cross sections of the file.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range or does not go with ``process``.
+    TypeError
+        If a count or the seed is not an integer.
+
+    Notes
+    -----
+    The settings are stored in the file (TObjString ``settings``, JSON). An
+    existing complete file with the same settings is kept and its stored
+    summary returned; otherwise the file is written to a temporary file beside
+    ``path`` and moved to ``path`` once complete, so that ``path`` never holds
+    a half-written file.
+
+    Examples
+    --------
+    >>> summary = generate_analysis_file(  # doctest: +SKIP
+    ...     "data.root", "data", 3000, seed=1, file_format="ntuple", signal_events=300
+    ... )
+    >>> summary.n_written, summary.n_fewer_than_two_jets  # doctest: +SKIP
+    """
+    from rosenblatt.io import EventFileError
+    from rosenblatt.io._root_output import replaced_when_complete
+
+    output = Path(path)
+    _check_arguments(output, process, file_format, signal_events, negative_weight_fraction, workers)
+    sources = _sources(process, events, seed, signal_events, chunk_size, pthat_min)
+    settings = _file_settings(
+        process, file_format, events, signal_events, seed, negative_weight_fraction, sources
+    )
+    writer_class, info_of = _format_tools(file_format)
+    if output.exists() and not overwrite:
+        try:
+            info = info_of(output)
+        except EventFileError:
+            info = {"complete": False}
+        if info["complete"] and info["settings"] == settings:
+            return AnalysisFileSummary.from_dict(info["summary"], output, reused=True)
+    records: list[dict[str, Any]] = []
+    with (
+        replaced_when_complete(output) as temporary,
+        writer_class.create(temporary, weighted=process != "data", settings=settings) as writer,
+    ):
+        tables = _event_tables(
+            sources, float(negative_weight_fraction), workers, progress, output, records
+        )
+        if process == "data":
+            tables = _shuffled(tables, seed, chunk_size)
+        counts = _write_tables(writer, file_format, tables)
+        summary = _summary(output, file_format, process, counts, records)
+        writer.write_summary(summary.to_dict())
+    return summary
+
+
+def _check_arguments(
+    output: Path,
+    process: str,
+    file_format: str,
+    signal_events: int,
+    negative_weight_fraction: float,
+    workers: int,
+) -> None:
+    """Check the arguments that :class:`GenerationSettings` does not."""
+    if process not in ANALYSIS_PROCESSES:
+        raise ValueError(
+            f"process: unknown process {process!r}; choose one of {list(ANALYSIS_PROCESSES)}"
+        )
+    if file_format not in FILE_FORMATS:
+        raise ValueError(
+            f"file_format: unknown format {file_format!r}; choose one of {list(FILE_FORMATS)}"
+        )
+    if output.suffix.lower() != ".root":
+        raise ValueError(f"{output}: {file_format} files are ROOT files; name it *.root")
+    if not output.parent.is_dir():
+        raise ValueError(f"{output}: the folder {output.parent} does not exist")
+    _check_count("signal_events", signal_events, 0)
+    _check_count("workers", workers, 1)
+    if signal_events and process != "data":
+        raise ValueError(
+            "signal_events: W' events are injected into pseudo-data only (process 'data'), "
+            f"not into {process!r}"
+        )
+    fraction = float(negative_weight_fraction)
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError(
+            f"negative_weight_fraction: must be in [0, 1), got {negative_weight_fraction!r}"
+        )
+    if fraction and process == "data":
+        raise ValueError("negative_weight_fraction: pseudo-data (process 'data') has no weights")
+
+
+def _check_count(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name}: must be at least {minimum}, got {value}")
+
+
+def _file_settings(
+    process: str,
+    file_format: str,
+    events: int,
+    signal_events: int,
+    seed: int,
+    negative_weight_fraction: float,
+    sources: Sequence[GenerationSettings],
+) -> dict[str, Any]:
+    """Return the settings stored in the file, as JSON reads them back."""
+    settings = {
+        "file_format": file_format,
+        "layout_version": _LAYOUT_VERSION,
+        "process": process,
+        "events": int(events),
+        "signal_events": int(signal_events),
+        "seed": int(seed),
+        "negative_weight_fraction": float(negative_weight_fraction),
+        "jets": {"algorithm": "antikt", "radius": JET_RADIUS, "pt_min": JET_PT_MIN},
+        "softdrop": {"beta": SOFTDROP_BETA, "z_cut": SOFTDROP_Z_CUT},
+        "tagger": TAGGER_FORMULA,
+        "generation": [source.to_dict() for source in sources],
+    }
+    normalised: dict[str, Any] = json.loads(json.dumps(settings, sort_keys=True))
+    return normalised
+
+
+def _sources(
+    process: str, events: int, seed: int, signal_events: int, chunk_size: int, pthat_min: float
+) -> list[GenerationSettings]:
+    """Return the generation runs of the file: one process, or the two of pseudo-data."""
+    if process != "data":
+        return [
+            GenerationSettings(
+                process=process,
+                n_events=events,
+                seed=seed,
+                chunk_size=chunk_size,
+                pthat_min=pthat_min,
+            )
+        ]
+    _check_count("seed", seed, 0)
+    runs = [("qcd", events)] + ([("wprime", signal_events)] if signal_events else [])
+    return [
+        GenerationSettings(
+            process=name,
+            n_events=n_events,
+            seed=_derived_seed(seed, name),
+            chunk_size=chunk_size,
+            pthat_min=pthat_min,
+        )
+        for name, n_events in runs
+    ]
+
+
+def _derived_seed(seed: int, process: str) -> int:
+    """Return the run seed of one process of pseudo-data, independent of ``seed`` itself."""
+    sequence = np.random.SeedSequence(
+        entropy=int(seed), spawn_key=(_DATA_STREAM, PROCESS_LABELS[process])
+    )
+    return int(sequence.generate_state(1, dtype=np.uint32)[0])
+
+
+def _weight_signs(
+    source: GenerationSettings, index: int, n_events: int, fraction: float
+) -> NDArray[np.float64]:
+    """Return the weights (+-1) of chunk ``index``: -1 with probability ``fraction``."""
+    sequence = np.random.SeedSequence(
+        entropy=source.seed, spawn_key=(_WEIGHT_STREAM, source.label, index)
+    )
+    draws = np.random.default_rng(sequence).random(n_events)
+    return np.where(draws < fraction, -1.0, 1.0)
+
+
+def _event_tables(
+    sources: Sequence[GenerationSettings],
+    fraction: float,
+    workers: int,
+    progress: bool,
+    output: Path,
+    records: list[dict[str, Any]],
+) -> Iterator[ak.Array]:
+    """Generate the chunks of every run and yield their event tables.
+
+    A table has one record per event passing the trigger: ``jets``
+    (:func:`fat_jets`), ``label``, ``weight`` and ``event``, which counts the
+    events of all runs in order from 1. The chunks' generation records are
+    appended to ``records``.
+    """
+    from tqdm import tqdm
+
+    total = sum(source.n_events for source in sources)
+    n_before = 0
+    with tqdm(total=total, unit="event", desc=output.name, disable=not progress) as bar:
+        for source in sources:
+            indices = range(len(source.chunk_sizes()))
+            with closing(iter_chunks(source, indices, workers)) as generated:
+                for chunk in generated:
+                    n_events = len(chunk.events)
+                    yield ak.zip(
+                        {
+                            "jets": fat_jets(chunk.events),
+                            "label": np.full(n_events, source.label, dtype=np.int64),
+                            "weight": _weight_signs(source, chunk.index, n_events, fraction),
+                            "event": np.arange(n_before + 1, n_before + n_events + 1),
+                        },
+                        depth_limit=1,
+                    )
+                    records.append(chunk.record)
+                    n_before += n_events
+                    bar.update(n_events)
+
+
+def _shuffled(tables: Iterator[ak.Array], seed: int, chunk_size: int) -> Iterator[ak.Array]:
+    """Gather the tables, put their events in a seeded random order and renumber them from 1."""
+    table = ak.concatenate(list(tables))
+    sequence = np.random.SeedSequence(entropy=int(seed), spawn_key=(_DATA_STREAM, _SHUFFLE_KEY))
+    table = table[np.random.default_rng(sequence).permutation(len(table))]
+    table = ak.with_field(table, np.arange(1, len(table) + 1), "event")
+    for first in range(0, len(table), chunk_size):
+        yield table[first : first + chunk_size]
+
+
+def _write_tables(writer: Any, file_format: str, tables: Iterator[ak.Array]) -> dict[str, Any]:
+    """Write the events with two jets; return the counts."""
+    counts: dict[str, Any] = {
+        "n_triggered": 0,
+        "n_written": 0,
+        "n_signal_written": 0,
+        "n_negative_weights": 0,
+        "sum_weights": 0.0,
+    }
+    for table in tables:
+        kept = table[ak.to_numpy(ak.num(table.jets, axis=1) >= 2)]
+        weights = ak.to_numpy(kept.weight) if writer.weighted else None
+        if file_format == "ntuple":
+            writer.append(ntuple_columns(kept.jets, ak.to_numpy(kept.event), weights))
+        else:
+            writer.append(ak.to_numpy(kept.event), kept.jets, weights)
+        counts["n_triggered"] += len(table)
+        counts["n_written"] += len(kept)
+        counts["n_signal_written"] += int(np.sum(ak.to_numpy(kept.label) == 1))
+        if weights is not None:
+            counts["n_negative_weights"] += int(np.sum(weights < 0))
+            counts["sum_weights"] += float(np.sum(weights))
+    return counts
+
+
+def _summary(
+    output: Path,
+    file_format: str,
+    process: str,
+    counts: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+) -> AnalysisFileSummary:
+    """Return the summary of a written file."""
+    generation = GenerationSummary.from_records(
+        {name: np.asarray([record[name] for record in records]) for name in CHUNK_FIELDS}
+    )
+    sigma = generation.sigma_pb if process != "data" else None
+    return AnalysisFileSummary(
+        path=str(output),
+        file_format=file_format,
+        process=process,
+        n_triggered=counts["n_triggered"],
+        n_written=counts["n_written"],
+        n_fewer_than_two_jets=counts["n_triggered"] - counts["n_written"],
+        n_signal_written=counts["n_signal_written"],
+        n_negative_weights=counts["n_negative_weights"],
+        sum_weights=None if sigma is None else counts["sum_weights"],
+        n_generated=generation.n_generated,
+        sigma_pb=sigma,
+        written_sigma_pb=None
+        if sigma is None
+        else sigma * counts["n_written"] / generation.n_generated,
+    )
+
+
+def _format_tools(file_format: str) -> tuple[Any, Any]:
+    """Return the writer class and the metadata reader of a layout."""
+    if file_format == "ntuple":
+        from rosenblatt.io.ntuple import NtupleWriter, ntuple_info
+
+        return NtupleWriter, ntuple_info
+    from rosenblatt.io.nanoaod import NanoAODWriter, nanoaod_info
+
+    return NanoAODWriter, nanoaod_info
