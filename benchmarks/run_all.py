@@ -35,6 +35,7 @@ BENCHMARKS = {
     ),
     "bench_processor.py": ([], ["--events", "300", "--repeat", "1"]),
     "bench_analysis.py": ([], ["--quick"]),
+    "bench_abcd_ntuple.py": ([], ["--events", "1000000", "--chunksize", "500000"]),
     "bench_training.py": (
         [],
         ["--events-per-class", "200", "--batch-sizes", "2048", "256", "--repeats", "1"],

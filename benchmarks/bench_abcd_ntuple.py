@@ -1,0 +1,146 @@
+"""The ABCD pass over flat ntuples at the speed of reading them.
+
+A flat ntuple (TTree ``nominal``: ``dijet_mass``, ``tagger_score``,
+``mc_weight``, LZ4-compressed as analysis ntuples often are) is read in the
+same run twice, on one core:
+
+1. the baseline: uproot's own read of the same three branches
+   (``tree.iterate``, numpy arrays, the same step size);
+2. the whole ABCD pass of ``study: abcd`` on it: coffea's ``Runner`` with the
+   iterative executor and ``BaseSchema``, the
+   :class:`~rosenblatt.processors.columnar.ColumnarAnalysisProcessor`
+   reading ``x``, the score and the weight from their branches, applying an
+   IRGI transform (fitted beforehand) and filling the raw and transformed
+   ABCD and plane histograms.
+
+Targets (issue 24): at least 10^6 events/s per core, and at least half of
+uproot's read rate.
+
+Usage::
+
+    python benchmarks/bench_abcd_ntuple.py [--events 10000000] [--chunksize 1000000] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _summary import record
+
+BRANCHES = ("dijet_mass", "tagger_score", "mc_weight")
+
+
+def write_ntuple(path: Path, n_events: int, step: int = 1_000_000) -> None:
+    """A flat ntuple of ``n_events`` events: QCD-like mass, a score correlated with it, weights."""
+    import uproot
+
+    rng = np.random.default_rng(1)
+    with uproot.recreate(path, compression=uproot.LZ4(1)) as handle:
+        handle.mktree("nominal", dict.fromkeys(BRANCHES, np.float64))
+        for start in range(0, n_events, step):
+            n = min(step, n_events - start)
+            mass = 2000.0 + rng.exponential(600.0, n)
+            score = np.clip(rng.beta(2.0, 5.0, n) + (mass - 2000.0) / 8000.0, 0.0, 1.0)
+            weight = rng.choice([-1.0, 1.0], n, p=[0.1, 0.9])
+            handle["nominal"].extend(
+                {"dijet_mass": mass, "tagger_score": score, "mc_weight": weight}
+            )
+
+
+def uproot_rate(path: Path, chunksize: int) -> float:
+    """Events per second of uproot reading the three branches."""
+    import uproot
+
+    tree = uproot.open(path)["nominal"]
+    start = time.perf_counter()
+    n = 0
+    for arrays in tree.iterate(list(BRANCHES), step_size=chunksize, library="np"):
+        n += len(arrays["dijet_mass"])
+    return n / (time.perf_counter() - start)
+
+
+def abcd_rate(path: Path, chunksize: int) -> tuple[float, float]:
+    """Events per second of the ABCD pass, and the summed weight filled (a check)."""
+    import uproot
+    from coffea import processor
+    from coffea.nanoevents import BaseSchema
+
+    import rosenblatt as rb
+    from rosenblatt.processors.analysis import Variant
+    from rosenblatt.processors.columnar import ColumnarAnalysisProcessor
+    from rosenblatt.processors.quantities import parse_quantity
+
+    tree = uproot.open(path)["nominal"]
+    sample = tree.arrays(list(BRANCHES), entry_stop=200_000, library="np")
+    transform = rb.IRGI(depth=7).fit(sample["dijet_mass"], sample["tagger_score"])
+    x0 = tuple(np.linspace(2200.0, 3800.0, 40))
+    y0 = tuple(np.linspace(0.05, 0.95, 40))
+    analysis = ColumnarAnalysisProcessor(
+        x=parse_quantity("dijet_mass", key="x"),
+        scores={"score": parse_quantity("tagger_score", key="score")},
+        variants=(
+            Variant("score", "score", y0),
+            Variant("irgi", "score", y0, transform=transform),
+        ),
+        x0=x0,
+        weights={"qcd": parse_quantity("mc_weight", key="weight")},
+        processes={"qcd": 0},
+    )
+    runner = processor.Runner(
+        executor=processor.IterativeExecutor(status=False),
+        schema=BaseSchema,
+        chunksize=chunksize,
+    )
+    start = time.perf_counter()
+    output = runner({"qcd": {"files": {str(path): "nominal"}}}, analysis, treename=None)
+    seconds = time.perf_counter() - start
+    read = sum(c["read"] for c in output["cutflow"].values())
+    total = float(output["abcd"]["irgi"].sum(flow=True).value)
+    return read / seconds, total
+
+
+def main() -> None:
+    """Write (or reuse) the ntuple, time both passes, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--chunksize", type=int, default=1_000_000)
+    parser.add_argument("--workdir", default=None)
+    args = parser.parse_args()
+    folder = Path(args.workdir or tempfile.mkdtemp(prefix="bench-abcd-ntuple-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"ntuple-{args.events}.root"
+    if not path.exists():
+        clock = time.perf_counter()
+        write_ntuple(path, args.events)
+        print(f"wrote {path} ({args.events:,} events) in {time.perf_counter() - clock:.1f} s")
+    read = uproot_rate(path, args.chunksize)
+    rate, total = abcd_rate(path, args.chunksize)
+    ratio = rate / read
+    print(f"\n{args.events:,} events, chunks of {args.chunksize:,}, one core\n")
+    print("| pass | events/s | ratio to uproot |")
+    print("|---|---|---|")
+    print(f"| uproot read of the 3 branches | {read:,.0f} | 1 |")
+    print(f"| ABCD pass (read, score, IRGI, fill) | {rate:,.0f} | {ratio:.2f} |")
+    print(f"\nsummed weight filled: {total:,.0f}")
+    record(
+        "ABCD pass over flat ntuples, events/s per core",
+        "1",
+        f"{rate:.3g}",
+        ">= 1e6",
+        rate >= 1e6,
+    )
+    record(
+        "ABCD pass over flat ntuples / uproot's read rate",
+        "1",
+        f"{ratio:.2f}",
+        ">= 0.5",
+        ratio >= 0.5,
+    )
+
+
+if __name__ == "__main__":
+    main()
