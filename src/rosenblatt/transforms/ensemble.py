@@ -228,6 +228,25 @@ class TransformEnsemble(ConditionalCDFTransform):
         self.failed_draws_ = failed
         self.domain_ = nominal.domain_
 
+    def set_fitted_members(
+        self,
+        nominal: ConditionalCDFTransform,
+        replicas: list[ConditionalCDFTransform],
+        draws: list[int],
+        failed: list[int],
+    ) -> TransformEnsemble:
+        """Store members fitted outside :meth:`fit` (the nominal first fitted); return ``self``.
+
+        ``draws`` names each replica's draw of Poisson weights and ``failed``
+        the draws that could not be fitted, as :attr:`replica_draws_` and
+        :attr:`failed_draws_` do.
+        """
+        self._checked()
+        self._set_members(nominal, replicas, draws, failed)
+        self.n_events_ = int(nominal.n_events_)
+        self.sum_weight_ = float(nominal.sum_weight_)
+        return self
+
     # ------------------------------------------------------------- evaluate
     def _transform(self, x: Array, y: Array) -> Array:
         return self.nominal_._transform(x, y)

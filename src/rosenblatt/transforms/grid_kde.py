@@ -299,6 +299,41 @@ class GridKDE(ColumnGridTransform):
         self.selection_ = selection
         self.x_centres_, self.y_edges_, self.cdf_ = grid
 
+    def fixed_parameters(self) -> tuple[float, int, int, float, int]:
+        """``(sigma_r, degree, y_levels, nodes_per_bandwidth, max_nodes)`` of a fit with a fixed width.
+
+        Raises
+        ------
+        ValueError
+            For ``sigma_r="auto"`` or a parameter out of range.
+        """
+        sigma_r, degree, levels, per, most = self._checked()
+        if sigma_r is None:
+            msg = "sigma_r='auto' is chosen by cross-validation on all defining events at once"
+            raise ValueError(msg)
+        return sigma_r, degree, levels, per, most
+
+    def set_fitted_grid(
+        self,
+        domain: tuple[tuple[float, float], tuple[float, float]],
+        sigma_a: float,
+        grid: tuple[Array, Array, Array],
+        *,
+        n_events: int,
+        sum_weight: float,
+    ) -> GridKDE:
+        """Store a grid ``(nodes, column edges, column CDF)`` fitted outside :meth:`fit`; return ``self``.
+
+        The grid is that of :func:`grid_columns` at this transform's fixed
+        parameters (:meth:`fixed_parameters`) and the width ``sigma_a``.
+        """
+        sigma_r, degree, *_ = self.fixed_parameters()
+        self.__dict__.pop("x_dims_", None)
+        self._set_grid(domain, sigma_r, sigma_a, degree, None, grid)
+        self.n_events_ = int(n_events)
+        self.sum_weight_ = float(sum_weight)
+        return self
+
     def describe(self) -> str:
         """The kernel width, the degree and the shape of ``gamma`` between nodes."""
         self._check_fitted()

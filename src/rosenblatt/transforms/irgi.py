@@ -22,9 +22,34 @@ if TYPE_CHECKING:
     from rosenblatt.transforms._irgi_vector import Cells
     from rosenblatt.transforms.selection import Selection
 
-__all__ = ["IRGI"]
+__all__ = [
+    "IRGI",
+    "ScalarGrid",
+    "check_column_weight",
+    "column_cdf",
+    "column_edges",
+    "midpoint",
+    "parse_domain",
+    "sparse_weight_error",
+]
 
 Domain = tuple[tuple[float, float], tuple[float, float]]
+
+
+class ScalarGrid(NamedTuple):
+    """The learned grid of an IRGI fit on one observable (the attributes of the same names).
+
+    What a fit outside :meth:`IRGI.fit` (:class:`~rosenblatt.MergeableFit`)
+    hands to :meth:`IRGI.set_fitted_grid`.
+    """
+
+    domain: Domain
+    depth: int
+    x_centres: NDArray[np.float64]
+    x_boundaries: NDArray[np.float64]
+    y_edges: NDArray[np.float64]
+    cdf: NDArray[np.float64]
+    column_weight: NDArray[np.float64]
 
 
 class IRGI(ColumnGridTransform):
@@ -147,7 +172,7 @@ class IRGI(ColumnGridTransform):
             selection = self._select_depth(x, y, w, domain)
             depth = int(selection.chosen)
         else:
-            depth = self._checked_depth(len(x))
+            depth = self.fixed_depth(len(x))
             domain = self._resolve_domain(x, y)
         self._fit_grid(x, y, w, depth, domain)
         self.selection_ = selection
@@ -168,14 +193,21 @@ class IRGI(ColumnGridTransform):
             )
             splits = tuple(selection.chosen)
         else:
-            splits = self._checked_vector_splits(len(y), x.shape[1])
+            splits = self.fixed_splits(len(y), x.shape[1])
         cells = iv.fit_cells(x, y, w, splits)
         lo, hi = x.min(axis=0), x.max(axis=0)
         domain = ((tuple(map(float, lo)), tuple(map(float, hi))), (float(y.min()), float(y.max())))
         self._set_cells(domain, cells)
         self.selection_ = selection
 
-    def _checked_vector_splits(self, n_events: int, k: int) -> tuple[int, ...]:
+    def fixed_splits(self, n_events: int, k: int) -> tuple[int, ...]:
+        """The levels per observable a fit of ``n_events`` events on ``k`` observables uses.
+
+        Raises
+        ------
+        ValueError
+            For ``depth="auto"`` or a depth these events do not support.
+        """
         from rosenblatt.transforms._irgi_nested import balanced_splits
         from rosenblatt.transforms._irgi_vector import max_vector_depth
 
@@ -365,7 +397,7 @@ class IRGI(ColumnGridTransform):
     ) -> None:
         columns = _x_columns(x, w, depth, domain[0])
         ys, cumulative, column_weight = _y_by_column(x, y, w, columns)
-        _check_column_weight(column_weight, columns.boundaries)
+        check_column_weight(column_weight, columns.boundaries)
         y_edges, cdf = _y_edges_and_cdf(
             ys, cumulative, column_weight, columns.bounds, w, depth, domain[1]
         )
@@ -392,7 +424,42 @@ class IRGI(ColumnGridTransform):
         self.cdf_ = cdf
         self.column_weight_ = column_weight
 
-    def _checked_depth(self, n_events: int) -> int:
+    def set_fitted_grid(self, grid: ScalarGrid, *, n_events: int, sum_weight: float) -> IRGI:
+        """Store a grid fitted outside :meth:`fit` on one observable; return ``self``, fitted."""
+        self.__dict__.pop("x_dims_", None)
+        self._set_grid(
+            grid.domain,
+            grid.depth,
+            grid.x_centres,
+            grid.x_boundaries,
+            grid.y_edges,
+            grid.cdf,
+            grid.column_weight,
+        )
+        self.selection_ = None
+        self.n_events_ = int(n_events)
+        self.sum_weight_ = float(sum_weight)
+        return self
+
+    def set_fitted_cells(
+        self, domain: Any, cells: Cells, *, n_events: int, sum_weight: float
+    ) -> IRGI:
+        """Store nested cells fitted outside :meth:`fit` on several observables; return ``self``."""
+        self._set_cells(domain, cells)
+        self.selection_ = None
+        self.x_dims_ = int(cells.boxes.shape[2])
+        self.n_events_ = int(n_events)
+        self.sum_weight_ = float(sum_weight)
+        return self
+
+    def fixed_depth(self, n_events: int) -> int:
+        """The depth a fit of ``n_events`` events on one observable uses.
+
+        Raises
+        ------
+        ValueError
+            For ``depth="auto"`` or a depth these events do not support.
+        """
         depth = self.depth
         if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 0:
             msg = f"depth must be a non-negative integer or 'auto', got {depth!r}"
@@ -417,15 +484,8 @@ class IRGI(ColumnGridTransform):
                 raise ValueError(msg)
         if self.domain is None:
             return ((float(x.min()), float(x.max())), (float(y.min()), float(y.max())))
-        try:
-            (x_lo, x_hi), (y_lo, y_hi) = (tuple(map(float, axis)) for axis in self.domain)
-        except (TypeError, ValueError) as err:
-            msg = f"domain must be ((x_min, x_max), (y_min, y_max)), got {self.domain!r}"
-            raise ValueError(msg) from err
-        for lo, hi, values, name in ((x_lo, x_hi, x, "x"), (y_lo, y_hi, y, "y")):
-            if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-                msg = f"domain of {name} must be finite with min < max, got ({lo}, {hi})"
-                raise ValueError(msg)
+        domain = parse_domain(self.domain)
+        for (lo, hi), values, name in zip(domain, (x, y), ("x", "y"), strict=True):
             n_out = int(((values < lo) | (values > hi)).sum())
             if n_out:
                 msg = (
@@ -433,7 +493,7 @@ class IRGI(ColumnGridTransform):
                     "widen the domain or leave it to the sample range"
                 )
                 raise ValueError(msg)
-        return ((x_lo, x_hi), (y_lo, y_hi))
+        return domain
 
     # ------------------------------------------------------------ grid views
     @property
@@ -602,6 +662,20 @@ class IRGI(ColumnGridTransform):
         return obj
 
 
+def parse_domain(domain: Any) -> Domain:
+    """A ``((x_min, x_max), (y_min, y_max))`` domain as floats, checked finite with min < max."""
+    try:
+        (x_lo, x_hi), (y_lo, y_hi) = (tuple(map(float, axis)) for axis in domain)
+    except (TypeError, ValueError) as err:
+        msg = f"domain must be ((x_min, x_max), (y_min, y_max)), got {domain!r}"
+        raise ValueError(msg) from err
+    for lo, hi, name in ((x_lo, x_hi, "x"), (y_lo, y_hi, "y")):
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            msg = f"domain of {name} must be finite with min < max, got ({lo}, {hi})"
+            raise ValueError(msg)
+    return ((x_lo, x_hi), (y_lo, y_hi))
+
+
 def _cumulative(weight: NDArray[np.float64] | None, n: int) -> NDArray[np.float64]:
     """Summed weight of the first ``i`` events, ``i = 0..n``."""
     if weight is None:
@@ -623,10 +697,10 @@ def _bisect_weighted(
     except ValueError as err:
         n = int(bounds[-1])
         carrying = n if w is None else int(np.count_nonzero(w))
-        raise _sparse_weight_error(err, n, carrying, axis, depth) from err
+        raise sparse_weight_error(err, n, carrying, axis, depth) from err
 
 
-def _sparse_weight_error(
+def sparse_weight_error(
     err: ValueError, n: int, carrying: int, axis: str, depth: int
 ) -> ValueError:
     """The error of a bisection that left a cell too small, with what the weights allow.
@@ -651,7 +725,7 @@ def _sparse_weight_error(
     return ValueError(msg)
 
 
-def _check_column_weight(
+def check_column_weight(
     column_weight: NDArray[np.float64], boundaries: NDArray[np.float64]
 ) -> None:
     """Raise a :class:`ValueError` naming the first column whose summed weight is not positive."""
@@ -665,7 +739,7 @@ def _check_column_weight(
         raise ValueError(msg)
 
 
-def _column_cdf(
+def column_cdf(
     weight_below: NDArray[np.float64], column_weight: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """The normalised CDF at every edge from the weight below the inner edges, per column.
@@ -701,7 +775,7 @@ def _stable_argsort(values: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDAr
     return order, ordered
 
 
-def _midpoint(low: NDArray[np.float64], high: NDArray[np.float64]) -> NDArray[np.float64]:
+def midpoint(low: NDArray[np.float64], high: NDArray[np.float64]) -> NDArray[np.float64]:
     """Midpoints that stay in ``[low, high]`` and finite for any finite values."""
     return 0.5 * low + 0.5 * high
 
@@ -780,7 +854,7 @@ def _x_columns(
             _cumulative(w[order], n), np.array([0, n]), depth + 1, w, "x", depth
         )
     split = cells[1:-1]
-    x_edges = np.concatenate(([x_lo], _midpoint(xs[split - 1], xs[split]), [x_hi]))
+    x_edges = np.concatenate(([x_lo], midpoint(xs[split - 1], xs[split]), [x_hi]))
     centres = x_edges[0::2]
     boundaries = np.concatenate(([x_lo], x_edges[1::2], [x_hi]))
     if np.any(np.diff(boundaries) <= 0) or np.any(np.diff(centres) <= 0):
@@ -831,16 +905,55 @@ def _y_edges_and_cdf(
     y_domain: tuple[float, float],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Bisect each column's ``y`` to ``depth``: the edges and the CDF at each edge."""
-    rows = _bisect_weighted(cumulative, bounds, depth, w, "y", depth)
+    try:
+        y_edges, weight_below = column_edges(ys, cumulative, bounds, depth, y_domain)
+    except ValueError as err:
+        n = int(bounds[-1])
+        carrying = n if w is None else int(np.count_nonzero(w))
+        raise sparse_weight_error(err, n, carrying, "y", depth) from err
+    return y_edges, column_cdf(weight_below, column_weight)
+
+
+def column_edges(
+    ys: NDArray[np.float64],
+    cumulative: NDArray[np.float64] | None,
+    bounds: NDArray[np.int64],
+    depth: int,
+    y_domain: tuple[float, float],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Bisect the ``y`` of every column to ``depth``: its edges and the weight strictly below them.
+
+    Parameters
+    ----------
+    ys
+        The scores, column after column (column ``k`` from ``bounds[k]`` to
+        ``bounds[k + 1]``), increasing inside each column.
+    cumulative
+        Summed weight of the first ``i`` scores (length ``len(ys) + 1``), or
+        ``None`` for unit weights.
+    bounds, depth, y_domain
+        The columns, the bisection depth and the outer edges.
+
+    Returns
+    -------
+    y_edges, weight_below
+        ``(n_col, 2**depth + 1)`` edges and ``(n_col, 2**depth - 1)`` weights
+        below the inner edges; an edge on a tied value carries the weight below
+        the first event of that value.
+
+    Raises
+    ------
+    ValueError
+        From :func:`~rosenblatt.transforms._bisection.bisect_segments`, if a
+        cell holds fewer than two events when it must be split.
+    """
+    rows = bisect_segments(cumulative, bounds, depth)
     n_col, n_edge = len(bounds) - 1, 2**depth + 1
     inner_rows = rows[:-1].reshape(n_col, n_edge - 1)[:, 1:]
     y_edges = np.empty((n_col, n_edge))
     y_edges[:, 0], y_edges[:, -1] = y_domain
     below_edge = ys[inner_rows - 1]
-    y_edges[:, 1:-1] = _midpoint(below_edge, ys[inner_rows])
-
-    # weight strictly below each edge, per column: an edge on a tied value
-    # carries the weight below the first event of that value
+    y_edges[:, 1:-1] = midpoint(below_edge, ys[inner_rows])
     below = inner_rows.copy()
     tied = below_edge >= y_edges[:, 1:-1]
     if tied.any():
@@ -850,7 +963,7 @@ def _y_edges_and_cdf(
         weight_below = (below - column_start).astype(np.float64)
     else:
         weight_below = cumulative[below] - cumulative[column_start]
-    return y_edges, _column_cdf(weight_below, column_weight)
+    return y_edges, weight_below
 
 
 def _check_nested_boxes(cells: Cells) -> None:
