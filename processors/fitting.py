@@ -6,8 +6,9 @@ scores and the weight of every event to a small parquet file (the skim, see
 then fitted from these files:
 
 - IRGI and GridKDE with fixed parameters by :class:`rosenblatt.MergeableFit`:
-  each pass maps a request over the skim files on the executor's workers and
-  adds up the partial results, so the driver holds histograms only;
+  its first pass maps a request over the skim files on the executor's workers
+  and adds up the partial results, its later passes run over the fit's own
+  sorted tables on the same workers, so the driver holds histograms only;
 - KDE, and any transform with ``"auto"`` parameters, need the events
   themselves: :func:`gather_skims` reads ``(x, score, weight)`` into the
   driver, and refuses beyond ``max_events`` events with an error that says so.
@@ -67,9 +68,9 @@ class SkimPass:
     score: str
 
     def __call__(self, path: str) -> Any:
-        """Return the partial result of the file's events."""
+        """Return the partial result of the file's events (in the order of the file names)."""
         x, y, weight = _read(path, self.score)
-        return self.request(x, y, weight)
+        return self.request(x, y, weight, chunk={"filename": path})
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ def fit_in_workers(
     score: str,
     run_pass: Callable[[Sequence[str], SkimPass, str], Any],
 ) -> Any:
-    """Fit a transform by :class:`rosenblatt.MergeableFit`, one executor pass per request.
+    """Fit a transform by :class:`rosenblatt.MergeableFit`: every pass on the executor's workers.
 
     Parameters
     ----------
@@ -157,8 +158,9 @@ def fit_in_workers(
     score : str
         The score that is ``y``.
     run_pass : callable
-        ``run_pass(paths, function, description)`` maps ``function`` over the
-        files on the workers and returns the sum of the results.
+        ``run_pass(items, function, description)`` maps ``function`` over the
+        items (the files, then the fit's tasks) on the workers and returns the
+        sum of the results.
 
     Returns
     -------
@@ -167,10 +169,9 @@ def fit_in_workers(
     from rosenblatt.transforms.mergeable import MergeableFit
 
     fit = MergeableFit(transform)
-    while not fit.done:
-        request = fit.request()
-        fit.update(run_pass(sorted(paths), SkimPass(request, score), request.description))
-    return fit.result()
+    request = fit.request()
+    first = run_pass(sorted(paths), SkimPass(request, score), request.description)
+    return fit.finish(first, run_pass)
 
 
 def fit_on_skims(

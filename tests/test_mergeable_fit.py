@@ -54,22 +54,24 @@ def chunked(
 
 
 def fit_merged(transform: Any, chunks: Chunks, *, seed: int | None = None, **options: Any) -> Any:
-    """Run every pass, adding the chunks' partials in a shuffled order and grouping if ``seed``."""
+    """Fit from the chunks' partials, added in a shuffled order and grouping if ``seed``.
+
+    Each chunk gives its place in the sample (``ordinal``), so the fit takes
+    the events in input order whatever the order of the additions.
+    """
     fit = rb.MergeableFit(transform, **options)
-    rng = None if seed is None else np.random.default_rng(seed)
-    while not fit.done:
-        request = fit.request()
-        parts = [request(*chunk) for chunk in chunks()]
-        if rng is not None:
-            parts = [parts[k] for k in rng.permutation(len(parts))]
-            while len(parts) > 1:  # random pairings: a tree of additions
-                k = int(rng.integers(len(parts) - 1))
-                parts[k : k + 2] = [parts[k + 1] + parts[k]]
-        total = parts[0]
-        for part in parts[1:]:
-            total = total + part
-        fit.update(total)
-    return fit.result()
+    request = fit.request()
+    parts = [request(*chunk, ordinal=k) for k, chunk in enumerate(chunks())]
+    if seed is not None:
+        rng = np.random.default_rng(seed)
+        parts = [parts[k] for k in rng.permutation(len(parts))]
+        while len(parts) > 1:  # random pairings: a tree of additions
+            k = int(rng.integers(len(parts) - 1))
+            parts[k : k + 2] = [parts[k + 1] + parts[k]]
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return fit.finish(total)
 
 
 def max_difference(a: Any, b: Any, testing: tuple[np.ndarray, np.ndarray]) -> float:
@@ -134,56 +136,43 @@ def test_chunking_and_merge_order_do_not_matter(weights: str) -> None:
 
 
 @pytest.mark.parametrize("weights", ["unit", "integer"])
-def test_ties_are_placed_deterministically(weights: str) -> None:
+def test_ties_are_taken_in_the_order_of_the_chunks(weights: str) -> None:
     x, y = bivariate_normal(20_000, seed=4)
     x, y = np.round(x, 2), np.minimum(y, 0.8)  # tied x across column boundaries, a saturated score
     w = make_weights(weights, len(x))
-    reference = rb.MergeableFit(rb.IRGI(4)).fit_chunks(chunked(x, y, w))
-    merged = fit_merged(
-        rb.IRGI(4), chunked(x[::-1], y[::-1], None if w is None else w[::-1], 5), seed=3
-    )
-    assert_same_grid(merged, reference)
-    refined = fit_merged(rb.IRGI(4), chunked(x, y, w, 3), gather_limit=64, histogram_bins=16)
-    assert_same_grid(refined, reference)
-    # the split positions of unit weights are those of the in-memory fit; events
-    # tied on a column boundary all go to the lower column
-    in_memory = rb.IRGI(4).fit(x, y, w)
-    if w is None:
-        np.testing.assert_array_equal(merged.x_centres_, in_memory.x_centres_)
+    for flip in (slice(None), slice(None, None, -1)):
+        xs, ys, ws = x[flip], y[flip], None if w is None else w[flip]
+        in_memory = rb.IRGI(4).fit(xs, ys, ws)
+        merged = fit_merged(rb.IRGI(4), chunked(xs, ys, ws, 5, seed=1), seed=3)
+        assert_same_grid(merged, in_memory)
         np.testing.assert_array_equal(merged.x_boundaries_, in_memory.x_boundaries_)
-    assert merged.column_weight_.sum() == in_memory.column_weight_.sum()
-    assert max_difference(merged, in_memory, bivariate_normal(2_000, seed=5)) < 0.05
+        np.testing.assert_array_equal(merged.column_weight_, in_memory.column_weight_)
+        small = fit_merged(rb.IRGI(4), chunked(xs, ys, ws, 3), gather_limit=64, histogram_bins=16)
+        assert_same_grid(small, in_memory)
 
 
 @pytest.mark.parametrize("weights", ["unit", "float"])
-def test_finer_histograms_when_bins_hold_too_many(weights: str) -> None:
+def test_small_histograms_and_tasks_give_the_same_grid(weights: str) -> None:
     x, y = bivariate_normal(8_000, seed=5)
     w = make_weights(weights, len(x))
     fit = rb.MergeableFit(rb.IRGI(3), gather_limit=64, histogram_bins=16)
-    largest = 0
-    while not fit.done:
-        request = fit.request()
-        total = sum(request(*chunk) for chunk in chunked(x, y, w, 4)())
-        largest = max(largest, len(total.gathered.get("value", ())))
-        fit.update(total)
-    assert 0 < largest <= 64
-    assert fit.passes > 2 * 3 + 5
-    assert_same_grid(fit.result(), rb.IRGI(3).fit(x, y, w), cdf_atol=1e-12)
+    merged = fit.fit_chunks(chunked(x, y, w, 4))
+    assert fit.passes == 3
+    assert_same_grid(merged, rb.IRGI(3).fit(x, y, w), cdf_atol=1e-12)
 
 
-def test_pass_counts_and_descriptions() -> None:
-    x, y = bivariate_normal(5_000, seed=6)
-    for w, passes in ((None, 6), (np.ones(len(x)), 2 * 3 + 5)):
-        fit = rb.MergeableFit(rb.IRGI(3))
-        descriptions = []
-        while not fit.done:
-            request = fit.request()
-            descriptions.append(request.description)
-            fit.update(request(x, y, w))
-        assert fit.passes == passes == len(descriptions)
-        assert descriptions[0] == "IRGI: summary of the sample"
-        assert all(d.startswith("IRGI: ") for d in descriptions)
-    assert "IRGI: x order statistics, level 3 of 4" in descriptions
+@pytest.mark.parametrize("depth", [1, 3, 5, 7])
+def test_pass_counts_and_descriptions(sample, depth: int) -> None:
+    x, y = sample
+    for w in (None, make_weights("float", len(x))):
+        fit = rb.MergeableFit(rb.IRGI(depth))
+        fit.fit_chunks(chunked(x, y, w, 3))
+        assert fit.passes == 3 == len(fit.pass_descriptions)
+        assert fit.pass_descriptions == [
+            "IRGI: reading events",
+            "IRGI: events ordered by x",
+            "IRGI: y edges of the columns",
+        ]
 
 
 def test_domain_given(sample, testing) -> None:
@@ -217,7 +206,7 @@ def test_grid_kde_matches_the_in_memory_fit_on_the_same_edges(
     w = make_weights(weights, len(x))
     fit = rb.MergeableFit(rb.GridKDE(sigma_r=0.05, degree=degree))
     merged = fit.fit_chunks(chunked(x, y, w, 5))
-    assert fit.passes == 4
+    assert fit.passes == 3
     assert fit.y_fine_edges_ is not None
     np.testing.assert_array_equal(fit.y_fine_edges_, in_memory_fine_edges(y, w))
     same_edges = rb.GridKDE(sigma_r=0.05, degree=degree)
@@ -246,52 +235,62 @@ def test_coffea_accumulate_merges_partials() -> None:
     w = make_weights("integer", len(x))
     direct = rb.MergeableFit(rb.IRGI(3)).fit_chunks(chunked(x, y, w, 3))
     fit = rb.MergeableFit(rb.IRGI(3))
-    while not fit.done:
-        request = fit.request()
-        outputs = [{"partial": request(*chunk)} for chunk in chunked(x, y, w, 3)()]
-        first = outputs[0]["partial"]
-        before = {k: v.copy() for k, v in first.sums.items()}
-        fit.update(accumulate(outputs)["partial"])
-        assert all(np.array_equal(first.sums[k], v) for k, v in before.items())
-    assert_same_grid(fit.result(), direct)
-    parts = [request(*chunk) for chunk in chunked(x, y, w, 3)()]
-    assert isinstance(accumulate(parts), Partial)
+    request = fit.request()
+    outputs = [
+        {"partial": request(*chunk, ordinal=k)} for k, chunk in enumerate(chunked(x, y, w, 3)())
+    ]
+    first = outputs[0]["partial"]
+    before = {k: v.copy() for k, v in first.sums.items()}
+    merged = accumulate(outputs)
+    assert all(np.array_equal(first.sums[k], v) for k, v in before.items())
+    assert isinstance(merged["partial"], Partial)
+    assert_same_grid(fit.finish(merged), direct)
 
 
 def test_partials_and_requests_pickle() -> None:
     x, y = bivariate_normal(6_000, seed=10)
     fit = rb.MergeableFit(rb.IRGI(3))
-    for _ in range(3):
-        request = fit.request()
-        shipped = pickle.loads(pickle.dumps(request))
-        assert isinstance(shipped, Request)
-        assert shipped.description == request.description
-        part = pickle.loads(pickle.dumps(shipped(x, y)))
-        expected = request(x, y)
-        for name in expected.sums:
-            np.testing.assert_array_equal(part.sums[name], expected.sums[name])
-        fit.update(part)
-    assert len(pickle.dumps(fit.request())) < 2_000_000
+    request = fit.request()
+    shipped = pickle.loads(pickle.dumps(request))
+    assert isinstance(shipped, Request)
+    assert shipped.description == request.description == "IRGI: reading events"
+    part = pickle.loads(pickle.dumps(shipped(x, y)))
+    expected = request(x, y)
+    for name in expected.sums:
+        np.testing.assert_array_equal(part.sums[name], expected.sums[name])
+    assert part.chunks == expected.chunks
+    assert len(pickle.dumps(part)) < 500_000
+    assert_same_grid(fit.finish(part), rb.IRGI(3).fit(x, y))
 
 
-def test_partials_of_different_passes_do_not_add() -> None:
+def test_partials_of_different_fits_do_not_add() -> None:
     x, y = bivariate_normal(6_000, seed=14)
-    fit = rb.MergeableFit(rb.IRGI(2))
-    first = fit.request()(x, y)
-    fit.update(first)
-    second = fit.request()(x, y)
+    first = rb.MergeableFit(rb.IRGI(2))
+    second = rb.MergeableFit(rb.IRGI(2))
+    part = first.request()(x, y)
+    other = second.request()(x, y)
     with pytest.raises(ValueError, match="different requests"):
-        _ = first + second
-    with pytest.raises(ValueError, match="not the sum of the partials of the current request"):
-        fit.update(first)
+        _ = part + other
+    with pytest.raises(ValueError, match="not the sum of the partials of this fit's request"):
+        second.finish(part)
 
 
-def test_changed_events_between_passes_are_an_error() -> None:
+def test_changed_skims_are_an_error(tmp_path) -> None:
     x, y = bivariate_normal(6_000, seed=15)
-    fit = rb.MergeableFit(rb.IRGI(2))
-    fit.update(fit.request()(x, y))
+    fit = rb.MergeableFit(rb.IRGI(2), skim_dir=tmp_path / "skims")
+    request = fit.request()
+    part = request(x[:3000], y[:3000]) + request(x[3000:], y[3000:])
+    skim = min((tmp_path / "skims").glob("skim-*.npy"))
+    table = np.load(skim)
+    np.save(skim, table[:-10])
     with pytest.raises(ValueError, match="every pass must see the same events"):
-        fit.update(fit.request()(x[:-10], y[:-10]))
+        fit.finish(part)
+    fit = rb.MergeableFit(rb.IRGI(2), skim_dir=tmp_path / "other")
+    part = fit.request()(x, y)
+    for path in (tmp_path / "other").glob("skim-*.npy"):
+        path.unlink()
+    with pytest.raises(FileNotFoundError, match="must stay in place until it ends"):
+        fit.finish(part)
 
 
 def test_awkward_chunks() -> None:
@@ -342,6 +341,10 @@ def test_errors_of_the_in_memory_fit() -> None:
         rb.MergeableFit(rb.IRGI(-1))
     with pytest.raises(ValueError, match="no chunk contributed"):
         rb.MergeableFit(rb.IRGI(2)).fit_chunks(lambda: iter(()))
+    with pytest.raises(ValueError, match=r"weights were given for 1 of 2 chunks"):
+        rb.MergeableFit(rb.IRGI(2)).fit_chunks(
+            lambda: iter([(x[:500], y[:500], np.ones(500)), (x[500:], y[500:])])
+        )
     fit = rb.MergeableFit(rb.IRGI(2))
     with pytest.raises(RuntimeError, match="not done"):
         fit.result()

@@ -28,7 +28,14 @@ from typing import Any
 from rosenblatt.transforms._merge_first_pass import Partial, Request
 from rosenblatt.transforms._merge_tasks import run_task
 
-__all__ = ["Executor", "FitProgress", "ObservablesPass", "executor_for", "read_with_runner"]
+__all__ = [
+    "Executor",
+    "FitProgress",
+    "ObservablesPass",
+    "chunk_key",
+    "executor_for",
+    "read_with_runner",
+]
 
 Mapper = Callable[[list[Any], Callable[[int], None]], dict[str, Any]]
 
@@ -46,6 +53,7 @@ class FitProgress:
 
     def __init__(self, title: str, enabled: bool) -> None:
         self.title = title
+        self.description = title
         self.passes = 0
         self._bar: Any = None
         self._task: Any = None
@@ -74,8 +82,9 @@ class FitProgress:
     def start(self, description: str, total: int | None) -> None:
         """Begin a pass of ``total`` chunks or tasks."""
         self.passes += 1
+        self.description = description
         if self._bar is not None:
-            label = f"{self.title}, pass {self.passes}: {description}"
+            label = f"{self.title}, pass {self.passes}: {description.split(': ', 1)[-1]}"
             self._bar.reset(self._task, total=total, description=label)
 
     def advance(self, steps: int = 1) -> None:
@@ -220,7 +229,9 @@ def executor_for(runner: Any, progress: FitProgress) -> Iterator[Executor]:
         elif kind == "FuturesExecutor":
             pool = executor.pool
             if not isinstance(pool, concurrent.futures.Executor):
-                pool = stack.enter_context(pool(max_workers=executor.workers))
+                pool = pool(max_workers=executor.workers)
+                # the workers exit in the background: nothing waits for them after the fit
+                stack.callback(pool.shutdown, wait=False)
             read = executor.copy(pool=_TickingPool(pool, progress.advance), status=False)
             yield Executor(_on_pool(pool), int(executor.workers), read)
         elif kind == "DaskExecutor":
@@ -236,7 +247,7 @@ def executor_for(runner: Any, progress: FitProgress) -> Iterator[Executor]:
         elif hasattr(executor, "copy") and callable(executor):
             yield Executor(_on_protocol(executor), int(getattr(executor, "workers", 1)), executor)
         elif callable(runner):
-            yield Executor(_on_function(runner, lambda: progress.title), 1)
+            yield Executor(_on_function(runner, lambda: progress.description), 1)
         else:
             msg = (
                 "runner must be a coffea processor.Runner, a coffea executor, a function "
