@@ -551,3 +551,13 @@ def test_cli_writes_pseudo_data(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert f"{n_written} data events" in out
     assert main(command) == 0
     assert "kept: the file already had these settings" in capsys.readouterr().out
+
+
+def test_cli_default_chunk_size_is_the_api_default() -> None:
+    """The command and a study's ``generate:`` block write the same file for the same seed."""
+    import inspect
+
+    from rosenblatt.commands import generate
+
+    default = inspect.signature(generate_analysis_file).parameters["chunk_size"].default
+    assert default == generate._ANALYSIS_CHUNK_SIZE

@@ -23,6 +23,10 @@ PROCESS_CHOICES = (*sorted(PROCESS_LABELS), "data")
 #: the layouts of :func:`rosenblatt.hep.analysis_files.generate_analysis_file`
 _ANALYSIS_FORMATS = ("ntuple", "nanoaod")
 
+#: passing events per chunk of those layouts (the default of ``generate_analysis_file``, so
+#: that the command writes the same file as a study's ``generate:`` block of the same seed)
+_ANALYSIS_CHUNK_SIZE = 500
+
 DESCRIPTION = """\
 Generate 13 TeV events with Pythia 8 (QCD dijets or W'(3.5 TeV) -> X(500) Y(100) -> qqqq),
 keep those passing the LHC Olympics trigger (an anti-kT R=1.0 jet with pT > 1.2 TeV) and
@@ -121,10 +125,11 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--chunk-size",
         type=int,
-        default=DEFAULT_CHUNK_SIZE,
+        default=None,
         metavar="N",
-        help="passing events per chunk: the unit of work, writing and resuming "
-        "(default: %(default)s)",
+        help="passing events per chunk: the unit of work, writing and resuming; the events "
+        f"depend on it (default: {DEFAULT_CHUNK_SIZE} for particles, "
+        f"{_ANALYSIS_CHUNK_SIZE} for ntuple and nanoaod)",
     )
     parser.add_argument(
         "--pthat-min",
@@ -159,7 +164,7 @@ def main(args: argparse.Namespace) -> int:
             args.process,
             args.events,
             args.seed,
-            chunk_size=args.chunk_size,
+            chunk_size=DEFAULT_CHUNK_SIZE if args.chunk_size is None else args.chunk_size,
             pthat_min=args.pthat_min,
             workers=args.workers,
             overwrite=args.overwrite,
@@ -240,7 +245,7 @@ def _main_analysis_file(args: argparse.Namespace) -> int:
             signal_events=args.signal_events,
             negative_weight_fraction=args.negative_weight_fraction,
             workers=args.workers,
-            chunk_size=args.chunk_size,
+            chunk_size=_ANALYSIS_CHUNK_SIZE if args.chunk_size is None else args.chunk_size,
             progress=not args.quiet,
             pthat_min=args.pthat_min,
             overwrite=args.overwrite,
