@@ -73,7 +73,7 @@ def chunk_name(identity: Mapping[str, Any] | None, arrays: Iterable[NDArray[Any]
     """
     digest = hashlib.blake2b(digest_size=12)
     if identity is not None:
-        fields = ("dataset", "fileuuid", "filename", "treename", "entrystart", "entrystop")
+        fields = ("dataset", "filename", "treename", "entrystart", "entrystop")
         for name in fields:
             digest.update(f"{name}={identity.get(name)!r};".encode())
     else:

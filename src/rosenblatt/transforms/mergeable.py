@@ -151,6 +151,7 @@ class MergeableFit:
         self.passes = 0
         self.pass_descriptions: list[str] = []
         self.y_fine_edges_: Any = None
+        self.chunks_: tuple[tuple[str, int], ...] = ()
         self._tag = uuid.uuid4().hex[:12]
         self._request: Request | None = None
         self._temporary = False
@@ -303,6 +304,7 @@ class MergeableFit:
         store = request.store
         try:
             facts = Facts.of(partial)
+            self.chunks_ = facts.chunks
             plan = plan_for(self.estimator, facts)
             if (
                 plan.order != request.order
