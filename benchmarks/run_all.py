@@ -34,6 +34,7 @@ BENCHMARKS = {
         ["--events", "100", "--chunk-size", "50"],
     ),
     "bench_processor.py": ([], ["--events", "300", "--repeat", "1"]),
+    "bench_fit.py": ([], ["--quick"]),
     "bench_analysis.py": ([], ["--quick"]),
     "bench_abcd_ntuple.py": ([], ["--events", "1000000", "--chunksize", "500000"]),
     "bench_training.py": (

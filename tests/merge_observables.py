@@ -50,8 +50,10 @@ def write_files(folder: Any, sizes: tuple[int, ...], seed: int) -> dict[str, Any
         score = (1.0 / (1.0 + np.exp(-logit))).astype(np.float32)
         weight = rng.normal(1.0, 0.4, n)
         path = os.path.join(str(folder), f"events-{k}.root")
-        with uproot.recreate(path) as handle:
-            handle["Events"] = {"mjj": mjj, "pt": pt, "score": score, "weight": weight}
+        branches = {"mjj": mjj, "pt": pt, "score": score, "weight": weight}
+        with uproot.recreate(path) as handle:  # a TTree
+            handle.mktree("Events", {name: value.dtype for name, value in branches.items()})
+            handle["Events"].extend(branches)
         files[path] = "Events"
     return {"qcd": {"files": files}}
 

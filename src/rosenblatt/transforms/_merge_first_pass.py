@@ -70,11 +70,11 @@ class Sketch:
 
     @classmethod
     def of(cls, values: Array, weights: Array, limit: int) -> Sketch:
-        """The histogram of ``values`` with ``weights``."""
+        """The histogram of increasing ``values`` with ``weights``."""
         shift = 64 - START_BITS
         keys = order_keys(values) >> np.uint64(shift)
         ones = np.ones(len(values), np.int64)
-        return cls._reduced(shift, keys, ones, weights, values, values, limit)
+        return cls._reduced(shift, keys, ones, weights, values, values, limit, ordered=True)
 
     @classmethod
     def _reduced(
@@ -86,9 +86,14 @@ class Sketch:
         vmin: Array,
         vmax: Array,
         limit: int,
+        *,
+        ordered: bool = False,
     ) -> Sketch:
-        """Entries of equal keys added, bits dropped until at most ``limit`` bins are left."""
-        order = np.argsort(keys, kind="stable")
+        """Entries of equal keys added, bits dropped until at most ``limit`` bins are left.
+
+        ``ordered``: the keys are already increasing.
+        """
+        order = np.arange(len(keys)) if ordered else np.argsort(keys, kind="stable")
         keys = keys[order]
         extra = _extra_shift(keys, limit, 64 - shift)
         keys = keys >> np.uint64(extra)
@@ -284,13 +289,16 @@ class Request:
         name = chunk_name(chunk, (xs, ys, w if ws is not None else np.zeros(0)))
         keys = event_keys(name, len(ys))
         values = ys if self.order < 0 else xs[:, self.order]
-        order = np.argsort(values, kind="stable")
-        table = np.column_stack(
-            (xs, ys, w, np.arange(len(ys), dtype=np.float64), keys.view(np.float64))
-        )
-        self.store.write(self.store.skim_path(name), table[order])
+        order = np.argsort(values)  # ties are put in order of event number by the next pass
+        columns = [*xs.T, ys, w, order.astype(np.float64), keys.view(np.float64)]
+        table = np.empty((len(ys), len(columns)), order="F")
+        for j, column in enumerate(columns):
+            table[:, j] = column if j == k + 2 else column[order]
+        self.store.write(self.store.skim_path(name), table)
         _fill_sums(out, xs, ys, w, ws is not None, self.domain)
-        out.sketch = Sketch.of(values, w, self.sketch_bins)
+        out.sketch = Sketch.of(
+            table[:, self.order if self.order >= 0 else k], table[:, k + 1], self.sketch_bins
+        )
         out.chunks = ((_place(chunk, ordinal, name), name, len(ys)),)
         return out
 

@@ -99,6 +99,11 @@ class Layout:
     chunks: tuple[tuple[str, int], ...]
 
     @property
+    def width(self) -> int:
+        """Columns of a table: the observables, ``y``, the weight, the event's number and key."""
+        return self.k + 4
+
+    @property
     def order_column(self) -> int:
         """Index of the ordering column in a table."""
         return self.k if self.order < 0 else self.order
@@ -113,7 +118,7 @@ class Layout:
             if a < b:
                 table = self.store.read(self.store.group_path(index))
                 parts.append(np.array(table[a - start : b - start]))
-        return np.concatenate(parts) if parts else np.zeros((0, self.k + 4))
+        return np.concatenate(parts) if parts else np.zeros((0, self.width))
 
 
 @dataclass(frozen=True)
@@ -229,22 +234,28 @@ class SortTask:
         """The group's report (the sorted table is written on the way)."""
         layout, group = self.layout, self.group
         column, index = layout.order_column, layout.k + 2
-        parts, offset = [], 0
+        parts, ids, offset = [], [], 0
         for name, count in layout.chunks:
             table = layout.store.read(layout.store.skim_path(name))
             values = table[:, column]
             a = int(np.searchsorted(values, group.low, side="left"))
             b = int(np.searchsorted(values, group.high, side="right"))
             if a < b:
-                rows = np.array(table[a:b])
-                rows[:, index] += offset
-                parts.append(rows)
+                parts.append(table[a:b])
+                ids.append(table[a:b, index] + offset)
             offset += count
-        rows = np.concatenate(parts) if parts else np.zeros((0, layout.k + 4))
-        check_events(len(rows), group.count)
-        rows = rows[np.lexsort((rows[:, index], rows[:, column]))]
-        layout.store.write(layout.store.group_path(group.index), rows)
-        return _report(rows, group, layout, self.asks)
+        check_events(sum(len(part) for part in parts), group.count)
+        width = layout.width
+        if not parts:
+            parts, ids = [np.zeros((0, width))], [np.zeros(0)]
+        number = np.concatenate(ids)
+        order = value_then_number(np.concatenate([part[:, column] for part in parts]), number)
+        ordered = np.empty((len(order), width), order="F")
+        for j in range(width):
+            whole = number if j == index else np.concatenate([part[:, j] for part in parts])
+            ordered[:, j] = whole[order]
+        layout.store.write(layout.store.group_path(group.index), ordered)
+        return _report(ordered, group, layout, self.asks)
 
 
 @dataclass(frozen=True)
@@ -261,6 +272,19 @@ class WindowTask:
         table = self.layout.store.read(self.layout.store.group_path(self.group.index))
         check_events(len(table), self.group.count)
         return _report(np.asarray(table), self.group, self.layout, self.asks)
+
+
+def value_then_number(values: Array, number: Array) -> IntArray:
+    """The order of events by value, ties by event number."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    tied = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if len(tied):
+        runs = np.zeros(len(order), dtype=bool)
+        runs[tied] = runs[tied + 1] = True
+        inside = np.flatnonzero(runs)
+        order[inside] = order[inside[np.lexsort((number[order[inside]], ordered[inside]))]]
+    return order.astype(np.int64)
 
 
 def check_events(found: int, expected: int) -> None:
