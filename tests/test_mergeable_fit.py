@@ -348,3 +348,82 @@ def test_errors_of_the_in_memory_fit() -> None:
     fit = rb.MergeableFit(rb.IRGI(2))
     with pytest.raises(RuntimeError, match="not done"):
         fit.result()
+
+
+# ----------------------------------------------------------- several observables
+@pytest.mark.parametrize(
+    ("depth", "weights", "k"),
+    [(4, "unit", 2), ((0, 4), "unit", 2), ((2, 3), "positive", 2), (6, "unit", 3)],
+)
+def test_nested_irgi_matches_the_in_memory_fit(depth: Any, weights: str, k: int) -> None:
+    rng = np.random.default_rng(19)
+    x = rng.normal(size=(40_000, k))
+    y = x @ np.linspace(0.6, 0.2, k) + 0.8 * rng.normal(size=len(x))
+    w = None if weights == "unit" else rng.uniform(0.2, 2.0, len(x))
+    fit = rb.MergeableFit(rb.IRGI(depth))
+    merged = fit.fit_chunks(chunked(x, y, w, 5, seed=2))
+    assert fit.passes == 3
+    in_memory = rb.IRGI(depth).fit(x, y, w)
+    np.testing.assert_array_equal(merged.boxes_, in_memory.boxes_)
+    assert merged.splits_ == in_memory.splits_
+    test_x, test_y = rng.normal(size=(5_000, k)), rng.normal(size=5_000)
+    difference = merged.transform(test_x, test_y) - in_memory.transform(test_x, test_y)
+    assert np.abs(difference).max() <= 1e-12
+
+
+# ------------------------------------------------------------------ ensembles
+def replica_weights(fit: Any, seed: int, draw: int, w: np.ndarray | None) -> np.ndarray:
+    """A replica's weights in the fit's order of the events (the chunks' order here)."""
+    from rosenblatt.transforms._merge_skims import bootstrap_counts, event_keys
+
+    keys = np.concatenate([event_keys(name, n) for name, n in fit.chunks_])
+    counts = bootstrap_counts(seed, draw, keys)
+    return counts if w is None else counts * w
+
+
+@pytest.mark.parametrize(
+    "estimator", [rb.IRGI(depth=4), rb.GridKDE(sigma_r=0.2)], ids=["irgi", "gridkde"]
+)
+def test_ensemble_replicas_are_fits_with_their_poisson_weights(estimator: Any, tmp_path) -> None:
+    x, y = bivariate_normal(20_000, seed=20)
+    w = make_weights("float", len(x))
+    ensemble = rb.TransformEnsemble(estimator, n=4, seed=5)
+    fit = rb.MergeableFit(ensemble)
+    fitted = fit.fit_chunks(chunked(x, y, w, 3, seed=4))
+    assert fitted is ensemble
+    assert fit.passes == 4
+    assert fitted.replica_draws_ == [0, 1, 2, 3]
+    test_x, test_y = bivariate_normal(2_000, seed=21)
+    nominal = type(estimator)(**_parameters(estimator)).fit(x, y, w)
+    difference = fitted.transform(test_x, test_y) - nominal.transform(test_x, test_y)
+    assert np.abs(difference).max() <= 1e-12
+    for k, draw in enumerate(fitted.replica_draws_):
+        replica = type(estimator)(**_parameters(estimator)).fit(
+            x, y, replica_weights(fit, 5, draw, w)
+        )
+        variation = fitted.transform(test_x, test_y, variation=f"replica_{k}")
+        assert np.abs(variation - replica.transform(test_x, test_y)).max() <= 1e-12
+    fitted.save(tmp_path / "ensemble.json")
+    loaded = rb.load(tmp_path / "ensemble.json")
+    np.testing.assert_array_equal(loaded.std(test_x, test_y), fitted.std(test_x, test_y))
+
+
+def _parameters(estimator: Any) -> dict[str, Any]:
+    if isinstance(estimator, rb.IRGI):
+        return {"depth": estimator.depth}
+    return {"sigma_r": estimator.sigma_r}
+
+
+def test_ensemble_failed_draws_are_replaced_and_counted() -> None:
+    x, y = bivariate_normal(6000, seed=6)
+    depth = rb.IRGI.max_depth(len(x))
+    fit = rb.MergeableFit(rb.TransformEnsemble(rb.IRGI(depth=depth), n=10, seed=0))
+    ensemble = fit.fit_chunks(chunked(x, y, None, 2))
+    assert ensemble.n_refits_ > 0
+    assert len(ensemble.replicas_) == 10
+    draws = sorted(ensemble.replica_draws_ + ensemble.failed_draws_)
+    assert draws == list(range(10 + ensemble.n_refits_))
+    assert fit.passes > 4
+    strict = rb.MergeableFit(rb.TransformEnsemble(rb.IRGI(depth=depth), n=10, max_refits=0))
+    with pytest.raises(ValueError, match="could not be fitted"):
+        strict.fit_chunks(chunked(x, y, None, 2))
