@@ -66,7 +66,9 @@ GATHER_LIMIT = 2**18
 #: fewest bins of the first pass's histogram
 MIN_BINS = 16
 #: fewest events a group task is given when the sample allows
-MIN_GROUP = 4096
+MIN_GROUP = 2**15
+#: group tasks per worker
+GROUPS_PER_WORKER = 2
 
 
 class MergeableFit:
@@ -94,6 +96,21 @@ class MergeableFit:
     gather_limit
         Most events of a task of a later pass, where the histogram's bins
         allow (a bin with more is one task).
+
+    Attributes
+    ----------
+    passes : int
+        Passes run so far, the one over the events included (IRGI and GridKDE:
+        3, an ensemble 4, one more where a replica is replaced).
+    pass_descriptions : list of str
+        What each pass computed.
+    chunks_ : tuple of (str, int)
+        The skims of the first pass, in the order the fit takes the events,
+        with their numbers of events.
+    skim_dir_ : str or None
+        The folder of the skims.
+    y_fine_edges_ : numpy.ndarray or None
+        GridKDE's shared ``y`` edges.
 
     Raises
     ------
@@ -311,11 +328,9 @@ class MergeableFit:
             ):  # pragma: no cover - fixed by the estimator's parameters
                 msg = "the first pass ordered another column than the fit needs"
                 raise RuntimeError(msg)
-            target = min(
-                self.limits[1], max(MIN_GROUP, math.ceil(facts.n / (4 * executor.workers)))
-            )
             layout = Layout(store, facts.k, plan.order, facts.chunks)
-            groups = plan_groups(facts.sketch, target)
+            share = math.ceil(facts.n / (GROUPS_PER_WORKER * executor.workers))
+            groups = plan_groups(facts.sketch, min(self.limits[1], max(MIN_GROUP, share)))
             into = None if self.replicas is not None else self.estimator
             passes = skim_passes(plan, facts, layout, groups, self.replicas, into)
             fitted = self._drive(passes, executor, progress)
