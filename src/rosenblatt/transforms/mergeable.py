@@ -136,6 +136,11 @@ class MergeableFit:
     (:func:`~rosenblatt.transforms._merge_skims.bootstrap_counts`), not on
     :func:`~rosenblatt.transforms.ensemble.poisson_weights`.
 
+    A task of a later pass holds about ``gather_limit`` events at most where
+    the histogram's bins allow (a bin of one repeated value is one task),
+    whole IRGI columns, or one slab of the first observable that IRGI's
+    nested cells split (``n / 2**s`` events for ``s`` levels along it).
+
     Examples
     --------
     >>> fit = MergeableFit(IRGI(depth=5))                           # doctest: +SKIP
