@@ -20,12 +20,15 @@ from typing import Any
 
 import awkward as ak
 import numpy as np
-from coffea import processor
 from numpy.typing import NDArray
 
+from rosenblatt._extras import optional_imports
 from rosenblatt.hep.features import JET_RADIUS, event_table
 from rosenblatt.io import EventFileError
 from rosenblatt.io.root import PARTICLE_BRANCHES
+
+with optional_imports(__name__):
+    from coffea import processor
 
 __all__ = [
     "LHCOChunk",

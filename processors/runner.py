@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import awkward as ak
-from coffea import processor
-from coffea.nanoevents import BaseSchema
 
+from rosenblatt._extras import optional_imports
 from rosenblatt.hep.features import JET_RADIUS
 from rosenblatt.io import EventFileError
 from rosenblatt.io.root import EVENTS_TREE
@@ -43,6 +42,10 @@ from rosenblatt.processors.dijet import (
     mjj_histogram,
 )
 from rosenblatt.processors.events import LHCOChunk, ParticleProcessor
+
+with optional_imports(__name__):
+    from coffea import processor
+    from coffea.nanoevents import BaseSchema
 
 __all__ = [
     "DEFAULT_CHUNKSIZE",
