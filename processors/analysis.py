@@ -40,6 +40,7 @@ from numpy.typing import NDArray
 
 from rosenblatt.abcd import cut_axes, process_axis
 from rosenblatt.hep.features import JET_RADIUS
+from rosenblatt.processors.binned_sums import binned_sums, flow_index
 from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk_file_name
 
 __all__ = [
@@ -154,22 +155,63 @@ def fill_variants(
     out of that variant's histograms: they are never filled, so no output
     holds them.
     """
+    x_bins = {
+        name: flow_index(h.axes["x"], x)
+        for name in ("abcd", "plane")
+        for h in list(output[name].values())[:1]
+    }
     for variant in variants:
         values = scores[variant.score]
         if variant.transform is not None:
             values = np.asarray(variant.transform.transform(x, values), dtype=np.float64)
-        keep = slice(None)
+        keep: NDArray[np.bool_] | None = None
         box = None if blind is None else blind.get(variant.name)
         if box is not None:
             keep = ~((process == DATA) & (x >= box[0]) & (values >= box[1]))
         for name in ("abcd", "plane"):
-            output[name][variant.name].fill(
-                dataset=dataset,
-                x=x[keep],
-                y=values[keep],
-                process=process[keep],
-                weight=weight[keep],
-            )
+            h = output[name][variant.name]
+            x_bin, y_bin = x_bins[name], flow_index(h.axes["y"], values)
+            if keep is None:
+                add_to_histogram(h, dataset, x_bin, y_bin, process, weight)
+            else:
+                add_to_histogram(h, dataset, x_bin[keep], y_bin[keep], process[keep], weight[keep])
+
+
+def add_to_histogram(
+    h: hist.Hist,
+    dataset: str,
+    x_bin: NDArray[np.intp],
+    y_bin: NDArray[np.intp],
+    process: NDArray[np.int64],
+    weight: NDArray[np.float64],
+) -> None:
+    """Add weighted events to a ``(dataset, x, y, process)`` histogram of weighted storage.
+
+    ``x_bin`` and ``y_bin`` are the events' flow-bin indices along the ``x``
+    and ``y`` axes (:func:`~rosenblatt.processors.binned_sums.flow_index`).
+    The result is that of ``h.fill``: the sums of weights and of squared
+    weights of every ``(x, y)`` bin (once per process present) are added to
+    the histogram's view, without per-event work on the two category axes,
+    which are constant over a chunk.
+    """
+    first = int(process[0]) if len(process) else 0
+    labels = [first] if not len(process) or (process == first).all() else np.unique(process)
+    shape = (len(h.axes["x"]) + 2, len(h.axes["y"]) + 2)
+    for label in (int(v) for v in labels):
+        if dataset not in h.axes["dataset"] or label not in h.axes["process"]:
+            # a zero-weight entry grows the category axes and adds nothing
+            h.fill(dataset=dataset, x=[0.0], y=[0.0], process=[label], weight=[0.0])
+        mine = None if len(labels) == 1 else process == label
+        sums, squares = binned_sums(
+            x_bin if mine is None else x_bin[mine],
+            y_bin if mine is None else y_bin[mine],
+            weight if mine is None else weight[mine],
+            shape,
+        )
+        view: Any = h.view(flow=True)
+        d, p = h.axes["dataset"].index(dataset), h.axes["process"].index(label)
+        view.value[d, :, :, p] += sums
+        view.variance[d, :, :, p] += squares
 
 
 def write_skim(

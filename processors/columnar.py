@@ -128,14 +128,19 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
             }
         }
         process = np.full(n_read, self.processes.get(dataset, 0), dtype=np.int64)
+        n_inside = output["cutflow"][dataset]["in ABCD"]
+
+        def kept(values: NDArray[Any]) -> NDArray[Any]:
+            return values if n_inside == n_read else values[inside]
+
         fill_variants(
             output,
             self.variants,
             dataset=dataset,
-            x=x[inside],
-            scores={name: values[inside] for name, values in scores.items()},
-            process=process[inside],
-            weight=weight[inside],
+            x=kept(x),
+            scores={name: kept(values) for name, values in scores.items()},
+            process=kept(process),
+            weight=kept(weight),
             blind=self.blind,
         )
         if self.skim_dir is not None:
