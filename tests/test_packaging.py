@@ -80,6 +80,10 @@ def test_wheel_from_the_sdist(tmp_path: Path) -> None:
     )
     (sdist,) = sdist_dir.glob("rosenblatt-*.tar.gz")
     with tarfile.open(sdist) as archive:
+        names = archive.getnames()
+        # each file once: the packaged folders come in through symlinks (see pyproject)
+        assert len(names) == len(set(names))
+        assert any(name.endswith("src/rosenblatt/configs/blobs.yaml") for name in names)
         if hasattr(tarfile, "data_filter"):
             archive.extractall(tmp_path / "unpacked", filter="data")
         else:
