@@ -6,6 +6,7 @@ that names the key and the configuration file.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,16 @@ import numpy as np
 
 from rosenblatt.processors.quantities import DEFAULT_JETS, Quantity, QuantityError, parse_quantity
 from rosenblatt.studies.abcd_datasets import DatasetConfig, parse_datasets, parse_defining
-from rosenblatt.studies.config_checks import ConfigError
+from rosenblatt.studies.config_checks import (
+    ConfigError,
+    check_keys,
+    check_top_level,
+    file_problem,
+    flag,
+    folder,
+    plain_name,
+    seed,
+)
 from rosenblatt.studies.config_checks import count as _count
 from rosenblatt.studies.config_checks import fail as _fail
 from rosenblatt.studies.config_checks import mapping as _mapping
@@ -38,6 +48,25 @@ TRANSFORM_KINDS = ("irgi", "gridkde", "kde")
 
 #: ``executor.kind`` values
 EXECUTOR_KINDS = ("iterative", "futures", "dask")
+
+#: the most cut values of one axis of the ABCD grid
+MAX_CUTS = 10_000
+#: the most worker processes
+MAX_WORKERS = 4096
+#: the most bootstrap replicas of a transform
+MAX_REPLICAS = 100_000
+#: the keys of one entry of ``generate:``
+GENERATE_KEYS = (
+    "process",
+    "events",
+    "seed",
+    "output",
+    "format",
+    "signal_events",
+    "negative_weight_fraction",
+    "workers",
+    "chunk_size",
+)
 
 _TOP_KEYS = {
     "study",
@@ -93,32 +122,35 @@ class TransformConfig:
         """Validate one entry of ``transforms:``."""
         entry = dict(_mapping(value, source, key))
         name = entry.pop("name", None)
+        if name is not None:
+            name = plain_name(name, source, f"{key}.name")
         if "file" in entry:
-            path = _resolve(str(entry.pop("file")), base)
+            given = entry.pop("file")
+            if not isinstance(given, str) or not given:
+                raise _fail(source, f"{key}.file", f"must be the path of a file, got {given!r}")
+            path = _resolve(given, base)
             if entry:
                 raise _fail(
                     source,
                     key,
-                    f"a transform read from a file takes no other keys, got {sorted(entry)}",
+                    f"a transform read from a file takes no other keys, got {sorted(map(str, entry))}",
                 )
-            if not path.is_file():
-                raise _fail(source, f"{key}.file", f"file {path} does not exist")
+            problem = file_problem(path)
+            if problem:
+                raise _fail(source, f"{key}.file", f"file {path} {problem}")
+            _load_transform(path, source, f"{key}.file")
             return cls(name=str(name or path.stem), file=str(path))
         kind = entry.pop("kind", None)
-        if kind not in TRANSFORM_KINDS:
+        if not isinstance(kind, str) or kind not in TRANSFORM_KINDS:
             raise _fail(
                 source,
                 f"{key}.kind",
                 f"must be one of {list(TRANSFORM_KINDS)} (or give file:), got {kind!r}",
             )
-        unknown = sorted(set(entry) - _TRANSFORM_PARAMETERS[kind])
-        if unknown:
-            raise _fail(
-                source,
-                key,
-                f"unknown parameter(s) {unknown} for {kind}; known: {sorted(_TRANSFORM_PARAMETERS[kind])}",
-            )
-        return cls(name=str(name or kind), kind=kind, parameters=entry)
+        check_keys(entry, _TRANSFORM_PARAMETERS[kind], source, key)
+        transform = cls(name=str(name or kind), kind=kind, parameters=entry)
+        _check_parameters(transform, source, key)
+        return transform
 
     def build(self) -> Any:
         """A new unfitted transform, or the fitted one read from the file."""
@@ -156,9 +188,7 @@ class AbcdCuts:
         """Validate ``abcd:``; ``x0``/``y0`` are lists, or ``[low, high]`` with ``n_x0``/``n_y0``."""
         entry = dict(_mapping(value, source, "abcd"))
         known = {"x", "x0", "n_x0", "y0", "n_y0", "score_y0", "x_max", "cut"}
-        unknown = sorted(set(entry) - known)
-        if unknown:
-            raise _fail(source, "abcd", f"unknown key(s) {unknown}; known: {sorted(known)}")
+        check_keys(entry, known, source, "abcd")
         x = entry.get("x", "mjj")
         grids = {}
         for axis in ("x0", "y0"):
@@ -175,9 +205,15 @@ class AbcdCuts:
                     raise _fail(
                         source, f"abcd.{axis}", f"with n_{axis}, give [low, high], got {values!r}"
                     )
-                n = _count(entry[f"n_{axis}"], source, f"abcd.n_{axis}", 2)
+                n = _count(entry[f"n_{axis}"], source, f"abcd.n_{axis}", 2, MAX_CUTS)
                 numbers = list(np.linspace(numbers[0], numbers[1], n))
-            grids[axis] = tuple(float(v) for v in numbers)
+            grids[axis] = _increasing(numbers, source, f"abcd.{axis}")
+        if any(not 0.0 <= v <= 1.0 for v in grids["y0"]):
+            raise _fail(
+                source,
+                "abcd.y0",
+                f"cuts on the transformed score lie in [0, 1], got {list(grids['y0'])}",
+            )
         score_y0 = entry.get("score_y0")
         if score_y0 is not None:
             if not isinstance(score_y0, (list, tuple)) or len(score_y0) < 2:
@@ -186,13 +222,15 @@ class AbcdCuts:
                     "abcd.score_y0",
                     f"must be a list of at least two cut values, got {score_y0!r}",
                 )
-            score_y0 = tuple(_number(v, source, "abcd.score_y0") for v in score_y0)
+            score_y0 = _increasing(
+                [_number(v, source, "abcd.score_y0") for v in score_y0], source, "abcd.score_y0"
+            )
         x_max = entry.get("x_max")
         cut = None
         if entry.get("cut") is not None:
             given = _mapping(entry["cut"], source, "abcd.cut")
             if set(given) != {"x0", "y0"}:
-                raise _fail(source, "abcd.cut", f"give x0 and y0, got {sorted(given)}")
+                raise _fail(source, "abcd.cut", f"give x0 and y0, got {sorted(map(str, given))}")
             cut = (
                 _number(given["x0"], source, "abcd.cut.x0"),
                 _number(given["y0"], source, "abcd.cut.y0"),
@@ -228,11 +266,9 @@ class ExecutorConfig:
     def parse(cls, value: Any, source: str) -> ExecutorConfig:
         """Validate ``executor:``."""
         entry = dict(_mapping(value or {}, source, "executor"))
-        unknown = sorted(set(entry) - {"kind", "workers", "scheduler", "chunksize"})
-        if unknown:
-            raise _fail(source, "executor", f"unknown key(s) {unknown}")
+        check_keys(entry, {"kind", "workers", "scheduler", "chunksize"}, source, "executor")
         kind = entry.get("kind", "iterative")
-        if kind not in EXECUTOR_KINDS:
+        if not isinstance(kind, str) or kind not in EXECUTOR_KINDS:
             raise _fail(
                 source, "executor.kind", f"must be one of {list(EXECUTOR_KINDS)}, got {kind!r}"
             )
@@ -244,13 +280,22 @@ class ExecutorConfig:
                 "executor.scheduler",
                 f"only the dask executor joins a scheduler, not {kind!r}",
             )
+        if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+            raise _fail(
+                source,
+                "executor.scheduler",
+                f"must be a scheduler's address (tcp://host:port), got {scheduler!r}",
+            )
         import os
 
+        if workers not in (None, 0) or isinstance(workers, bool):
+            # none or 0: one worker per core
+            _count(workers, source, "executor.workers", 1, MAX_WORKERS)
         return cls(
             kind=kind,
             workers=1
             if kind == "iterative"
-            else _count(workers or os.cpu_count() or 1, source, "executor.workers"),
+            else _count(workers or os.cpu_count() or 1, source, "executor.workers", 1, MAX_WORKERS),
             scheduler=None if scheduler is None else str(scheduler),
             chunksize=_count(entry.get("chunksize", 10_000), source, "executor.chunksize"),
         )
@@ -267,21 +312,17 @@ class StatisticsConfig:
     def parse(cls, value: Any, source: str) -> StatisticsConfig:
         """Validate ``statistics:``."""
         entry = dict(_mapping(value or {}, source, "statistics"))
-        unknown = sorted(set(entry) - {"n_boot", "seed"})
-        if unknown:
-            raise _fail(
-                source, "statistics", f"unknown key(s) {unknown}; known: ['n_boot', 'seed']"
-            )
-        n_boot = _count(entry.get("n_boot", cls.n_boot), source, "statistics.n_boot", 0)
+        check_keys(entry, {"n_boot", "seed"}, source, "statistics")
+        n_boot = _count(
+            entry.get("n_boot", cls.n_boot), source, "statistics.n_boot", 0, MAX_REPLICAS
+        )
         if n_boot == 1:
             raise _fail(
                 source,
                 "statistics.n_boot",
                 "an ensemble needs at least 2 replicas (0: none), got 1",
             )
-        return cls(
-            n_boot=n_boot, seed=_count(entry.get("seed", cls.seed), source, "statistics.seed", 0)
-        )
+        return cls(n_boot=n_boot, seed=seed(entry.get("seed", cls.seed), source, "statistics.seed"))
 
 
 @dataclass(frozen=True)
@@ -326,23 +367,14 @@ class AbcdConfig:
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> AbcdConfig:
         """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
-        source = str(config.get("_path", "the configuration"))
+        source = check_top_level(config, _TOP_KEYS, ("score", "transforms", "abcd"))
         base = Path(source).parent if "_path" in config else Path.cwd()
-        unknown = sorted(set(config) - _TOP_KEYS - {"_path"})
-        if unknown:
-            raise _fail(
-                source, "top level", f"unknown key(s) {unknown}; known: {sorted(_TOP_KEYS)}"
-            )
-        for key in ("score", "transforms", "abcd"):
-            if key not in config:
-                raise _fail(source, key, "missing")
-        generate = tuple(
-            dict(_mapping(g, source, "generate[]")) for g in config.get("generate") or []
-        )
+        name = plain_name(config.get("name", Path(source).stem), source, "name")
+        generate = _generate(config.get("generate"), source)
         treename = _text(config.get("treename", "Events"), source, "treename")
         jets = _text(config.get("jets", DEFAULT_JETS), source, "jets")
         schema = config.get("schema", "auto")
-        if schema not in SCHEMAS:
+        if not isinstance(schema, str) or schema not in SCHEMAS:
             raise _fail(source, "schema", f"must be one of {list(SCHEMAS)}, got {schema!r}")
         datasets = parse_datasets(config, source, base, treename=treename, jets=jets)
         defining = config.get("defining")
@@ -376,12 +408,11 @@ class AbcdConfig:
                 f"names must be distinct and not 'score', got {transform_names}",
             )
         lumi = _lumi(config.get("lumi"), datasets, source)
-        blind = config.get("blind", True)
-        if not isinstance(blind, bool):
-            raise _fail(source, "blind", f"must be true or false, got {blind!r}")
-        plane = config.get("plane")
+        blind = flag(config.get("blind", True), source, "blind")
+        data = _mapping(config.get("data") or {}, source, "data")
+        check_keys(data, {"folder"}, source, "data")
         return cls(
-            name=str(config["name"]),
+            name=name,
             source=source,
             datasets=datasets,
             defining_names=names,
@@ -393,19 +424,13 @@ class AbcdConfig:
             transforms=parsed,
             cuts=cuts,
             executor=ExecutorConfig.parse(config.get("executor"), source),
-            skip_bad_files=bool(config.get("skip_bad_files", False)),
+            skip_bad_files=flag(config.get("skip_bad_files", False), source, "skip_bad_files"),
             max_gather_events=_count(
                 config.get("max_gather_events", 5_000_000), source, "max_gather_events"
             ),
-            data_dir=Path(
-                str(
-                    _mapping(config.get("data") or {}, source, "data").get(
-                        "folder", Path("data") / str(config["name"])
-                    )
-                )
-            ),
+            data_dir=folder(data.get("folder", str(Path("data") / name)), source, "data.folder"),
             generate=generate,
-            plane_x_range=None if plane is None else (float(plane[0]), float(plane[1])),
+            plane_x_range=_plane(config.get("plane"), source),
             statistics=StatisticsConfig.parse(config.get("statistics"), source),
             schema=str(schema),
             jets=jets,
@@ -420,13 +445,10 @@ def _check_files_exist(
     """Refuse a dataset file that does not exist (when no ``generate:`` block writes it)."""
     for dataset in datasets.values():
         for path in dataset.files:
-            if Path(path).is_file():
+            problem = file_problem(Path(path))
+            if not problem:
                 continue
-            if "datasets" in config:
-                key = f"datasets.{dataset.name}.files"
-            else:
-                key = f"{'defining' if dataset.role == 'defining' else 'fileset'}.{dataset.name}"
-            raise _fail(source, key, f"file {path} does not exist")
+            raise _fail(source, dataset.files_key, f"file {path} {problem}")
 
 
 def _lumi(value: Any, datasets: Mapping[str, DatasetConfig], source: str) -> float | None:
@@ -462,3 +484,139 @@ def _quantity(value: Any, source: str, key: str, base: Path, jets: str) -> Quant
         raise _fail(
             source, key, message.split(": ", 1)[1] if message.startswith(key) else message
         ) from None
+
+
+def _increasing(values: list[float], source: str, key: str) -> tuple[float, ...]:
+    """Cut values, checked strictly increasing."""
+    if any(b <= a for a, b in itertools.pairwise(values)):
+        raise _fail(source, key, f"cut values must increase, got {[float(v) for v in values]}")
+    return tuple(float(v) for v in values)
+
+
+def _plane(value: Any, source: str) -> tuple[float, float] | None:
+    """``plane:``: the ``[low, high]`` range of ``x`` in the figures of the plane."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise _fail(source, "plane", f"must be [low, high], got {value!r}")
+    low, high = (_number(v, source, "plane") for v in value)
+    if not low < high:
+        raise _fail(source, "plane", f"must be [low, high] with low < high, got {value!r}")
+    return low, high
+
+
+def _generate(value: Any, source: str) -> tuple[dict[str, Any], ...]:
+    """``generate:``: the event files written when missing, each entry checked."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _fail(source, "generate", f"must be a list of files to generate, got {value!r}")
+    entries = tuple(_generate_entry(item, source, f"generate[{i}]") for i, item in enumerate(value))
+    outputs = [str(entry["output"]) for entry in entries]
+    for i, output in enumerate(outputs):
+        if output in outputs[:i]:
+            raise _fail(source, f"generate[{i}].output", f"{output} is written by an earlier entry")
+    return entries
+
+
+def _generate_entry(item: Any, source: str, key: str) -> dict[str, Any]:
+    """One entry of ``generate:``, checked as the generation would check it."""
+    from rosenblatt.hep.pythia_settings import PROCESS_LABELS
+
+    processes = {"particles": tuple(PROCESS_LABELS), "ntuple": (*PROCESS_LABELS, "data")}
+    processes["nanoaod"] = processes["ntuple"]
+    entry = dict(_mapping(item, source, key))
+    check_keys(entry, GENERATE_KEYS, source, key)
+    for required in ("process", "events", "output"):
+        if required not in entry:
+            raise _fail(source, f"{key}.{required}", "missing")
+    file_format = entry.get("format", "particles")
+    if not isinstance(file_format, str) or file_format not in processes:
+        raise _fail(
+            source, f"{key}.format", f"must be one of {list(processes)}, got {file_format!r}"
+        )
+    process = entry["process"]
+    if not isinstance(process, str) or process not in processes[file_format]:
+        raise _fail(
+            source,
+            f"{key}.process",
+            f"must be one of {list(processes[file_format])} for {file_format}, got {process!r}",
+        )
+    _count(entry["events"], source, f"{key}.events")
+    seed(entry.get("seed", 0), source, f"{key}.seed")
+    _count(entry.get("workers", 1), source, f"{key}.workers", 1, MAX_WORKERS)
+    _count(entry.get("chunk_size", 500), source, f"{key}.chunk_size")
+    injected = _count(entry.get("signal_events", 0), source, f"{key}.signal_events", 0)
+    fraction = _number(
+        entry.get("negative_weight_fraction", 0.0), source, f"{key}.negative_weight_fraction"
+    )
+    if not 0.0 <= fraction < 1.0:
+        raise _fail(
+            source, f"{key}.negative_weight_fraction", f"must be in [0, 1), got {fraction!r}"
+        )
+    if file_format == "particles" and {"signal_events", "negative_weight_fraction"} & set(entry):
+        raise _fail(
+            source, key, "signal_events and negative_weight_fraction are for ntuple and nanoaod"
+        )
+    if injected and process != "data":
+        raise _fail(source, f"{key}.signal_events", "W' events are injected into data only")
+    if fraction and process == "data":
+        raise _fail(source, f"{key}.negative_weight_fraction", "pseudo-data have no weights")
+    _generate_output(entry["output"], file_format, source, f"{key}.output")
+    return entry
+
+
+def _generate_output(output: Any, file_format: str, source: str, key: str) -> None:
+    """The file a ``generate:`` entry writes: a name of its format, not a folder."""
+    if not isinstance(output, str) or not output.strip() or "\0" in output:
+        raise _fail(source, key, f"must be the path of a file, got {output!r}")
+    suffixes = (".root",) if file_format != "particles" else (".root", ".h5", ".hdf5")
+    if not output.lower().endswith(suffixes):
+        raise _fail(source, key, f"{file_format} files end in {'/'.join(suffixes)}, got {output!r}")
+    path = Path(output)
+    problem = file_problem(path)
+    if path.exists() and problem:
+        raise _fail(source, key, f"{output} {problem}")
+    folder(str(path.parent), source, key)
+
+
+def _load_transform(path: Path, source: str, key: str) -> None:
+    """Refuse a file that is not a saved transform."""
+    import rosenblatt as rb
+
+    try:
+        rb.load(path)
+    except Exception as err:  # noqa: BLE001 - a damaged file raises many kinds
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise _fail(source, key, f"{path} is not a saved transform ({reason})") from None
+
+
+def _check_parameters(transform: TransformConfig, source: str, key: str) -> None:
+    """Refuse the parameters a transform would refuse at its fit, before anything runs."""
+    from rosenblatt.transforms.irgi import parse_domain
+    from rosenblatt.transforms.selection import check_seed
+
+    parameters = dict(transform.parameters)
+    for name in ("folds", "seed"):
+        if name in parameters:
+            if name == "seed":
+                seed(parameters[name], source, f"{key}.seed")
+            else:
+                _count(parameters[name], source, f"{key}.folds", 2)
+    try:
+        built = transform.build()
+        if transform.kind == "irgi":
+            depth = parameters.get("depth", 7)
+            if depth != "auto":
+                _count(depth, source, f"{key}.depth", 0, 30)
+            if parameters.get("domain") is not None:
+                parse_domain(parameters["domain"])
+        elif transform.kind == "gridkde":
+            built._checked()
+        else:
+            built._checked_params()
+        check_seed(built.seed)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as err:
+        raise _fail(source, key, str(err)) from None

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rosenblatt.processors.quantities import Quantity, QuantityError, parse_quantity
-from rosenblatt.studies.config_checks import check_keys, fail, mapping, resolve
+from rosenblatt.studies.config_checks import check_keys, fail, mapping, plain_name, resolve
 
 __all__ = [
     "DATASET_KEYS",
@@ -68,6 +68,9 @@ class DatasetConfig:
         The weight of simulated events (``None``: unit weights).
     xsec : float or None
         Its cross section (``None``: weights are used as they are).
+    key : str
+        Where its files are configured (``datasets.<name>.files``,
+        ``fileset.<name>`` or ``defining.<name>``), for messages.
     """
 
     name: str
@@ -76,6 +79,12 @@ class DatasetConfig:
     treename: str
     weight: Quantity | None = None
     xsec: float | None = None
+    key: str = ""
+
+    @property
+    def files_key(self) -> str:
+        """The configuration key of its files."""
+        return self.key or f"datasets.{self.name}.files"
 
     @property
     def process(self) -> int | None:
@@ -92,7 +101,12 @@ def _files(value: Any, source: str, key: str, base: Path) -> tuple[str, ...]:
     paths = [value] if isinstance(value, str) else value
     if not isinstance(paths, (list, tuple)) or not paths:
         raise fail(source, key, f"must name at least one file, got {value!r}")
-    return tuple(str(resolve(str(p), base)) for p in paths)
+    for path in paths:
+        if not isinstance(path, str) or not path.strip() or "\0" in path:
+            raise fail(source, key, f"must be paths of files, got {path!r}")
+    if len(set(paths)) != len(paths):
+        raise fail(source, key, f"names a file twice: {list(paths)}")
+    return tuple(str(resolve(p, base)) for p in paths)
 
 
 def _dataset(
@@ -104,7 +118,7 @@ def _dataset(
     if "files" not in entry:
         raise fail(source, f"{key}.files", "missing")
     role = entry.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise fail(source, f"{key}.role", f"must be one of {list(ROLES)}, got {role!r}")
     weight = None
     if entry.get("weight") is not None:
@@ -123,7 +137,7 @@ def _dataset(
         if (
             isinstance(xsec, bool)
             or not isinstance(xsec, (int, float))
-            or not math.isfinite(xsec)
+            or not math.isfinite(float(xsec))
             or xsec <= 0
         ):
             raise fail(source, f"{key}.xsec", f"must be a positive number, got {xsec!r}")
@@ -143,6 +157,7 @@ def _dataset(
         treename=tree,
         weight=weight,
         xsec=None if xsec is None else float(xsec),
+        key=f"{key}.files",
     )
 
 
@@ -156,9 +171,12 @@ def parse_datasets(
         datasets = mapping(config["datasets"], source, "datasets")
         if not datasets:
             raise fail(source, "datasets", "names no dataset")
+        names = [plain_name(name, source, f"datasets.{name}") for name in datasets]
+        if len(set(names)) != len(names):
+            raise fail(source, "datasets", f"names repeat: {names}")
         return {
-            str(name): _dataset(str(name), value, source, base, treename, jets)
-            for name, value in datasets.items()
+            name: _dataset(name, value, source, base, treename, jets)
+            for name, value in zip(names, datasets.values(), strict=True)
         }
     if "fileset" not in config:
         raise fail(source, "datasets", "missing (or give the older fileset:)")
@@ -167,18 +185,23 @@ def parse_datasets(
         value = config.get(key)
         if value is None:
             raise fail(source, key, "missing")
-        named = (
-            {Path(str(p)).stem: [p] for p in value}
-            if isinstance(value, (list, tuple))
-            else mapping(value, source, key)
-        )
+        named: Mapping[str, Any]
+        if isinstance(value, (list, tuple)):
+            _files(value, source, key, base)
+            named = {Path(p).stem: [p] for p in value}
+        else:
+            named = mapping(value, source, key)
+        if not named:
+            raise fail(source, key, "names no dataset")
         for name, files in named.items():
-            label = str(name) if str(name) not in parsed else f"{name} ({key})"
+            label = plain_name(name, source, f"{key}.{name}")
+            label = label if label not in parsed else f"{label} ({key})"
             parsed[label] = DatasetConfig(
                 name=label,
                 files=_files(files, source, f"{key}.{name}", base),
                 role=role,
                 treename=treename,
+                key=f"{key}.{name}",
             )
     return parsed
 
@@ -202,7 +225,7 @@ def parse_defining(
         if not isinstance(names, (list, tuple)) or not names:
             raise fail(source, "defining", f"must list dataset names, got {names!r}")
         for name in names:
-            if name not in datasets:
+            if not isinstance(name, str) or name not in datasets:
                 raise fail(source, "defining", f"no dataset {name!r}; datasets: {sorted(datasets)}")
             if datasets[name].role in ("data", "signal"):
                 raise fail(

@@ -29,11 +29,31 @@ _LISTED = 40
 
 
 class PreflightError(ValueError):
-    """A file, tree, branch or role the configuration needs is not there."""
+    """A file, tree, branch or role the configuration needs is not there.
+
+    The message is ``<configuration>: <key>: <what is wrong>``; ``reason`` is
+    what is wrong alone.
+    """
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = message if reason is None else reason
 
 
 class UnreadableFileError(PreflightError):
     """A file exists but cannot be read (``skip_bad_files`` leaves it out)."""
+
+
+def _one_line(err: BaseException) -> str:
+    """An exception's message on one line."""
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _error(
+    source: str, key: str, reason: str, kind: type[PreflightError] = PreflightError
+) -> PreflightError:
+    """The error for ``key`` of the configuration ``source``."""
+    return kind(f"{source}: {key}: {reason}", reason)
 
 
 @dataclass(frozen=True)
@@ -73,28 +93,37 @@ class Preflight:
         return sum(self.entries.get(dataset, {}).values())
 
 
-def _open_tree(path: str, dataset: DatasetConfig) -> Any:
+def _open_tree(path: str, dataset: DatasetConfig, source: str) -> Any:
     import uproot
 
     where = f"{path} (dataset {dataset.name})"
     if not Path(path).is_file():
-        raise PreflightError(f"{where}: the file does not exist")
+        raise _error(source, dataset.files_key, f"{where}: the file does not exist")
     try:
         handle = uproot.open(path)
+        classes = {key.split(";")[0]: cls for key, cls in handle.classnames().items()}
     except Exception as err:  # noqa: BLE001 - uproot raises many kinds for a damaged file
-        raise UnreadableFileError(f"{where}: not a readable ROOT file ({err})") from None
-    classes = {key.split(";")[0]: cls for key, cls in handle.classnames().items()}
+        raise _error(
+            source,
+            dataset.files_key,
+            f"{where}: not a readable ROOT file ({_one_line(err)})",
+            UnreadableFileError,
+        ) from None
     trees = sorted({name for name, cls in classes.items() if cls == "TTree"})
     if dataset.treename not in trees:
         if classes.get(dataset.treename, "").endswith("RNTuple"):
-            raise PreflightError(
+            raise _error(
+                source,
+                "treename",
                 f"{where}: {dataset.treename!r} is an RNTuple, not a TTree; this analysis reads "
-                "TTrees (with uproot, write one with f.mktree(...) and extend)"
+                "TTrees (with uproot, write one with f.mktree(...) and extend)",
             )
         held = ", ".join(f"{name} ({cls})" for name, cls in sorted(classes.items())) or "nothing"
-        raise PreflightError(
+        raise _error(
+            source,
+            "treename",
             f"{where}: no tree {dataset.treename!r}{closest(dataset.treename, trees)}; "
-            f"the file holds {held} (set treename:)"
+            f"the file holds {held} (set treename:)",
         )
     return handle
 
@@ -109,7 +138,9 @@ def _detect(keys: list[str]) -> str:
     return "base"
 
 
-def _check_branches(keys: list[str], needs: dict[str, Quantity | None], where: str) -> None:
+def _check_branches(
+    keys: list[str], needs: dict[str, Quantity | None], where: str, source: str
+) -> None:
     for key, quantity in needs.items():
         if quantity is None:
             continue
@@ -117,9 +148,11 @@ def _check_branches(keys: list[str], needs: dict[str, Quantity | None], where: s
         for branch in missing:
             listed = sorted(keys)[:_LISTED]
             more = f" and {len(keys) - _LISTED} more" if len(keys) > _LISTED else ""
-            raise PreflightError(
+            raise _error(
+                source,
+                key,
                 f"{where}: no branch {branch!r} for {key}{closest(branch, keys)}; "
-                f"the tree has {listed}{more}"
+                f"the tree has {listed}{more}",
             )
 
 
@@ -146,7 +179,7 @@ def _sum_weights(handle: Any, path: str, dataset: DatasetConfig, schema: str) ->
 
 
 def _check_layout(
-    keys: list[str], schema: str, needs: dict[str, Quantity | None], where: str
+    keys: list[str], schema: str, needs: dict[str, Quantity | None], where: str, source: str
 ) -> None:
     """Refuse a tree that lacks what its layout or the configuration's quantities need."""
     if schema == "particles":
@@ -154,16 +187,20 @@ def _check_layout(
 
         missing = [b for b in PARTICLE_BRANCHES.values() if b not in keys]
         if missing:
-            raise PreflightError(f"{where}: particle-level files need the branches {missing}")
+            raise _error(
+                source, "schema", f"{where}: particle-level files need the branches {missing}"
+            )
         return
     if schema == "nanoaod":
         absent = [b for b in NANOAOD_EVENT_IDS if b not in keys]
         if absent:
-            raise PreflightError(
+            raise _error(
+                source,
+                "schema",
                 f"{where}: NanoAOD files need the branches {absent}; "
-                "for a flat tree set schema: base"
+                "for a flat tree set schema: base",
             )
-    _check_branches(keys, needs, where)
+    _check_branches(keys, needs, where, source)
 
 
 def preflight(cfg: Any) -> Preflight:
@@ -189,22 +226,26 @@ def preflight(cfg: Any) -> Preflight:
         total = 0.0
         for path in dataset.files:
             if path.lower().endswith((".h5", ".hdf5")):
-                entries.setdefault(dataset.name, {})[path] = _lhco_events(path, dataset)
+                entries.setdefault(dataset.name, {})[path] = _lhco_events(path, dataset, cfg.source)
                 schemas[path] = "particles"
                 continue
             try:
-                handle = _open_tree(path, dataset)
+                handle = _open_tree(path, dataset, cfg.source)
             except UnreadableFileError as err:
                 if not cfg.skip_bad_files:
                     raise
-                skipped[path] = {"dataset": dataset.name, "reason": str(err), "entries": None}
+                skipped[path] = {"dataset": dataset.name, "reason": err.reason, "entries": None}
                 continue
             tree = handle[dataset.treename]
             keys = list(tree.keys())
             schema = cfg.schema if cfg.schema != "auto" else _detect(keys)
             schemas[path] = schema
             _check_layout(
-                keys, schema, needs, f"{path} (dataset {dataset.name}, tree {dataset.treename})"
+                keys,
+                schema,
+                needs,
+                f"{path} (dataset {dataset.name}, tree {dataset.treename})",
+                cfg.source,
             )
             entries.setdefault(dataset.name, {})[path] = int(tree.num_entries)
             if dataset.xsec is not None:
@@ -223,14 +264,16 @@ def preflight(cfg: Any) -> Preflight:
     return result
 
 
-def _lhco_events(path: str, dataset: DatasetConfig) -> int:
+def _lhco_events(path: str, dataset: DatasetConfig, source: str) -> int:
     from rosenblatt.io.lhco import lhco_info
 
     try:
         return int(lhco_info(path)["n_events"])
     except Exception as err:  # noqa: BLE001 - h5py and pandas raise many kinds for a damaged file
-        raise PreflightError(
-            f"{path} (dataset {dataset.name}): not a readable LHCO file ({err})"
+        raise _error(
+            source,
+            dataset.files_key,
+            f"{path} (dataset {dataset.name}): not a readable LHCO file ({_one_line(err)})",
         ) from None
 
 

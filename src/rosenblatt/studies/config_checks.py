@@ -8,6 +8,7 @@ unknown key, a value of the wrong type or a missing file is a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,22 @@ __all__ = [
     "check_top_level",
     "count",
     "fail",
+    "file_problem",
+    "flag",
+    "folder",
+    "key_names",
     "mapping",
     "number",
     "numbers",
+    "plain_name",
     "resolve",
+    "seed",
 ]
+
+#: the largest count a configuration may give (a signed 64-bit integer)
+MAX_COUNT = 2**63 - 1
+#: the largest seed (the generators of numpy, scikit-learn and torch all take it)
+MAX_SEED = 2**32 - 1
 
 
 class ConfigError(ValueError):
@@ -41,10 +53,15 @@ def mapping(value: Any, source: str, key: str) -> Mapping[str, Any]:
     return value
 
 
+def key_names(keys: Iterable[Any]) -> list[str]:
+    """Keys as sorted strings (YAML keys may be numbers, ``null`` or booleans)."""
+    return sorted(str(k) for k in keys)
+
+
 def check_keys(entry: Mapping[str, Any], known: Iterable[str], source: str, key: str) -> None:
     """Refuse the keys of ``entry`` that are not in ``known``."""
     allowed = set(known)
-    unknown = sorted(set(entry) - allowed)
+    unknown = key_names(set(entry) - allowed)
     if unknown:
         raise fail(source, key, f"unknown key(s) {unknown}; known: {sorted(allowed)}")
 
@@ -66,10 +83,16 @@ def check_top_level(
 
 
 def number(value: Any, source: str, key: str) -> float:
-    """``value`` as a float, if it is an int or a float (not a bool)."""
+    """``value`` as a float, if it is a finite int or float (not a bool)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise fail(source, key, f"must be a number, got {value!r}")
-    return float(value)
+    try:
+        converted = float(value)
+    except OverflowError:
+        converted = math.inf
+    if not math.isfinite(converted):
+        raise fail(source, key, f"must be a finite number, got {value!r}")
+    return converted
 
 
 def numbers(value: Any, source: str, key: str, minimum_length: int = 1) -> tuple[float, ...]:
@@ -81,11 +104,72 @@ def numbers(value: Any, source: str, key: str, minimum_length: int = 1) -> tuple
     return tuple(number(v, source, key) for v in value)
 
 
-def count(value: Any, source: str, key: str, minimum: int = 1) -> int:
-    """``value`` if it is an integer of at least ``minimum``."""
+def count(value: Any, source: str, key: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """``value`` if it is an integer in ``[minimum, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise fail(source, key, f"must be an integer >= {minimum}, got {value!r}")
+    if value > maximum:
+        raise fail(source, key, f"must be an integer <= {maximum}, got {value!r}")
     return value
+
+
+def seed(value: Any, source: str, key: str) -> int:
+    """``value`` if it is a seed: an integer in ``[0, 2**32 - 1]``."""
+    return count(value, source, key, 0, MAX_SEED)
+
+
+def flag(value: Any, source: str, key: str) -> bool:
+    """``value`` if it is ``true`` or ``false``."""
+    if not isinstance(value, bool):
+        raise fail(source, key, f"must be true or false, got {value!r}")
+    return value
+
+
+def plain_name(value: Any, source: str, key: str) -> str:
+    """``value`` as a name that is also a file or folder name (no ``/``); integers as text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or value in (".", "..")
+        or any(c in value for c in "/\\\0")
+    ):
+        raise fail(source, key, f"must be a name usable as a file name (no '/'), got {value!r}")
+    return value
+
+
+def file_problem(path: Path) -> str:
+    """What keeps ``path`` from being read as a file (``""`` when it is a regular file)."""
+    try:
+        if path.is_file():
+            return ""
+        if path.is_dir():
+            return "is a folder, not a file"
+        if path.exists():
+            return "is not a regular file"
+    except OSError as err:
+        return f"cannot be read ({err.strerror or err})"
+    return "does not exist"
+
+
+def folder(value: Any, source: str, key: str) -> Path:
+    """``value`` as the path of a folder that exists or can be made (nothing is made here)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        raise fail(source, key, f"must be the path of a folder, got {value!r}")
+    path = Path(str(value))
+    if "\0" in str(value):
+        raise fail(source, key, f"must be the path of a folder, got {value!r}")
+    try:
+        for candidate in (path, *path.parents):
+            if candidate.exists() or candidate.is_symlink():
+                if not candidate.is_dir():
+                    what = "is" if candidate == path else f"lies under {candidate}, which is"
+                    raise fail(source, key, f"{path} {what} not a folder")
+                break
+    except OSError as err:
+        raise fail(source, key, f"{path} cannot be used as a folder ({err})") from None
+    return path
 
 
 def resolve(path: str | Path, base: Path) -> Path:
