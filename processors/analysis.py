@@ -80,6 +80,10 @@ class Variant:
         fills the raw score.
     y_range : tuple of float
         Range of the fine ``y`` axis of the figures.
+    replica_of : str, optional
+        For a bootstrap replica of a transform, the variant it varies: only
+        its ABCD histogram is filled, under ``"replicas"``, for the closure
+        test's covariance.
     """
 
     name: str
@@ -87,6 +91,7 @@ class Variant:
     y0: tuple[float, ...]
     transform: Any = None
     y_range: tuple[float, float] = (0.0, 1.0)
+    replica_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -129,12 +134,17 @@ def empty_output(
     variants: Sequence[Variant], x0: Sequence[float], plane: PlaneBinning, x_label: str
 ) -> dict[str, Any]:
     """The accumulator of no events: empty histograms, cut flow and skim list."""
-    return {
-        "abcd": {v.name: abcd_histogram(x0, v.y0, x_label=x_label) for v in variants},
-        "plane": {v.name: plane_histogram(plane, v.y_range, x_label=x_label) for v in variants},
+    shown = [v for v in variants if v.replica_of is None]
+    output: dict[str, Any] = {
+        "abcd": {v.name: abcd_histogram(x0, v.y0, x_label=x_label) for v in shown},
+        "plane": {v.name: plane_histogram(plane, v.y_range, x_label=x_label) for v in shown},
         "cutflow": {},
         "skim": [],
     }
+    replicas = [v for v in variants if v.replica_of is not None]
+    if replicas:
+        output["replicas"] = {v.name: abcd_histogram(x0, v.y0, x_label=x_label) for v in replicas}
+    return output
 
 
 def fill_variants(
@@ -157,8 +167,8 @@ def fill_variants(
     """
     x_bins = {
         name: flow_index(h.axes["x"], x)
-        for name in ("abcd", "plane")
-        for h in list(output[name].values())[:1]
+        for name in ("abcd", "plane", "replicas")
+        for h in list(output.get(name, {}).values())[:1]
     }
     for variant in variants:
         values = scores[variant.score]
@@ -168,7 +178,7 @@ def fill_variants(
         box = None if blind is None else blind.get(variant.name)
         if box is not None:
             keep = ~((process == DATA) & (x >= box[0]) & (values >= box[1]))
-        for name in ("abcd", "plane"):
+        for name in ("abcd", "plane") if variant.replica_of is None else ("replicas",):
             h = output[name][variant.name]
             x_bin, y_bin = x_bins[name], flow_index(h.axes["y"], values)
             if keep is None:

@@ -111,7 +111,8 @@ def blinded(ntuples: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def unblinded(ntuples: Path) -> Path:
-    return _run(ntuples, "unblinded", blind=False)
+    # with bootstrap replicas: the closure tests hold the transform's statistics too
+    return _run(ntuples, "unblinded", blind=False, statistics={"n_boot": 10, "seed": 1})
 
 
 def _read(path: Path, *branches: str) -> list[np.ndarray]:
@@ -165,6 +166,8 @@ def test_unblinded_data_equal_an_independent_count(ntuples: Path, unblinded: Pat
         assert (e["B"], e["C"], e["D"]) == (b, c, d)
         assert e["predicted_A"] == pytest.approx(b * c / d, rel=1e-12)
         assert e["observed_significance"] is not None
+    assert estimates["irgi"]["closure_includes_transform_statistics"] is True
+    assert estimates["score"]["closure_includes_transform_statistics"] is False
 
 
 def test_blinded_outputs_hold_no_data_count_of_region_a(ntuples: Path, blinded: Path) -> None:

@@ -207,3 +207,29 @@ def test_thinned_indices() -> None:
     np.testing.assert_array_equal(thinned_indices(100, 5), [0, 25, 50, 74, 99])
     np.testing.assert_array_equal(thinned_indices(4, 10), [0, 1, 2, 3])
     np.testing.assert_array_equal(thinned_indices(4, None), [0, 1, 2, 3])
+
+
+def test_histogram_test_adds_the_transform_replicas_spread() -> None:
+    """Replica histograms equal to the nominal change nothing; varied ones widen the errors."""
+    from rosenblatt.abcd import abcd_histogram
+    from rosenblatt.abcd.closure_test import closure_test_histogram
+
+    rng = np.random.default_rng(4)
+    n = 20_000
+    x, y = rng.normal(size=n), rng.uniform(size=n)
+    label = (rng.uniform(size=n) < 0.05).astype(int)
+    grid = {"x0": np.linspace(-1.0, 1.0, 11), "y0": np.linspace(0.1, 0.9, 11)}
+    nominal = abcd_histogram(x, y, label, **grid)
+    plain = closure_test_histogram(nominal)
+    same = closure_test_histogram(nominal, replica_histograms=[nominal, nominal])
+    np.testing.assert_array_equal(plain.nonclosure_error, same.nonclosure_error)
+    assert same.transform_replicas
+    varied = [
+        # each replica's transform leans with x a little: a correlated change of the non-closure
+        abcd_histogram(x, np.clip(y + rng.normal(0.0, 0.02) * x, 0, 1), label, **grid)
+        for _ in range(20)
+    ]
+    wider = closure_test_histogram(nominal, replica_histograms=varied)
+    inside = np.isfinite(plain.nonclosure_error) & (plain.nonclosure_error > 0)
+    ratio = wider.nonclosure_error[inside] / plain.nonclosure_error[inside]
+    assert np.median(ratio) > 1.2

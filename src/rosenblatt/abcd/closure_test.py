@@ -42,7 +42,7 @@ lies within ``n_sigma`` standard deviations of zero.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -280,6 +280,7 @@ def closure_test_histogram(
     seed: int = 0,
     thin: int | None = 5,
     min_events: float = 25.0,
+    replica_histograms: Sequence[Any] | None = None,
 ) -> ClosureTest:
     """:func:`closure_test` of a filled ABCD histogram, without its events.
 
@@ -299,6 +300,13 @@ def closure_test_histogram(
         (background) and 1 (signal) are ignored.
     n_boot, seed, thin, min_events
         As for :func:`closure_test`.
+    replica_histograms
+        The same events filled with each replica of the transform (e.g. the
+        replicas of a :func:`rosenblatt.bootstrap` ensemble), same axes. The
+        transform's own statistics then enter the covariance: bootstrap
+        replica ``r`` of the testing sample is shifted by the difference
+        between transform replica ``r mod len(replica_histograms)`` and the
+        nominal (the two samples are independent, so their covariances add).
     """
     n_boot = _check_count(n_boot, "n_boot", 2)
     seed = _check_count(seed, "seed", 0)
@@ -315,6 +323,9 @@ def closure_test_histogram(
     poisson = rng.poisson(np.where(counting, content, 0.0), size=(n_boot, *content.shape))
     normal = rng.normal(content, np.sqrt(np.maximum(spread, 0.0)), size=(n_boot, *content.shape))
     replicas = np.where(counting, poisson, normal).astype(np.float64)
+    if replica_histograms:
+        shifts = np.asarray([_background_signal(h) - content for h in replica_histograms])
+        replicas += shifts[np.arange(n_boot) % len(shifts)]
     return _test_replicas(
         histogram,
         values,
@@ -324,8 +335,15 @@ def closure_test_histogram(
         seed,
         thin,
         min_events,
-        transform_replicas=False,
+        transform_replicas=bool(replica_histograms),
     )
+
+
+def _background_signal(histogram: Any) -> FloatArray:
+    """``(2, x bins, y bins)``: a histogram's background and signal contents, flow bins included."""
+    process = histogram.axes["process"]
+    columns = [process.index(0), process.index(1)]
+    return np.moveaxis(histogram.view(flow=True).value[..., columns], -1, 0)
 
 
 def _test_replicas(

@@ -43,6 +43,7 @@ STEPS = ("generate", "score", "fit", "bootstrap", "analyse", "close", "report")
 
 def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     """Run the ABCD analysis of ``config``; write its outputs to ``folder``."""
+    from rosenblatt.processors.analysis import Variant
     from rosenblatt.processors.runner import make_executor, map_items
     from rosenblatt.studies.abcd_preflight import preflight
     from rosenblatt.studies.abcd_report import write_outputs
@@ -80,10 +81,15 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         score_y0, score_range = _score_cuts(cfg, skims, run_pass)
         timings["fit"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        ensembles = _ensembles(cfg, skims, folder)
+        ensembles, replicas = _ensembles(cfg, skims, folder)
         timings["bootstrap"] = time.perf_counter() - clock
         variants = _variants(cfg, transforms, score_y0, score_range)
-        output, choices = _analyse(cfg, passes, variants, score_y0, timings)
+        replica_variants = [
+            Variant(f"{name}#{k}", "score", cfg.cuts.y0, transform=member, replica_of=name)
+            for name, ensemble in replicas.items()
+            for k, member in enumerate(ensemble.replicas_)
+        ]
+        output, choices = _analyse(cfg, passes, variants, replica_variants, score_y0, timings)
     clock = time.perf_counter()
     summary = write_outputs(
         folder, cfg, output, defining, routes, timings, ensembles, checked=checked, choices=choices
@@ -97,17 +103,22 @@ def _analyse(
     cfg: AbcdConfig,
     passes: _Passes,
     variants: Sequence[Any],
+    replica_variants: Sequence[Any],
     score_y0: tuple[float, ...],
     timings: dict[str, float],
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Fill the simulation, choose each variant's cut on it, then fill the data (blinded).
 
+    With data, the simulation is also filled with every bootstrap replica of
+    each transform (``replica_variants``), so that the closure tests behind
+    the cut and the estimate's validity hold the transform's own statistics.
     Returns the merged histograms and, with data, each variant's cut.
     """
     clock = time.perf_counter()
     simulated = {n: f for n, f in cfg.fileset.items() if cfg.datasets[n].simulated}
     data = {n: f for n, f in cfg.fileset.items() if not cfg.datasets[n].simulated}
-    output = passes.run(simulated, variants=variants) if simulated else None
+    filled = [*variants, *replica_variants] if data else list(variants)
+    output = passes.run(simulated, variants=filled) if simulated else None
     timings["analyse"] = time.perf_counter() - clock
     if not data or output is None:
         assert output is not None
@@ -115,7 +126,7 @@ def _analyse(
     from rosenblatt.studies.abcd_estimate import choose_cuts
 
     clock = time.perf_counter()
-    choices = choose_cuts(cfg, output["abcd"], score_y0)
+    choices = choose_cuts(cfg, output["abcd"], score_y0, output.get("replicas"))
     timings["choose cuts"] = time.perf_counter() - clock
     for variant, choice in choices.items():
         log.info("variant %s: cut %s", variant, choice.get("how"))
@@ -314,7 +325,9 @@ def _generate(cfg: AbcdConfig) -> None:
         )
 
 
-def _ensembles(cfg: AbcdConfig, skims: Sequence[str], folder: Path) -> dict[str, str]:
+def _ensembles(
+    cfg: AbcdConfig, skims: Sequence[str], folder: Path
+) -> tuple[dict[str, str], dict[str, Any]]:
     """A bootstrap ensemble of each fitted transform, saved as ``<name>_ensemble.json``.
 
     Fitted on the gathered skims of the defining sample; its nominal is the
@@ -327,6 +340,7 @@ def _ensembles(cfg: AbcdConfig, skims: Sequence[str], folder: Path) -> dict[str,
 
     n_boot, seed = cfg.statistics.n_boot, cfg.statistics.seed
     notes: dict[str, str] = {}
+    made: dict[str, Any] = {}
     sample: tuple[Any, Any, Any] | None = None
     for spec in cfg.transforms:
         if n_boot == 0:
@@ -346,8 +360,9 @@ def _ensembles(cfg: AbcdConfig, skims: Sequence[str], folder: Path) -> dict[str,
         path = folder / f"{spec.name}_ensemble.json"
         ensemble.save(path)
         notes[spec.name] = path.name
+        made[spec.name] = ensemble
         log.info("transform %s: %d bootstrap replicas saved in %s", spec.name, n_boot, path.name)
-    return notes
+    return notes, made
 
 
 def _score_cuts(

@@ -120,26 +120,47 @@ def choose_cut(
     }
 
 
-def closure_tests(histograms: dict[str, Any], *, seed: int = 0) -> dict[str, ClosureTest | str]:
-    """Per variant, the closure test of its simulation summed over datasets (or why none)."""
+def _summed(h: Any) -> Any:
+    return h[{"dataset": sum}] if "dataset" in h.axes.name else h
+
+
+def closure_tests(
+    histograms: dict[str, Any], *, seed: int = 0, replicas: dict[str, Any] | None = None
+) -> dict[str, ClosureTest | str]:
+    """Per variant, the closure test of its simulation summed over datasets (or why none).
+
+    ``replicas`` holds the histograms of the transforms' bootstrap replicas,
+    named ``<variant>#<k>``: a variant that has them is tested with its
+    transform's statistics as well.
+    """
     from rosenblatt.abcd.closure_test import closure_test_histogram
 
     tests: dict[str, ClosureTest | str] = {}
     for variant, h in histograms.items():
-        summed = h[{"dataset": sum}] if "dataset" in h.axes.name else h
+        members = [
+            _summed(r)
+            for name, r in sorted((replicas or {}).items())
+            if name.rsplit("#", 1)[0] == variant
+        ]
         try:
-            tests[variant] = closure_test_histogram(summed, seed=seed)
+            tests[variant] = closure_test_histogram(
+                _summed(h), seed=seed, replica_histograms=members or None
+            )
         except ValueError as err:
             tests[variant] = f"no closure test: {err}"
     return tests
 
 
 def choose_cuts(
-    cfg: Any, histograms: dict[str, Any], score_y0: tuple[float, ...]
+    cfg: Any,
+    histograms: dict[str, Any],
+    score_y0: tuple[float, ...],
+    replicas: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per variant, its cut from simulation alone (:func:`choose_cut`), before data are read."""
     choices: dict[str, dict[str, Any]] = {}
-    for variant, test in closure_tests(histograms, seed=cfg.statistics.seed).items():
+    tests = closure_tests(histograms, seed=cfg.statistics.seed, replicas=replicas)
+    for variant, test in tests.items():
         if isinstance(test, str):
             choices[variant] = {"how": f"none: {test}"}
             continue
@@ -198,6 +219,7 @@ def estimate(
         "cut": cut.get("how"),
         "blind": blind,
         "closure_p_value": test.p_value,
+        "closure_includes_transform_statistics": test.transform_replicas,
         "valid": bool(test.p_value >= CLOSURE_P_MIN),
     }
     if not out["valid"]:

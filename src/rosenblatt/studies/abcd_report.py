@@ -214,7 +214,7 @@ def _estimates(
     from rosenblatt.studies.abcd_estimate import closure_tests, estimate
 
     histograms = {v: h[{"dataset": sum}] for v, h in output["abcd"].items()}
-    tests = closure_tests(histograms, seed=cfg.statistics.seed)
+    tests = closure_tests(histograms, seed=cfg.statistics.seed, replicas=output.get("replicas"))
     results: dict[str, Any] = {}
     for variant, test in tests.items():
         if isinstance(test, str):
