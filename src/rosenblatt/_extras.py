@@ -27,6 +27,7 @@ __all__ = [
     "PROVIDES",
     "MissingExtraError",
     "extra_for",
+    "importable",
     "install_hint",
     "missing_extras",
     "needs_message",
@@ -39,7 +40,7 @@ __all__ = [
 #: them (the extras it includes expanded); tests/test_core_install.py checks the two agree
 PROVIDES: dict[str, tuple[str, ...]] = {
     "plot": ("matplotlib", "mplhep"),
-    "study": ("matplotlib", "mplhep", "yaml", "tqdm"),
+    "study": ("matplotlib", "mplhep", "yaml", "tqdm", "uhi"),
     "io": ("uproot", "h5py", "pandas", "tables", "pyarrow"),
     "hep": (
         "uproot",
@@ -70,6 +71,7 @@ EXTRA_OF: dict[str, str] = {
     "mplhep": "plot",
     "yaml": "study",
     "tqdm": "study",
+    "uhi": "study",
     "uproot": "io",
     "h5py": "io",
     "pandas": "io",
@@ -110,15 +112,19 @@ def install_hint(extras: Iterable[str]) -> str:
     return f'pip install "rosenblatt[{",".join(extras)}]"'
 
 
-def needs_message(what: str, extras: Iterable[str]) -> str:
-    """One line: ``<what> needs the 'hep' extra: pip install "rosenblatt[hep]"``."""
+def needs_message(what: str, extras: Iterable[str], missing: str | None = None) -> str:
+    """One line: ``<what> needs the 'hep' extra: pip install "rosenblatt[hep]"``.
+
+    ``missing``, the module found missing, is named in parentheses before the hint.
+    """
     names = list(dict.fromkeys(extras))
     quoted = [f"'{name}'" for name in names]
     if len(quoted) == 1:
         listed = f"the {quoted[0]} extra"
     else:
         listed = f"the {', '.join(quoted[:-1])} and {quoted[-1]} extras"
-    return f"{what} needs {listed}: {install_hint(names)}"
+    detail = f" ({missing} is not installed)" if missing else ""
+    return f"{what} needs {listed}{detail}: {install_hint(names)}"
 
 
 def extra_for(module: str | None) -> str | None:
@@ -128,7 +134,8 @@ def extra_for(module: str | None) -> str | None:
     return EXTRA_OF.get(module.partition(".")[0])
 
 
-def _importable(module: str) -> bool:
+def importable(module: str) -> bool:
+    """Whether ``module`` can be imported (looked up without importing it)."""
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
@@ -140,7 +147,7 @@ def missing_extras(extras: Iterable[str]) -> list[str]:
     return [
         extra
         for extra in dict.fromkeys(extras)
-        if not all(_importable(module) for module in PROVIDES[extra])
+        if not all(importable(module) for module in PROVIDES[extra])
     ]
 
 
@@ -180,7 +187,7 @@ def optional_imports(what: str) -> Iterator[None]:
         extra = extra_for(err.name)
         if extra is None:
             raise
-        message = needs_message(f"{what} ({err.name} is not installed)", [extra])
+        message = needs_message(what, [extra], err.name)
         raise MissingExtraError(message, name=err.name, extras=[extra]) from None
 
 
@@ -196,12 +203,12 @@ def require(what: str, extras: Iterable[str]) -> None:
     """
     missing = missing_extras(extras)
     if missing:
-        module = next(m for m in PROVIDES[missing[0]] if not _importable(m))
+        module = next(m for m in PROVIDES[missing[0]] if not importable(m))
         raise MissingExtraError(needs_message(what, missing), name=module, extras=missing)
 
 
 class _SilentBar:
-    """What :func:`progress_bar` returns where no bar is shown."""
+    """What :func:`progress_bar` returns where no bar is shown and nothing is iterated."""
 
     def update(self, n: float = 1) -> None:
         """Do nothing."""
@@ -210,15 +217,17 @@ class _SilentBar:
         """Do nothing."""
 
 
-def progress_bar(**options: Any) -> Any:
-    """A ``tqdm.auto`` progress bar, or a silent one where tqdm (an extra) is missing.
+def progress_bar(iterable: Iterable[Any] | None = None, **options: Any) -> Any:
+    """A ``tqdm.auto`` progress bar, or none where tqdm (an extra) is missing.
 
-    Takes tqdm's keyword options; the silent bar has ``update`` and ``close``.
+    Takes tqdm's arguments. Without a bar it returns ``iterable`` itself, or an
+    object whose ``update`` and ``close`` do nothing.
     """
-    if options.get("disable"):
-        return _SilentBar()
-    try:
-        from tqdm.auto import tqdm
-    except ModuleNotFoundError:
-        return _SilentBar()
-    return tqdm(**options)
+    if not options.get("disable"):
+        try:
+            from tqdm.auto import tqdm
+        except ModuleNotFoundError:
+            pass
+        else:
+            return tqdm(iterable, **options)
+    return iterable if iterable is not None else _SilentBar()

@@ -1,7 +1,10 @@
 """The ``rosenblatt`` command line.
 
 Each sub-command lives in its own module of :mod:`rosenblatt.commands`, which
-provides ``add_parser(subparsers)`` and ``main(args) -> int``.
+provides ``add_parser(subparsers)`` and ``main(args) -> int``. Building the
+parser imports no optional dependency: ``rosenblatt --help`` works with the core
+alone, and a command whose extra is missing says which in one line
+(:mod:`rosenblatt._extras`), exits with status 1 and writes nothing.
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from rosenblatt._extras import MissingExtraError, extra_for, needs_message, require
 from rosenblatt._version import __version__
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "COMMAND_EXTRAS", "build_parser", "main"]
 
 #: sub-command name -> module in :mod:`rosenblatt.commands`
 COMMANDS = {
@@ -25,6 +29,19 @@ COMMANDS = {
     "fit": "fit",
     "apply": "apply",
 }
+
+#: sub-command -> the extras it needs before it starts (``run``: its study's, see
+#: :func:`rosenblatt.studies.study_extras`; ``export`` needs none)
+COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
+    "generate": ("hep",),
+    "features": ("hep",),
+    "train": ("ml",),
+    "fit": ("io",),
+    "apply": ("io",),
+}
+
+#: exit status of a command whose extra is missing
+MISSING_EXTRA_STATUS = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,13 +64,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _invocation(args: argparse.Namespace) -> str:
+    """``rosenblatt <command>``, with the configuration for ``run``."""
+    config = getattr(args, "config", None) if args.command == "run" else None
+    return " ".join(str(part) for part in ("rosenblatt", args.command, config) if part)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rosenblatt`` command."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["run", *(argv or [])])
-    return int(args.func(args))
+    try:
+        require(_invocation(args), COMMAND_EXTRAS.get(args.command, ()))
+        return int(args.func(args))
+    except ModuleNotFoundError as err:
+        # a missing optional module, wherever it was imported: one line naming its extra
+        extra = extra_for(err.name)
+        extras = err.extras if isinstance(err, MissingExtraError) else [extra] if extra else []
+        if not extras:
+            raise
+        print(needs_message(_invocation(args), extras), file=sys.stderr)
+        return MISSING_EXTRA_STATUS
 
 
 if __name__ == "__main__":

@@ -332,7 +332,7 @@ def accuracy_rows(
     draws, n_testing, seed
         Independent draws per case and size, testing events per draw, seed.
     progress
-        Show a progress bar.
+        Show a progress bar (where tqdm is installed).
 
     Returns
     -------
@@ -343,11 +343,11 @@ def accuracy_rows(
         or ``sigma_r`` used) and ``selection`` (the score curve of an automatic
         choice, or ``None``).
     """
-    from tqdm.auto import tqdm
+    from rosenblatt._extras import progress_bar
 
     rows = []
     jobs = [(case, n, k) for case in cases for n in sizes for k in range(draws)]
-    for case_name, n, k in tqdm(jobs, desc="closed-form accuracy", disable=not progress):
+    for case_name, n, k in progress_bar(jobs, desc="closed-form accuracy", disable=not progress):
         case = closed_form(case_name)
         x, y = case.sample(n, np.random.default_rng([seed, n, k, 0]))
         x_test, y_test = case.sample(n_testing, np.random.default_rng([seed, n, k, 1]))

@@ -28,11 +28,14 @@ __all__ = [
 
 def figure(ncols: int = 1, width: float = 7.0, height: float = 6.0) -> tuple[Figure, Any]:
     """A new figure in the mplhep ROOT style (non-interactive backend)."""
-    import matplotlib as mpl
+    from rosenblatt._extras import optional_imports
 
-    mpl.use("Agg")
-    import matplotlib.pyplot as plt
-    import mplhep
+    with optional_imports("rosenblatt.plotting"):
+        import matplotlib as mpl
+
+        mpl.use("Agg")
+        import matplotlib.pyplot as plt
+        import mplhep
 
     plt.style.use(mplhep.style.ROOT)
     return plt.subplots(1, ncols, figsize=(width * ncols, height))

@@ -26,19 +26,22 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
-from sklearn.model_selection import check_cv, cross_val_predict
-from sklearn.utils import Tags, assert_all_finite
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_array,
-    check_is_fitted,
-    column_or_1d,
-    validate_data,
-)
 
+from rosenblatt._extras import optional_imports
 from rosenblatt.transforms import KDE, ConditionalCDFTransform, GridKDE
+
+with optional_imports(__name__):
+    from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+    from sklearn.model_selection import check_cv, cross_val_predict
+    from sklearn.utils import Tags, assert_all_finite
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import (
+        _check_sample_weight,
+        check_array,
+        check_is_fitted,
+        column_or_1d,
+        validate_data,
+    )
 
 __all__ = ["DecorrelatedClassifier", "expected_failed_checks"]
 

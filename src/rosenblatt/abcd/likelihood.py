@@ -102,7 +102,10 @@ def pyhf_workspace(
     pyhf.Workspace
         Write it with ``json.dump(dict(workspace), file)``.
     """
-    import pyhf
+    from rosenblatt._extras import optional_imports
+
+    with optional_imports("rosenblatt.abcd.pyhf_workspace"):
+        import pyhf
 
     counts = {"A": n_a, "B": n_b, "C": n_c, "D": n_d}
     signal = {"A": signal_a, "B": signal_b, "C": signal_c, "D": signal_d}

@@ -26,7 +26,7 @@ description. These files are not read back.
 
 def add_parser(subparsers: Any) -> None:
     """Add the ``export`` sub-command to ``subparsers``."""
-    from rosenblatt.io.correctionlib import DEFAULT_NAME
+    from rosenblatt.io._correctionlib_layout import DEFAULT_NAME
 
     parser = subparsers.add_parser(
         "export",

@@ -71,10 +71,10 @@ from pathlib import Path
 from typing import Any
 
 import awkward as ak
-import fastjet
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rosenblatt._extras import optional_imports
 from rosenblatt.hep.dijet import invariant_mass
 from rosenblatt.hep.features import JET_RADIUS
 from rosenblatt.hep.generation import (
@@ -87,6 +87,9 @@ from rosenblatt.hep.jets import cluster_jets_with_constituents
 from rosenblatt.hep.momenta import as_cartesian, as_particle_lists
 from rosenblatt.hep.nsubjettiness import TAU21_WHEN_TAU1_IS_ZERO, nsubjettiness
 from rosenblatt.hep.pythia_settings import DEFAULT_PTHAT_MIN, PROCESS_LABELS
+
+with optional_imports(__name__):
+    import fastjet
 
 __all__ = [
     "ANALYSIS_PROCESSES",

@@ -14,8 +14,12 @@ from typing import NamedTuple
 
 import awkward as ak
 import numpy as np
-import vector
 from numpy.typing import NDArray
+
+from rosenblatt._extras import optional_imports
+
+with optional_imports(__name__):
+    import vector
 
 vector.register_awkward()
 

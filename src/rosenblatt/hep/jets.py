@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import awkward as ak
-import fastjet
 import numpy as np
 
+from rosenblatt._extras import optional_imports
 from rosenblatt.hep.momenta import (
     PARTICLE_FIELDS,
     as_cartesian,
@@ -22,6 +22,9 @@ from rosenblatt.hep.momenta import (
     as_particle_lists,
     flat_components,
 )
+
+with optional_imports(__name__):
+    import fastjet
 
 __all__ = [
     "ALGORITHMS",

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import awkward as ak
 import numpy as np
-import vector
 from numpy.typing import NDArray
 
+from rosenblatt._extras import optional_imports
 from rosenblatt.hep.particles import PARTICLE_FIELDS
+
+with optional_imports(__name__):
+    import vector
 
 vector.register_awkward()
 

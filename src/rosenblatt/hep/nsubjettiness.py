@@ -29,11 +29,14 @@ from __future__ import annotations
 import warnings
 
 import awkward as ak
-import fastjet
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._extras import optional_imports
 from rosenblatt.hep.momenta import CARTESIAN_FIELDS, as_cartesian, flat_components
+
+with optional_imports(__name__):
+    import fastjet
 
 __all__ = [
     "EXCLUSIVE_KT_RADIUS",

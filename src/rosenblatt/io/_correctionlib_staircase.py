@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
-from tqdm.auto import tqdm
+
+from rosenblatt._extras import progress_bar
 
 if TYPE_CHECKING:
     from rosenblatt.io._correctionlib_numbers import ExactNumbers
@@ -76,7 +77,7 @@ def staircase_x_nodes(
     accepted = [nodes]
     n_nodes = n_start
     a, b = nodes[:-1], nodes[1:]
-    bar = tqdm(desc="x intervals checked", unit="interval", disable=not progress)
+    bar = progress_bar(desc="x intervals checked", unit="interval", disable=not progress)
     while len(a):
         mid = 0.5 * (a + b)
         error = np.concatenate(
@@ -214,7 +215,7 @@ def staircase_columns(
     pre_step_at = _PreStepPositions(steps.levels, numbers)
     columns: list[Column] = []
     rows = max(1, BLOCK_ELEMENTS // max(len(position), 1))
-    bar = tqdm(total=len(x_nodes), desc="columns", unit="node", disable=not progress)
+    bar = progress_bar(total=len(x_nodes), desc="columns", unit="node", disable=not progress)
     for start in range(0, len(x_nodes), rows):
         cdf = steps.cdf(x_nodes[start : start + rows])
         if np.any(np.diff(cdf, axis=1) < 0):

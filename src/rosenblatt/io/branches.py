@@ -67,15 +67,16 @@ class TreeFileError(ValueError):
 
 
 def require(module: str, extra: str, command: str) -> None:
-    """Import ``module`` or raise :class:`TreeFileError` naming the extra that installs it."""
+    """Import ``module`` or raise :class:`~rosenblatt._extras.MissingExtraError` naming the extra."""
     import importlib
+
+    from rosenblatt._extras import MissingExtraError, needs_message
 
     try:
         importlib.import_module(module)
     except ImportError:
-        raise TreeFileError(
-            f'{command} needs {module}: pip install "rosenblatt[{extra}]"'
-        ) from None
+        message = needs_message(command, [extra], module)
+        raise MissingExtraError(message, name=module, extras=[extra]) from None
 
 
 def require_for(quantities: Mapping[str, Quantity], sources: Sequence[TreeSource]) -> None:
@@ -83,7 +84,7 @@ def require_for(quantities: Mapping[str, Quantity], sources: Sequence[TreeSource
 
     Raises
     ------
-    TreeFileError
+    rosenblatt._extras.MissingExtraError
         Naming the extra to install.
     """
     if any(q.kind == "function" for q in quantities.values()):

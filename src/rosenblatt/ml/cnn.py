@@ -42,12 +42,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from numpy.typing import NDArray
-from torch import nn
-from torch.nn import functional
 
+from rosenblatt._extras import optional_imports
 from rosenblatt.ml.tables import IMAGE_SHAPE
+
+with optional_imports(__name__):
+    import torch
+    from torch import nn
+    from torch.nn import functional
 
 __all__ = ["ARCHITECTURE", "TrackImageCNN", "check_images", "load_network", "predict_scores"]
 

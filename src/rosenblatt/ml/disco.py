@@ -47,7 +47,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import torch
+from rosenblatt._extras import optional_imports
+
+with optional_imports(__name__):
+    import torch
 
 __all__ = [
     "DEFAULT_MAX_BLOCK_BYTES",

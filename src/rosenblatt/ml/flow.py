@@ -23,13 +23,16 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
-import zuko
 from numpy.typing import NDArray
 from scipy.special import ndtr
 
+from rosenblatt._extras import optional_imports
 from rosenblatt._schema import SchemaError, check_array, check_domain
 from rosenblatt.transforms._base import ConditionalCDFTransform
+
+with optional_imports(__name__):
+    import torch
+    import zuko
 
 __all__ = ["ConditionalFlow"]
 

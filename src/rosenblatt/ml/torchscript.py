@@ -22,12 +22,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import torch
-from torch import nn
-
+from rosenblatt._extras import optional_imports
 from rosenblatt.ml.cnn import TrackImageCNN, load_network
 from rosenblatt.ml.files import torchscript_file
 from rosenblatt.ml.tables import IMAGE_SHAPE
+
+with optional_imports(__name__):
+    import torch
+    from torch import nn
 
 __all__ = ["ScoreModule", "export_torchscript", "load_torchscript", "save_torchscript"]
 

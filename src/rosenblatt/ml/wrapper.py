@@ -15,13 +15,16 @@ from typing import Any
 
 import awkward as ak
 import numpy as np
-from coffea.ml_tools.torch_wrapper import torch_wrapper
 from numpy.typing import NDArray
 
+from rosenblatt._extras import optional_imports
 from rosenblatt.ml.cache import cached_model
 from rosenblatt.ml.cnn import check_images
 from rosenblatt.ml.tables import IMAGE_SHAPE
 from rosenblatt.ml.torchscript import load_torchscript
+
+with optional_imports(__name__):
+    from coffea.ml_tools.torch_wrapper import torch_wrapper
 
 __all__ = ["TrackImageWrapper"]
 

@@ -6,7 +6,9 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STUDIES", "run_study"]
+from rosenblatt._extras import require
+
+__all__ = ["STUDIES", "STUDY_EXTRAS", "run_study", "study_extras"]
 
 #: ``study:`` key of a configuration -> module in this package
 STUDIES = {
@@ -17,14 +19,49 @@ STUDIES = {
     "lhco-2d": "lhco_2d",
 }
 
+#: ``study:`` key -> the extras every study of that kind needs
+STUDY_EXTRAS: dict[str, tuple[str, ...]] = {
+    "abcd": ("study", "hep"),
+    "blobs": ("study",),
+    "fairness": ("study", "fairness"),
+    "lhco": ("study", "hep", "ml"),
+    "lhco-2d": ("study", "hep", "ml"),
+}
+
+#: a score of the abcd study given as ``{kind: ...}`` -> the extra it needs beside
+_SCORE_EXTRAS = {"torchscript": "ml", "model": "ml", "xgboost": "xgboost"}
+
+
+def study_extras(config: dict[str, Any]) -> list[str]:
+    """The extras a configuration's study needs (its kind's, and its score's).
+
+    Optional parts that a study leaves out when their extra is missing (pyhf's
+    likelihood, the conditional flow among the peers) are not counted.
+    """
+    kind = config.get("study")
+    extras = list(STUDY_EXTRAS.get(kind, ("study",)) if isinstance(kind, str) else ("study",))
+    score = config.get("score")
+    if isinstance(score, dict):
+        extras += [_SCORE_EXTRAS[key] for key in score if key in _SCORE_EXTRAS]
+    return list(dict.fromkeys(extras))
+
 
 def run_study(config: dict[str, Any], output: str | Path | None = None) -> Path:
-    """Run the study a configuration describes and return its results folder."""
+    """Run the study a configuration describes and return its results folder.
+
+    Raises
+    ------
+    ValueError
+        If the study kind is unknown.
+    rosenblatt._extras.MissingExtraError
+        If an extra the study needs is missing (before anything is written).
+    """
     kind = config.get("study")
     if not isinstance(kind, str) or kind not in STUDIES:
         source = config.get("_path", "the configuration")
         msg = f"{source}: study: unknown study {kind!r}; known: {sorted(STUDIES)}"
         raise ValueError(msg)
+    require(f"the {kind} study", study_extras(config))
     module = importlib.import_module(f"rosenblatt.studies.{STUDIES[kind]}")
     folder = Path(output) if output is not None else Path("results") / config["name"]
     created = not folder.exists()

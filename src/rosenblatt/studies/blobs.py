@@ -19,10 +19,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import norm
-from tqdm.auto import tqdm
 
 import rosenblatt as rb
+from rosenblatt._extras import optional_imports
 from rosenblatt.studies.blobs_config import BlobsConfig
+
+with optional_imports(__name__):
+    from tqdm.auto import tqdm
 
 __all__ = ["exact_gamma", "run", "sample_background", "sample_signal"]
 
