@@ -7,6 +7,8 @@ import pytest
 
 from rosenblatt.abcd import abcd_histogram, closure_scan
 
+pytestmark = pytest.mark.core
+
 
 @pytest.fixture
 def sample() -> dict[str, np.ndarray]:

@@ -9,6 +9,8 @@ from gaussian_blob import bivariate_normal
 
 import rosenblatt as rb
 
+pytestmark = pytest.mark.core
+
 
 @pytest.fixture(params=["irgi", "kde"])
 def fitted(request: pytest.FixtureRequest):

@@ -8,6 +8,8 @@ from gaussian_blob import bivariate_normal
 
 import rosenblatt as rb
 
+pytestmark = pytest.mark.core
+
 ESTIMATORS = [
     pytest.param(lambda: rb.IRGI(2), id="irgi"),
     pytest.param(lambda: rb.KDE(0.1), id="kde"),

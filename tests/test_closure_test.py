@@ -9,6 +9,8 @@ import rosenblatt as rb
 from rosenblatt.abcd import abcd_histogram, closure_scan
 from rosenblatt.abcd.closure_test import ClosureTest, closure_test, thinned_indices
 
+pytestmark = pytest.mark.core
+
 N_EVENTS = 10_000
 
 

@@ -8,6 +8,8 @@ from scipy.stats import kstest
 
 import rosenblatt as rb
 
+pytestmark = pytest.mark.core
+
 TRANSFORMS = [
     pytest.param(lambda: rb.IRGI(depth=5), id="irgi"),
     pytest.param(lambda: rb.KDE(sigma_r=0.1), id="kde"),

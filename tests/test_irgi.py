@@ -8,6 +8,8 @@ from gaussian_blob import bivariate_normal
 
 import rosenblatt as rb
 
+pytestmark = pytest.mark.core
+
 
 def reference_bisection(values: np.ndarray, levels: int) -> list[float]:
     """Interior edges of a plain recursive median bisection of sorted ``values``."""

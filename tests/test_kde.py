@@ -9,6 +9,8 @@ from gaussian_blob import bivariate_normal
 import rosenblatt as rb
 from rosenblatt.transforms import absolute_sigma
 
+pytestmark = pytest.mark.core
+
 
 def test_absolute_sigma_is_the_pair_formula() -> None:
     x, _ = bivariate_normal(300, seed=1)

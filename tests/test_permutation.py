@@ -12,6 +12,8 @@ import pytest
 from rosenblatt import metrics
 from rosenblatt._jit import numba_enabled
 
+pytestmark = pytest.mark.core
+
 BACKENDS = ["numba", "numpy"]
 
 

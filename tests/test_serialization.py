@@ -12,6 +12,8 @@ from gaussian_blob import bivariate_normal
 import rosenblatt as rb
 from rosenblatt.serialization import SCHEMA_VERSION
 
+pytestmark = pytest.mark.core
+
 
 @pytest.fixture(params=["irgi", "kde", "irgi-weighted", "kde-weighted"])
 def fitted(request: pytest.FixtureRequest):
