@@ -443,12 +443,11 @@ def _number(value: float) -> str:
 
 def _steps(summary: dict[str, Any]) -> list[str]:
     from rosenblatt.processors.analysis import CUTFLOW_STEPS
+    from rosenblatt.processors.columnar import COLUMNAR_CUTFLOW_STEPS
 
-    extra = sorted(
-        {step for counts in summary["cutflow"]["fileset"].values() for step in counts}
-        - set(CUTFLOW_STEPS)
-    )
-    return [*CUTFLOW_STEPS, *extra]
+    present = {step for counts in summary["cutflow"]["fileset"].values() for step in counts}
+    steps = COLUMNAR_CUTFLOW_STEPS if "missing objects" in present else CUTFLOW_STEPS
+    return [*steps, *sorted(present - set(steps))]
 
 
 def _fmt(value: float | None) -> str:
