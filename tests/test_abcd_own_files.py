@@ -60,6 +60,11 @@ def ntuples(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
     }
     _write_tree(folder / "data.root", "nominal", data)
+    (folder / "sel.py").write_text(
+        "import numpy as np\n\n\ndef low_mass(events):\n"
+        "    return np.asarray(events['m_jj_reco']) < 4000.0\n",
+        encoding="utf-8",
+    )
     return folder
 
 
@@ -325,3 +330,41 @@ def test_nanoaod_normalised_to_generated_sum_and_mjj_from_vector(tmp_path: Path)
     cutflow = json.loads((out / "cutflow.json").read_text())["fileset"]["qcd"]
     assert cutflow["missing objects"] == int(np.count_nonzero(~two))
     assert cutflow["read"] == 3000
+
+
+def test_a_given_cut_and_a_defining_selection(ntuples: Path) -> None:
+    """abcd.cut fixes every variant's cut; defining.selection fits on the selected events only."""
+    out = _run(
+        ntuples,
+        "given",
+        abcd={
+            "x": "m_jj_reco",
+            "x0": [2200.0, 3800.0],
+            "n_x0": 9,
+            "y0": [0.1, 0.9],
+            "n_y0": 9,
+            "cut": {"x0": 3050.0, "y0": 0.77},
+        },
+        defining={
+            "datasets": ["qcd-defining"],
+            "selection": {"function": "sel.py:low_mass"},
+        },
+        blind=False,
+    )
+    estimates = json.loads((out / "estimate.json").read_text())
+    assert (estimates["irgi"]["x0"], estimates["irgi"]["y0"]) == (3050.0, 0.77)
+    assert estimates["irgi"]["cut"].startswith("given")
+    x, score = _read(ntuples / "data.root", "m_jj_reco", "tagger_out")
+    gamma = rb.load(out / "irgi.json").transform(x, score)
+    assert estimates["irgi"]["observed_A"] == np.count_nonzero((x >= 3050.0) & (gamma >= 0.77))
+    # the transform was fitted on the selected defining events only
+    xd, sd, wd = _read(ntuples / "qcd_def.root", "m_jj_reco", "tagger_out", "w_mc")
+    keep = xd < 4000.0
+    scale = XSEC["qcd"] * LUMI / wd.sum()
+    expected = rb.IRGI(depth=5).fit(xd[keep], sd[keep], wd[keep] * scale)
+    probe_x, probe_y = np.linspace(2100.0, 3900.0, 50), np.linspace(0.05, 0.95, 50)
+    np.testing.assert_allclose(
+        rb.load(out / "irgi.json").transform(probe_x, probe_y),
+        expected.transform(probe_x, probe_y),
+        atol=1e-12,
+    )
