@@ -72,6 +72,9 @@ JET_FIELDS = ("pt", "eta", "phi", "mass")
 #: the collection of jets of the built-in features, unless ``jets`` names another
 DEFAULT_JETS = "FatJet"
 
+#: the largest index of a collection element (``FatJet.pt[i]``)
+MAX_INDEX = 2**31 - 1
+
 _ELEMENT = re.compile(r"^([A-Za-z_]\w*)\.([A-Za-z_]\w*)\[(\d+)\]$")
 _NAME = re.compile(r"^[A-Za-z_][\w.]*$")
 _MAPPING_KINDS = ("function", "xgboost", "torchscript", "model", "column")
@@ -211,9 +214,12 @@ class Quantity:
             collection, name = self.name.split(".")
             objects = _collection_field(events, collection, name)
             present = np.asarray(ak.to_numpy(ak.num(objects, axis=1) > self.index))
-            padded = ak.fill_none(ak.pad_none(objects, self.index + 1, axis=1), np.nan)
-            values = _as_float(padded[:, self.index], n, self.text)
-            return np.where(present, values, np.nan), present
+            values = np.full(n, np.nan)
+            if present.any():
+                # only the events holding the object are indexed: nothing is padded to the index
+                chosen = objects[present][:, self.index]
+                values[present] = _as_float(chosen, int(present.sum()), self.text)
+            return values, present
         if self.kind == "function":
             result = _load_callable(self.path)(events)
             return _as_float(result, n, f"{self.text} (the user's function)"), np.ones(n, bool)
@@ -268,6 +274,11 @@ def parse_quantity(
     if isinstance(value, str):
         text = value.strip()
         element = _ELEMENT.match(text)
+        if element and int(element[3]) > MAX_INDEX:
+            raise QuantityError(
+                f"{key}: {value!r}: the index {element[3]} is beyond any collection "
+                f"(at most {MAX_INDEX})"
+            )
         if element:
             return Quantity(
                 "element", text, name=f"{element[1]}.{element[2]}", index=int(element[3]), jets=jets
@@ -319,7 +330,14 @@ def _existing(path: str, key: str, kind: str, base: Path) -> str:
     resolved = Path(path).expanduser()
     resolved = resolved if resolved.is_absolute() else base / resolved
     if not resolved.is_file():
-        raise QuantityError(f"{key}.{kind}: file {resolved} does not exist")
+        what = (
+            "is a folder, not a file"
+            if resolved.is_dir()
+            else "is not a regular file"
+            if resolved.exists()
+            else "does not exist"
+        )
+        raise QuantityError(f"{key}.{kind}: file {resolved} {what}")
     return str(resolved.resolve())
 
 
@@ -332,6 +350,11 @@ def _function_path(spec: str, key: str, base: Path) -> str:
         )
     if module.endswith(".py"):
         return f"{_existing(module, key, 'function', base)}:{name}"
+    if not all(part.isidentifier() for part in module.split(".")):
+        raise QuantityError(
+            f"{key}.function: {module!r} is not a module name; write 'package.module:name' "
+            f"or 'file.py:{name}'"
+        )
     if importlib.util.find_spec(module.split(".")[0]) is None:
         raise QuantityError(
             f"{key}.function: no module {module!r} can be imported; give the file as 'file.py:{name}'"

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from rosenblatt.cli import main
@@ -203,8 +203,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Files:
 
     folder = tmp_path_factory.mktemp("config-fuzz")
     rng = np.random.default_rng(11)
-    for name, n, signal in (("qcd_def", 3000, False), ("qcd", 1500, False), ("sig", 300, True)):
-        _write_tree(folder / f"{name}.root", "nominal", _ntuple_events(rng, n, signal))
+    for name, n, is_signal in (("qcd_def", 3000, False), ("qcd", 1500, False), ("sig", 300, True)):
+        _write_tree(folder / f"{name}.root", "nominal", _ntuple_events(rng, n, is_signal))
     data = {
         key: np.concatenate([a, b])
         for (key, a), b in zip(
@@ -221,8 +221,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Files:
     rb.IRGI(depth=3).fit(x, rng.uniform(0.0, 1.0, 2000) * x).save(transform)
     function = folder / "cuts.py"
     function.write_text(
-        "import numpy as np\n\n\ndef selection(events):\n"
-        "    return np.ones(len(events))\n",
+        "import numpy as np\n\n\ndef selection(events):\n    return np.ones(len(events))\n",
         encoding="utf-8",
     )
     binary = folder / "binary.root"
@@ -541,7 +540,11 @@ def _nodes(tree: Any, where: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every entry below the top, as a path of keys and indices."""
     found = []
     items: Any = (
-        tree.items() if isinstance(tree, dict) else enumerate(tree) if isinstance(tree, list) else ()
+        tree.items()
+        if isinstance(tree, dict)
+        else enumerate(tree)
+        if isinstance(tree, list)
+        else ()
     )
     for key, value in items:
         found.append((*where, key))
@@ -584,17 +587,36 @@ def _number(old: Any, choice: int) -> Any:
     return options[choice % len(options)]
 
 
+def _unwrap(old: Any) -> Any:
+    if isinstance(old, list) and old:
+        return old[0]
+    return next(iter(old.values())) if isinstance(old, dict) and old else None
+
+
+#: structural mutations that replace an entry by a function of its value (and of the choice)
+_REPLACE: dict[str, Callable[[Any, int, Files], Any]] = {
+    "number": lambda old, choice, files: _number(old, choice),
+    "empty": lambda old, choice, files: [] if not isinstance(old, dict) else {},
+    "wrap": lambda old, choice, files: [old],
+    "unwrap": lambda old, choice, files: _unwrap(old),
+    "stringify": lambda old, choice, files: str(old),
+    "nest": lambda old, choice, files: {
+        str(old) if not isinstance(old, (dict, list)) else "x": old
+    },
+    "path": lambda old, choice, files: files.paths()[choice % len(files.paths())],
+}
+
+
 def mutate(config: dict[str, Any], ops: list[tuple[str, int, Any]], files: Files) -> dict[str, Any]:
     """Apply structural mutations to a copy of ``config``."""
     tree = json.loads(json.dumps(config))
     for op, choice, drawn in ops:
         nodes = _nodes(tree)
         if not nodes:
-            tree = {"study": tree.get("study")} if isinstance(tree, dict) else {}
             continue
-        path = nodes[choice % len(nodes)]
+        # spread hypothesis' favourite small integers over the entries (0 is not always 'study')
+        path = nodes[(choice * 7919 + 13) % len(nodes)]
         parent, key = _parent(tree, path), path[-1]
-        old = parent[key]
         value = _resolve_value(drawn, files)
         if op == "drop":
             del parent[key]
@@ -602,33 +624,13 @@ def mutate(config: dict[str, Any], ops: list[tuple[str, int, Any]], files: Files
             new = value if isinstance(value, (str, int, float, bool)) or value is None else "x"
             new = f"{key}_" if new in parent else new
             parent[new] = parent.pop(key)
-        elif op == "number":
-            parent[key] = _number(old, choice)
-        elif op == "empty":
-            parent[key] = [] if not isinstance(old, dict) else {}
-        elif op == "wrap":
-            parent[key] = [old]
-        elif op == "unwrap":
-            parent[key] = (
-                old[0]
-                if isinstance(old, list) and old
-                else next(iter(old.values()))
-                if isinstance(old, dict) and old
-                else None
-            )
-        elif op == "stringify":
-            parent[key] = str(old)
-        elif op == "nest":
-            parent[key] = {str(old) if not isinstance(old, (dict, list)) else "x": old}
-        elif op == "path":
-            paths = files.paths()
-            parent[key] = paths[choice % len(paths)]
         elif op == "copy":
             # another entry's value: a right value at a wrong place
             other = nodes[(choice // 7) % len(nodes)]
             parent[key] = json.loads(json.dumps(_parent(tree, other)[other[-1]]))
         else:
-            parent[key] = value
+            replace = _REPLACE.get(op)
+            parent[key] = value if replace is None else replace(parent[key], choice, files)
     return tree
 
 
@@ -689,7 +691,11 @@ def fuzz_case(
     configs = bases[study]
     name = sorted(configs)[label % len(configs)]
     mutated = mutate(configs[name], tree_ops, files)
-    return outcome(write_case(files, mutate_text(dump(mutated), text_ops)), files)
+    status, key = outcome(write_case(files, mutate_text(dump(mutated), text_ops)), files)
+    event(f"exit status {status}")
+    if key:
+        event(f"key {re.sub(r'[0-9]+', 'N', key)}")
+    return status, key
 
 
 def _settings(examples: int) -> settings:
@@ -776,10 +782,12 @@ def test_mutated_configurations_at_length(
 @example(data=b"study: blobs\n1: 2\nnull: 3\n")
 @example(data=b"study: !!python/object:os.system x\n")
 @example(data=b"study: blobs\nx: &a [*a]\n")
-@example(data=b"a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
-         b"c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
-         b"e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
-         b"g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\nstudy: lhco\nclassifier: {options: *g}\n")
+@example(
+    data=b"a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+    b"c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+    b"e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+    b"g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\nstudy: lhco\nclassifier: {options: *g}\n"
+)
 @example(data=b"\xef\xbb\xbfstudy: blobs\n")
 @example(data=b"study: blobs\t\n\tname: x\n")
 @example(data=b"%YAML 1.1\n---\nstudy: blobs\n---\nstudy: lhco\n")
@@ -814,4 +822,113 @@ def test_paths_that_are_not_configurations(
     else:
         # no configuration to name a key of: the path and what it is
         assert line.startswith(f"rosenblatt run: error: {path}: "), line
-        assert {"folder": "is a folder", "missing": "no such file"}.get(what, "not a regular") in line
+        assert {"folder": "is a folder", "missing": "no such file"}.get(
+            what, "not a regular"
+        ) in line
+
+
+def _set(config: dict[str, Any], where: str, value: Any) -> None:
+    """Set ``a.b[0].c`` of ``config`` to ``value``."""
+    keys: list[Any] = [int(k) if k.isdigit() else k for k in re.findall(r"[^.\[\]]+", where)]
+    for key in keys[:-1]:
+        config = config[key]
+    config[keys[-1]] = value
+
+
+#: what the fuzz found, one case each: (study, base, entry, value, the key the message names)
+FOUND = [
+    ("abcd", "ntuple", "abcd.x0", [3800.0, 2200.0], "abcd.x0"),
+    ("abcd", "ntuple", "abcd.n_x0", 2**62, "abcd.n_x0"),
+    ("abcd", "ntuple", "abcd.y0", [0.1, 1.5], "abcd.y0"),
+    ("abcd", "ntuple", "plane", 5, "plane"),
+    ("abcd", "ntuple", "plane", ["a", "b"], "plane"),
+    ("abcd", "ntuple", "skip_bad_files", "no", "skip_bad_files"),
+    ("abcd", "ntuple", "transforms[0].depth", -1, "transforms[0].depth"),
+    ("abcd", "ntuple", "transforms[1].degree", 7, "transforms[1]"),
+    ("abcd", "ntuple", "transforms[2].method", "slow", "transforms[2]"),
+    ("abcd", "ntuple", "transforms[3].file", "@binary", "transforms[3].file"),
+    ("abcd", "ntuple", "transforms[3].file", "@function", "transforms[3].file"),
+    ("abcd", "ntuple", "transforms[0].name", "a/b", "transforms[0].name"),
+    ("abcd", "ntuple", "data", {"folder": "/dev/null"}, "data.folder"),
+    ("abcd", "ntuple", "data", {"folder": "/dev/null/cache"}, "data.folder"),
+    ("abcd", "ntuple", "score", "tagger_ot", "score"),
+    ("abcd", "ntuple", "abcd.x", "FatJet.pt[0]", "abcd.x"),
+    ("abcd", "ntuple", "treename", "Events", "treename"),
+    ("abcd", "ntuple", "defining.datasets", [[1]], "defining"),
+    ("abcd", "ntuple", "datasets.qcd.files", ["@folder"], "datasets.qcd.files"),
+    ("abcd", "ntuple", "datasets.qcd.files", ["@binary"], "datasets.qcd.files"),
+    ("abcd", "ntuple", "datasets.qcd.files", ["/dev/null"], "datasets.qcd.files"),
+    ("abcd", "ntuple", "datasets.qcd.role", ["background"], "datasets.qcd.role"),
+    ("abcd", "ntuple", "datasets.sig.xsec", math.nan, "datasets.sig.xsec"),
+    ("abcd", "ntuple", "executor", {"kind": "futures", "workers": 10**30}, "executor.workers"),
+    ("abcd", "ntuple", "statistics.seed", 2**40, "statistics.seed"),
+    ("abcd", "nanoaod", "schema", ["nanoaod"], "schema"),
+    ("abcd", "nanoaod", "score", "FatJet.tagger[99999999999999999999]", "score"),
+    ("abcd", "nanoaod", "score", {"function": "..x:f"}, "score"),
+    ("abcd", "nanoaod", "score", {"function": "@folder"}, "score"),
+    ("abcd", "legacy", "fileset", {"qcd": [None]}, "fileset.qcd"),
+    ("abcd", "legacy", "fileset", {1: ["qcd.root"], None: ["sig.root"]}, "fileset.None"),
+    ("abcd", "abcd-example", "generate[0]", {"process": "qcd"}, "generate[0].events"),
+    ("abcd", "abcd-example", "generate[0].process", "ttbar", "generate[0].process"),
+    ("abcd", "abcd-example", "generate[1].output", "@folder", "generate[1].output"),
+    (
+        "abcd",
+        "ntuple-example",
+        "generate[0].negative_weight_fraction",
+        1.5,
+        "generate[0].negative_weight_fraction",
+    ),
+    ("abcd", "abcd-example", "fileset.qcd", ["never-generated.root"], "fileset.qcd"),
+    ("lhco", "lhco-smoke", "data.folder", "/dev/null", "data.folder"),
+    ("lhco", "lhco-smoke", "data.pthat_min", -1000, "data.pthat_min"),
+    ("lhco", "lhco-smoke", "kde.sigma_r", [-0.1], "kde.sigma_r"),
+    ("lhco", "lhco-smoke", "irgi.depths", [64], "irgi.depths"),
+    ("lhco", "lhco-smoke", "classifier.options.max_epochs", "a", "classifier.options.max_epochs"),
+    ("lhco", "lhco-smoke", "classifier.options.augment", "no", "classifier.options.augment"),
+    ("lhco", "lhco-smoke", "classifier.options.n_layers", 3, "classifier.options"),
+    ("lhco", "lhco-smoke", "statistics.n_boot", "a", "statistics.n_boot"),
+    ("lhco", "lhco-smoke", "statistics.contamination", [2.0], "statistics.contamination"),
+    ("lhco", "lhco-smoke", "disco_selection.min_auc", math.nan, "disco_selection.min_auc"),
+    ("lhco", "lhco-smoke", "abcd.n_x0", 10**12, "abcd.n_x0"),
+    ("lhco", "lhco-smoke", "features.executor", ["dask"], "features.executor"),
+    ("lhco", "lhco-smoke", "seed", 2**40, "seed"),
+    ("lhco-2d", "lhco-2d", "decorrelation.seed", -1, "decorrelation.seed"),
+    ("lhco-2d", "lhco-2d", "data.folder", "@binary", "data.folder"),
+    ("blobs", "blobs", "seed", 2**40, "seed"),
+    ("blobs", "blobs", "background.rho", math.nan, "background.rho"),
+    ("blobs", "blobs", "signal.cov", [[1.0, 0.5], [0.0, 1.0]], "signal.cov"),
+    ("blobs", "blobs", "signal.cov", [[1e308, 1e308], [1e308, 1e308]], "signal.cov"),
+    ("blobs", "blobs", "figures.kde_sigmas", ["a"], "figures.kde_sigmas"),
+    ("blobs", "blobs", "figures.grid_depths", [3.5], "figures.grid_depths"),
+    ("blobs", "blobs", "irgi.depths", [12], "irgi.depths"),
+    ("blobs", "blobs", "kde.sigma_r.n", 10**12, "kde.sigma_r.n"),
+    ("blobs", "blobs", "n_subsamples", 10**6, "n_subsamples"),
+    ("blobs", "blobs", "peers", {"flow": {"bins": -1}}, "peers.flow"),
+    ("fairness", "fairness", "seed", 2**40, "seed"),
+    ("fairness", "fairness", "arrests.hgb.max_iter", -1, "arrests.hgb"),
+    ("fairness", "fairness", "arrests.hgb.learning_rate", "fast", "arrests.hgb"),
+    ("fairness", "fairness", "folds", 10**6, "folds"),
+    ("fairness", "fairness", "claims.dcc_floor_ratio_max", math.inf, "claims.dcc_floor_ratio_max"),
+]
+
+
+@pytest.mark.parametrize(
+    ("study", "base", "where", "value", "key"),
+    FOUND,
+    ids=[f"{study}-{where}={value!r}"[:60] for study, _, where, value, _ in FOUND],
+)
+def test_found_cases(
+    study: str,
+    base: str,
+    where: str,
+    value: Any,
+    key: str,
+    files: Files,
+    bases: Bases,
+    validate_only: None,
+) -> None:
+    """Each mistake the fuzz found (a traceback, a hang, or an error only after hours): one line."""
+    config = json.loads(json.dumps(bases[study][base]))
+    _set(config, where, _resolve_value(value, files))
+    path = write_case(files, dump(config))
+    assert outcome(path, files) == (2, key)

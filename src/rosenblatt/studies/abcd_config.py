@@ -23,6 +23,7 @@ from rosenblatt.studies.config_checks import (
     file_problem,
     flag,
     folder,
+    key_names,
     plain_name,
     seed,
 )
@@ -147,7 +148,14 @@ class TransformConfig:
                 f"{key}.kind",
                 f"must be one of {list(TRANSFORM_KINDS)} (or give file:), got {kind!r}",
             )
-        check_keys(entry, _TRANSFORM_PARAMETERS[kind], source, key)
+        unknown = key_names(set(entry) - _TRANSFORM_PARAMETERS[kind])
+        if unknown:
+            raise _fail(
+                source,
+                key,
+                f"unknown parameter(s) {unknown} for {kind}; "
+                f"known: {sorted(_TRANSFORM_PARAMETERS[kind])}",
+            )
         transform = cls(name=str(name or kind), kind=kind, parameters=entry)
         _check_parameters(transform, source, key)
         return transform
@@ -390,8 +398,7 @@ class AbcdConfig:
                 "(or {datasets: [...], selection: ...}), not files",
             )
         names, selection = parse_defining(defining, datasets, source)
-        if not generate:
-            _check_files_exist(config, datasets, source)
+        _check_files_exist(datasets, generate, source)
         cuts = AbcdCuts.parse(config["abcd"], source)
         transforms = config["transforms"]
         if not isinstance(transforms, list) or not transforms:
@@ -440,13 +447,14 @@ class AbcdConfig:
 
 
 def _check_files_exist(
-    config: Mapping[str, Any], datasets: Mapping[str, DatasetConfig], source: str
+    datasets: Mapping[str, DatasetConfig], generate: tuple[dict[str, Any], ...], source: str
 ) -> None:
-    """Refuse a dataset file that does not exist (when no ``generate:`` block writes it)."""
+    """Refuse a dataset file that does not exist and that no ``generate:`` entry writes."""
+    written = {Path(str(entry["output"])).resolve() for entry in generate}
     for dataset in datasets.values():
         for path in dataset.files:
             problem = file_problem(Path(path))
-            if not problem:
+            if not problem or (problem == "does not exist" and Path(path).resolve() in written):
                 continue
             raise _fail(source, dataset.files_key, f"file {path} {problem}")
 

@@ -172,9 +172,8 @@ def _sum_weights(handle: Any, path: str, dataset: DatasetConfig, schema: str) ->
     if dataset.weight.kind == "element":
         import awkward as ak
 
-        values = ak.fill_none(ak.pad_none(values, dataset.weight.index + 1), 0.0)[
-            :, dataset.weight.index
-        ]
+        # events without the object weigh 0; nothing is padded to the index
+        values = values[ak.num(values, axis=1) > dataset.weight.index][:, dataset.weight.index]
     return float(np.sum(np.asarray(values, dtype=np.float64)))
 
 

@@ -18,12 +18,19 @@ from rosenblatt.studies.config_checks import (
     check_top_level,
     count,
     fail,
+    flag,
     mapping,
     number,
     numbers,
+    seed,
 )
 
 __all__ = ["BlobsConfig", "Population"]
+
+#: the deepest IRGI grid (2^(2d+1) defining events beyond it)
+MAX_DEPTH = 30
+#: the most values of a geometric grid of sigma_r
+MAX_GRID = 10_000
 
 _TOP_KEYS = {
     "study",
@@ -78,7 +85,8 @@ class Population:
         if (
             len(mean) != 2
             or any(len(row) != 2 for row in cov)
-            or np.any(np.linalg.eigvalsh(np.asarray(cov)) <= 0)
+            or cov[0][1] != cov[1][0]
+            or not _positive_definite(cov)
         ):
             raise fail(
                 source,
@@ -124,35 +132,74 @@ class BlobsConfig:
         depths = irgi.get("depths")
         if not isinstance(depths, list) or not depths:
             raise fail(source, "irgi.depths", f"must be a non-empty list of depths, got {depths!r}")
-        figures = mapping(config.get("figures") or {}, source, "figures")
-        check_keys(figures, {"grid_depths", "kde_sigmas"}, source, "figures")
         claims = mapping(config.get("claims") or {}, source, "claims")
         check_keys(claims, {"dcc_best_max"}, source, "claims")
+        background = Population.parse(config["background"], source, "background")
+        n_subsamples = count(config.get("n_subsamples", 5), source, "n_subsamples")
+        if 2 * n_subsamples > background.n_testing:
+            raise fail(
+                source,
+                "n_subsamples",
+                f"{n_subsamples} sub-samples need at least {2 * n_subsamples} testing events, "
+                f"background.n_testing is {background.n_testing}",
+            )
         return cls(
             name=str(config.get("name", Path(source).stem)),
             source=source,
-            seed=count(config.get("seed", 0), source, "seed", 0),
-            background=Population.parse(config["background"], source, "background"),
+            seed=seed(config.get("seed", 0), source, "seed"),
+            background=background,
             signal=Population.parse(config["signal"], source, "signal"),
-            depths=tuple(count(d, source, "irgi.depths") for d in depths),
+            depths=_depths(depths, background.n_defining, source),
             sigma_r=_sigma_grid(kde.get("sigma_r"), source),
-            n_subsamples=count(config.get("n_subsamples", 5), source, "n_subsamples"),
+            n_subsamples=n_subsamples,
             permutations=count(config.get("permutations", 100), source, "permutations"),
-            whole_sample=_flag(config.get("whole_sample", False), source, "whole_sample"),
+            whole_sample=flag(config.get("whole_sample", False), source, "whole_sample"),
             whole_sample_permutations=count(
                 config.get("whole_sample_permutations", 20), source, "whole_sample_permutations"
             ),
-            variants=_flag(config.get("variants", False), source, "variants"),
+            variants=flag(config.get("variants", False), source, "variants"),
             peers=_peers(config.get("peers", True), source),
-            figures=dict(figures),
+            figures=_figures(config.get("figures"), source),
             dcc_best_max=number(claims.get("dcc_best_max", 6e-4), source, "claims.dcc_best_max"),
         )
 
 
-def _flag(value: Any, source: str, key: str) -> bool:
-    if not isinstance(value, bool):
-        raise fail(source, key, f"must be true or false, got {value!r}")
-    return value
+def _positive_definite(cov: tuple[tuple[float, ...], ...]) -> bool:
+    (a, b), (_, d) = cov
+    return a > 0 and d > 0 and a * d - b * b > 0 and bool(np.isfinite(a * d - b * b))
+
+
+def _depths(depths: list[Any], n_defining: int, source: str) -> tuple[int, ...]:
+    """``irgi.depths``: each supported by the defining events (2^(2d+1) of them)."""
+    checked = tuple(count(d, source, "irgi.depths", 1, MAX_DEPTH) for d in depths)
+    for depth in checked:
+        if 2 ** (2 * depth + 1) > n_defining:
+            raise fail(
+                source,
+                "irgi.depths",
+                f"depth {depth} needs at least {2 ** (2 * depth + 1)} defining events, "
+                f"background.n_defining is {n_defining}",
+            )
+    return checked
+
+
+def _figures(value: Any, source: str) -> dict[str, Any]:
+    """``figures:``: the IRGI depths and KDE widths drawn."""
+    figures = dict(mapping(value or {}, source, "figures"))
+    check_keys(figures, {"grid_depths", "kde_sigmas"}, source, "figures")
+    if "grid_depths" in figures:
+        depths = figures["grid_depths"]
+        if not isinstance(depths, list):
+            raise fail(source, "figures.grid_depths", f"must be a list of depths, got {depths!r}")
+        figures["grid_depths"] = [
+            count(d, source, "figures.grid_depths", 1, MAX_DEPTH) for d in depths
+        ]
+    if "kde_sigmas" in figures:
+        sigmas = numbers(figures["kde_sigmas"], source, "figures.kde_sigmas")
+        if any(v <= 0 for v in sigmas):
+            raise fail(source, "figures.kde_sigmas", f"must be positive, got {list(sigmas)}")
+        figures["kde_sigmas"] = list(sigmas)
+    return figures
 
 
 def _peers(value: Any, source: str) -> Mapping[str, Any] | None:
@@ -163,7 +210,22 @@ def _peers(value: Any, source: str) -> Mapping[str, Any] | None:
         return {}
     options = mapping(value, source, "peers")
     check_keys(options, {"flow"}, source, "peers")
+    flow = options.get("flow")
+    if flow is not None:
+        _check_flow(mapping(flow, source, "peers.flow"), source)
     return dict(options)
+
+
+def _check_flow(options: Mapping[str, Any], source: str) -> None:
+    """The conditional flow's options, as :class:`rosenblatt.ml.ConditionalFlow` checks them."""
+    try:
+        from rosenblatt.ml.flow import ConditionalFlow
+    except ImportError:
+        return  # without the ml extra the flow is left out of the peers
+    try:
+        ConditionalFlow(**{str(k): v for k, v in options.items()})._check_params()
+    except (TypeError, ValueError) as err:
+        raise fail(source, "peers.flow", str(err)) from None
 
 
 def _sigma_grid(spec: Any, source: str) -> tuple[float, ...]:
@@ -173,7 +235,7 @@ def _sigma_grid(spec: Any, source: str) -> tuple[float, ...]:
         low, high = (number(spec.get(k), source, f"kde.sigma_r.{k}") for k in ("min", "max"))
         if not 0 < low < high:
             raise fail(source, "kde.sigma_r", f"needs 0 < min < max, got {low}, {high}")
-        grid = np.geomspace(low, high, count(spec.get("n"), source, "kde.sigma_r.n", 2))
+        grid = np.geomspace(low, high, count(spec.get("n"), source, "kde.sigma_r.n", 2, MAX_GRID))
         return tuple(float(f"{v:.4g}") for v in grid)
     values = numbers(spec, source, "kde.sigma_r")
     if any(v <= 0 for v in values):

@@ -22,6 +22,7 @@ from rosenblatt.studies.config_checks import (
     mapping,
     number,
     numbers,
+    seed,
 )
 
 __all__ = ["METHODS", "ArrestsConfig", "DigitsConfig", "FairnessConfig"]
@@ -54,6 +55,9 @@ _TOP_KEYS = {
     "digits",
     "claims",
 }
+
+#: the most folds (and age groups); the digits hold about 180 images of each class
+MAX_FOLDS = 100
 
 #: inner cross-validation of the decorrelating transform, per raw classifier
 _INNER_CV: dict[str, int | None] = {"lr": None, "hgb": 5}
@@ -89,7 +93,7 @@ class ArrestsConfig:
         inner_cv = dict(_INNER_CV)
         for base, folds in inner.items():
             key = f"arrests.inner_cv.{base}"
-            inner_cv[base] = None if folds is None else count(folds, source, key, 2)
+            inner_cv[base] = None if folds is None else count(folds, source, key, 2, MAX_FOLDS)
         return cls(
             inner_cv=inner_cv,
             hgb=_hgb_options(entry.get("hgb") or {}, source),
@@ -144,14 +148,14 @@ class DigitsConfig:
         if C <= 0:
             raise fail(source, "digits.C", f"must be positive, got {C}")
         return cls(
-            folds=count(entry.get("folds", folds), source, "digits.folds", 2),
+            folds=count(entry.get("folds", folds), source, "digits.folds", 2, MAX_FOLDS),
             permutations=count(
                 entry.get("permutations", permutations), source, "digits.permutations"
             ),
             bootstrap=count(entry.get("bootstrap", bootstrap), source, "digits.bootstrap", 2),
             classes=(negative, positive),
             C=C,
-            inner_cv=count(entry.get("inner_cv", 5), source, "digits.inner_cv", 2),
+            inner_cv=count(entry.get("inner_cv", 5), source, "digits.inner_cv", 2, MAX_FOLDS),
         )
 
 
@@ -210,7 +214,7 @@ class FairnessConfig:
         )
         if ratio <= 0:
             raise fail(source, "claims.dcc_floor_ratio_max", f"must be positive, got {ratio}")
-        folds = count(config.get("folds", defaults.folds), source, "folds", 2)
+        folds = count(config.get("folds", defaults.folds), source, "folds", 2, MAX_FOLDS)
         bootstrap = count(config.get("bootstrap", defaults.bootstrap), source, "bootstrap", 2)
         permutations = count(
             config.get("permutations", defaults.permutations), source, "permutations"
@@ -218,13 +222,13 @@ class FairnessConfig:
         return cls(
             name=str(config.get("name", Path(source).stem)),
             source=source,
-            seed=count(config.get("seed", defaults.seed), source, "seed", 0),
+            seed=seed(config.get("seed", defaults.seed), source, "seed"),
             threads=count(config.get("threads", defaults.threads), source, "threads"),
             folds=folds,
             bootstrap=bootstrap,
             permutations=permutations,
             age_groups=count(
-                config.get("age_groups", defaults.age_groups), source, "age_groups", 2
+                config.get("age_groups", defaults.age_groups), source, "age_groups", 2, MAX_FOLDS
             ),
             working_points=_fractions(
                 config.get("working_points", list(defaults.working_points)),
@@ -282,4 +286,9 @@ def _hgb_options(value: Any, source: str) -> dict[str, Any]:
     options = mapping(value, source, "arrests.hgb")
     known = set(inspect.signature(HistGradientBoostingClassifier).parameters) - {"random_state"}
     check_keys(options, known, source, "arrests.hgb")
+    try:
+        # scikit-learn's own check of the values, as its fit would do it
+        HistGradientBoostingClassifier(**{str(k): v for k, v in options.items()})._validate_params()
+    except (TypeError, ValueError) as err:
+        raise fail(source, "arrests.hgb", " ".join(str(err).split())) from None
     return dict(options)

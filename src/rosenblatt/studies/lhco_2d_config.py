@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rosenblatt.studies.config_checks import check_keys, check_top_level, count, fail, mapping
+from rosenblatt.studies.config_checks import (
+    check_keys,
+    check_top_level,
+    count,
+    fail,
+    mapping,
+    seed,
+)
 from rosenblatt.studies.lhco_config import (
     SAMPLE_KEYS,
     ClassifierConfig,
@@ -87,7 +94,7 @@ class DecorrelationConfig:
             permutations=count(
                 entry.get("permutations", 100), source, "decorrelation.permutations"
             ),
-            seed=count(entry.get("seed", 1), source, "decorrelation.seed", 0),
+            seed=seed(entry.get("seed", 1), source, "decorrelation.seed"),
         )
 
 
@@ -115,7 +122,7 @@ class Lhco2dConfig:
         base = LhcoConfig(
             name=name,
             source=source,
-            seed=count(config.get("seed", 0), source, "seed", 0),
+            seed=seed(config.get("seed", 0), source, "seed"),
             data=DataConfig.parse(config["data"], source, name),
             sizes=partition_sizes(config["partition"], source),
             features=FeatureConfig.parse(config.get("features"), source),

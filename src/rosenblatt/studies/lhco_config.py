@@ -22,9 +22,12 @@ from rosenblatt.studies.config_checks import (
     check_top_level,
     count,
     fail,
+    flag,
+    folder,
     mapping,
     number,
     numbers,
+    seed,
 )
 
 __all__ = [
@@ -82,9 +85,29 @@ _STATISTICS_KEYS = {
 }
 
 
+#: the most worker processes
+MAX_WORKERS = 4096
+#: the deepest IRGI grid
+MAX_DEPTH = 30
+#: the most cut values of one axis of the ABCD grid
+MAX_CUTS = 10_000
+#: the most bootstrap replicas
+MAX_REPLICAS = 100_000
+
+
 def _workers(value: Any, source: str, key: str) -> int:
-    """A worker count, the machine's cores when not given."""
-    return count(value or os.cpu_count() or 1, source, key)
+    """A worker count, the machine's cores when not given (or 0)."""
+    if value not in (None, 0) or isinstance(value, bool):
+        return count(value, source, key, 1, MAX_WORKERS)
+    return count(os.cpu_count() or 1, source, key, 1, MAX_WORKERS)
+
+
+def _positive(value: Any, source: str, key: str) -> float:
+    """A finite positive number."""
+    checked = number(value, source, key)
+    if checked <= 0:
+        raise fail(source, key, f"must be positive, got {value!r}")
+    return checked
 
 
 @dataclass(frozen=True)
@@ -108,8 +131,8 @@ class DataConfig:
         if not 0 <= margin < 1:
             raise fail(source, "data.margin", f"must be in [0, 1), got {margin}")
         return cls(
-            folder=Path(str(entry.get("folder", Path("data") / name))),
-            pthat_min=number(entry.get("pthat_min", 1000.0), source, "data.pthat_min"),
+            folder=folder(entry.get("folder", str(Path("data") / name)), source, "data.folder"),
+            pthat_min=_positive(entry.get("pthat_min", 1000.0), source, "data.pthat_min"),
             chunk_size=count(entry.get("chunk_size", 500), source, "data.chunk_size"),
             margin=margin,
             workers=_workers(entry.get("workers"), source, "data.workers"),
@@ -130,7 +153,7 @@ class FeatureConfig:
         entry = mapping(value or {}, source, "features")
         check_keys(entry, {"executor", "chunksize", "workers"}, source, "features")
         executor = entry.get("executor", "futures")
-        if executor not in ("iterative", "futures", "dask"):
+        if not isinstance(executor, str) or executor not in ("iterative", "futures", "dask"):
             raise fail(
                 source, "features.executor", f"must be iterative, futures or dask, got {executor!r}"
             )
@@ -160,21 +183,61 @@ class ClassifierConfig:
         entry = mapping(config["classifier"], source, "classifier")
         check_keys(entry, {"kind", "seeds", "options", "workers"}, source, "classifier")
         kind = entry.get("kind", "cnn")
-        if kind not in ("cnn", "gbdt"):
+        if not isinstance(kind, str) or kind not in ("cnn", "gbdt"):
             raise fail(source, "classifier.kind", f"must be cnn or gbdt, got {kind!r}")
         disco = mapping(config.get("disco") or {}, source, "disco")
         check_keys(disco, {"alphas"}, source, "disco")
         selection = mapping(config.get("disco_selection") or {}, source, "disco_selection")
         check_keys(selection, {"min_auc"}, source, "disco_selection")
         alphas = disco.get("alphas") or []
+        alphas = numbers(alphas, source, "disco.alphas") if alphas else ()
+        if any(a < 0 for a in alphas):
+            raise fail(source, "disco.alphas", f"must be non-negative, got {list(alphas)}")
+        min_auc = number(selection.get("min_auc", 0.8), source, "disco_selection.min_auc")
+        if not 0 <= min_auc <= 1:
+            raise fail(source, "disco_selection.min_auc", f"must lie in [0, 1], got {min_auc}")
         return cls(
-            kind=str(kind),
+            kind=kind,
             seeds=count(entry.get("seeds", 3), source, "classifier.seeds"),
-            options=dict(mapping(entry.get("options") or {}, source, "classifier.options")),
+            options=_training_options(kind, entry.get("options"), source),
             workers=_workers(entry.get("workers"), source, "classifier.workers"),
-            alphas=numbers(alphas, source, "disco.alphas") if alphas else (),
-            min_auc=number(selection.get("min_auc", 0.8), source, "disco_selection.min_auc"),
+            alphas=alphas,
+            min_auc=min_auc,
         )
+
+
+def _training_options(kind: str, value: Any, source: str) -> dict[str, Any]:
+    """``classifier.options``: the training options of ``kind``, each of its type."""
+    from dataclasses import fields
+
+    options = dict(mapping(value or {}, source, "classifier.options"))
+    try:
+        from rosenblatt.ml.training import CNNOptions, GBDTOptions, make_options
+    except ImportError:
+        return options  # without the ml extra the study refuses to start, naming the extra
+    known = fields(CNNOptions if kind == "cnn" else GBDTOptions)
+    check_keys(options, {f.name for f in known}, source, "classifier.options")
+    for option in known:
+        if option.name not in options:
+            continue
+        key, given = f"classifier.options.{option.name}", options[option.name]
+        kind_of = str(option.type)
+        if given is None and "None" in kind_of:
+            continue
+        if kind_of.startswith("int"):
+            count(given, source, key, 1 if option.name == "n_threads" else 0)
+        elif kind_of.startswith("float"):
+            if number(given, source, key) < 0:
+                raise fail(source, key, f"must be non-negative, got {given!r}")
+        elif kind_of.startswith("bool"):
+            flag(given, source, key)
+        elif not isinstance(given, str):
+            raise fail(source, key, f"must be a name, got {given!r}")
+    try:
+        make_options(kind, options)
+    except (TypeError, ValueError) as err:
+        raise fail(source, "classifier.options", str(err)) from None
+    return options
 
 
 @dataclass(frozen=True)
@@ -197,12 +260,16 @@ class SelectionConfig:
         depths = irgi.get("depths")
         if not isinstance(depths, list) or not depths:
             raise fail(source, "irgi.depths", f"must be a non-empty list of depths, got {depths!r}")
+        sigma_r = numbers(kde.get("sigma_r"), source, "kde.sigma_r")
+        if any(v <= 0 for v in sigma_r):
+            raise fail(source, "kde.sigma_r", f"must be positive, got {list(sigma_r)}")
+        tolerance = number(selection.get("auc_tolerance", 0.01), source, "selection.auc_tolerance")
+        if tolerance < 0:
+            raise fail(source, "selection.auc_tolerance", f"must be non-negative, got {tolerance}")
         return cls(
-            depths=tuple(count(d, source, "irgi.depths") for d in depths),
-            sigma_r=numbers(kde.get("sigma_r"), source, "kde.sigma_r"),
-            auc_tolerance=number(
-                selection.get("auc_tolerance", 0.01), source, "selection.auc_tolerance"
-            ),
+            depths=tuple(count(d, source, "irgi.depths", 1, MAX_DEPTH) for d in depths),
+            sigma_r=sigma_r,
+            auc_tolerance=tolerance,
         )
 
 
@@ -241,12 +308,19 @@ class CutGrid:
                     f"must be [low, high] with low < high, got {list(low_high)}",
                 )
             ranges[axis] = (low_high[0], low_high[1])
+        mjj_max = number(entry.get("mjj_max", 4000.0), source, "abcd.mjj_max")
+        if mjj_max <= ranges["x0"][0]:
+            raise fail(
+                source,
+                "abcd.mjj_max",
+                f"must lie above the lowest cut {ranges['x0'][0]}, got {mjj_max}",
+            )
         return cls(
-            mjj_max=number(entry.get("mjj_max", 4000.0), source, "abcd.mjj_max"),
+            mjj_max=mjj_max,
             x0_range=ranges["x0"],
-            n_x0=count(entry.get("n_x0", 100), source, "abcd.n_x0", 2),
+            n_x0=count(entry.get("n_x0", 100), source, "abcd.n_x0", 2, MAX_CUTS),
             y0_range=ranges["y0"],
-            n_y0=count(entry.get("n_y0", 100), source, "abcd.n_y0", 2),
+            n_y0=count(entry.get("n_y0", 100), source, "abcd.n_y0", 2, MAX_CUTS),
         )
 
 
@@ -275,13 +349,12 @@ class LhcoConfig:
     def parse(cls, config: Mapping[str, Any]) -> LhcoConfig:
         """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
         source = check_top_level(config, _TOP_KEYS, _REQUIRED)
-        statistics = mapping(config.get("statistics") or {}, source, "statistics")
-        check_keys(statistics, _STATISTICS_KEYS, source, "statistics")
+        _statistics(config.get("statistics"), source)
         name = str(config.get("name", Path(source).stem))
         return cls(
             name=name,
             source=source,
-            seed=count(config.get("seed", 0), source, "seed", 0),
+            seed=seed(config.get("seed", 0), source, "seed"),
             data=DataConfig.parse(config["data"], source, name),
             sizes=partition_sizes(config["partition"], source),
             features=FeatureConfig.parse(config.get("features"), source),
@@ -308,6 +381,29 @@ class LhcoConfig:
             sort_keys=True,
         )
         return hashlib.sha256(setting.encode()).hexdigest()[:12]
+
+
+def _statistics(value: Any, source: str) -> None:
+    """``statistics:``: the settings of the statistics stage, each checked."""
+    statistics = mapping(value or {}, source, "statistics")
+    check_keys(statistics, _STATISTICS_KEYS, source, "statistics")
+    for key, minimum in (("n_boot", 2), ("closure_n_boot", 2), ("closure_thin", 1)):
+        if key in statistics:
+            count(statistics[key], source, f"statistics.{key}", minimum, MAX_REPLICAS)
+    if statistics.get("sensitivity_thin") not in (None, 0, False):
+        count(statistics["sensitivity_thin"], source, "statistics.sensitivity_thin", 1, MAX_CUTS)
+    if "seed" in statistics:
+        seed(statistics["seed"], source, "statistics.seed")
+    if "auto_parameters" in statistics:
+        flag(statistics["auto_parameters"], source, "statistics.auto_parameters")
+    if "contamination" in statistics:
+        fractions = numbers(statistics["contamination"], source, "statistics.contamination")
+        if any(not 0 <= f < 1 for f in fractions):
+            raise fail(
+                source,
+                "statistics.contamination",
+                f"must be signal fractions in [0, 1), got {list(fractions)}",
+            )
 
 
 def partition_sizes(value: Any, source: str) -> dict[str, dict[str, int]]:
