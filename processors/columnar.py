@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from coffea import processor
 from numpy.typing import NDArray
 
+from rosenblatt._extras import optional_imports
 from rosenblatt.processors.analysis import (
     PlaneBinning,
     Variant,
@@ -34,6 +34,9 @@ from rosenblatt.processors.analysis import (
 )
 from rosenblatt.processors.events import chunk_file_name, unreadable_chunk
 from rosenblatt.processors.quantities import Quantity, QuantityError
+
+with optional_imports(__name__):
+    from coffea import processor
 
 __all__ = ["COLUMNAR_CUTFLOW_STEPS", "ColumnarAnalysisProcessor"]
 
