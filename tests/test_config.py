@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -56,3 +57,69 @@ def test_unknown_name_lists_the_known_ones(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match=r"no configuration 'no-such-study'.*blobs"):
         find_config("no-such-study")
+
+
+LAUGHS = b"".join(
+    [b"a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"]
+    + [
+        f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]\n".encode()
+        for a, b in zip("abcdef", "bcdefg", strict=True)
+    ]
+    + [b"study: lhco\nclassifier: {options: *g}\n"]
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b"", "top level: the file is empty"),
+        (b"# only a comment\n", "top level: the file is empty"),
+        (
+            b"- study: blobs\n",
+            "top level: a configuration is a mapping with a 'study' key, got list",
+        ),
+        (b"study: blobs\nseed: 1\xff\n", "line 2, column 8: not UTF-8 text (byte 0xff)"),
+        (b"study: blobs\nirgi: [1\n", "line 3, column 1: not valid YAML: while parsing a flow"),
+        (
+            b"study: blobs\nseed: 1\nseed: 2\n",
+            "line 3, column 1: not valid YAML: the key 'seed' is",
+        ),
+        (b"study: blobs\na: 1\x01\n", "line 2, column 5: not valid YAML: unacceptable character"),
+        (
+            b"study: blobs\n---\nstudy: lhco\n",
+            "line 2, column 1: not valid YAML: expected a single",
+        ),
+        (
+            b"study: !!python/name:os.system\n",
+            "line 1, column 8: not valid YAML: could not determine",
+        ),
+        (b"study: blobs\nx: &x [*x]\n", "top level: a value contains itself"),
+        (LAUGHS, "top level: expands to more than 1000000 values"),
+        (b"name: x\n", "study: missing"),
+        (b"study: [blobs]\n", "study: must name a study"),
+        (b"study: cifar\n", "study: unknown study 'cifar'"),
+        (b"study: blobs\nname: a/b\n", "name: must be a name usable as a file name"),
+        (b"study: blobs\nname: null\n", "name: must be a name usable as a file name"),
+    ],
+)
+def test_a_file_that_is_not_a_configuration_is_named_in_one_line(
+    tmp_path: Path, text: bytes, message: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(text)
+    with pytest.raises(ValueError, match=f"^{re.escape(f'{path}: {message}')}[^\n]*$"):
+        load_config(path)
+
+
+def test_merge_keys_may_override_what_they_merge(tmp_path: Path) -> None:
+    path = tmp_path / "merged.yaml"
+    path.write_text("study: blobs\nbase: &base {a: 1, b: 2}\nirgi: {<<: *base, b: 3}\n")
+    assert load_config(path)["irgi"] == {"a": 1, "b": 3}
+
+
+@pytest.mark.parametrize("kind", ["folder", "device", "missing"])
+def test_a_path_that_is_no_file_says_what_it_is(tmp_path: Path, kind: str) -> None:
+    path = {"folder": tmp_path, "device": Path("/dev/null"), "missing": tmp_path / "x.yaml"}[kind]
+    what = {"folder": "is a folder", "device": "not a regular file", "missing": "no such file"}
+    with pytest.raises(OSError, match=f"^{path}: {what[kind]}"):
+        load_config(path)

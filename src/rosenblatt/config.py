@@ -214,6 +214,11 @@ def _read_yaml(path: Path) -> Any:
             before = text[:position]
             where = f"line {before.count(_NEWLINE) + 1}, column {position - before.rfind(_NEWLINE)}"
         reason = getattr(err, "reason", None) or str(err).splitlines()[0]
+        character = getattr(err, "character", None)
+        if isinstance(character, str) and len(character) == 1:
+            character = ord(character)
+        if isinstance(character, int):
+            reason = f"unacceptable character #x{character:04x}: {reason}"
         msg = f"{source}: {where}: not valid YAML: {reason}"
         raise ConfigError(msg) from None
     except RecursionError:

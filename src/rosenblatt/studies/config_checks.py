@@ -9,6 +9,7 @@ unknown key, a value of the wrong type or a missing file is a
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,8 @@ def folder(value: Any, source: str, key: str) -> Path:
                 if not candidate.is_dir():
                     what = "is" if candidate == path else f"lies under {candidate}, which is"
                     raise fail(source, key, f"{path} {what} not a folder")
+                if candidate != path and not os.access(candidate, os.W_OK | os.X_OK):
+                    raise fail(source, key, f"{path} cannot be made: {candidate} is not writable")
                 break
     except OSError as err:
         raise fail(source, key, f"{path} cannot be used as a folder ({err})") from None
