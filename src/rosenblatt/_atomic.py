@@ -7,6 +7,13 @@ never a partial file under the final name. The temporary name keeps the final
 suffix, so that writers choosing the format by extension (matplotlib, numpy)
 write the same bytes.
 
+The file is flushed to the disk (``fsync``) before the rename and the folder
+after it, so that a crash of the machine, not only of the process, leaves the
+previous file or the complete new one. :func:`atomic_directory` does the same
+for a folder of files. A temporary left behind by a process that was killed is
+removed by the next write of the same final name, once no process of its id
+runs any more.
+
 When the device runs out of space (``ENOSPC``, or ``EDQUOT`` for a quota) the
 temporary file is removed and a :class:`DiskFullError` names the final path,
 the bytes that were needed and the bytes free there.
@@ -14,15 +21,26 @@ the bytes that were needed and the bytes free there.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["DiskFullError", "atomic_write", "is_disk_full", "write_bytes", "write_text"]
+__all__ = [
+    "DiskFullError",
+    "atomic_directory",
+    "atomic_write",
+    "fsync_folder",
+    "fsync_tree",
+    "is_disk_full",
+    "write_bytes",
+    "write_text",
+]
 
 #: the errors of a device (or a quota) without space left
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -83,6 +101,74 @@ def _temporary_name(path: Path) -> Path:
     return path.with_name(f".{path.stem}.{token}.tmp{path.suffix}")
 
 
+#: a temporary name of :func:`_temporary_name` after its ``.<stem>``: the writer's process id
+_TOKEN = re.compile(r"\.(?P<pid>\d+)-[0-9a-f]{8}\.tmp")
+
+
+def _running(pid: int) -> bool:
+    """Whether a process of id ``pid`` runs on this machine."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it runs, as another user
+    return True
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+def _remove_stale(path: Path) -> None:
+    """Remove the temporaries of ``path`` left by processes that no longer run."""
+    prefix, suffix = f".{path.stem}", f"{path.suffix}"
+    try:
+        names = [e.name for e in os.scandir(path.parent) if e.name.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        if not name.endswith(suffix):
+            continue
+        found = _TOKEN.fullmatch(name[len(prefix) : len(name) - len(suffix)])
+        if found is not None and not _running(int(found["pid"])):
+            with contextlib.suppress(OSError):
+                _remove(path.parent / name)
+
+
+def fsync_folder(path: str | os.PathLike[str]) -> None:
+    """Flush a folder's entries (names created, renamed, removed) to the disk."""
+    try:
+        handle = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass  # some file systems cannot sync a folder; the rename is atomic all the same
+    finally:
+        os.close(handle)
+
+
+def fsync_tree(path: str | os.PathLike[str]) -> None:
+    """Flush a file, or every file and folder under a folder, to the disk."""
+    root = Path(path)
+    if not root.is_dir():
+        with open(root, "rb+") as handle:
+            os.fsync(handle.fileno())
+        return
+    for folder, _, files in os.walk(root):
+        for name in files:
+            fsync_tree(Path(folder, name))
+        fsync_folder(folder)
+
+
 @contextmanager
 def atomic_write(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path to write; rename it to ``path`` when the block succeeds.
@@ -117,16 +203,63 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[Path]:
     '{"n": 1}'
     """
     final = Path(path)
+    _remove_stale(final)
     tmp = _temporary_name(final)
     os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
     try:
         yield tmp
+        fsync_tree(tmp)
         os.replace(tmp, final)
+        fsync_folder(final.parent)
     except BaseException as err:
         written = tmp.stat().st_size if tmp.exists() else 0
         tmp.unlink(missing_ok=True)
         if is_disk_full(err) and not isinstance(err, DiskFullError):
             raise DiskFullError(final, written, exact=False) from err
+        raise
+
+
+@contextmanager
+def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a new temporary folder beside ``path``; it replaces ``path`` when the block succeeds.
+
+    The block fills the folder; on success its files are flushed to the disk
+    and it is renamed to ``path``. A folder already at ``path`` is first
+    renamed aside and removed once the new one took its place: a process
+    killed in between leaves no folder at ``path``, never a mixture of the
+    two, and the next write of ``path`` removes the one set aside. If the
+    block raises, the temporary folder is removed and ``path`` is left as it
+    was (a full device raises :class:`DiskFullError`).
+
+    Parameters
+    ----------
+    path : path-like
+        The final folder; its parent must exist.
+
+    Yields
+    ------
+    pathlib.Path
+        The (empty) folder to fill.
+    """
+    final = Path(path)
+    _remove_stale(final)
+    tmp = _temporary_name(final)
+    tmp.mkdir()
+    try:
+        yield tmp
+        fsync_tree(tmp)
+        old = None
+        if final.exists():
+            old = _temporary_name(final)
+            os.replace(final, old)
+        os.replace(tmp, final)
+        fsync_folder(final.parent)
+        if old is not None:
+            _remove(old)
+    except BaseException as err:
+        _remove(tmp)
+        if is_disk_full(err) and not isinstance(err, DiskFullError):
+            raise DiskFullError(final, 0, exact=False) from err
         raise
 
 
