@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rosenblatt.exceptions import MissingExtraError
+
 __all__ = [
     "DISTRIBUTIONS",
     "EXTRA_OF",
@@ -149,19 +151,6 @@ def missing_extras(extras: Iterable[str]) -> list[str]:
         for extra in dict.fromkeys(extras)
         if not all(importable(module) for module in PROVIDES[extra])
     ]
-
-
-class MissingExtraError(ModuleNotFoundError):
-    """An optional module is missing; the message names the extra that provides it.
-
-    A :class:`ModuleNotFoundError` (hence an :class:`ImportError`), so that code
-    catching those keeps working; :attr:`name` is the missing module and
-    :attr:`extras` the extras to install.
-    """
-
-    def __init__(self, message: str, *, name: str | None, extras: Iterable[str]) -> None:
-        super().__init__(message, name=name)
-        self.extras = tuple(extras)
 
 
 @contextmanager

@@ -14,11 +14,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.exceptions import SchemaError
+
 __all__ = ["SchemaError", "check_array", "check_domain"]
-
-
-class SchemaError(ValueError):
-    """A saved transform is malformed, of an unknown version, or inconsistent."""
 
 
 def check_array(

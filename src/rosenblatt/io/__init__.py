@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rosenblatt.exceptions import EventFileError
+
 if TYPE_CHECKING:
     import os
 
@@ -58,10 +60,6 @@ _LAZY_NAMES = {
     "read_parquet": "parquet",
     "write_parquet": "parquet",
 }
-
-
-class EventFileError(ValueError):
-    """An event file that cannot be used: damaged, empty, or without the expected content."""
 
 
 def event_format(path: str | os.PathLike[str]) -> str:

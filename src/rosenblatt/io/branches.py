@@ -29,6 +29,7 @@ import awkward as ak
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.exceptions import TreeFileError
 from rosenblatt.processors.quantities import (
     JET_FEATURES,
     Quantity,
@@ -60,10 +61,6 @@ EVENT_IDS = ("run", "luminosityBlock", "event")
 
 #: branches listed in a message about a missing one, at most
 _LISTED = 40
-
-
-class TreeFileError(ValueError):
-    """A file, tree or branch that a command needs is not there, or a value is not finite."""
 
 
 def require(module: str, extra: str, command: str) -> None:

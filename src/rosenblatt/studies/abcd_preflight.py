@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt.exceptions import PreflightError, UnreadableFileError
 from rosenblatt.processors.quantities import Quantity, closest
 from rosenblatt.studies.abcd_datasets import DatasetConfig
 
@@ -26,22 +27,6 @@ NANOAOD_EVENT_IDS = ("run", "luminosityBlock", "event")
 
 #: branches listed in a message about a missing one, at most
 _LISTED = 40
-
-
-class PreflightError(ValueError):
-    """A file, tree, branch or role the configuration needs is not there.
-
-    The message is ``<configuration>: <key>: <what is wrong>``; ``reason`` is
-    what is wrong alone.
-    """
-
-    def __init__(self, message: str, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.reason = message if reason is None else reason
-
-
-class UnreadableFileError(PreflightError):
-    """A file exists but cannot be read (``skip_bad_files`` leaves it out)."""
 
 
 def _one_line(err: BaseException) -> str:

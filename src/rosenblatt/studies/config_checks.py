@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rosenblatt.exceptions import ConfigError
+
 __all__ = [
     "ConfigError",
     "check_keys",
@@ -36,10 +38,6 @@ __all__ = [
 MAX_COUNT = 2**63 - 1
 #: the largest seed (the generators of numpy, scikit-learn and torch all take it)
 MAX_SEED = 2**32 - 1
-
-
-class ConfigError(ValueError):
-    """A configuration key is unknown, missing or of the wrong type."""
 
 
 def fail(source: str, key: str, what: str) -> ConfigError:

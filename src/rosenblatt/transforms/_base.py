@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 
 from rosenblatt._awkward import apply_flat
 from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_same_length
+from rosenblatt.exceptions import NaNInputWarning, NotFittedError
 from rosenblatt.transforms import _observables
 
 if TYPE_CHECKING:
@@ -153,19 +154,6 @@ class Kinks(NamedTuple):
     x: NDArray[np.float64]
     y: NDArray[np.float64]
     spread: float
-
-
-class NotFittedError(ValueError, AttributeError):
-    """Raised when a transform is used before :meth:`~ConditionalCDFTransform.fit`.
-
-    A :class:`ValueError` and an :class:`AttributeError`, as
-    ``sklearn.exceptions.NotFittedError``: ``hasattr`` on a learned property
-    of an unfitted transform is ``False``.
-    """
-
-
-class NaNInputWarning(RuntimeWarning):
-    """Issued by ``transform(..., nan_policy="propagate")``: how many events came out NaN."""
 
 
 @dataclasses.dataclass(frozen=True)
