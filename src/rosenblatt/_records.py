@@ -1,0 +1,192 @@
+"""Records that a cached step finished, and the check of its files on reuse.
+
+A step that caches files for later runs writes, after every file it produced,
+a *record*: a small JSON file holding what the step was computed from (its
+``inputs``) and the size and BLAKE2b content hash of each file it produced.
+The record is written last and atomically (:mod:`rosenblatt._atomic`), so a
+step killed before the end leaves no record and is computed again.
+
+On reuse, :func:`check_record` compares the inputs, then each file's size and
+its hash (read once, streamed). A file that is missing, truncated or altered
+after it was written is named in one logged line and the step is computed
+again; under :func:`refusing_corrupt_cache` (``rosenblatt run
+--refuse-corrupt-cache``) a :class:`CorruptCacheError` is raised instead.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rosenblatt._atomic import write_text
+
+__all__ = [
+    "RECORD_FORMAT",
+    "CorruptCacheError",
+    "check_files",
+    "check_record",
+    "corrupt",
+    "file_digest",
+    "file_entries",
+    "read_record",
+    "refusing_corrupt_cache",
+    "write_record",
+]
+
+log = logging.getLogger("rosenblatt.cache")
+
+#: the ``format`` of a record file
+RECORD_FORMAT = "rosenblatt-cache-record"
+
+#: the hash recorded for each file
+HASH = "blake2b"
+
+_BLOCK = 1 << 20
+_refuse: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "refuse_corrupt_cache", default=False
+)
+
+
+class CorruptCacheError(ValueError):
+    """A cached file was truncated or altered after it was written, and reuse is refused."""
+
+
+@contextmanager
+def refusing_corrupt_cache(refuse: bool = True) -> Iterator[None]:
+    """Within the block, a corrupt cached file raises :class:`CorruptCacheError`.
+
+    Outside it (the default) the file is named in one logged line and its step
+    computed again.
+    """
+    token = _refuse.set(bool(refuse))
+    try:
+        yield
+    finally:
+        _refuse.reset(token)
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """The BLAKE2b hash (hex) of a file's content, read in blocks of 1 MiB."""
+    digest = hashlib.blake2b(digest_size=32)
+    with open(path, "rb") as handle:
+        while block := handle.read(_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_entries(
+    folder: str | os.PathLike[str], paths: Iterable[str | os.PathLike[str]]
+) -> dict[str, dict[str, Any]]:
+    """Size and hash of each file, keyed by its path relative to ``folder``."""
+    base = Path(folder)
+    entries = {}
+    for path in paths:
+        file_path = Path(path) if Path(path).is_absolute() else base / path
+        entries[os.path.relpath(file_path, base)] = {
+            "size": file_path.stat().st_size,
+            HASH: file_digest(file_path),
+        }
+    return dict(sorted(entries.items()))
+
+
+def _damage(path: Path, entry: Mapping[str, Any]) -> str | None:
+    """What is wrong with a recorded file, or ``None`` when it is intact."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return "is missing"
+    if size != entry.get("size"):
+        return f"is truncated or altered ({size} bytes, {entry.get('size')} when written)"
+    if file_digest(path) != entry.get(HASH):
+        return "was altered after it was written (its content hash differs)"
+    return None
+
+
+def corrupt(path: str | os.PathLike[str], what: str) -> None:
+    """Report a corrupt cached file: one logged line, or :class:`CorruptCacheError` when refusing."""
+    if _refuse.get():
+        msg = (
+            f"cached file {path} {what}; refusing to reuse it (--refuse-corrupt-cache): "
+            "remove it to compute it again"
+        )
+        raise CorruptCacheError(msg)
+    log.warning("cached file %s %s: computing it again", path, what)
+
+
+def check_files(folder: str | os.PathLike[str], entries: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether every recorded file under ``folder`` has its recorded size and hash.
+
+    The first file that does not is reported by :func:`corrupt`.
+    """
+    for name, entry in entries.items():
+        path = Path(folder) / name
+        what = _damage(path, entry)
+        if what is not None:
+            corrupt(path, what)
+            return False
+    return True
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def write_record(
+    record: str | os.PathLike[str],
+    outputs: Iterable[str | os.PathLike[str]],
+    inputs: Mapping[str, Any],
+) -> None:
+    """Record that a step finished: its ``inputs`` and the size and hash of each output.
+
+    Call it after every output is in place; paths are kept relative to the
+    record's folder.
+    """
+    path = Path(record)
+    document = {
+        "format": RECORD_FORMAT,
+        "inputs": _jsonable(dict(inputs)),
+        "files": file_entries(path.parent, outputs),
+    }
+    write_text(path, json.dumps(document, indent=1, sort_keys=True) + "\n")
+
+
+def read_record(record: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The record's content; ``None`` when there is none. A damaged record is reported."""
+    path = Path(record)
+    if not path.is_file():
+        return None
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        document = None
+    if (
+        not isinstance(document, dict)
+        or document.get("format") != RECORD_FORMAT
+        or not isinstance(document.get("files"), dict)
+    ):
+        corrupt(path, "is not a readable record")
+        return None
+    return document
+
+
+def check_record(record: str | os.PathLike[str], inputs: Mapping[str, Any]) -> bool:
+    """Whether the step of ``record`` finished from ``inputs`` and its files are intact.
+
+    ``False`` when there is no record (the step never finished), when it was
+    computed from other inputs, or when one of its files is missing, truncated
+    or altered (reported by :func:`corrupt`, which raises when refusing).
+    """
+    document = read_record(record)
+    if document is None:
+        return False
+    if document.get("inputs") != _jsonable(dict(inputs)):
+        log.info("%s was computed from other inputs: computing it again", record)
+        return False
+    return check_files(Path(record).parent, document["files"])
