@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 
 from rosenblatt.abcd import cut_axes, process_axis
 from rosenblatt.hep.features import JET_RADIUS
-from rosenblatt.processors.binned_sums import binned_sums, flow_index
+from rosenblatt.processors.binned_sums import binned_sums, binned_sums_of_values, flow_index
 from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk_file_name
 
 __all__ = [
@@ -50,6 +50,8 @@ __all__ = [
     "PlaneBinning",
     "Variant",
     "abcd_histogram",
+    "add_to_histogram",
+    "add_values_to_histogram",
     "empty_output",
     "fill_variants",
     "plane_histogram",
@@ -180,11 +182,12 @@ def fill_variants(
             keep = ~((process == DATA) & (x >= box[0]) & (values >= box[1]))
         for name in ("abcd", "plane") if variant.replica_of is None else ("replicas",):
             h = output[name][variant.name]
-            x_bin, y_bin = x_bins[name], flow_index(h.axes["y"], values)
             if keep is None:
-                add_to_histogram(h, dataset, x_bin, y_bin, process, weight)
+                add_values_to_histogram(h, dataset, x_bins[name], values, process, weight)
             else:
-                add_to_histogram(h, dataset, x_bin[keep], y_bin[keep], process[keep], weight[keep])
+                add_values_to_histogram(
+                    h, dataset, x_bins[name][keep], values[keep], process[keep], weight[keep]
+                )
 
 
 def add_to_histogram(
@@ -204,24 +207,58 @@ def add_to_histogram(
     the histogram's view, without per-event work on the two category axes,
     which are constant over a chunk.
     """
-    first = int(process[0]) if len(process) else 0
-    labels = [first] if not len(process) or (process == first).all() else np.unique(process)
     shape = (len(h.axes["x"]) + 2, len(h.axes["y"]) + 2)
-    for label in (int(v) for v in labels):
-        if dataset not in h.axes["dataset"] or label not in h.axes["process"]:
-            # a zero-weight entry grows the category axes and adds nothing
-            h.fill(dataset=dataset, x=[0.0], y=[0.0], process=[label], weight=[0.0])
-        mine = None if len(labels) == 1 else process == label
-        sums, squares = binned_sums(
-            x_bin if mine is None else x_bin[mine],
-            y_bin if mine is None else y_bin[mine],
-            weight if mine is None else weight[mine],
-            shape,
+    for label, mine in _process_groups(process):
+        x_mine, y_mine, weight_mine = _pick(mine, x_bin, y_bin, weight)
+        _add_sums(h, dataset, label, binned_sums(x_mine, y_mine, weight_mine, shape))
+
+
+def add_values_to_histogram(
+    h: hist.Hist,
+    dataset: str,
+    x_bin: NDArray[np.intp],
+    y: NDArray[np.float64],
+    process: NDArray[np.int64],
+    weight: NDArray[np.float64],
+) -> None:
+    """:func:`add_to_histogram` from the events' ``y`` values, their bins found on the way."""
+    shape = (len(h.axes["x"]) + 2, len(h.axes["y"]) + 2)
+    for label, mine in _process_groups(process):
+        x_mine, y_mine, weight_mine = _pick(mine, x_bin, y, weight)
+        _add_sums(
+            h,
+            dataset,
+            label,
+            binned_sums_of_values(x_mine, h.axes["y"], y_mine, weight_mine, shape),
         )
-        view: Any = h.view(flow=True)
-        d, p = h.axes["dataset"].index(dataset), h.axes["process"].index(label)
-        view.value[d, :, :, p] += sums
-        view.variance[d, :, :, p] += squares
+
+
+def _process_groups(process: NDArray[np.int64]) -> list[tuple[int, NDArray[np.bool_] | None]]:
+    """Each process label present, with the mask of its events (``None``: all of them)."""
+    first = int(process[0]) if len(process) else 0
+    if not len(process) or (process == first).all():
+        return [(first, None)]
+    return [(int(label), process == label) for label in np.unique(process)]
+
+
+def _pick(mine: NDArray[np.bool_] | None, *arrays: NDArray[Any]) -> tuple[NDArray[Any], ...]:
+    return arrays if mine is None else tuple(a[mine] for a in arrays)
+
+
+def _add_sums(
+    h: hist.Hist,
+    dataset: str,
+    label: int,
+    sums: tuple[NDArray[np.float64], NDArray[np.float64]],
+) -> None:
+    """Add per-bin sums of weights and squared weights to the ``(dataset, label)`` slice."""
+    if dataset not in h.axes["dataset"] or label not in h.axes["process"]:
+        # a zero-weight entry grows the category axes and adds nothing
+        h.fill(dataset=dataset, x=[0.0], y=[0.0], process=[label], weight=[0.0])
+    view: Any = h.view(flow=True)
+    d, p = h.axes["dataset"].index(dataset), h.axes["process"].index(label)
+    view.value[d, :, :, p] += sums[0]
+    view.variance[d, :, :, p] += sums[1]
 
 
 def write_skim(
