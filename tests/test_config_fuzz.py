@@ -361,11 +361,11 @@ def _validation(study: str) -> Callable[[dict[str, Any], Path], dict[str, Any]]:
 
             FairnessConfig.parse(config)
         elif study == "lhco":
-            from rosenblatt.studies.lhco_config import LhcoConfig
+            from rosenblatt.studies.lhco.config import LhcoConfig
 
             LhcoConfig.parse(config)
         else:
-            from rosenblatt.studies.lhco_2d_config import Lhco2dConfig
+            from rosenblatt.studies.lhco.config_2d import Lhco2dConfig
 
             Lhco2dConfig.parse(config)
         return {}

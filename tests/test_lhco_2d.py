@@ -10,8 +10,8 @@ import pytest
 
 from rosenblatt.config import load_config
 from rosenblatt.studies.config_checks import ConfigError
-from rosenblatt.studies.lhco_2d_config import Lhco2dConfig
-from rosenblatt.studies.lhco_config import LhcoConfig
+from rosenblatt.studies.lhco.config import LhcoConfig
+from rosenblatt.studies.lhco.config_2d import Lhco2dConfig
 
 #: the sections of an LHCO configuration that the 2-d study does not take
 LHCO_ONLY = ("irgi", "kde", "selection", "abcd", "permutations", "statistics", "peers")
@@ -54,7 +54,7 @@ def test_a_feature_table_without_the_new_columns_is_computed_again(tmp_path: Pat
 
     from rosenblatt.io.parquet import write_parquet
     from rosenblatt.processors.dijet import empty_table
-    from rosenblatt.studies.lhco import _cached_table_current
+    from rosenblatt.studies.lhco.study import _cached_table_current
 
     table, stamp = tmp_path / "features.parquet", tmp_path / "features.json"
     stamp.write_text(json.dumps({"qcd": [1, 2]}))

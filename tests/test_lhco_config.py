@@ -11,7 +11,7 @@ import pytest
 
 from rosenblatt.config import load_config
 from rosenblatt.studies.config_checks import ConfigError
-from rosenblatt.studies.lhco_config import LhcoConfig
+from rosenblatt.studies.lhco.config import LhcoConfig
 
 LHCO_CONFIGS = ("lhco-smoke", "lhco-quick", "lhco-paper", "lhco-full")
 
@@ -87,7 +87,7 @@ def test_mistakes_name_key_and_file(edit: Any, key: str, what: str) -> None:
 
 
 def test_run_refuses_a_bad_configuration_before_any_step(tmp_path: Path) -> None:
-    from rosenblatt.studies.lhco import run
+    from rosenblatt.studies.lhco.study import run
 
     config = _broken(lambda c: c["data"].update(folder=str(tmp_path / "data"), chunk_size=0))
     with pytest.raises(ConfigError, match=r"data\.chunk_size"):

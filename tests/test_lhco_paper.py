@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rosenblatt.studies.lhco_paper import PAPER, paper_comparison, paper_table
+from rosenblatt.studies.lhco.paper import PAPER, paper_comparison, paper_table
 
 
 def _entry(**values: Any) -> dict[str, Any]:

@@ -158,7 +158,7 @@ def test_statistics_in_summary_and_report(study: Path) -> None:
 def test_closure_replicas_continue_the_ensemble() -> None:
     """The closure test's transform replicas: the ensemble's, then the draws an ensemble of more replicas makes."""
     import rosenblatt as rb
-    from rosenblatt.studies.lhco_statistics import _closure_replicas
+    from rosenblatt.studies.lhco.statistics import _closure_replicas
 
     rng = np.random.default_rng(5)
     x, y = rng.uniform(2000.0, 4000.0, 3000), rng.uniform(0.0, 1.0, 3000)

@@ -15,8 +15,8 @@ STUDIES = {
     "abcd": "abcd",
     "blobs": "blobs",
     "fairness": "fairness",
-    "lhco": "lhco",
-    "lhco-2d": "lhco_2d",
+    "lhco": "lhco.study",
+    "lhco-2d": "lhco.study_2d",
 }
 
 #: ``study:`` key -> the extras every study of that kind needs

@@ -287,7 +287,7 @@ def _likelihood(
         observed_upper_limit,
         pyhf_workspace,
     )
-    from rosenblatt.studies.lhco_statistics import MAX_NONCLOSURE, quiet_pyhf
+    from rosenblatt.studies.lhco.statistics import MAX_NONCLOSURE, quiet_pyhf
 
     n_a, n_b, n_c, n_d = data
     if min(n_b, n_c, n_d, signal[0]) <= 0:

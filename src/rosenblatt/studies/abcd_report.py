@@ -75,7 +75,7 @@ def write_likelihoods(
     workspace's file name (or a note when pyhf is missing or the cut holds
     no signal in A or no background in a control region).
     """
-    from rosenblatt.studies.lhco_statistics import likelihood_at_cut
+    from rosenblatt.studies.lhco.statistics import likelihood_at_cut
 
     try:
         import pyhf  # noqa: F401

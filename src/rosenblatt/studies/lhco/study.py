@@ -10,7 +10,7 @@ best baseline; all four are compared in the DCC-AUC plane and in the ABCD
 closure test over a grid of cuts.
 
 The study is a sequence of named steps (:data:`STEPS`), each timed; the
-configuration is validated first (:class:`~rosenblatt.studies.lhco_config.LhcoConfig`).
+configuration is validated first (:class:`~rosenblatt.studies.lhco.config.LhcoConfig`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from numpy.typing import NDArray
 
 import rosenblatt as rb
 from rosenblatt.abcd import ClosureScan, abcd_histogram, closure_scan
-from rosenblatt.studies.lhco_config import CLASSES, PARTS, LhcoConfig
-from rosenblatt.studies.lhco_paper import paper_comparison
-from rosenblatt.studies.lhco_results import Closure, Decorrelation
+from rosenblatt.studies.lhco.config import CLASSES, PARTS, LhcoConfig
+from rosenblatt.studies.lhco.paper import paper_comparison
+from rosenblatt.studies.lhco.results import Closure, Decorrelation
 
 __all__ = [
     "CLASSIFIERS",
@@ -351,7 +351,7 @@ def _close(
     fits: Decorrelation,
 ) -> Closure:
     """ABCD closure of every classifier on the testing sample, then uncertainties and likelihoods."""
-    from rosenblatt.studies.lhco_statistics import StatisticsInput, statistics
+    from rosenblatt.studies.lhco.statistics import StatisticsInput, statistics
 
     best, disco = models
     test, val = samples["testing"], samples["validation"]
@@ -570,7 +570,7 @@ def _write_report(
     closure: Closure,
 ) -> None:
     """Figures and ``report.md``."""
-    from rosenblatt.studies.lhco_report import figures, report
+    from rosenblatt.studies.lhco.report import figures, report
 
     test = samples["testing"]
     mjj, label = np.asarray(test["mjj"], dtype=np.float64), np.asarray(test["label"])
