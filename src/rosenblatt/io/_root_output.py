@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rosenblatt._atomic import atomic_write
 from rosenblatt.io import EventFileError, check_input_file
 
 __all__ = ["SETTINGS_KEY", "SUMMARY_KEY", "read_metadata", "replaced_when_complete"]
@@ -81,18 +81,14 @@ def replaced_when_complete(path: str | os.PathLike[str]) -> Iterator[Path]:
     Yields
     ------
     pathlib.Path
-        A new file name in the same folder (so that the move is atomic), not yet
-        created.
+        A new, empty file in the same folder (so that the move is atomic), to
+        be overwritten by the writer.
 
     Notes
     -----
     If the block raises (or is interrupted), the temporary file is removed and
-    whatever was at ``path`` before stays untouched.
+    whatever was at ``path`` before stays untouched
+    (:func:`rosenblatt._atomic.atomic_write`).
     """
-    final = Path(path)
-    temporary = final.with_name(f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
+    with atomic_write(path) as temporary:
         yield temporary
-        os.replace(temporary, final)
-    finally:
-        temporary.unlink(missing_ok=True)

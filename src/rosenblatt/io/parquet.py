@@ -1,7 +1,8 @@
 """Parquet files of awkward arrays: particle tables and per-event feature tables.
 
 Any awkward array of records (jagged fields included) is written with
-:func:`awkward.to_parquet` and read back with :func:`awkward.from_parquet`,
+:func:`awkward.to_parquet` (completely or not at all: under a temporary name,
+then renamed) and read back with :func:`awkward.from_parquet`,
 whole (:func:`read_parquet`) or one row group at a time (:func:`iter_parquet`).
 Particle records (``pt``, ``eta``, ``phi``) are checked to hold as many of each
 per event, and read without an ``entry`` field get one, the row number in the
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import awkward as ak
 import numpy as np
 
+from rosenblatt._atomic import atomic_write
 from rosenblatt.io import EventFileError, check_input_file
 from rosenblatt.io._probe import check_opens
 
@@ -51,7 +53,8 @@ def write_parquet(
     """
     if not ak.fields(array):
         raise ValueError(f"array: expected records with named fields, got type {array.type}")
-    ak.to_parquet(array, str(path), row_group_size=row_group_size)
+    with atomic_write(path) as temporary:
+        ak.to_parquet(array, str(temporary), row_group_size=row_group_size)
 
 
 def parquet_columns(path: str | os.PathLike[str]) -> list[str]:
