@@ -159,7 +159,7 @@ def test_bad_depth(sample, depth) -> None:
 
 def test_propagate_on_a_transform_read_from_correctionlib(sample, tmp_path) -> None:
     pytest.importorskip("correctionlib")
-    from rosenblatt.io.correctionlib import write_correctionlib
+    from rosenblatt.correctionlib import write_correctionlib
 
     fitted = rb.IRGI(3).fit(*sample)
     path = tmp_path / "gamma.json"

@@ -207,7 +207,7 @@ def test_tampered_ensembles_are_refused(sample, ensemble, tmp_path: Path) -> Non
 
 def test_correctionlib_export(sample, tmp_path: Path) -> None:
     correctionlib = pytest.importorskip("correctionlib")
-    from rosenblatt.io.correctionlib import write_correctionlib
+    from rosenblatt.correctionlib import write_correctionlib
 
     x, y = sample
     ensemble = rb.bootstrap(rb.IRGI(depth=3), x, y, n=5, seed=1)
@@ -237,7 +237,7 @@ def test_correctionlib_export(sample, tmp_path: Path) -> None:
 
 
 def test_correctionlib_export_of_a_kde_ensemble_is_refused(sample) -> None:
-    from rosenblatt.io.correctionlib import correctionlib_document
+    from rosenblatt.correctionlib import correctionlib_document
 
     ensemble = rb.bootstrap(rb.KDE(sigma_r=0.2), *sample, n=2)
     with pytest.raises(TypeError, match="grid transforms"):

@@ -18,13 +18,13 @@ from scipy.special import expit
 
 import rosenblatt as rb
 from rosenblatt.cli import main as cli_main
-from rosenblatt.io._correctionlib_numbers import ExactNumbers, rapidjson_double
-from rosenblatt.io.correctionlib import (
+from rosenblatt.correctionlib import (
     DEFAULT_NAME,
     TabulatedTransform,
     read_correctionlib,
     write_correctionlib,
 )
+from rosenblatt.correctionlib._numbers import ExactNumbers, rapidjson_double
 
 correctionlib = pytest.importorskip("correctionlib")
 

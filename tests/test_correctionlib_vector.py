@@ -13,13 +13,13 @@ import rosenblatt as rb
 from rosenblatt._schema import SchemaError
 from rosenblatt.cli import main as cli_main
 from rosenblatt.closed_forms import VECTOR_CASES
-from rosenblatt.io._correctionlib_vector import check_points, tabulate
-from rosenblatt.io.correctionlib import (
+from rosenblatt.correctionlib import (
     correctionlib_document,
     read_correctionlib,
     to_correctionlib,
     write_correctionlib,
 )
+from rosenblatt.correctionlib._vector import check_points, tabulate
 
 correctionlib = pytest.importorskip("correctionlib")
 

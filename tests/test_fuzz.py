@@ -211,7 +211,7 @@ class Catalogue(dict):
 @pytest.fixture(scope="module")
 def saved_transforms() -> dict[str, tuple[str, rb.IRGI | rb.KDE]]:
     """Saved JSON and correctionlib texts of small fitted transforms."""
-    from rosenblatt.io.correctionlib import correctionlib_document
+    from rosenblatt.correctionlib import correctionlib_document
 
     x, y = bivariate_normal(600, seed=5)
     weight = np.random.default_rng(6).uniform(0.5, 1.5, len(x))

@@ -14,7 +14,7 @@ pytest.importorskip("correctionlib")
 
 
 def test_grid_kde_save_load_and_correctionlib(tmp_path: Path) -> None:
-    from rosenblatt.io.correctionlib import write_correctionlib
+    from rosenblatt.correctionlib import write_correctionlib
 
     x, y = bivariate_normal(20_000, seed=1)
     xq, yq = bivariate_normal(2000, seed=2)
@@ -28,7 +28,7 @@ def test_grid_kde_save_load_and_correctionlib(tmp_path: Path) -> None:
 
 
 def test_automatic_kde_exports(tmp_path: Path) -> None:
-    from rosenblatt.io.correctionlib import write_correctionlib
+    from rosenblatt.correctionlib import write_correctionlib
 
     x, y = bivariate_normal(3000, seed=3)
     t = rb.KDE("auto").fit(x, y)

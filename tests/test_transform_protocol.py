@@ -16,7 +16,7 @@ import pytest
 from toy_transform import ShiftedUniform
 
 import rosenblatt as rb
-from rosenblatt.io.correctionlib import TabulatedTransform, read_correctionlib, write_correctionlib
+from rosenblatt.correctionlib import TabulatedTransform, read_correctionlib, write_correctionlib
 from rosenblatt.transforms._base import transform_classes
 
 

@@ -71,7 +71,7 @@ def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTrans
     """Rebuild a transform from JSON text written by :func:`dumps`."""
     document = _parse(text, source)
     if "corrections" in document and "schema_version" in document:
-        from rosenblatt.io.correctionlib_import import from_correctionlib
+        from rosenblatt.correctionlib import from_correctionlib
 
         return from_correctionlib(document, source=source)
     _check_version(document, source)
@@ -159,7 +159,7 @@ def _transform_class(
 def load(path: str | Path) -> ConditionalCDFTransform:
     """Load a transform saved with :meth:`~ConditionalCDFTransform.save`.
 
-    Also reads correctionlib files written by :func:`rosenblatt.io.correctionlib.to_correctionlib`.
+    Also reads correctionlib files written by :func:`rosenblatt.correctionlib.to_correctionlib`.
 
     Raises
     ------
@@ -178,8 +178,8 @@ def load(path: str | Path) -> ConditionalCDFTransform:
 def _to_correctionlib(
     transform: ConditionalCDFTransform, name: str, **options: Any
 ) -> correctionlib.schemav2.CorrectionSet:
-    """:func:`rosenblatt.io.correctionlib.to_correctionlib`, imported on first use."""
-    from rosenblatt.io.correctionlib_export import to_correctionlib
+    """:func:`rosenblatt.correctionlib.to_correctionlib`, imported on first use."""
+    from rosenblatt.correctionlib import to_correctionlib
 
     return to_correctionlib(transform, name, **options)
 
@@ -187,8 +187,8 @@ def _to_correctionlib(
 def _write_correctionlib(
     transform: ConditionalCDFTransform, path: str | Path, name: str, **options: Any
 ) -> dict[str, Any]:
-    """:func:`rosenblatt.io.correctionlib.write_correctionlib`, imported on first use."""
-    from rosenblatt.io.correctionlib_export import write_correctionlib
+    """:func:`rosenblatt.correctionlib.write_correctionlib`, imported on first use."""
+    from rosenblatt.correctionlib import write_correctionlib
 
     return write_correctionlib(transform, path, name, **options)
 
@@ -196,15 +196,15 @@ def _write_correctionlib(
 def _correctionlib_document(
     transform: ConditionalCDFTransform, name: str, **options: Any
 ) -> dict[str, Any]:
-    """:func:`rosenblatt.io.correctionlib.correctionlib_document`, imported on first use."""
-    from rosenblatt.io.correctionlib_export import correctionlib_document
+    """:func:`rosenblatt.correctionlib.correctionlib_document`, imported on first use."""
+    from rosenblatt.correctionlib import correctionlib_document
 
     return correctionlib_document(transform, name, **options)
 
 
 def _from_correctionlib(document: Any) -> ConditionalCDFTransform:
-    """:func:`rosenblatt.io.correctionlib.from_correctionlib`, imported on first use."""
-    from rosenblatt.io.correctionlib_import import from_correctionlib
+    """:func:`rosenblatt.correctionlib.from_correctionlib`, imported on first use."""
+    from rosenblatt.correctionlib import from_correctionlib
 
     return from_correctionlib(document)
 

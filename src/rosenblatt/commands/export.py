@@ -18,15 +18,16 @@ correctionlib evaluates the file from Python and C++ (`correction config` gives 
 `rosenblatt.load` reads it back.
 
 A transform fitted on k protected observables gives a correction of the inputs x1, ..., xk
-and y: a GridKDE exactly (its tensor grid), IRGI and KDE tabulated on a regular grid of
---x-nodes per axis and --y-nodes values of y, with the measured difference in the
-description. These files are not read back.
+and y: a GridKDE (its tensor grid) and an IRGI (its nested cells) exactly, unless --x-nodes
+or --y-nodes is given; KDE, an IRGI read from a file of k-d cells, or any transform given
+those options, tabulated on a regular grid of --x-nodes per axis and --y-nodes values of y,
+with the measured difference in the description. These files are not read back.
 """
 
 
 def add_parser(subparsers: Any) -> None:
     """Add the ``export`` sub-command to ``subparsers``."""
-    from rosenblatt.io._correctionlib_layout import DEFAULT_NAME
+    from rosenblatt.correctionlib._layout import DEFAULT_NAME
 
     parser = subparsers.add_parser(
         "export",
@@ -59,7 +60,7 @@ def add_parser(subparsers: Any) -> None:
         type=int,
         default=None,
         help="several observables: tabulate on this many nodes per axis (default: 25 for two "
-        "observables, 11 for three; a GridKDE is written exactly unless given)",
+        "observables, 11 for three; a GridKDE or an IRGI is written exactly unless given)",
     )
     parser.add_argument(
         "--y-nodes",
@@ -82,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt export``; return the exit status."""
     from pathlib import Path
 
-    from rosenblatt.io.correctionlib import write_correctionlib
+    from rosenblatt.correctionlib import write_correctionlib
     from rosenblatt.serialization import load
 
     try:

@@ -11,7 +11,7 @@ readers and writers without importing them:
   for their format with :func:`register_writer`. :mod:`rosenblatt.serialization`,
   imported with :mod:`rosenblatt`, registers ``"json"``
   (:func:`rosenblatt.serialization.save`) and the correctionlib formats
-  (:mod:`rosenblatt.io.correctionlib`); :func:`register_reader` connects a
+  (:mod:`rosenblatt.correctionlib`); :func:`register_reader` connects a
   reader the same way.
 
 A transform says what an exported table needs to know of it through methods
@@ -472,7 +472,7 @@ class ConditionalCDFTransform(ABC):
         """Return the transform as a correctionlib ``CorrectionSet``.
 
         Uses the ``"correctionlib"`` writer of :func:`register_writer`: see
-        :func:`rosenblatt.io.correctionlib.to_correctionlib` for the options.
+        :func:`rosenblatt.correctionlib.to_correctionlib` for the options.
         """
         return _writer("correctionlib")(self, name, **options)
 

@@ -128,7 +128,7 @@ class TransformEnsemble(ConditionalCDFTransform):
     the replicas' states; a replica's entries equal to the nominal's (the
     defining events of a KDE) are stored once. :meth:`to_correctionlib`
     writes one correction with a string input ``variation`` (see
-    :func:`rosenblatt.io.correctionlib.correctionlib_document`).
+    :func:`rosenblatt.correctionlib.correctionlib_document`).
     """
 
     kind: ClassVar[str] = "ensemble"

@@ -1,7 +1,7 @@
 """The transform read back from a correctionlib file written by rosenblatt.
 
 The file holds ``gamma`` as a :class:`Table` of bins (see
-:mod:`rosenblatt.io.correctionlib` for the layout); :func:`evaluate` computes
+:mod:`rosenblatt.correctionlib` for the layout); :func:`evaluate` computes
 it as correctionlib does, with the same bins and the same arithmetic.
 """
 
