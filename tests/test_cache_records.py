@@ -83,9 +83,16 @@ def test_a_damaged_file_is_named_in_one_line(
     assert not check_record(record, {"seed": 3, "n": [1, 2]})
 
 
-def test_a_damaged_record_is_not_trusted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("damage", ["truncate", "digit"])
+def test_a_damaged_record_is_not_trusted(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
     record = _step(tmp_path)
-    record.write_text(record.read_text()[:-10])
+    text = record.read_text()
+    if damage == "truncate":
+        record.write_text(text[:-10])
+    else:  # still valid JSON, the recorded size changed
+        record.write_text(text.replace('"size": 10240', '"size": 10241'))
     with caplog.at_level(logging.INFO, logger="rosenblatt.cache"):
         assert not check_record(record, {"seed": 3, "n": [1, 2]})
     assert [str(record) in r.getMessage() for r in caplog.records] == [True]

@@ -35,8 +35,10 @@ __all__ = [
     "corrupt",
     "file_digest",
     "file_entries",
+    "is_sealed",
     "read_record",
     "refusing_corrupt_cache",
+    "seal",
     "write_record",
 ]
 
@@ -138,6 +140,24 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
+def _checksum(document: Mapping[str, Any]) -> str:
+    body = {key: value for key, value in document.items() if key != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def seal(document: Mapping[str, Any]) -> dict[str, Any]:
+    """``document`` with a ``checksum`` of its own content, so that an altered copy is seen."""
+    body = _jsonable(dict(document))
+    body.pop("checksum", None)
+    return {**body, "checksum": _checksum(body)}
+
+
+def is_sealed(document: Any) -> bool:
+    """Whether ``document`` (read back from JSON) still matches the checksum :func:`seal` gave it."""
+    return isinstance(document, dict) and document.get("checksum") == _checksum(document)
+
+
 def write_record(
     record: str | os.PathLike[str],
     outputs: Iterable[str | os.PathLike[str]],
@@ -149,11 +169,13 @@ def write_record(
     record's folder.
     """
     path = Path(record)
-    document = {
-        "format": RECORD_FORMAT,
-        "inputs": _jsonable(dict(inputs)),
-        "files": file_entries(path.parent, outputs),
-    }
+    document = seal(
+        {
+            "format": RECORD_FORMAT,
+            "inputs": _jsonable(dict(inputs)),
+            "files": file_entries(path.parent, outputs),
+        }
+    )
     write_text(path, json.dumps(document, indent=1, sort_keys=True) + "\n")
 
 
@@ -167,11 +189,11 @@ def read_record(record: str | os.PathLike[str]) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, ValueError):
         document = None
     if (
-        not isinstance(document, dict)
+        not is_sealed(document)
         or document.get("format") != RECORD_FORMAT
         or not isinstance(document.get("files"), dict)
     ):
-        corrupt(path, "is not a readable record")
+        corrupt(path, "is not a readable record (truncated or altered)")
         return None
     return document
 
