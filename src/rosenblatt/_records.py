@@ -148,7 +148,7 @@ def _checksum(document: Mapping[str, Any]) -> str:
 
 def seal(document: Mapping[str, Any]) -> dict[str, Any]:
     """``document`` with a ``checksum`` of its own content, so that an altered copy is seen."""
-    body = _jsonable(dict(document))
+    body = json.loads(json.dumps(dict(document), default=str))
     body.pop("checksum", None)
     return {**body, "checksum": _checksum(body)}
 

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._atomic import atomic_write, write_text
+from rosenblatt._records import check_files, corrupt, is_sealed
 from rosenblatt.ml.files import model_file
 from rosenblatt.ml.tables import (
     EventArrays,
@@ -44,7 +46,14 @@ from rosenblatt.ml.tables import (
     table_name,
     with_columns,
 )
-from rosenblatt.ml.training import KINDS, TrainedModel, make_options, train_on_arrays
+from rosenblatt.ml.training import (
+    KINDS,
+    RECORD_KEYS,
+    TrainedModel,
+    make_options,
+    train_on_arrays,
+    write_model_metadata,
+)
 
 __all__ = ["ModelSpec", "ScanResult", "plan_scan", "run_scan"]
 
@@ -272,7 +281,20 @@ def _finished(spec: ModelSpec, models_dir: Path, identity: dict[str, Any]) -> di
     path = model_file(models_dir / spec.name, ".json")
     if not path.is_file():
         return None
-    metadata = json.loads(path.read_text())
+    try:
+        metadata = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        metadata = None
+    if not isinstance(metadata, dict):
+        corrupt(path, "is not readable (truncated or altered)")
+        return None
+    if any(key in metadata for key in RECORD_KEYS):
+        if not is_sealed(metadata):
+            corrupt(path, "was altered after it was written (its checksum differs)")
+            return None
+        if not check_files(models_dir, metadata.get("files") or {}):
+            return None
+    metadata = {key: value for key, value in metadata.items() if key not in RECORD_KEYS}
     stored = {key: metadata.get(key) for key in _IDENTITY_KEYS}
     stored["options"] = _model_options(stored["options"] or {})
     # JSON turns tuples into lists; compare through the same round trip
@@ -331,8 +353,9 @@ def _train_and_save(
     )
     stem = models_dir / spec.name
     scores: dict[str, Any] = {name: model.predict_arrays(s) for name, s in arrays.items()}
-    np.savez(model_file(stem, ".scores.npz"), **scores)
-    model.save(stem)
+    with atomic_write(model_file(stem, ".scores.npz")) as temporary:
+        np.savez(temporary, **scores)
+    model.save(stem, with_files=[model_file(stem, ".scores.npz")])
     return model.metadata
 
 
@@ -364,7 +387,13 @@ def _saved_scores(
         model = TrainedModel.load(models_dir / spec.name)
         for name in missing:
             scores[name] = model.predict_arrays(arrays[name])
-        np.savez(path, **scores)
+        with atomic_write(path) as temporary:
+            np.savez(temporary, **scores)
+        stem = models_dir / spec.name
+        own = [model_file(stem, ".pt"), model_file(stem, ".torchscript.pt")]
+        if model.kind != "cnn":
+            own = [model_file(stem, ".npz")]
+        write_model_metadata(stem, model.metadata, [*own, path])
     return {name: scores[name] for name in arrays}
 
 
@@ -487,9 +516,7 @@ def run_scan(
 
     models = [{"name": s.name, "column": s.column, **metadata[s.name]} for s in specs]
     summary = [{key: model.get(key) for key in _SUMMARY_KEYS} for model in models]
-    temporary = output / ".scan.json.partial"
-    temporary.write_text(json.dumps({"models": summary}, indent=1) + "\n")
-    os.replace(temporary, output / "scan.json")
+    write_text(output / "scan.json", json.dumps({"models": summary}, indent=1) + "\n")
     return ScanResult(models, updated, [s.name for s in pending], output)
 
 

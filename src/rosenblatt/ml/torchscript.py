@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rosenblatt._atomic import atomic_write
 from rosenblatt._extras import optional_imports
 from rosenblatt.ml.cnn import TrackImageCNN, load_network
 from rosenblatt.ml.files import torchscript_file
@@ -64,11 +65,9 @@ def save_torchscript(network: TrackImageCNN, path: str | os.PathLike[str]) -> Pa
     path = Path(path)
     module = ScoreModule(copy.deepcopy(network).to("cpu").eval())
     example = torch.ones((2, *IMAGE_SHAPE), dtype=torch.float32)
-    temporary = path.with_name(f".{path.name}.partial")
-    with _quiet_jit(), torch.no_grad():
+    with _quiet_jit(), torch.no_grad(), atomic_write(path) as temporary:
         traced = torch.jit.trace(module, example)
         torch.jit.save(traced, str(temporary))
-    os.replace(temporary, path)
     return path
 
 

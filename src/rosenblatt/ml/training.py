@@ -38,7 +38,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -47,6 +47,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._atomic import atomic_write, write_text
+from rosenblatt._records import file_entries, seal
 from rosenblatt.ml.files import TORCHSCRIPT_SUFFIX, model_file, model_stem
 from rosenblatt.ml.gbdt import GBDTOptions, TreeEnsemble, fit_gbdt
 from rosenblatt.ml.tables import EventArrays, Table, event_arrays, table_name
@@ -202,14 +204,18 @@ class TrainedModel:
         arrays = event_arrays(table, images=self.kind == "cnn", substructure=self.kind == "gbdt")
         return self.predict_arrays(arrays, batch_size=batch_size)
 
-    def save(self, stem: str | Path) -> Path:
+    def save(self, stem: str | Path, *, with_files: Iterable[Path] = ()) -> Path:
         """Write the model's files, the metadata ``stem.json`` last.
 
         A CNN is written as ``stem.pt`` (state dict) and ``stem.torchscript.pt``
         (TorchScript, for coffea's ``torch_wrapper``; its file name is recorded
         in the metadata as ``torchscript``), the gradient boosting as
-        ``stem.npz``. The metadata file is written through a temporary file,
-        so its presence means the model is complete. Returns its path.
+        ``stem.npz``. Every file is written completely or not at all
+        (:mod:`rosenblatt._atomic`), the metadata last, with the size and
+        content hash of the model's files and of ``with_files`` (files of the
+        model written before, such as its scores): its presence means the
+        model is complete, and the record shows whether a file changed since
+        (:func:`write_model_metadata`). Returns its path.
         """
         stem = model_stem(stem)
         stem.parent.mkdir(parents=True, exist_ok=True)
@@ -219,16 +225,16 @@ class TrainedModel:
             from rosenblatt.ml.torchscript import save_torchscript
 
             state = {key: value.cpu() for key, value in self.model.state_dict().items()}
-            torch.save(state, model_file(stem, ".pt"))
+            with atomic_write(model_file(stem, ".pt")) as temporary:
+                torch.save(state, temporary)
             scripted = save_torchscript(self.model, model_file(stem, TORCHSCRIPT_SUFFIX))
             self.metadata["torchscript"] = scripted.name
+            files = [model_file(stem, ".pt"), scripted]
         else:
-            self.model.save(model_file(stem, ".npz"))
-        metadata_path = model_file(stem, ".json")
-        temporary = metadata_path.with_name(f".{metadata_path.name}.partial")
-        temporary.write_text(json.dumps(self.metadata, indent=1) + "\n")
-        os.replace(temporary, metadata_path)
-        return metadata_path
+            with atomic_write(model_file(stem, ".npz")) as temporary:
+                self.model.save(temporary)
+            files = [model_file(stem, ".npz")]
+        return write_model_metadata(stem, self.metadata, [*files, *with_files])
 
     @classmethod
     def load(cls, stem: str | Path) -> TrainedModel:
@@ -242,6 +248,8 @@ class TrainedModel:
             msg = f"model metadata {metadata_path} does not exist"
             raise FileNotFoundError(msg)
         metadata = json.loads(metadata_path.read_text())
+        for key in RECORD_KEYS:
+            metadata.pop(key, None)
         kind = metadata.get("kind")
         if kind == "cnn":
             from rosenblatt.ml.cnn import load_network
@@ -251,6 +259,27 @@ class TrainedModel:
             return cls(kind, TreeEnsemble.load(model_file(stem, ".npz")), metadata)
         msg = f"{metadata_path}: unknown model kind {kind!r} (expected one of {', '.join(KINDS)})"
         raise ValueError(msg)
+
+
+#: the keys of a model's metadata file that record its files (not metadata of the model)
+RECORD_KEYS = ("files", "checksum")
+
+
+def write_model_metadata(
+    stem: str | Path, metadata: Mapping[str, Any], files: Iterable[Path]
+) -> Path:
+    """Write ``stem.json``: the metadata, the size and hash of ``files`` and a checksum.
+
+    The record (``files``, ``checksum``) is what
+    :func:`rosenblatt._records.check_files` and
+    :func:`rosenblatt._records.is_sealed` check when the model is reused.
+    Returns the path written.
+    """
+    stem = model_stem(stem)
+    path = model_file(stem, ".json")
+    document = seal({**metadata, "files": file_entries(stem.parent, files)})
+    write_text(path, json.dumps(document, indent=1) + "\n")
+    return path
 
 
 @contextmanager
