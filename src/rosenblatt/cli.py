@@ -10,14 +10,27 @@ alone, and a command whose extra is missing says which in one line
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 
+from rosenblatt._atomic import is_disk_full
 from rosenblatt._extras import MissingExtraError, extra_for, needs_message, require
+from rosenblatt._interrupt import INTERRUPTED_STATUS, interrupted_message, stop_workers
+from rosenblatt._lock import FolderLockedError
 from rosenblatt._version import __version__
 
-__all__ = ["COMMANDS", "COMMAND_EXTRAS", "build_parser", "main"]
+__all__ = [
+    "COMMANDS",
+    "COMMAND_EXTRAS",
+    "DISK_FULL_STATUS",
+    "INTERRUPTED_STATUS",
+    "LOCKED_STATUS",
+    "build_parser",
+    "main",
+]
 
 #: sub-command name -> module in :mod:`rosenblatt.commands`
 COMMANDS = {
@@ -42,6 +55,13 @@ COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
 
 #: exit status of a command whose extra is missing
 MISSING_EXTRA_STATUS = 1
+
+#: exit status of a command whose device ran out of space (``EX_IOERR`` of sysexits.h)
+DISK_FULL_STATUS = 74
+
+#: exit status of a command refused because another process writes its folder
+#: (``--if-locked refuse``; ``EX_TEMPFAIL`` of sysexits.h: try again later)
+LOCKED_STATUS = 75
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +99,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         require(_invocation(args), COMMAND_EXTRAS.get(args.command, ()))
         return int(args.func(args))
+    except KeyboardInterrupt as err:
+        # Ctrl-C: the pools were stopped as the interrupt unwound; end any child left
+        # (a second Ctrl-C meanwhile changes nothing)
+        previous = None
+        with contextlib.suppress(ValueError):
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            stop_workers()
+            print(interrupted_message(_invocation(args), err), file=sys.stderr)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+        return INTERRUPTED_STATUS
+    except FolderLockedError as err:
+        print(f"{_invocation(args)}: error: {err}", file=sys.stderr)
+        return LOCKED_STATUS
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        print(f"{_invocation(args)}: error: {_disk_full_line(err)}", file=sys.stderr)
+        return DISK_FULL_STATUS
     except ModuleNotFoundError as err:
         # a missing optional module, wherever it was imported: one line naming its extra
         extra = extra_for(err.name)
@@ -87,6 +128,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(needs_message(_invocation(args), extras), file=sys.stderr)
         return MISSING_EXTRA_STATUS
+
+
+def _disk_full_line(error: OSError) -> str:
+    """One line for a full device: a :class:`~rosenblatt._atomic.DiskFullError` says it all."""
+    from rosenblatt._atomic import DiskFullError
+
+    if isinstance(error, DiskFullError):
+        return str(error)
+    where = f" writing {error.filename}" if error.filename else ""
+    return (
+        f"no space left on the device{where} ({error.strerror}); "
+        "free some space and run the same command again"
+    )
 
 
 if __name__ == "__main__":

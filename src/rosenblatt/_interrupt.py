@@ -1,0 +1,136 @@
+"""Ctrl-C: the workers stopped, one line naming the interrupted step, exit status 130.
+
+A terminal sends SIGINT to every process of the foreground job. The worker
+processes that rosenblatt starts ignore it (:func:`ignore_interrupt`, their
+initializer): the main process alone raises :class:`KeyboardInterrupt`, stops
+its pools as the exception unwinds, and the command line says which step was
+running (:func:`step` marks the exception with it) and that the same command
+resumes. :func:`stop_workers` ends whatever child process is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = [
+    "INTERRUPTED_STATUS",
+    "ignore_interrupt",
+    "interrupted_message",
+    "interrupted_step",
+    "step",
+    "stop_pool",
+    "stop_workers",
+]
+
+#: exit status of a command stopped by SIGINT (128 + 2, as a shell reports it)
+INTERRUPTED_STATUS = 130
+
+#: seconds a child process has to end after SIGTERM before it is killed
+_GRACE_SECONDS = 3.0
+
+#: helper processes that end by themselves with this process (killing them early makes
+#: the interpreter restart them, with a warning, when it frees what they track)
+_SELF_ENDING = ("resource_tracker", "forkserver", "semaphore_tracker")
+
+
+def ignore_interrupt(*_: Any) -> None:
+    """Worker initializer: leave SIGINT to the main process, which stops the workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def step(name: str) -> Iterator[None]:
+    """Run a block as step ``name``: an interrupt inside it is marked with that step.
+
+    The innermost step wins (a step within a step names the inner one).
+    """
+    try:
+        yield
+    except KeyboardInterrupt as err:
+        if interrupted_step(err) is None:
+            err.rosenblatt_step = name  # type: ignore[attr-defined]
+        raise
+
+
+def interrupted_step(error: BaseException) -> str | None:
+    """The step an interrupt was raised in, or ``None`` outside any step."""
+    name = getattr(error, "rosenblatt_step", None)
+    return name if isinstance(name, str) else None
+
+
+def interrupted_message(command: str, error: BaseException) -> str:
+    """The one line said when ``command`` is interrupted."""
+    where = interrupted_step(error)
+    during = f" during step {where!r}" if where is not None else ""
+    return (
+        f"{command}: interrupted{during}; its workers are stopped and every finished step "
+        "is kept: run the same command to resume"
+    )
+
+
+def stop_pool(pool: Any) -> None:
+    """Stop a :class:`concurrent.futures.ProcessPoolExecutor` (or loky's) at once.
+
+    Pending work is cancelled and the worker processes are terminated, where
+    leaving the ``with`` block would wait for the running tasks to finish.
+    """
+    with contextlib.suppress(Exception):
+        pool.shutdown(wait=False, cancel_futures=True)
+    terminate = getattr(pool, "terminate_workers", None)
+    if callable(terminate):
+        with contextlib.suppress(Exception):
+            terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            process.terminate()
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            process.join(_GRACE_SECONDS)
+
+
+def stop_workers() -> list[int]:
+    """Terminate every descendant process of this one still running; return their ids.
+
+    Each gets SIGTERM, then SIGKILL after a few seconds. The interpreter's
+    own helpers (resource trackers, the fork server: children of this process
+    that end with it) are left alone; the workers forked from the fork server
+    are not.
+    Needs psutil (installed with dask's ``distributed``); without it nothing
+    is done and an empty list returned.
+    """
+    try:
+        import psutil  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - the pools stop their own workers
+        return []
+    try:
+        this = psutil.Process(os.getpid())
+        helpers = {child.pid for child in this.children() if _self_ending(child)}
+        workers = [child for child in this.children(recursive=True) if child.pid not in helpers]
+    except psutil.Error:  # pragma: no cover
+        return []
+    for child in workers:
+        with contextlib.suppress(psutil.Error):
+            child.terminate()
+    _, alive = psutil.wait_procs(workers, timeout=_GRACE_SECONDS)
+    for child in alive:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(alive, timeout=_GRACE_SECONDS)
+    return [child.pid for child in workers]
+
+
+def _self_ending(process: Any) -> bool:
+    """Whether a child is one of the interpreter's helpers that end with this process."""
+    import psutil
+
+    try:
+        command = " ".join(process.cmdline())
+    except psutil.Error:
+        return False
+    return any(name in command for name in _SELF_ENDING)
