@@ -153,9 +153,9 @@ def test_constant_input_and_bad_arguments() -> None:
     x = np.arange(10.0)
     result = metrics.permutation_test(x, np.ones(10), n_permutations=4, seed=0)
     assert result == metrics.PermutationTestResult(0.0, 0.0, 0.0, 1.0, 4)
-    with pytest.raises(ValueError, match="n_permutations must be at least 1, got 0"):
+    with pytest.raises(ValueError, match="n_permutations must be a positive integer, got 0"):
         metrics.permutation_test(x, x, n_permutations=0)
-    with pytest.raises(ValueError, match="n_permutations must be an integer"):
+    with pytest.raises(ValueError, match="n_permutations must be a positive integer, got 2.5"):
         metrics.permutation_test(x, x, n_permutations=2.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="n_jobs must be at least 1, got 0"):
         metrics.permutation_test(x, x, n_jobs=0)
