@@ -155,7 +155,7 @@ def test_constant_input_and_bad_arguments() -> None:
     assert result == metrics.PermutationTestResult(0.0, 0.0, 0.0, 1.0, 4)
     with pytest.raises(ValueError, match="n_permutations must be a positive integer, got 0"):
         metrics.permutation_test(x, x, n_permutations=0)
-    with pytest.raises(ValueError, match="n_permutations must be a positive integer, got 2.5"):
+    with pytest.raises(ValueError, match=r"n_permutations must be a positive integer, got 2\.5"):
         metrics.permutation_test(x, x, n_permutations=2.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="n_jobs must be at least 1, got 0"):
         metrics.permutation_test(x, x, n_jobs=0)

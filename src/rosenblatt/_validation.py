@@ -1,12 +1,19 @@
-"""Input checks shared by the transforms and the metrics.
+"""Input checks shared by the transforms, the metrics and the readers of saved states.
 
 Every check raises a :class:`ValueError` (or :class:`TypeError`) that names the
-argument, says what is wrong and how many events are affected.
+argument, says what is wrong and, for arrays, how many events are affected.
+The parameter checks (:func:`check_int`, :func:`check_real`,
+:func:`check_option`, :func:`check_bool`, :func:`check_ints`) say
+``<name> must be <what is allowed>, got <value>``; ``error`` chooses the
+exception class (e.g. :class:`rosenblatt._schema.SchemaError` for saved states).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+import numbers
+from collections.abc import Collection
+from typing import Any, TypeGuard
 
 import numpy as np
 from numpy.typing import NDArray
@@ -15,8 +22,17 @@ __all__ = [
     "as_1d_float",
     "as_sigma_r",
     "as_weight",
+    "check_bool",
     "check_finite",
+    "check_int",
+    "check_ints",
+    "check_option",
+    "check_real",
     "check_same_length",
+    "describe_int",
+    "describe_real",
+    "is_int",
+    "is_real",
 ]
 
 
@@ -107,8 +123,6 @@ def as_weight(weight: Any, n: int, *, name: str = "weight") -> NDArray[np.float6
 
 def as_sigma_r(value: Any) -> float | None:
     """Validate a relative kernel width: a positive finite number, or ``"auto"`` (``None``)."""
-    import math
-
     if isinstance(value, str):
         if value != "auto":
             msg = f"sigma_r must be a positive number or 'auto', got {value!r}"
@@ -121,3 +135,191 @@ def as_sigma_r(value: Any) -> float | None:
         msg = f"sigma_r must be a positive finite number or 'auto', got {value!r}"
         raise ValueError(msg)
     return float(value)
+
+
+def is_int(value: Any) -> TypeGuard[int]:
+    """Whether ``value`` is an integer (Python or numpy), and not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def is_real(value: Any) -> TypeGuard[float]:
+    """Whether ``value`` is a real number (Python or numpy), and not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def describe_int(low: int | None = None, high: int | None = None) -> str:
+    """The integers allowed, in words: ``a positive integer``, ``an integer in [2, 64]``."""
+    if low is not None and high is not None:
+        return f"an integer in [{low}, {high}]"
+    if high is not None:
+        return f"an integer <= {high}"
+    if low == 0:
+        return "a non-negative integer"
+    if low == 1:
+        return "a positive integer"
+    return "an integer" if low is None else f"an integer >= {low}"
+
+
+def check_int(
+    value: Any,
+    name: str,
+    *,
+    low: int | None = None,
+    high: int | None = None,
+    what: str | None = None,
+    error: type[Exception] = ValueError,
+) -> int:
+    """``value`` as an ``int`` if it is an integer (not a bool) in ``[low, high]``.
+
+    Parameters
+    ----------
+    value
+        The parameter's value.
+    name
+        The parameter's name, first word of the message.
+    low, high
+        The inclusive bounds (``None``: unbounded).
+    what
+        What is allowed, in words, when :func:`describe_int` does not say it
+        (e.g. ``"0, 1, 2 or 3"``).
+    error
+        The exception class raised.
+
+    Raises
+    ------
+    Exception
+        ``error``: ``<name> must be <what is allowed>, got <value>``.
+    """
+    if (
+        not is_int(value)
+        or (low is not None and value < low)
+        or (high is not None and value > high)
+    ):
+        msg = f"{name} must be {what or describe_int(low, high)}, got {value!r}"
+        raise error(msg)
+    return int(value)
+
+
+def check_ints(
+    values: Any,
+    name: str,
+    *,
+    low: int | None = None,
+    high: int | None = None,
+    length: int | None = None,
+    what: str | None = None,
+    error: type[Exception] = ValueError,
+) -> tuple[int, ...]:
+    """``values`` as a tuple of ints if it is a non-empty list or tuple of integers in ``[low, high]``.
+
+    ``length``, when given, is the number of integers required. The message
+    says ``<name> must be <what>, got <values>``; ``what`` defaults to
+    ``<length or "one or more"> <integers allowed>``.
+    """
+    if (
+        not isinstance(values, (list, tuple))
+        or not values
+        or (length is not None and len(values) != length)
+        or not all(
+            is_int(v) and (low is None or v >= low) and (high is None or v <= high) for v in values
+        )
+    ):
+        if what is None:
+            single = describe_int(low, high).split(" ", 1)[1]
+            what = f"{length or 'one or more'} {single.replace('integer', 'integers')}"
+        msg = f"{name} must be {what}, got {values!r}"
+        raise error(msg)
+    return tuple(int(v) for v in values)
+
+
+def describe_real(
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> str:
+    """The numbers allowed, in words: ``a number in (0, 1]``, ``a positive number``."""
+    if low is not None and high is not None:
+        return f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if high is not None:
+        return f"a number {'<' if high_open else '<='} {high:g}"
+    if low == 0:
+        return "a positive number" if low_open else "a non-negative number"
+    if low is None:
+        return "a finite number"
+    return f"a number {'>' if low_open else '>='} {low:g}"
+
+
+def check_real(
+    value: Any,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    what: str | None = None,
+    error: type[Exception] = ValueError,
+) -> float:
+    """``value`` as a ``float`` if it is a finite real number (not a bool) within the bounds.
+
+    Parameters
+    ----------
+    value
+        The parameter's value.
+    name
+        The parameter's name, first word of the message.
+    low, high
+        The bounds (``None``: unbounded); ``low_open``/``high_open`` exclude them.
+    what
+        What is allowed, in words, when :func:`describe_real` does not say it.
+    error
+        The exception class raised.
+
+    Raises
+    ------
+    Exception
+        ``error``: ``<name> must be <what is allowed>, got <value>``.
+    """
+    ok = is_real(value) and math.isfinite(value)
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    if not ok:
+        allowed = what or describe_real(low, high, low_open=low_open, high_open=high_open)
+        msg = f"{name} must be {allowed}, got {value!r}"
+        raise error(msg)
+    return float(value)
+
+
+def check_option(
+    value: Any, name: str, options: Collection[Any], *, error: type[Exception] = ValueError
+) -> Any:
+    """``value`` if it equals one of ``options`` (a bool never stands for 0 or 1).
+
+    Raises ``error``: ``<name> must be one of <options>, got <value>``.
+    """
+    if not any(_same(value, option) for option in options):
+        listed = ", ".join(repr(o) for o in options)
+        msg = f"{name} must be one of {listed}, got {value!r}"
+        raise error(msg)
+    return value
+
+
+def _same(value: Any, option: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)) != isinstance(option, bool):
+        return False
+    try:
+        return bool(value == option)
+    except (TypeError, ValueError):
+        return False
+
+
+def check_bool(value: Any, name: str, *, error: type[Exception] = ValueError) -> bool:
+    """``value`` as a ``bool`` if it is ``True`` or ``False`` (numpy's included)."""
+    if not isinstance(value, (bool, np.bool_)):
+        msg = f"{name} must be True or False, got {value!r}"
+        raise error(msg)
+    return bool(value)

@@ -40,6 +40,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from rosenblatt._validation import check_int
+
 if TYPE_CHECKING:
     from rosenblatt.transforms._base import ConditionalCDFTransform
 
@@ -81,10 +83,8 @@ class ClosedForm:
 
     def sample(self, n: int, seed: int | np.random.Generator | None = None) -> tuple[Array, Array]:
         """Draw ``n`` events with :func:`numpy.random.default_rng` of ``seed``."""
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            msg = f"n must be a positive integer number of events, got {n!r}"
-            raise ValueError(msg)
-        return self.draw(int(n), np.random.default_rng(seed))
+        n = check_int(n, "n", low=1, what="a positive integer number of events")
+        return self.draw(n, np.random.default_rng(seed))
 
     def exact(self, x: Any, y: Any) -> Array:
         """The exact conditional CDF at the events ``(x, y)``."""

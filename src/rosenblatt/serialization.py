@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rosenblatt._schema import SchemaError, check_array, check_domain
+from rosenblatt._validation import check_int
 from rosenblatt._version import __version__
 from rosenblatt.transforms import ConditionalCDFTransform
 from rosenblatt.transforms._base import register_reader, register_writer, transform_classes
@@ -114,9 +115,7 @@ def _check_version(document: dict[str, Any], source: str) -> None:
         msg = f"{source} is not a saved rosenblatt transform (format {document.get('format')!r})"
         raise SchemaError(msg)
     version = document.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        msg = f"{source}: schema_version must be an integer, got {version!r}"
-        raise SchemaError(msg)
+    version = check_int(version, f"{source}: schema_version", error=SchemaError)
     if version > SCHEMA_VERSION:
         msg = (
             f"{source} was written with schema version {version} "

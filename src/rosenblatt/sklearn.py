@@ -20,7 +20,6 @@ Needs scikit-learn 1.6 or later (the ``fairness`` extra).
 from __future__ import annotations
 
 import copy
-import numbers
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -28,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._extras import optional_imports
+from rosenblatt._validation import check_bool, check_real, is_int
 from rosenblatt.transforms import KDE, ConditionalCDFTransform, GridKDE
 
 with optional_imports(__name__):
@@ -155,7 +155,7 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     # -------------------------------------------------------------- columns
     def _protected_list(self) -> list[str | int]:
         protected = self.protected
-        if isinstance(protected, (str, numbers.Integral)) and not isinstance(protected, bool):
+        if isinstance(protected, str) or is_int(protected):
             return [protected]
         if (
             isinstance(protected, Sequence)
@@ -164,7 +164,7 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         ):
             items = list(protected)
             for item in items:
-                if isinstance(item, bool) or not isinstance(item, (str, numbers.Integral)):
+                if not (isinstance(item, str) or is_int(item)):
                     msg = f"protected must hold column names or integer positions, got {item!r} in {protected!r}"
                     raise TypeError(msg)
             return items
@@ -258,17 +258,8 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         if self.defining not in ("negative", "all"):
             msg = f"defining must be 'negative' or 'all', got {self.defining!r}"
             raise ValueError(msg)
-        threshold = self.threshold
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, numbers.Real)
-            or not 0.0 <= threshold <= 1.0
-        ):
-            msg = f"threshold must be a number in [0, 1], got {threshold!r}"
-            raise ValueError(msg)
-        if not isinstance(self.use_protected, (bool, np.bool_)):
-            msg = f"use_protected must be True or False, got {self.use_protected!r}"
-            raise TypeError(msg)
+        check_real(self.threshold, "threshold", low=0.0, high=1.0)
+        check_bool(self.use_protected, "use_protected", error=TypeError)
         transform = self.cdf
         if transform is not None and not isinstance(transform, ConditionalCDFTransform):
             msg = (

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rosenblatt._validation import check_int
 from rosenblatt.abcd.closure import ClosureScan, closure_scan, region_sums
 from rosenblatt.abcd.histograms import abcd_histogram
 
@@ -388,10 +389,7 @@ def _test_replicas(
 
 
 def _check_count(value: Any, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        msg = f"{name} must be an integer >= {low}, got {value!r}"
-        raise ValueError(msg)
-    return int(value)
+    return check_int(value, name, low=low, what=f"an integer >= {low}")
 
 
 def _flat(values: ArrayLike) -> FloatArray:

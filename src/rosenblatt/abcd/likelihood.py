@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._validation import is_real
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_test import thinned_indices
 
@@ -110,7 +111,7 @@ def pyhf_workspace(
     counts = {"A": n_a, "B": n_b, "C": n_c, "D": n_d}
     signal = {"A": signal_a, "B": signal_b, "C": signal_c, "D": signal_d}
     for name, value in [*counts.items(), *signal.items()]:
-        if isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        if not is_real(value) or not math.isfinite(value) or value < 0:
             msg = (
                 f"counts and signal yields must be finite and non-negative, got {value!r} ({name})"
             )

@@ -75,6 +75,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rosenblatt._extras import optional_imports
+from rosenblatt._validation import is_int
 from rosenblatt.hep.dijet import invariant_mass
 from rosenblatt.hep.features import JET_RADIUS
 from rosenblatt.hep.generation import (
@@ -513,7 +514,7 @@ def _check_arguments(
 
 
 def _check_count(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_int(value):
         raise TypeError(f"{name}: must be an integer, got {value!r}")
     if value < minimum:
         raise ValueError(f"{name}: must be at least {minimum}, got {value}")

@@ -19,7 +19,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rosenblatt._jit import compiled
-from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_same_length
+from rosenblatt._validation import (
+    as_1d_float,
+    as_weight,
+    check_finite,
+    check_int,
+    check_same_length,
+)
 from rosenblatt.metrics._distance_kernels import _terms_loop, _terms_numpy
 from rosenblatt.metrics._multivariate import (
     ProjectedCorrelation,
@@ -250,13 +256,7 @@ def _check_method(method: str, n_projections: int, n_events: int) -> str:
     if method not in ("auto", "exact", "projection"):
         msg = f"method must be 'auto', 'exact' or 'projection', got {method!r}"
         raise ValueError(msg)
-    if (
-        isinstance(n_projections, bool)
-        or not isinstance(n_projections, (int, np.integer))
-        or n_projections < 2
-    ):
-        msg = f"n_projections must be an integer >= 2, got {n_projections!r}"
-        raise ValueError(msg)
+    check_int(n_projections, "n_projections", low=2)
     if method == "auto":
         return "exact" if n_events <= EXACT_LIMIT else "projection"
     return method

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rosenblatt._validation import as_1d_float, check_finite, check_same_length
+from rosenblatt._validation import as_1d_float, check_finite, check_int, check_same_length, is_int
 from rosenblatt.metrics.roc import _check_efficiency, _classification_inputs, roc_curve
 
 __all__ = ["inverse_jsd"]
@@ -30,13 +30,11 @@ def _x_axis(bins: int | Sequence[float] | Any, x_background: FloatArray) -> Any:
     """The ``hist`` axis described by ``bins`` (see :func:`inverse_jsd`)."""
     import hist
 
-    if isinstance(bins, bool):
+    if isinstance(bins, (bool, np.bool_)):
         msg = f"bins must be a number of bins, bin edges or an axis, got {bins!r}"
         raise TypeError(msg)
-    if isinstance(bins, (int, np.integer)):
-        if bins < 1:
-            msg = f"bins must be at least 1, got {bins}"
-            raise ValueError(msg)
+    if is_int(bins):
+        check_int(bins, "bins", low=1)
         low, high = float(x_background.min()), float(x_background.max())
         if low == high:
             high = low + 1.0

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rosenblatt._validation import check_int
 from rosenblatt.metrics.distance import (
     _NO_SHUFFLE,
     DEFAULT_PROJECTIONS,
@@ -120,13 +121,7 @@ def permutation_test(
         On invalid input (as :func:`distance_correlation_sqr`), ``n_permutations < 1``
         or ``n_jobs < 1``.
     """
-    if isinstance(n_permutations, bool) or int(n_permutations) != n_permutations:
-        msg = f"n_permutations must be an integer, got {n_permutations!r}"
-        raise ValueError(msg)
-    n_permutations = int(n_permutations)
-    if n_permutations < 1:
-        msg = f"n_permutations must be at least 1, got {n_permutations}"
-        raise ValueError(msg)
+    n_permutations = check_int(n_permutations, "n_permutations", low=1)
     workers = _usable_cores() if n_jobs is None else int(n_jobs)
     if workers < 1:
         msg = f"n_jobs must be at least 1, got {n_jobs}"

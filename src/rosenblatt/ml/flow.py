@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -28,6 +27,7 @@ from scipy.special import ndtr
 
 from rosenblatt._extras import optional_imports
 from rosenblatt._schema import SchemaError, check_array, check_domain
+from rosenblatt._validation import check_int, is_int
 from rosenblatt.transforms._base import ConditionalCDFTransform
 
 with optional_imports(__name__):
@@ -136,14 +136,9 @@ class ConditionalFlow(ConditionalCDFTransform):
     # ------------------------------------------------------------ parameters
     def _check_params(self) -> None:
         for name in ("bins", "transforms", "batch_size", "max_epochs", "patience"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                msg = f"{name} must be a positive integer, got {value!r}"
-                raise ValueError(msg)
+            check_int(getattr(self, name), name, low=1)
         hidden = tuple(self.hidden)
-        if not hidden or any(
-            isinstance(h, bool) or not isinstance(h, numbers.Integral) or h < 1 for h in hidden
-        ):
+        if not hidden or not all(is_int(h) and h >= 1 for h in hidden):
             msg = f"hidden must be a non-empty sequence of positive integers, got {self.hidden!r}"
             raise ValueError(msg)
         if not 0.0 < float(self.validation_fraction) < 1.0:

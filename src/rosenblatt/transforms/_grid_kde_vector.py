@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._validation import check_int
 from rosenblatt.transforms import _tensor_grid as tg
 from rosenblatt.transforms._local_polynomial import y_edges
 from rosenblatt.transforms._vector_selection import select_vector_bandwidth
@@ -176,9 +177,7 @@ def tensor_from_state(state: dict[str, Any]) -> TensorFit:
     from rosenblatt._schema import SchemaError, check_array
 
     k = state["x_dims"]
-    if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= tg_max_dims():
-        msg = f"x_dims must be an integer in [2, {tg_max_dims()}], got {k!r}"
-        raise SchemaError(msg)
+    check_int(k, "x_dims", low=2, high=tg_max_dims(), error=SchemaError)
     domain = _vector_domain(state["domain"], k)
     axes = tuple(
         check_array(a, f"axes[{d}]", (len(a),), increasing=True)

@@ -10,7 +10,6 @@ the shift leaves.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -18,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._schema import SchemaError, check_array, check_domain
+from rosenblatt._validation import check_int
 from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms._quantiles import cdf_knots, evaluate_knots, weighted_quantiles
 from rosenblatt.transforms.rarity import _x_domain
@@ -87,6 +87,7 @@ class DDT(ConditionalCDFTransform):
     """
 
     kind: ClassVar[str] = "ddt"
+    weights_replicate: ClassVar[bool] = True
 
     efficiencies_: NDArray[np.float64]
     x_centres_: NDArray[np.float64]
@@ -108,12 +109,8 @@ class DDT(ConditionalCDFTransform):
 
     # ------------------------------------------------------------ parameters
     def _check_params(self) -> NDArray[np.float64]:
-        for name in ("n_bins", "n_quantiles"):
-            value = getattr(self, name)
-            least = 1 if name == "n_bins" else 2
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-                msg = f"{name} must be an integer >= {least}, got {value!r}"
-                raise ValueError(msg)
+        check_int(self.n_bins, "n_bins", low=1, what="an integer >= 1")
+        check_int(self.n_quantiles, "n_quantiles", low=2)
         raw = np.atleast_1d(np.asarray(self.efficiency, dtype=np.float64))
         if raw.ndim != 1 or len(raw) == 0 or not np.all((raw > 0) & (raw < 1)):
             msg = f"efficiency must be one or more numbers in (0, 1), got {self.efficiency!r}"

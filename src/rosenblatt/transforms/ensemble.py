@@ -16,7 +16,6 @@ negative Monte Carlo weights are handled alike.
 from __future__ import annotations
 
 import inspect
-import numbers
 import re
 import warnings
 from collections.abc import Callable
@@ -26,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._awkward import is_awkward
+from rosenblatt._validation import check_int, is_int
 from rosenblatt.transforms._base import (
     ConditionalCDFTransform,
     NaNInputWarning,
@@ -178,15 +178,13 @@ class TransformEnsemble(ConditionalCDFTransform):
                 f"got {type(template).__name__}"
             )
             raise TypeError(msg)
-        for value, name, low in ((self.n, "n", 2), (self.seed, "seed", 0)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-                msg = f"{name} must be an integer >= {low}, got {value!r}"
-                raise ValueError(msg)
+        n = check_int(self.n, "n", low=2)
+        seed = check_int(self.seed, "seed", low=0, what="an integer >= 0")
         most = self.n if self.max_refits is None else self.max_refits
-        if isinstance(most, bool) or not isinstance(most, numbers.Integral) or most < 0:
+        if not is_int(most) or most < 0:
             msg = f"max_refits must be a non-negative integer or None, got {self.max_refits!r}"
             raise ValueError(msg)
-        return int(self.n), int(self.seed), int(most)
+        return n, seed, int(most)
 
     def _fit(self, x: Array, y: Array, w: Array | None) -> None:
         n, seed, most = self._checked()
@@ -468,7 +466,7 @@ def _draws(values: Any, length: int | None = None) -> list[int]:
 
     if (
         not isinstance(values, list)
-        or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values)
+        or not all(is_int(v) and v >= 0 for v in values)
         or len(set(values)) != len(values)
         or (length is not None and len(values) != length)
     ):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rosenblatt._validation import as_sigma_r
+from rosenblatt._validation import as_sigma_r, check_int, check_real
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._column_grid import ColumnGridTransform
 from rosenblatt.transforms._grid_kde_vector import (
@@ -152,35 +151,11 @@ class GridKDE(ColumnGridTransform):
     def _checked(self) -> tuple[float | None, int, int, float, int]:
         """``(sigma_r or None for auto, degree, y_levels, nodes_per_bandwidth, max_nodes)``."""
         chosen = as_sigma_r(self.sigma_r)
-        degree = self.degree
-        if (
-            isinstance(degree, bool)
-            or not isinstance(degree, numbers.Integral)
-            or not 0 <= degree <= 3
-        ):
-            msg = f"degree must be 0, 1, 2 or 3, got {degree!r}"
-            raise ValueError(msg)
-        levels = self.y_levels
-        if (
-            isinstance(levels, bool)
-            or not isinstance(levels, numbers.Integral)
-            or not 2 <= levels <= 100_000
-        ):
-            msg = f"y_levels must be an integer in [2, 100000], got {levels!r}"
-            raise ValueError(msg)
-        per = self.nodes_per_bandwidth
-        if (
-            isinstance(per, bool)
-            or not isinstance(per, (int, float, np.floating))
-            or not 1 <= per <= 64
-        ):
-            msg = f"nodes_per_bandwidth must be a number in [1, 64], got {per!r}"
-            raise ValueError(msg)
-        most = self.max_nodes
-        if isinstance(most, bool) or not isinstance(most, numbers.Integral) or most < 2:
-            msg = f"max_nodes must be an integer >= 2, got {most!r}"
-            raise ValueError(msg)
-        return chosen, int(degree), int(levels), float(per), int(most)
+        degree = check_int(self.degree, "degree", low=0, high=3, what="0, 1, 2 or 3")
+        levels = check_int(self.y_levels, "y_levels", low=2, high=100_000)
+        per = check_real(self.nodes_per_bandwidth, "nodes_per_bandwidth", low=1, high=64)
+        most = check_int(self.max_nodes, "max_nodes", low=2)
+        return chosen, degree, levels, per, most
 
     # ------------------------------------------------------------------- fit
     def _fit(self, x: Array, y: Array, w: Array | None) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
@@ -11,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._jit import compiled
+from rosenblatt._validation import check_int, check_ints, is_int
 from rosenblatt.transforms._bisection import bisect_segments, max_depth
 from rosenblatt.transforms._column_grid import ColumnGridTransform, count_le
 from rosenblatt.transforms._kernels import group_by_key
@@ -213,16 +213,14 @@ class IRGI(ColumnGridTransform):
 
         depth, largest = self.depth, max_vector_depth(n_events)
         if isinstance(depth, (tuple, list)):
-            if len(depth) != k or any(
-                isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in depth
-            ):
-                msg = (
-                    f"depth as levels per observable must be {k} non-negative integers, one per "
-                    f"observable, got {depth!r}"
-                )
-                raise ValueError(msg)
-            splits = tuple(int(s) for s in depth)
-        elif isinstance(depth, (int, np.integer)) and not isinstance(depth, bool):
+            splits = check_ints(
+                depth,
+                "depth as levels per observable",
+                low=0,
+                length=k,
+                what=f"{k} non-negative integers, one per observable",
+            )
+        elif is_int(depth):
             splits = balanced_splits(int(depth), k)
         else:
             splits = ()
@@ -303,14 +301,12 @@ class IRGI(ColumnGridTransform):
         params, k, depth = state["params"], state["x_dims"], state["depth"]
         obj = cls(params["depth"], folds=params["folds"], seed=params["seed"])
         domain = _vector_domain(state["domain"], k)
-        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 24:
-            msg = f"depth must be an integer in [1, 24], got {depth!r}"
-            raise SchemaError(msg)
+        depth = check_int(depth, "depth", low=1, high=24, error=SchemaError)
         splits = state.get("splits")
         if splits is not None and (
             not isinstance(splits, list)
             or len(splits) != k
-            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in splits)
+            or not all(is_int(s) and s >= 0 for s in splits)
             or sum(splits) != depth
         ):
             msg = f"splits must be {k} non-negative integers summing to the depth {depth}, got {splits!r}"
@@ -460,10 +456,7 @@ class IRGI(ColumnGridTransform):
         ValueError
             For ``depth="auto"`` or a depth these events do not support.
         """
-        depth = self.depth
-        if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 0:
-            msg = f"depth must be a non-negative integer or 'auto', got {depth!r}"
-            raise ValueError(msg)
+        depth = check_int(self.depth, "depth", low=0, what="a non-negative integer or 'auto'")
         largest = max_depth(n_events)
         if depth > largest:
             msg = (
@@ -472,7 +465,7 @@ class IRGI(ColumnGridTransform):
                 f"{largest}"
             )
             raise ValueError(msg)
-        return int(depth)
+        return depth
 
     def _resolve_domain(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> Domain:
         for values, name in ((x, "x"), (y, "y")):
@@ -617,10 +610,7 @@ class IRGI(ColumnGridTransform):
         if state.get("x_dims", 1) != 1:
             return cls._from_vector_state(state)
         params = state["params"]
-        depth = params["depth"]
-        if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 30:
-            msg = f"IRGI depth must be an integer in [0, 30], got {depth!r}"
-            raise SchemaError(msg)
+        depth = check_int(params["depth"], "IRGI depth", low=0, high=30, error=SchemaError)
         n_col = 2**depth + 1
         obj = cls(
             depth=depth, domain=None if params["domain"] is None else check_domain(params["domain"])

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from rosenblatt._validation import as_sigma_r
+from rosenblatt._validation import as_sigma_r, check_int
 from rosenblatt.transforms._base import ConditionalCDFTransform, Kinks
 from rosenblatt.transforms._gauss_transform import ConditionalGaussTransform, direct_conditional_cdf
 from rosenblatt.transforms._kde_vector import product_kernel_cdf
@@ -354,9 +354,7 @@ class KDE(ConditionalCDFTransform):
         from rosenblatt.transforms._observables import MAX_OBSERVABLES
 
         k, n = state["x_dims"], len(state["x"])
-        if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= MAX_OBSERVABLES:
-            msg = f"x_dims must be an integer in [2, {MAX_OBSERVABLES}], got {k!r}"
-            raise SchemaError(msg)
+        check_int(k, "x_dims", low=2, high=MAX_OBSERVABLES, error=SchemaError)
         x = check_array(state["x"], "x", (n, k))
         y = check_array(state["y"], "y", (n,))
         w = None if state["weight"] is None else check_array(state["weight"], "weight", (n,))

@@ -10,13 +10,13 @@ conditional.
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._schema import SchemaError, check_array, check_domain
+from rosenblatt._validation import check_int
 from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms._quantiles import cdf_knots, evaluate_knots
 
@@ -59,6 +59,7 @@ class Rarity(ConditionalCDFTransform):
     """
 
     kind: ClassVar[str] = "rarity"
+    weights_replicate: ClassVar[bool] = True
 
     knots_: NDArray[np.float64]
     levels_: NDArray[np.float64]
@@ -70,11 +71,7 @@ class Rarity(ConditionalCDFTransform):
         return f"Rarity(n_quantiles={self.n_quantiles!r})"
 
     def _check_params(self) -> int:
-        n = self.n_quantiles
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 2:
-            msg = f"n_quantiles must be an integer >= 2, got {n!r}"
-            raise ValueError(msg)
-        return int(n)
+        return check_int(self.n_quantiles, "n_quantiles", low=2)
 
     def _fit(
         self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None

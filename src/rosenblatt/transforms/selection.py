@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._validation import check_int, is_int
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._brier import weighted_brier
 
@@ -156,9 +157,7 @@ class Selection:
             msg = f"selection parameter must be 'depth', 'sigma_r' or 'splits', got {parameter!r}"
             raise SchemaError(msg)
         for name, value in (("folds", folds), ("seed", seed), ("n_thresholds", n_thresholds)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                msg = f"selection {name} must be a non-negative integer, got {value!r}"
-                raise SchemaError(msg)
+            check_int(value, f"selection {name}", low=0, error=SchemaError)
         if n == 0 or not values[0] <= float(chosen) <= values[-1]:
             msg = "selection chosen must lie within the values tried"
             raise SchemaError(msg)
@@ -201,8 +200,7 @@ class Selection:
         entries = [*values, chosen]
         k = len(chosen)
         if not 2 <= k <= 3 or any(
-            len(v) != k or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in v)
-            for v in entries
+            len(v) != k or not all(is_int(s) and s >= 0 for s in v) for v in entries
         ):
             msg = "selection of splits must hold lists of 2 or 3 non-negative integers"
             raise SchemaError(msg)
@@ -210,9 +208,7 @@ class Selection:
             msg = "selection of splits must list distinct splits in order and choose one of them"
             raise SchemaError(msg)
         for name, value in (("folds", folds), ("seed", seed), ("n_thresholds", n_thresholds)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                msg = f"selection {name} must be a non-negative integer, got {value!r}"
-                raise SchemaError(msg)
+            check_int(value, f"selection {name}", low=0, error=SchemaError)
         return cls(
             "splits",
             tuple(values),
@@ -237,9 +233,7 @@ def fold_labels(n_events: int, folds: int, seed: int) -> NDArray[np.intp]:
 
 def check_folds(folds: Any, n_events: int) -> int:
     """Validate a number of folds for a sample of ``n_events`` events."""
-    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
-        msg = f"folds must be an integer >= 2, got {folds!r}"
-        raise ValueError(msg)
+    folds = check_int(folds, "folds", low=2)
     if n_events < 2 * folds:
         msg = (
             f"too few events for {folds}-fold cross-validation: {n_events} defining events, "
@@ -251,10 +245,7 @@ def check_folds(folds: Any, n_events: int) -> int:
 
 def check_seed(seed: Any) -> int:
     """Validate a seed: a non-negative integer."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        msg = f"seed must be a non-negative integer, got {seed!r}"
-        raise ValueError(msg)
-    return int(seed)
+    return check_int(seed, "seed", low=0)
 
 
 def brier_thresholds(
