@@ -191,6 +191,11 @@ class ConditionalCDFTransform(ABC):
     kind: ClassVar[str]
     #: most protected observables ``k`` the transform is fitted on (``x`` of shape ``(n, k)``)
     max_x_dims: ClassVar[int] = 1
+    #: whether :meth:`fit` learns from a sample (``False``: the transform is read, not fitted)
+    fittable: ClassVar[bool] = True
+    #: whether integer event weights give the transform fitted on the events each repeated
+    #: as often (checked by :func:`rosenblatt.testing.check_transform`)
+    weights_replicate: ClassVar[bool] = False
 
     def __init_subclass__(cls, *, register: bool = True, **kwargs: Any) -> None:
         """Record a concrete subclass with its own ``kind`` in :func:`transform_classes`."""

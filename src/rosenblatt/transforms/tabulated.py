@@ -99,6 +99,7 @@ class TabulatedTransform(ConditionalCDFTransform, register=False):
     """
 
     kind: ClassVar[str] = "tabulated"
+    fittable: ClassVar[bool] = False
 
     table_: Table
     name_: str
