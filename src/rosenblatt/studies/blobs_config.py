@@ -7,7 +7,7 @@ the configuration file (see ``configs/blobs.yaml``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,6 @@ import numpy as np
 
 from rosenblatt.studies.config_checks import (
     check_keys,
-    check_top_level,
     count,
     fail,
     flag,
@@ -23,6 +22,12 @@ from rosenblatt.studies.config_checks import (
     number,
     numbers,
     seed,
+)
+from rosenblatt.studies.config_fields import (
+    config_dataclass,
+    config_source,
+    option,
+    parse_dataclass,
 )
 
 __all__ = ["BlobsConfig", "Population"]
@@ -32,136 +37,148 @@ MAX_DEPTH = 30
 #: the most values of a geometric grid of sigma_r
 MAX_GRID = 10_000
 
-_TOP_KEYS = {
-    "study",
-    "name",
-    "seed",
-    "background",
-    "signal",
-    "n_subsamples",
-    "permutations",
-    "whole_sample",
-    "whole_sample_permutations",
-    "irgi",
-    "kde",
-    "figures",
-    "variants",
-    "peers",
-    "claims",
-}
+
+def _rho(value: Any, source: str, key: str) -> float:
+    rho = number(value, source, key)
+    if not -1 < rho < 1:
+        raise fail(source, key, f"must lie in (-1, 1), got {rho}")
+    return rho
 
 
-@dataclass(frozen=True)
+def _mean(value: Any, source: str, key: str) -> tuple[float, float]:
+    mean = numbers(value, source, key, 2)
+    if len(mean) != 2:
+        raise fail(source, key, f"must be a list of 2 numbers, got {value!r}")
+    return mean[0], mean[1]
+
+
+def _cov(value: Any, source: str, key: str) -> tuple[tuple[float, float], tuple[float, float]]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise fail(source, key, f"must be a 2x2 list of numbers, got {value!r}")
+    cov = tuple(numbers(row, source, key, 2) for row in value)
+    if any(len(row) != 2 for row in cov) or cov[0][1] != cov[1][0] or not _positive_definite(cov):
+        raise fail(source, key, f"must be a symmetric positive definite 2x2 matrix, got {value!r}")
+    return (cov[0][0], cov[0][1]), (cov[1][0], cov[1][1])
+
+
+@config_dataclass
 class Population:
-    """One population: its parameters and its defining and testing sizes."""
+    """One population: its parameters and its defining and testing sizes.
 
-    n_defining: int
-    n_testing: int
-    rho: float = 0.0
-    mean: tuple[float, float] = (0.0, 0.0)
-    cov: tuple[tuple[float, float], tuple[float, float]] = ((1.0, 0.0), (0.0, 1.0))
+    The background (``background:``) gives ``rho``, the signal (``signal:``)
+    ``mean`` and ``cov``.
+    """
 
-    @classmethod
-    def parse(cls, value: Any, source: str, key: str) -> Population:
-        """Validate ``background:`` (``rho``) or ``signal:`` (``mean``, ``cov``)."""
-        entry = mapping(value, source, key)
-        shape = {"rho"} if key == "background" else {"mean", "cov"}
-        check_keys(entry, {"n_defining", "n_testing", *shape}, source, key)
-        for name in ("n_defining", "n_testing", *shape):
-            if name not in entry:
-                raise fail(source, f"{key}.{name}", "missing")
-        n_defining = count(entry["n_defining"], source, f"{key}.n_defining")
-        n_testing = count(entry["n_testing"], source, f"{key}.n_testing")
-        if key == "background":
-            rho = number(entry["rho"], source, f"{key}.rho")
-            if not -1 < rho < 1:
-                raise fail(source, f"{key}.rho", f"must lie in (-1, 1), got {rho}")
-            return cls(n_defining, n_testing, rho=rho)
-        mean = numbers(entry["mean"], source, f"{key}.mean", 2)
-        rows = entry["cov"]
-        if not isinstance(rows, list) or len(rows) != 2:
-            raise fail(source, f"{key}.cov", f"must be a 2x2 list of numbers, got {rows!r}")
-        cov = tuple(numbers(row, source, f"{key}.cov", 2) for row in rows)
-        if (
-            len(mean) != 2
-            or any(len(row) != 2 for row in cov)
-            or cov[0][1] != cov[1][0]
-            or not _positive_definite(cov)
-        ):
-            raise fail(
-                source,
-                f"{key}.cov",
-                f"must be a symmetric positive definite 2x2 matrix beside a mean of 2, got {rows!r}",
-            )
-        return cls(
-            n_defining,
-            n_testing,
-            mean=(mean[0], mean[1]),
-            cov=((cov[0][0], cov[0][1]), (cov[1][0], cov[1][1])),
-        )
+    n_defining: int = option(doc="events of the defining sample", check=count)
+    n_testing: int = option(doc="events of the testing sample", check=count)
+    rho: float = option(
+        default=0.0, doc="correlation of the background's bivariate normal", check=_rho
+    )
+    mean: tuple[float, float] = option(
+        default=(0.0, 0.0), doc="mean of the signal's bivariate normal", check=_mean
+    )
+    cov: tuple[tuple[float, float], tuple[float, float]] = option(
+        default=((1.0, 0.0), (0.0, 1.0)),
+        doc="covariance of the signal's bivariate normal (symmetric positive definite)",
+        check=_cov,
+    )
 
 
-@dataclass(frozen=True)
+def _depth_list(value: Any, source: str, key: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value:
+        raise fail(source, key, f"must be a non-empty list of depths, got {value!r}")
+    return tuple(count(d, source, key, 1, MAX_DEPTH) for d in value)
+
+
+def _name(value: Any, source: str, key: str) -> str:
+    return str(value)
+
+
+@config_dataclass
 class BlobsConfig:
-    """A validated ``study: blobs`` configuration."""
+    """A validated ``study: blobs`` configuration; each field is one key of the file."""
 
-    name: str
-    source: str
-    seed: int
-    background: Population
-    signal: Population
-    depths: tuple[int, ...]
-    sigma_r: tuple[float, ...]
-    n_subsamples: int = 5
-    permutations: int = 100
-    whole_sample: bool = False
-    whole_sample_permutations: int = 20
-    variants: bool = False
-    peers: Mapping[str, Any] | None = field(default_factory=dict)
-    figures: Mapping[str, Any] = field(default_factory=dict)
-    dcc_best_max: float = 6e-4
+    name: str = option(
+        doc="the study's name (of its results folder)",
+        check=_name,
+        default_doc="the configuration file's name without its suffix",
+    )
+    source: str = field(metadata={"doc": "the configuration file read"})
+    background: Population = option(
+        doc="the background: its sizes and correlation",
+        check=Population,
+        only=("n_defining", "n_testing", "rho"),
+    )
+    signal: Population = option(
+        doc="the signal: its sizes, mean and covariance",
+        check=Population,
+        only=("n_defining", "n_testing", "mean", "cov"),
+    )
+    depths: tuple[int, ...] = option(
+        key="irgi.depths",
+        doc="the IRGI depths compared (each needs 2^(2d+1) defining events)",
+        check=_depth_list,
+        type="list of integers in [1, 30]",
+    )
+    sigma_r: tuple[float, ...] = option(
+        key="kde.sigma_r",
+        doc="the relative KDE widths compared: a list, or {min, max, n} for a geometric grid",
+        check=lambda value, source, key: _sigma_grid(value, source),
+        type="list of positive numbers, or {min, max, n}",
+    )
+    seed: int = option(default=0, doc="seed of every random draw", check=seed)
+    n_subsamples: int = option(
+        default=5, doc="sub-samples of the testing sample the spreads are measured on", check=count
+    )
+    permutations: int = option(default=100, doc="permutations of the dCor² floor", check=count)
+    whole_sample: bool = option(
+        default=False, doc="also measure dCor² on the whole testing sample", check=flag
+    )
+    whole_sample_permutations: int = option(
+        default=20, doc="permutations of the whole sample's dCor² floor", check=count
+    )
+    variants: bool = option(default=False, doc="also compare the IRGI and KDE variants", check=flag)
+    peers: Mapping[str, Any] | None = option(
+        default_factory=dict,
+        doc="the peer methods beside IRGI and KDE: true, false, or {flow: options}",
+        check=lambda value, source, key: _peers(value, source),
+        type="true, false or {flow: mapping}",
+        default_doc="true (every peer with its default options)",
+    )
+    figures: Mapping[str, Any] = option(
+        default_factory=dict,
+        doc="the IRGI depths (grid_depths) and KDE widths (kde_sigmas) drawn",
+        check=lambda value, source, key: _figures(value, source),
+        type="{grid_depths: list of integers, kde_sigmas: list of positive numbers}",
+    )
+    dcc_best_max: float = option(
+        default=6e-4,
+        key="claims.dcc_best_max",
+        doc="the claims' bound on the best method's dCor²",
+        check=number,
+    )
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> BlobsConfig:
         """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
-        source = check_top_level(config, _TOP_KEYS, ("background", "signal", "irgi", "kde"))
-        irgi = mapping(config["irgi"], source, "irgi")
-        check_keys(irgi, {"depths"}, source, "irgi")
-        kde = mapping(config["kde"], source, "kde")
-        check_keys(kde, {"sigma_r"}, source, "kde")
-        depths = irgi.get("depths")
-        if not isinstance(depths, list) or not depths:
-            raise fail(source, "irgi.depths", f"must be a non-empty list of depths, got {depths!r}")
-        claims = mapping(config.get("claims") or {}, source, "claims")
-        check_keys(claims, {"dcc_best_max"}, source, "claims")
-        background = Population.parse(config["background"], source, "background")
-        n_subsamples = count(config.get("n_subsamples", 5), source, "n_subsamples")
-        if 2 * n_subsamples > background.n_testing:
+        source = config_source(config)
+        cfg: BlobsConfig = parse_dataclass(
+            cls,
+            config,
+            source,
+            given={"source": source},
+            defaults={"name": Path(source).stem},
+            extra_keys=("study",),
+        )
+        if 2 * cfg.n_subsamples > cfg.background.n_testing:
             raise fail(
                 source,
                 "n_subsamples",
-                f"{n_subsamples} sub-samples need at least {2 * n_subsamples} testing events, "
-                f"background.n_testing is {background.n_testing}",
+                f"{cfg.n_subsamples} sub-samples need at least {2 * cfg.n_subsamples} testing "
+                f"events, background.n_testing is {cfg.background.n_testing}",
             )
-        return cls(
-            name=str(config.get("name", Path(source).stem)),
-            source=source,
-            seed=seed(config.get("seed", 0), source, "seed"),
-            background=background,
-            signal=Population.parse(config["signal"], source, "signal"),
-            depths=_depths(depths, background.n_defining, source),
-            sigma_r=_sigma_grid(kde.get("sigma_r"), source),
-            n_subsamples=n_subsamples,
-            permutations=count(config.get("permutations", 100), source, "permutations"),
-            whole_sample=flag(config.get("whole_sample", False), source, "whole_sample"),
-            whole_sample_permutations=count(
-                config.get("whole_sample_permutations", 20), source, "whole_sample_permutations"
-            ),
-            variants=flag(config.get("variants", False), source, "variants"),
-            peers=_peers(config.get("peers", True), source),
-            figures=_figures(config.get("figures"), source),
-            dcc_best_max=number(claims.get("dcc_best_max", 6e-4), source, "claims.dcc_best_max"),
-        )
+        _check_depths(cfg.depths, cfg.background.n_defining, source)
+        return cfg
 
 
 def _positive_definite(cov: tuple[tuple[float, ...], ...]) -> bool:
@@ -169,10 +186,9 @@ def _positive_definite(cov: tuple[tuple[float, ...], ...]) -> bool:
     return a > 0 and d > 0 and a * d - b * b > 0 and bool(np.isfinite(a * d - b * b))
 
 
-def _depths(depths: list[Any], n_defining: int, source: str) -> tuple[int, ...]:
+def _check_depths(depths: tuple[int, ...], n_defining: int, source: str) -> None:
     """``irgi.depths``: each supported by the defining events (2^(2d+1) of them)."""
-    checked = tuple(count(d, source, "irgi.depths", 1, MAX_DEPTH) for d in depths)
-    for depth in checked:
+    for depth in depths:
         if 2 ** (2 * depth + 1) > n_defining:
             raise fail(
                 source,
@@ -180,7 +196,6 @@ def _depths(depths: list[Any], n_defining: int, source: str) -> tuple[int, ...]:
                 f"depth {depth} needs at least {2 ** (2 * depth + 1)} defining events, "
                 f"background.n_defining is {n_defining}",
             )
-    return checked
 
 
 def _figures(value: Any, source: str) -> dict[str, Any]:

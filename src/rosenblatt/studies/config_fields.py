@@ -1,0 +1,342 @@
+"""Study configurations declared once, as dataclass fields, and parsed from those fields.
+
+Each key of a study's YAML file is a field of the study's configuration
+dataclass, declared with :func:`option`: its name (or the dotted ``key`` under
+which it sits in the file), its Python type, its default and its
+documentation, and the check that turns the file's value into the field's
+value. :func:`parse_dataclass` walks the fields, so that unknown keys, missing
+keys, wrong types and ranges are all reported as
+``<file>: <key>: <what is wrong>`` (:class:`ConfigError`), and
+:func:`config_keys` lists what a study accepts, for its reference page::
+
+    @config_dataclass
+    class Example:
+        n_events: int = option(default=100, doc="events drawn", check=count)
+        depths: tuple[int, ...] = option(key="irgi.depths", doc="IRGI depths", check=depths)
+
+A field whose ``check`` is a dataclass type is a section of the file
+(a mapping) parsed field by field in turn; a field declared with
+``dataclasses.field`` (no ``check``) is not read from the file but given by
+the caller of :func:`parse_dataclass` (e.g. the file's name).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+
+from rosenblatt.studies.config_checks import check_keys, fail, mapping
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+elif sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # only type checkers read it
+
+    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
+        return lambda decorated: decorated
+
+
+__all__ = [
+    "Check",
+    "ConfigKey",
+    "config_dataclass",
+    "config_keys",
+    "config_source",
+    "option",
+    "parse_dataclass",
+]
+
+#: a check: ``(value from the file, file name, key) -> the field's value``
+Check = Callable[[Any, str, str], Any]
+
+_MISSING: Any = dataclasses.MISSING
+
+
+class ConfigKey(NamedTuple):
+    """One key a study's configuration accepts, for its reference.
+
+    Attributes
+    ----------
+    key
+        The key, dotted below its sections (``irgi.depths``).
+    type
+        What the file may give, in words (the field's Python type unless
+        the field says otherwise).
+    default
+        The value used when the key is left out, in words (``"required"``
+        when it must be given).
+    doc
+        What the key sets.
+    """
+
+    key: str
+    type: str
+    default: str
+    doc: str
+
+
+def option(
+    *,
+    default: Any = _MISSING,
+    doc: str,
+    check: Check | type,
+    key: str | None = None,
+    default_factory: Callable[[], Any] | None = None,
+    type: str | None = None,
+    default_doc: str | None = None,
+    only: Iterable[str] | None = None,
+) -> Any:
+    """A configuration field: a :func:`dataclasses.field` that says how its key is read.
+
+    Parameters
+    ----------
+    default, default_factory
+        The field's value when the key is left out (neither: the key is required).
+    doc
+        What the key sets (one sentence, for the configuration reference).
+    check
+        ``check(value, source, key)`` returns the field's value or raises the
+        :class:`ConfigError` of :func:`rosenblatt.studies.config_checks.fail`;
+        a dataclass type reads a section (a mapping, ``null`` for all defaults)
+        with :func:`parse_dataclass`.
+    key
+        The key in the file, dotted below its sections (default: the field's name).
+    type
+        What the file may give, in words, when the field's Python type does not say it.
+    default_doc
+        The default in words, when it is not the field's default itself.
+    only
+        For a section: the names of the fields of ``check`` read there (the
+        others keep their defaults).
+    """
+    metadata = {
+        "doc": doc,
+        "check": check,
+        "key": key,
+        "type": type,
+        "default_doc": default_doc,
+        "only": None if only is None else tuple(only),
+    }
+    if default_factory is not None:
+        return dataclasses.field(default_factory=default_factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+_T = TypeVar("_T")
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, option))
+def config_dataclass(cls: type[_T]) -> type[_T]:
+    """Make ``cls`` a frozen dataclass whose fields are declared with :func:`option`."""
+    return dataclasses.dataclass(frozen=True)(cls)
+
+
+def config_source(config: Mapping[str, Any]) -> str:
+    """The configuration's file name (``_path``, set by :func:`rosenblatt.config.load_config`)."""
+    return str(config.get("_path", "the configuration"))
+
+
+def _read_fields(cls: type) -> list[dataclasses.Field[Any]]:
+    return [f for f in dataclasses.fields(cls) if "check" in f.metadata]
+
+
+def _key(f: dataclasses.Field[Any]) -> str:
+    return str(f.metadata["key"] or f.name)
+
+
+def _has_default(f: dataclasses.Field[Any]) -> bool:
+    return f.default is not _MISSING or f.default_factory is not _MISSING
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not _MISSING:
+        return f.default
+    return f.default_factory()  # type: ignore[operator]
+
+
+def _sections(keys: Iterable[str]) -> dict[str, set[str]]:
+    """Every section of the dotted ``keys`` (``""``: the top level) -> the names it holds."""
+    sections: dict[str, set[str]] = {"": set()}
+    for key in keys:
+        parts = key.split(".")
+        for depth in range(len(parts)):
+            section = ".".join(parts[:depth])
+            sections.setdefault(section, set()).add(parts[depth])
+    return sections
+
+
+def _where(prefix: str, key: str) -> str:
+    """``key`` dotted below ``prefix`` (either may be ``""``)."""
+    return ".".join(part for part in (prefix, key) if part)
+
+
+def parse_dataclass(
+    cls: type[Any],
+    config: Any,
+    source: str,
+    prefix: str = "",
+    *,
+    given: Mapping[str, Any] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+    only: Iterable[str] | None = None,
+    extra_keys: Iterable[str] = (),
+) -> Any:
+    """An instance of the dataclass ``cls`` read from the mapping ``config`` by its fields.
+
+    Parameters
+    ----------
+    cls
+        A dataclass whose fields are declared with :func:`option`.
+    config
+        The file's mapping (or the section's, below ``prefix``).
+    source
+        The file's name, first part of every message.
+    prefix
+        The section ``config`` is, dotted (``""``: the top level).
+    given
+        Values of the fields not read from the file (declared without ``check``).
+    defaults
+        Defaults that replace the fields' own (e.g. a section's values
+        that default to the top level's).
+    only
+        The names of the fields read (the others keep their defaults and their
+        keys are unknown); all by default.
+    extra_keys
+        Top-level keys accepted beside the fields' (read by someone else);
+        ``_path`` is always accepted.
+
+    Raises
+    ------
+    ConfigError
+        ``<source>: <key>: <what>`` for an unknown or missing key, a section
+        that is not a mapping, or a value its check refuses.
+    """
+    read = _read_fields(cls)
+    if only is not None:
+        chosen = set(only)
+        read = [f for f in read if f.name in chosen]
+    sections = _sections(_key(f) for f in read)
+    sections[""] |= set(extra_keys)
+    root = mapping(config, source, prefix or "top level")
+    if not prefix:
+        root = {k: v for k, v in root.items() if k != "_path"}
+    values: dict[str, Any] = dict(given or {})
+    for section, names in sections.items():
+        entry = _section(root, section, source, prefix)
+        if entry is not None:
+            check_keys(entry, names, source, _where(prefix, section) or "top level")
+    for f in read:
+        values[f.name] = _value(f, root, source, prefix, defaults or {})
+    return cls(**values)
+
+
+def _section(root: Mapping[str, Any], section: str, source: str, prefix: str) -> Any:
+    """The mapping of ``section`` below ``root`` (``None`` when left out or ``null``)."""
+    entry: Any = root
+    walked = ""
+    for part in section.split(".") if section else []:
+        walked = _where(walked, part)
+        entry = entry.get(part)
+        if entry is None:
+            return None
+        entry = mapping(entry, source, _where(prefix, walked))
+    return entry
+
+
+def _value(
+    f: dataclasses.Field[Any],
+    root: Mapping[str, Any],
+    source: str,
+    prefix: str,
+    defaults: Mapping[str, Any],
+) -> Any:
+    """The value of the field ``f``: its check of the file's value, or its default."""
+    key = _key(f)
+    *path, last = key.split(".")
+    entry: Any = root
+    walked = ""
+    for part in path:
+        walked = _where(walked, part)
+        entry = entry.get(part)
+        if entry is None:
+            break
+    check = f.metadata["check"]
+    if entry is None or last not in entry:
+        if f.name in defaults:
+            return defaults[f.name]
+        if _has_default(f):
+            return _default(f)
+        missing = walked if entry is None else key
+        raise fail(source, _where(prefix, missing), "missing")
+    value = entry[last]
+    if isinstance(check, type):
+        section = {} if value is None else value
+        return parse_dataclass(check, section, source, _where(prefix, key), only=f.metadata["only"])
+    return check(value, source, _where(prefix, key))
+
+
+def config_keys(
+    cls: type[Any], prefix: str = "", only: Iterable[str] | None = None
+) -> list[ConfigKey]:
+    """Every key the configuration dataclass ``cls`` reads, with its type, default and doc.
+
+    Sections (fields whose check is a dataclass) are listed key by key, dotted.
+
+    Examples
+    --------
+    >>> from rosenblatt.studies.blobs_config import BlobsConfig
+    >>> [k.key for k in config_keys(BlobsConfig)][:3]
+    ['name', 'background.n_defining', 'background.n_testing']
+    """
+    hints = typing.get_type_hints(cls)
+    keys: list[ConfigKey] = []
+    chosen = None if only is None else set(only)
+    for f in _read_fields(cls):
+        if chosen is not None and f.name not in chosen:
+            continue
+        key = _where(prefix, _key(f))
+        check = f.metadata["check"]
+        if isinstance(check, type):
+            keys += config_keys(check, key, f.metadata["only"])
+            continue
+        described = f.metadata["type"] or _type_words(hints.get(f.name, Any))
+        if f.metadata["default_doc"] is not None:
+            default = str(f.metadata["default_doc"])
+        else:
+            default = _default_words(_default(f)) if _has_default(f) else "required"
+        keys.append(ConfigKey(key, described, default, str(f.metadata["doc"])))
+    return keys
+
+
+def _default_words(value: Any) -> str:
+    """A default as the file would give it (JSON, which YAML reads): ``[0.0, 0.0]``, ``false``."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+#: Python types as a configuration file gives them
+_WORDS = {int: "integer", float: "number", bool: "true or false", str: "text"}
+
+
+def _type_words(hint: Any) -> str:
+    """A field's type as the file gives it: ``list of integer``, ``mapping``, ``number or null``."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint in _WORDS:
+        return _WORDS[hint]
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return f"list of {_type_words(args[0])}"
+    if origin is tuple:
+        return f"list of {len(args)} {' and '.join(dict.fromkeys(_type_words(a) for a in args))}"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join("null" if a is type(None) else _type_words(a) for a in args)
+    if origin is not None and issubclass(origin, Mapping):
+        return "mapping"
+    return getattr(hint, "__name__", str(hint))

@@ -1,0 +1,141 @@
+"""Configuration dataclasses parsed from their own fields: values, defaults, sections, messages."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from rosenblatt.studies.config_checks import ConfigError, count, flag, number
+from rosenblatt.studies.config_fields import (
+    ConfigKey,
+    config_dataclass,
+    config_keys,
+    option,
+    parse_dataclass,
+)
+
+
+@config_dataclass
+class Sizes:
+    """A section."""
+
+    n_defining: int = option(doc="defining events", check=count)
+    n_testing: int = option(default=10, doc="testing events", check=count)
+    rho: float = option(default=0.0, doc="correlation", check=number)
+
+
+@config_dataclass
+class Toy:
+    """A study's configuration."""
+
+    source: str = dataclasses.field(metadata={"doc": "the file"})
+    sizes: Sizes = option(doc="the sizes", check=Sizes, only=("n_defining", "n_testing"))
+    depths: tuple[int, ...] = option(
+        key="irgi.depths",
+        doc="depths",
+        check=lambda value, source, key: tuple(count(v, source, key) for v in value),
+    )
+    seed: int = option(default=0, doc="the seed", check=count)
+    plots: bool = option(default=False, doc="draw", check=flag)
+    bound: float = option(default=6e-4, key="claims.bound", doc="a bound", check=number)
+    extra: Mapping[str, Any] | None = option(
+        default_factory=dict, doc="options", check=lambda v, s, k: dict(v)
+    )
+
+
+GOOD = {"_path": "toy.yaml", "study": "toy", "sizes": {"n_defining": 5}, "irgi": {"depths": [2]}}
+
+
+def parse(config: Mapping[str, Any]) -> Toy:
+    return parse_dataclass(
+        Toy, config, "toy.yaml", given={"source": "toy.yaml"}, extra_keys=("study",)
+    )
+
+
+def test_values_defaults_and_sections() -> None:
+    toy = parse(GOOD)
+    assert toy == Toy(
+        source="toy.yaml", sizes=Sizes(5, 10, 0.0), depths=(2,), seed=0, bound=6e-4, extra={}
+    )
+    given = parse(
+        {**GOOD, "seed": 3, "plots": True, "claims": {"bound": 1}, "sizes": {"n_defining": 7}}
+    )
+    assert (given.seed, given.plots, given.bound, given.sizes.n_defining) == (3, True, 1.0, 7)
+    assert parse({**GOOD, "claims": None}).bound == 6e-4
+
+
+def test_defaults_given_by_the_caller_replace_the_fields() -> None:
+    toy = parse_dataclass(
+        Toy, GOOD, "toy.yaml", given={"source": "s"}, defaults={"seed": 9}, extra_keys=("study",)
+    )
+    assert toy.seed == 9
+    assert parse_dataclass(Sizes, {"n_defining": 1}, "f", "sizes", defaults={"rho": 0.5}).rho == 0.5
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"sead": 1}, "toy.yaml: top level: unknown key(s) ['sead']; known: ["),
+        ({"claims": {"bond": 1}}, "toy.yaml: claims: unknown key(s) ['bond']; known: ['bound']"),
+        ({"sizes": {"n_defining": 5, "rho": 0.1}}, "toy.yaml: sizes: unknown key(s) ['rho']"),
+        ({"sizes": None}, "toy.yaml: sizes.n_defining: missing"),
+        ({"irgi": {}}, "toy.yaml: irgi.depths: missing"),
+        ({"irgi": None}, "toy.yaml: irgi: missing"),
+        ({"irgi": [2]}, "toy.yaml: irgi: must be a mapping, got list"),
+        ({"sizes": "big"}, "toy.yaml: sizes: must be a mapping, got str"),
+        ({"seed": -1}, "toy.yaml: seed: must be an integer >= 1, got -1"),
+        ({"sizes": {"n_defining": True}}, "toy.yaml: sizes.n_defining: must be an integer >= 1"),
+        ({"plots": "yes"}, "toy.yaml: plots: must be true or false, got 'yes'"),
+        ({"claims": {"bound": "x"}}, "toy.yaml: claims.bound: must be a number, got 'x'"),
+    ],
+)
+def test_mistakes_name_file_and_key(edit: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}"):
+        parse({**GOOD, **edit})
+
+
+def test_a_missing_section_is_named() -> None:
+    config = {k: v for k, v in GOOD.items() if k != "sizes"}
+    with pytest.raises(ConfigError, match=r"^toy\.yaml: sizes: missing$"):
+        parse(config)
+
+
+def test_config_keys_list_every_key_with_type_default_and_doc() -> None:
+    assert config_keys(Toy) == [
+        ConfigKey("sizes.n_defining", "integer", "required", "defining events"),
+        ConfigKey("sizes.n_testing", "integer", "10", "testing events"),
+        ConfigKey("irgi.depths", "list of integer", "required", "depths"),
+        ConfigKey("seed", "integer", "0", "the seed"),
+        ConfigKey("plots", "true or false", "false", "draw"),
+        ConfigKey("claims.bound", "number", "0.0006", "a bound"),
+        ConfigKey("extra", "mapping or null", "{}", "options"),
+    ]
+
+
+def test_the_shipped_studies_document_every_key() -> None:
+    from rosenblatt.studies.blobs_config import BlobsConfig
+
+    keys = config_keys(BlobsConfig)
+    assert len({k.key for k in keys}) == len(keys)
+    assert all(k.doc and k.type and k.default for k in keys)
+    assert {k.key.split(".")[0] for k in keys} | {"study"} == {
+        "study",
+        "name",
+        "seed",
+        "background",
+        "signal",
+        "n_subsamples",
+        "permutations",
+        "whole_sample",
+        "whole_sample_permutations",
+        "irgi",
+        "kde",
+        "figures",
+        "variants",
+        "peers",
+        "claims",
+    }
