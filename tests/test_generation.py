@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 
 import awkward as ak
@@ -11,11 +13,14 @@ import pytest
 pytest.importorskip("pythia8mc")
 pytest.importorskip("fastjet")
 
+from rosenblatt._records import CorruptCacheError, refusing_corrupt_cache
 from rosenblatt.hep.generation import (
     GenerationSettings,
     GenerationSummary,
     generate_events,
     generate_file,
+    partial_name,
+    record_name,
 )
 from rosenblatt.hep.pythia_settings import PYTHIA_SEED_MAX, pythia_settings
 from rosenblatt.io import read_events
@@ -238,7 +243,10 @@ def test_an_interrupted_run_resumes_without_losing_or_duplicating(
     with pytest.raises(ValueError, match="missing"):
         generate_file(path, "wprime", 25, seed=11, **settings)  # type: ignore[arg-type]
     monkeypatch.setattr(writer_class, "append", original_append)
-    interrupted = read_events(path)
+    # the final name appears only once the file is complete
+    assert not path.exists()
+    assert not record_name(path).exists()
+    interrupted = read_events(partial_name(path))
     assert len(interrupted) == 25  # two complete chunks and the unrecorded third
 
     generate_file(path, "wprime", 25, seed=11, **settings)  # type: ignore[arg-type]
@@ -248,7 +256,39 @@ def test_an_interrupted_run_resumes_without_losing_or_duplicating(
     assert list(info["chunks"]["n_events"]) == [10, 10, 5]
     assert ak.to_list(resumed.entry) == list(range(25))
     assert_same_events(resumed, signal_events[:25])
-    assert not (tmp_path / f"run{suffix}{RESUME_SUFFIX}").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"run{suffix}",
+        f"run{suffix}.record.json",
+    ]
+    assert RESUME_SUFFIX not in str(list(tmp_path.iterdir()))
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate"])
+def test_a_damaged_generated_file_is_named_and_generated_again(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture, signal_events: ak.Array
+) -> None:
+    path = tmp_path / "run.root"
+    options = {"seed": 11, "chunk_size": 10, "workers": 1, "progress": False}
+    generate_file(path, "wprime", 12, **options)  # type: ignore[arg-type]
+    record = json.loads(record_name(path).read_text())
+    assert record["inputs"]["seed"] == 11
+    assert record["files"]["run.root"]["size"] == path.stat().st_size
+    data = bytearray(path.read_bytes())
+    if damage == "flip":
+        data[len(data) // 2] ^= 0x10
+    else:
+        del data[len(data) // 2 :]
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.INFO):
+        generate_file(path, "wprime", 12, **options)  # type: ignore[arg-type]
+    named = [r.getMessage() for r in caplog.records if str(path) in r.getMessage()]
+    assert len(named) == 1
+    assert "computing it again" in named[0]
+    assert_same_events(read_events(path), signal_events[:12])
+    # refused under the flag: one error naming the file
+    path.write_bytes(bytes(data))
+    with refusing_corrupt_cache(), pytest.raises(CorruptCacheError, match=r"run\.root"):
+        generate_file(path, "wprime", 12, **options)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("suffix", [".h5", ".root"])

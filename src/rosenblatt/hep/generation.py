@@ -17,6 +17,11 @@ in the file: rerunning it with the same settings keeps the complete chunks,
 drops a partly written one and writes the rest.
 Rerunning it with more events extends the file in the same way, since a chunk
 with fewer events is the beginning of the same chunk with more.
+The chunks go to a hidden file beside the output (``.<stem>.partial<suffix>``), which
+takes the output's name only once it is complete, followed by a record of the
+run: its settings and the file's size and content hash
+(``<name>.record.json``, :mod:`rosenblatt._records`). A complete file that was
+truncated or altered afterwards is named in one line and generated again.
 
 Each chunk records how many events Pythia generated to find its passing
 events, and Pythia's cross-section estimate with its error; the file keeps one
@@ -75,6 +80,8 @@ __all__ = [
     "generate_file",
     "iter_chunks",
 ]
+
+log = logging.getLogger("rosenblatt.generation")
 
 #: per-chunk record written to the file (besides ``n_events``, the passing events)
 CHUNK_FIELDS: dict[str, str] = {
@@ -654,26 +661,31 @@ def generate_file(
     file_format = event_format(output)
     if file_format not in ("lhco", "root"):
         raise ValueError(f"{output}: generation writes .h5, .hdf5 or .root files")
-    writer_class, info_of, partial = _format_tools(file_format, output)
+    writer_class, info_of, resume_suffix = _format_tools(file_format, output)
+    work = partial_name(output)
+    record = record_name(output)
+    leftovers = [work, work.with_name(work.name + resume_suffix)] if resume_suffix else [work]
     if overwrite:
-        for stale in (output, partial):
-            if stale is not None and stale.exists():
-                stale.unlink()
-    if output.exists() or (partial is not None and partial.exists()):
-        existing = partial if partial is not None and partial.exists() else output
-        info = info_of(existing)
-        n_kept = _reusable_chunks(output, info, settings)
-        finished = (
-            existing == output
-            and n_kept == len(settings.chunk_sizes())
+        for stale in (output, record, *leftovers):
+            stale.unlink(missing_ok=True)
+    if output.exists():
+        info = _complete_file(output, record, settings, info_of)
+        n_chunks = len(settings.chunk_sizes())
+        if (
+            info is not None
             and info["n_events"] == n_events
-            and info["summary"].get("complete") is True
-        )
-        if finished:
+            and _reusable_chunks(output, info, settings) == n_chunks
+        ):
             return GenerationSummary.from_records(info["chunks"])
-        writer = writer_class.resume(output, max_chunks=n_kept, settings=settings.to_dict())
-    else:
-        writer = writer_class.create(output, settings.to_dict(), CHUNK_FIELDS)
+        if info is not None:  # more events requested: the file is extended
+            for stale in leftovers:
+                stale.unlink(missing_ok=True)
+            os.replace(output, work)
+        record.unlink(missing_ok=True)
+        output.unlink(missing_ok=True)
+    writer = _resumed_writer(work, output, leftovers, settings, writer_class, info_of)
+    if writer is None:
+        writer = writer_class.create(work, settings.to_dict(), CHUNK_FIELDS)
     with (
         writer,
         tqdm(
@@ -685,6 +697,9 @@ def generate_file(
         ) as bar,
     ):
         n_done = len(writer.chunk_records()["chunk"])
+        if n_done:  # a resumed file keeps its totals even when no chunk is left to write
+            done = GenerationSummary.from_records(writer.chunk_records())
+            writer.write_summary({**done.to_dict(), "complete": done.n_events == n_events})
         indices = range(n_done, len(settings.chunk_sizes()))
         generated = iter_chunks(settings, indices, workers, executor=executor, scheduler=scheduler)
         with closing(generated):
@@ -695,15 +710,106 @@ def generate_file(
                     {**summary.to_dict(), "complete": summary.n_events == n_events}
                 )
                 bar.update(len(chunk.events))
-        return GenerationSummary.from_records(writer.chunk_records())
+        summary = GenerationSummary.from_records(writer.chunk_records())
+    _finish(work, output, record, settings)
+    return summary
 
 
-def _format_tools(file_format: str, output: Path) -> tuple[Any, Any, Path | None]:
-    """Return the writer class, the metadata reader and the resume file of a format."""
+def partial_name(path: str | os.PathLike[str]) -> Path:
+    """The hidden file beside ``path`` that :func:`generate_file` writes chunk by chunk."""
+    output = Path(path)
+    return output.with_name(f".{output.stem}.partial{output.suffix}")
+
+
+def record_name(path: str | os.PathLike[str]) -> Path:
+    """The record of a generated file: settings, size and hash (:mod:`rosenblatt._records`)."""
+    output = Path(path)
+    return output.with_name(f"{output.name}.record.json")
+
+
+def _finish(work: Path, output: Path, record: Path, settings: GenerationSettings) -> None:
+    """Give the complete file its name, then record the run (last)."""
+    from rosenblatt._atomic import fsync_folder, fsync_tree
+    from rosenblatt._records import write_record
+
+    fsync_tree(work)
+    os.replace(work, output)
+    fsync_folder(output.parent)
+    write_record(record, [output], _record_inputs(settings))
+
+
+def _record_inputs(settings: GenerationSettings) -> dict[str, Any]:
+    """What a generated file was computed from (its chunk sizes follow from these)."""
+    return settings.to_dict()
+
+
+def _complete_file(
+    output: Path, record: Path, settings: GenerationSettings, info_of: Any
+) -> dict[str, Any] | None:
+    """The metadata of the complete file ``output``; ``None`` when it cannot be trusted.
+
+    With a record, the file must have the recorded size and hash (else it is
+    named in one line, :func:`rosenblatt._records.corrupt`); without one (a
+    file written before records, or a run killed between the rename and the
+    record), its stored summary must say it is complete, and the record is
+    written now.
+    """
+    from rosenblatt._records import check_files, read_record, write_record
+    from rosenblatt.io import EventFileError
+
+    document = read_record(record)
+    if document is not None and not check_files(output.parent, document["files"]):
+        return None
+    try:
+        info: dict[str, Any] = info_of(output)
+    except EventFileError as err:
+        log.warning("%s cannot be read (%s): generating it again", output, err)
+        return None
+    if info["summary"].get("complete") is not True:
+        log.warning("%s is not a complete generated file: generating it again", output)
+        return None
+    _reusable_chunks(output, info, settings)  # other settings: an error naming them
+    if document is None and info["n_events"] == settings.n_events:
+        write_record(record, [output], _record_inputs(settings))
+    return info
+
+
+def _resumed_writer(
+    work: Path,
+    output: Path,
+    leftovers: list[Path],
+    settings: GenerationSettings,
+    writer_class: Any,
+    info_of: Any,
+) -> Any:
+    """A writer continuing the partial file ``work`` of an interrupted run, if it can.
+
+    ``None`` when there is none, or when it was cut off in a way that cannot be
+    resumed, or written with other settings: then it is removed, with one line
+    saying so, and the run starts over.
+    """
+    from rosenblatt.io import EventFileError
+
+    existing = next((path for path in reversed(leftovers) if path.exists()), None)
+    if existing is None:
+        return None
+    try:
+        info = info_of(existing)
+        n_kept = _reusable_chunks(output, info, settings)
+        return writer_class.resume(work, max_chunks=n_kept, settings=settings.to_dict())
+    except (EventFileError, ValueError) as err:
+        log.warning("cannot resume %s from %s (%s): generating from the start", output, work, err)
+    for stale in leftovers:
+        stale.unlink(missing_ok=True)
+    return None
+
+
+def _format_tools(file_format: str, output: Path) -> tuple[Any, Any, str | None]:
+    """Return the writer class, the metadata reader and the suffix of a file being resumed."""
     if file_format == "root":
         from rosenblatt.io import root
 
-        return root.RootWriter, root.root_info, output.with_name(output.name + root.RESUME_SUFFIX)
+        return root.RootWriter, root.root_info, root.RESUME_SUFFIX
     from rosenblatt.io import lhco
 
     return lhco.LHCOWriter, lhco.lhco_info, None
