@@ -49,21 +49,26 @@ def test_bad_2d_configurations_name_the_key(change: dict[str, Any], message: str
         Lhco2dConfig.parse(config)
 
 
-def test_a_feature_table_without_the_new_columns_is_computed_again(tmp_path: Path) -> None:
-    import awkward as ak
-
+def test_a_feature_table_of_other_columns_or_events_is_computed_again(tmp_path: Path) -> None:
+    from rosenblatt._records import check_record, write_record
     from rosenblatt.io.parquet import write_parquet
     from rosenblatt.processors.dijet import empty_table
-    from rosenblatt.studies.lhco.study import _cached_table_current
+    from rosenblatt.studies.lhco.study import _feature_inputs
 
-    table, stamp = tmp_path / "features.parquet", tmp_path / "features.json"
-    stamp.write_text(json.dumps({"qcd": [1, 2]}))
+    events, table = tmp_path / "qcd.root", tmp_path / "features.parquet"
+    record = tmp_path / "features.record.json"
+    events.write_bytes(b"events")
     write_parquet(empty_table(), table)
-    assert _cached_table_current(table, stamp, {"qcd": [1, 2]})
-    assert not _cached_table_current(table, stamp, {"qcd": [1, 3]})
-    old = empty_table()
-    write_parquet(old[[f for f in ak.fields(old) if f not in ("pt_j1", "deta_jj")]], table)
-    assert not _cached_table_current(table, stamp, {"qcd": [1, 2]})
+    inputs = _feature_inputs({"qcd": events})
+    write_record(record, [table], inputs)
+    assert check_record(record, _feature_inputs({"qcd": events}))
+    # a table recorded before pt_j1 and deta_jj were columns
+    older = [c for c in inputs["columns"] if c not in ("pt_j1", "deta_jj")]
+    write_record(record, [table], {**inputs, "columns": older})
+    assert not check_record(record, _feature_inputs({"qcd": events}))
+    write_record(record, [table], inputs)
+    events.write_bytes(b"other events")
+    assert not check_record(record, _feature_inputs({"qcd": events}))
 
 
 @pytest.fixture(scope="module")

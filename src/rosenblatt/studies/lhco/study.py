@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import rosenblatt as rb
+from rosenblatt._records import check_record, file_entries, read_record, write_record
 from rosenblatt.abcd import ClosureScan, abcd_histogram, closure_scan
 from rosenblatt.studies.lhco.config import CLASSES, PARTS, LhcoConfig
 from rosenblatt.studies.lhco.paper import paper_comparison
@@ -111,9 +112,9 @@ def feature_table(cfg: LhcoConfig, paths: dict[str, Path]) -> Any:
     from rosenblatt.processors.runner import run_dijet
 
     table_path = cfg.data.folder / "features.parquet"
-    stamp_path = cfg.data.folder / "features.json"
-    stamp = {name: [p.stat().st_size, p.stat().st_mtime_ns] for name, p in sorted(paths.items())}
-    if _cached_table_current(table_path, stamp_path, stamp):
+    record = cfg.data.folder / "features.record.json"
+    inputs = _feature_inputs(paths)
+    if check_record(record, inputs):
         log.info("reusing the feature table %s", table_path)
         return read_parquet(table_path)
     result = run_dijet(
@@ -126,28 +127,25 @@ def feature_table(cfg: LhcoConfig, paths: dict[str, Path]) -> Any:
         log.info("cut flow %s: %s", dataset, ", ".join(f"{k} {v}" for k, v in steps.items()))
     table = result["table"]
     write_parquet(table, table_path)
-    stamp_path.write_text(json.dumps(stamp))
+    write_record(record, [table_path], inputs)
     return ak.Array(table)
 
 
-def _cached_table_current(table_path: Path, stamp_path: Path, stamp: dict[str, Any]) -> bool:
-    """Whether the cached feature table was made from these event files and has every column.
+def _feature_inputs(paths: dict[str, Path]) -> dict[str, Any]:
+    """What the feature table is computed from: the columns, each event file's size and hash.
 
-    A table written before a column was added to
-    :data:`~rosenblatt.hep.features.TABLE_COLUMNS` is computed again.
+    The size and hash come from the event file's own record, written when it
+    was generated (and checked at the start of this run).
     """
-    import pyarrow.parquet as pq
-
     from rosenblatt.hep.features import TABLE_COLUMNS
+    from rosenblatt.hep.generation import record_name
 
-    if not (table_path.exists() and stamp_path.exists()):
-        return False
-    if json.loads(stamp_path.read_text()) != stamp:
-        return False
-    missing = set(TABLE_COLUMNS) - set(pq.read_schema(table_path).names)
-    if missing:
-        log.info("the feature table %s lacks %s: computing it again", table_path, sorted(missing))
-    return not missing
+    events = {}
+    for name, path in sorted(paths.items()):
+        document = read_record(record_name(path))
+        entry = None if document is None else document["files"].get(path.name)
+        events[name] = entry or file_entries(path.parent, [path])[path.name]
+    return {"columns": sorted(TABLE_COLUMNS), "events": events}
 
 
 def partition_samples(table: Any, cfg: LhcoConfig) -> dict[str, Any]:
