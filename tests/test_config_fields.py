@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from collections.abc import Mapping
@@ -116,26 +117,18 @@ def test_config_keys_list_every_key_with_type_default_and_doc() -> None:
     ]
 
 
-def test_the_shipped_studies_document_every_key() -> None:
-    from rosenblatt.studies.blobs_config import BlobsConfig
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [("blobs_config", "BlobsConfig"), ("fairness_config", "FairnessConfig")],
+)
+def test_the_studies_document_every_key_they_accept(module: str, name: str) -> None:
+    import importlib
 
-    keys = config_keys(BlobsConfig)
+    cls = getattr(importlib.import_module(f"rosenblatt.studies.{module}"), name)
+    keys = config_keys(cls)
     assert len({k.key for k in keys}) == len(keys)
     assert all(k.doc and k.type and k.default for k in keys)
-    assert {k.key.split(".")[0] for k in keys} | {"study"} == {
-        "study",
-        "name",
-        "seed",
-        "background",
-        "signal",
-        "n_subsamples",
-        "permutations",
-        "whole_sample",
-        "whole_sample_permutations",
-        "irgi",
-        "kde",
-        "figures",
-        "variants",
-        "peers",
-        "claims",
-    }
+    with pytest.raises(ConfigError, match="unknown key") as error:
+        cls.parse({"_path": "x.yaml", "no_such_key": 1})
+    known = ast.literal_eval(str(error.value).split("known: ")[1])
+    assert {k.key.split(".")[0] for k in keys} | {"study"} == set(known)

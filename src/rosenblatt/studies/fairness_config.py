@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +16,18 @@ import numpy as np
 
 from rosenblatt.studies.config_checks import (
     check_keys,
-    check_top_level,
     count,
     fail,
     mapping,
     number,
     numbers,
     seed,
+)
+from rosenblatt.studies.config_fields import (
+    config_dataclass,
+    config_source,
+    option,
+    parse_dataclass,
 )
 
 __all__ = ["METHODS", "ArrestsConfig", "DigitsConfig", "FairnessConfig"]
@@ -40,210 +45,49 @@ METHODS: dict[str, str | None] = {
     "threshold_optimizer": "hgb",
 }
 
-_TOP_KEYS = {
-    "study",
-    "name",
-    "seed",
-    "threads",
-    "folds",
-    "bootstrap",
-    "permutations",
-    "age_groups",
-    "working_points",
-    "rate_working_points",
-    "arrests",
-    "digits",
-    "claims",
-}
-
 #: the most folds (and age groups); the digits hold about 180 images of each class
 MAX_FOLDS = 100
 
 #: inner cross-validation of the decorrelating transform, per raw classifier
 _INNER_CV: dict[str, int | None] = {"lr": None, "hgb": 5}
 
-
-@dataclass(frozen=True)
-class ArrestsConfig:
-    """The arrests comparison: inner cross-validation, boosting options and the methods run.
-
-    Attributes
-    ----------
-    inner_cv
-        Per raw classifier (``lr``, ``hgb``): ``None`` fits the transform on the
-        training scores, ``k`` on ``k``-fold out-of-fold scores.
-    hgb
-        Options of scikit-learn's ``HistGradientBoostingClassifier``
-        (``random_state`` is the study's seed).
-    methods
-        The methods run, in the study's order; ``None`` runs them all.
-    """
-
-    inner_cv: Mapping[str, int | None] = field(default_factory=lambda: dict(_INNER_CV))
-    hgb: Mapping[str, Any] = field(default_factory=dict)
-    methods: tuple[str, ...] | None = None
-
-    @classmethod
-    def parse(cls, value: Any, source: str) -> ArrestsConfig:
-        """Validate ``arrests:``."""
-        entry = mapping(value or {}, source, "arrests")
-        check_keys(entry, {"inner_cv", "hgb", "methods"}, source, "arrests")
-        inner = mapping(entry.get("inner_cv") or {}, source, "arrests.inner_cv")
-        check_keys(inner, _INNER_CV, source, "arrests.inner_cv")
-        inner_cv = dict(_INNER_CV)
-        for base, folds in inner.items():
-            key = f"arrests.inner_cv.{base}"
-            inner_cv[base] = None if folds is None else count(folds, source, key, 2, MAX_FOLDS)
-        return cls(
-            inner_cv=inner_cv,
-            hgb=_hgb_options(entry.get("hgb") or {}, source),
-            methods=_methods(entry.get("methods"), source),
-        )
+#: the digits' keys that default to the top level's
+_SHARED = ("folds", "permutations", "bootstrap")
 
 
-@dataclass(frozen=True)
-class DigitsConfig:
-    """The digits: two classes, the classifier's regularisation, folds and resamplings.
-
-    Attributes
-    ----------
-    classes
-        The negative digit (it defines the transform) and the positive one.
-    C
-        Inverse regularisation strength of the logistic regression.
-    inner_cv
-        Folds of the out-of-fold scores the transform is fitted on.
-    folds, permutations, bootstrap
-        As at the top level, which they default to.
-    """
-
-    folds: int
-    permutations: int
-    bootstrap: int
-    classes: tuple[int, int] = (5, 9)
-    C: float = 0.1
-    inner_cv: int = 5
-
-    @classmethod
-    def parse(
-        cls, value: Any, source: str, folds: int, permutations: int, bootstrap: int
-    ) -> DigitsConfig:
-        """Validate ``digits:``; ``folds``, ``permutations`` and ``bootstrap`` are the defaults."""
-        entry = mapping(value or {}, source, "digits")
-        check_keys(
-            entry,
-            {"classes", "C", "inner_cv", "folds", "permutations", "bootstrap"},
-            source,
-            "digits",
-        )
-        classes = entry.get("classes", [5, 9])
-        if not isinstance(classes, (list, tuple)) or len(classes) != 2:
-            raise fail(source, "digits.classes", f"must be a list of two digits, got {classes!r}")
-        negative, positive = (count(c, source, "digits.classes", 0) for c in classes)
-        if negative > 9 or positive > 9 or negative == positive:
-            raise fail(
-                source, "digits.classes", f"must be two distinct digits 0 to 9, got {classes!r}"
-            )
-        C = number(entry.get("C", 0.1), source, "digits.C")
-        if C <= 0:
-            raise fail(source, "digits.C", f"must be positive, got {C}")
-        return cls(
-            folds=count(entry.get("folds", folds), source, "digits.folds", 2, MAX_FOLDS),
-            permutations=count(
-                entry.get("permutations", permutations), source, "digits.permutations"
-            ),
-            bootstrap=count(entry.get("bootstrap", bootstrap), source, "digits.bootstrap", 2),
-            classes=(negative, positive),
-            C=C,
-            inner_cv=count(entry.get("inner_cv", 5), source, "digits.inner_cv", 2, MAX_FOLDS),
-        )
+def _folds(value: Any, source: str, key: str) -> int:
+    return count(value, source, key, 2, MAX_FOLDS)
 
 
-@dataclass(frozen=True)
-class FairnessConfig:
-    """A validated ``study: fairness`` configuration.
+def _at_least_two(value: Any, source: str, key: str) -> int:
+    return count(value, source, key, 2)
 
-    Attributes
-    ----------
-    name, source
-        The study's name and the configuration file read.
-    seed
-        Seed of the folds, the classifiers, the permutations and the bootstraps.
-    threads
-        BLAS and OpenMP threads.
-    folds, bootstrap, permutations
-        Stratified folds shared by every method, paired bootstrap resamplings
-        and permutations of the dCor² floor.
-    age_groups
-        Quantile groups of age for the parity spreads.
-    working_points
-        Fractions of people rejected at which the spreads are computed.
-    rate_working_points
-        Fractions rejected at which the rates of every group are tabulated.
-    arrests, digits
-        The two data sets' sections.
-    dcc_floor_ratio_max
-        The claims' bound on dCor² over its permutation floor.
-    """
 
-    name: str
-    source: str
-    seed: int = 0
-    threads: int = 1
-    folds: int = 5
-    bootstrap: int = 200
-    permutations: int = 200
-    age_groups: int = 5
-    working_points: tuple[float, ...] = tuple(float(q) for q in np.linspace(0.1, 0.9, 9))
-    rate_working_points: tuple[float, ...] = (0.2, 0.5, 0.8)
-    arrests: ArrestsConfig = field(default_factory=ArrestsConfig)
-    digits: DigitsConfig = field(default_factory=lambda: DigitsConfig(5, 200, 200))
-    dcc_floor_ratio_max: float = 2.0
+def _positive(value: Any, source: str, key: str) -> float:
+    result = number(value, source, key)
+    if result <= 0:
+        raise fail(source, key, f"must be positive, got {result}")
+    return result
 
-    @classmethod
-    def parse(cls, config: Mapping[str, Any]) -> FairnessConfig:
-        """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
-        source = check_top_level(config, _TOP_KEYS)
-        defaults = cls(name="", source="")
-        claims = mapping(config.get("claims") or {}, source, "claims")
-        check_keys(claims, {"dcc_floor_ratio_max"}, source, "claims")
-        ratio = number(
-            claims.get("dcc_floor_ratio_max", defaults.dcc_floor_ratio_max),
-            source,
-            "claims.dcc_floor_ratio_max",
-        )
-        if ratio <= 0:
-            raise fail(source, "claims.dcc_floor_ratio_max", f"must be positive, got {ratio}")
-        folds = count(config.get("folds", defaults.folds), source, "folds", 2, MAX_FOLDS)
-        bootstrap = count(config.get("bootstrap", defaults.bootstrap), source, "bootstrap", 2)
-        permutations = count(
-            config.get("permutations", defaults.permutations), source, "permutations"
-        )
-        return cls(
-            name=str(config.get("name", Path(source).stem)),
-            source=source,
-            seed=seed(config.get("seed", defaults.seed), source, "seed"),
-            threads=count(config.get("threads", defaults.threads), source, "threads"),
-            folds=folds,
-            bootstrap=bootstrap,
-            permutations=permutations,
-            age_groups=count(
-                config.get("age_groups", defaults.age_groups), source, "age_groups", 2, MAX_FOLDS
-            ),
-            working_points=_fractions(
-                config.get("working_points", list(defaults.working_points)),
-                source,
-                "working_points",
-            ),
-            rate_working_points=_fractions(
-                config.get("rate_working_points", list(defaults.rate_working_points)),
-                source,
-                "rate_working_points",
-            ),
-            arrests=ArrestsConfig.parse(config.get("arrests"), source),
-            digits=DigitsConfig.parse(config.get("digits"), source, folds, permutations, bootstrap),
-            dcc_floor_ratio_max=ratio,
-        )
+
+def _inner_cv(value: Any, source: str, key: str) -> dict[str, int | None]:
+    """``arrests.inner_cv``: folds (or ``null``) per raw classifier, the others as by default."""
+    inner = mapping(value or {}, source, key)
+    check_keys(inner, _INNER_CV, source, key)
+    inner_cv = dict(_INNER_CV)
+    for base, folds in inner.items():
+        inner_cv[base] = None if folds is None else _folds(folds, source, f"{key}.{base}")
+    return inner_cv
+
+
+def _classes(value: Any, source: str, key: str) -> tuple[int, int]:
+    """``digits.classes``: two distinct digits."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise fail(source, "digits.classes", f"must be a list of two digits, got {value!r}")
+    negative, positive = (count(c, source, "digits.classes", 0) for c in value)
+    if negative > 9 or positive > 9 or negative == positive:
+        raise fail(source, "digits.classes", f"must be two distinct digits 0 to 9, got {value!r}")
+    return negative, positive
 
 
 def _fractions(value: Any, source: str, key: str) -> tuple[float, ...]:
@@ -254,7 +98,7 @@ def _fractions(value: Any, source: str, key: str) -> tuple[float, ...]:
     return values
 
 
-def _methods(value: Any, source: str) -> tuple[str, ...] | None:
+def _methods(value: Any, source: str, key: str) -> tuple[str, ...] | None:
     """``arrests.methods``: known names, each with the raw classifier it is compared with."""
     if value is None:
         return None
@@ -279,11 +123,11 @@ def _methods(value: Any, source: str) -> tuple[str, ...] | None:
     return tuple(name for name in METHODS if name in value)
 
 
-def _hgb_options(value: Any, source: str) -> dict[str, Any]:
-    """``arrests.hgb``: keyword arguments of ``HistGradientBoostingClassifier``."""
+def _hgb_options(value: Any, source: str, key: str) -> dict[str, Any]:
+    """``arrests.hgb``: keyword arguments of ``HistGradientBoostingClassifier`` (``null``: none)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    options = mapping(value, source, "arrests.hgb")
+    options = mapping(value or {}, source, "arrests.hgb")
     known = set(inspect.signature(HistGradientBoostingClassifier).parameters) - {"random_state"}
     check_keys(options, known, source, "arrests.hgb")
     try:
@@ -292,3 +136,173 @@ def _hgb_options(value: Any, source: str) -> dict[str, Any]:
     except (TypeError, ValueError) as err:
         raise fail(source, "arrests.hgb", " ".join(str(err).split())) from None
     return dict(options)
+
+
+@config_dataclass
+class ArrestsConfig:
+    """The arrests comparison: inner cross-validation, boosting options and the methods run.
+
+    Attributes
+    ----------
+    inner_cv
+        Per raw classifier (``lr``, ``hgb``): ``None`` fits the transform on the
+        training scores, ``k`` on ``k``-fold out-of-fold scores.
+    hgb
+        Options of scikit-learn's ``HistGradientBoostingClassifier``
+        (``random_state`` is the study's seed).
+    methods
+        The methods run, in the study's order; ``None`` runs them all.
+    """
+
+    inner_cv: Mapping[str, int | None] = option(
+        default_factory=lambda: dict(_INNER_CV),
+        doc="per raw classifier (lr, hgb): the folds of the out-of-fold scores the transform "
+        "is fitted on, or null to fit it on the training scores",
+        check=_inner_cv,
+        type="{lr: integer or null, hgb: integer or null}",
+    )
+    hgb: Mapping[str, Any] = option(
+        default_factory=dict,
+        doc="options of scikit-learn's HistGradientBoostingClassifier (random_state is the seed)",
+        check=_hgb_options,
+    )
+    methods: tuple[str, ...] | None = option(
+        default=None,
+        doc=f"the methods run, among {', '.join(METHODS)}; null runs them all",
+        check=_methods,
+        type="list of method names, or null",
+    )
+
+
+@config_dataclass
+class DigitsConfig:
+    """The digits: two classes, the classifier's regularisation, folds and resamplings.
+
+    Attributes
+    ----------
+    classes
+        The negative digit (it defines the transform) and the positive one.
+    C
+        Inverse regularisation strength of the logistic regression.
+    inner_cv
+        Folds of the out-of-fold scores the transform is fitted on.
+    folds, permutations, bootstrap
+        As at the top level, which they default to.
+    """
+
+    folds: int = option(
+        default=5,
+        doc="stratified folds of the digits",
+        check=_folds,
+        default_doc="the top level's folds",
+    )
+    permutations: int = option(
+        default=200,
+        doc="permutations of the digits' dCor² floor",
+        check=count,
+        default_doc="the top level's permutations",
+    )
+    bootstrap: int = option(
+        default=200,
+        doc="paired bootstrap resamplings of the digits",
+        check=_at_least_two,
+        default_doc="the top level's bootstrap",
+    )
+    classes: tuple[int, int] = option(
+        default=(5, 9),
+        doc="the negative digit (it defines the transform) and the positive one",
+        check=_classes,
+    )
+    C: float = option(
+        default=0.1,
+        doc="inverse regularisation strength of the logistic regression",
+        check=_positive,
+    )
+    inner_cv: int = option(
+        default=5, doc="folds of the out-of-fold scores the transform is fitted on", check=_folds
+    )
+
+
+@config_dataclass
+class FairnessConfig:
+    """A validated ``study: fairness`` configuration; each field is one key of the file.
+
+    Attributes
+    ----------
+    name, source
+        The study's name and the configuration file read.
+    seed
+        Seed of the folds, the classifiers, the permutations and the bootstraps.
+    threads
+        BLAS and OpenMP threads.
+    folds, bootstrap, permutations
+        Stratified folds shared by every method, paired bootstrap resamplings
+        and permutations of the dCor² floor.
+    age_groups
+        Quantile groups of age for the parity spreads.
+    working_points
+        Fractions of people rejected at which the spreads are computed.
+    rate_working_points
+        Fractions rejected at which the rates of every group are tabulated.
+    arrests, digits
+        The two data sets' sections.
+    dcc_floor_ratio_max
+        The claims' bound on dCor² over its permutation floor.
+    """
+
+    name: str = option(
+        doc="the study's name (of its results folder)",
+        check=lambda value, source, key: str(value),
+        default_doc="the configuration file's name without its suffix",
+    )
+    source: str = field(metadata={"doc": "the configuration file read"})
+    seed: int = option(
+        default=0,
+        doc="seed of the folds, the classifiers, the permutations and the bootstraps",
+        check=seed,
+    )
+    threads: int = option(default=1, doc="BLAS and OpenMP threads", check=count)
+    folds: int = option(default=5, doc="stratified folds shared by every method", check=_folds)
+    bootstrap: int = option(default=200, doc="paired bootstrap resamplings", check=_at_least_two)
+    permutations: int = option(default=200, doc="permutations of the dCor² floor", check=count)
+    age_groups: int = option(
+        default=5, doc="quantile groups of age for the parity spreads", check=_folds
+    )
+    working_points: tuple[float, ...] = option(
+        default=tuple(float(q) for q in np.linspace(0.1, 0.9, 9)),
+        doc="fractions of people rejected at which the spreads are computed, each in (0, 1)",
+        check=_fractions,
+    )
+    rate_working_points: tuple[float, ...] = option(
+        default=(0.2, 0.5, 0.8),
+        doc="fractions rejected at which the rates of every group are tabulated, each in (0, 1)",
+        check=_fractions,
+    )
+    arrests: ArrestsConfig = option(
+        default_factory=ArrestsConfig, doc="the arrests comparison", check=ArrestsConfig
+    )
+    digits: DigitsConfig = option(
+        default_factory=DigitsConfig, doc="the digits comparison", check=DigitsConfig
+    )
+    dcc_floor_ratio_max: float = option(
+        default=2.0,
+        key="claims.dcc_floor_ratio_max",
+        doc="the claims' bound on dCor² over its permutation floor",
+        check=_positive,
+    )
+
+    @classmethod
+    def parse(cls, config: Mapping[str, Any]) -> FairnessConfig:
+        """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
+        source = config_source(config)
+        cfg: FairnessConfig = parse_dataclass(
+            cls,
+            config,
+            source,
+            given={"source": source},
+            defaults={"name": Path(source).stem},
+            extra_keys=("study",),
+        )
+        digits = config.get("digits") or {}
+        shared = {key: getattr(cfg, key) for key in _SHARED if key not in digits}
+        return replace(cfg, digits=replace(cfg.digits, **shared))
