@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -441,6 +442,25 @@ def test_damaged_file_is_rewritten(folder: Path) -> None:
     summary = _write(folder, "damaged.root", "wprime", 5, "nanoaod")[1]
     assert not summary.reused
     assert uproot.open(path)["Events"].num_entries == summary.n_written
+
+
+def test_a_file_altered_after_it_was_written_is_named_and_rewritten(
+    folder: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path, summary = _write(folder, "altered.root", "wprime", 5, "ntuple")
+    record = json.loads((folder / "altered.root.record.json").read_text())
+    assert record["files"]["altered.root"]["size"] == path.stat().st_size
+    assert _write(folder, "altered.root", "wprime", 5, "ntuple")[1].reused
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3] ^= 0x04  # still a readable ROOT file, with other bytes
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.INFO):
+        again = _write(folder, "altered.root", "wprime", 5, "ntuple")[1]
+    assert not again.reused
+    assert again.to_dict() == summary.to_dict()
+    named = [r.getMessage() for r in caplog.records if str(path) in r.getMessage()]
+    assert len(named) == 1
+    assert "altered" in named[0]
 
 
 @pytest.mark.parametrize(

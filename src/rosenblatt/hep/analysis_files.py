@@ -434,7 +434,10 @@ def generate_analysis_file(
     existing complete file with the same settings is kept and its stored
     summary returned; otherwise the file is written to a temporary file beside
     ``path`` and moved to ``path`` once complete, so that ``path`` never holds
-    a half-written file.
+    a half-written file. The record ``<name>.record.json`` written after it
+    holds the settings and the file's size and content hash: a file truncated
+    or altered later is named in one line and generated again
+    (:mod:`rosenblatt._records`).
 
     Examples
     --------
@@ -443,6 +446,8 @@ def generate_analysis_file(
     ... )
     >>> summary.n_written, summary.n_fewer_than_two_jets  # doctest: +SKIP
     """
+    from rosenblatt._records import check_files, read_record, write_record
+    from rosenblatt.hep.generation import record_name
     from rosenblatt.io import EventFileError
     from rosenblatt.io._root_output import replaced_when_complete
 
@@ -453,13 +458,19 @@ def generate_analysis_file(
         process, file_format, events, signal_events, seed, negative_weight_fraction, sources
     )
     writer_class, info_of = _format_tools(file_format)
+    record = record_name(output)
     if output.exists() and not overwrite:
-        try:
-            info = info_of(output)
-        except EventFileError:
-            info = {"complete": False}
-        if info["complete"] and info["settings"] == settings:
-            return AnalysisFileSummary.from_dict(info["summary"], output, reused=True)
+        document = read_record(record)
+        if document is None or check_files(output.parent, document["files"]):
+            try:
+                info = info_of(output)
+            except EventFileError:
+                info = {"complete": False}
+            if info["complete"] and info["settings"] == settings:
+                if document is None:
+                    write_record(record, [output], settings)
+                return AnalysisFileSummary.from_dict(info["summary"], output, reused=True)
+    record.unlink(missing_ok=True)
     records: list[dict[str, Any]] = []
     with (
         replaced_when_complete(output) as temporary,
@@ -473,6 +484,7 @@ def generate_analysis_file(
         counts = _write_tables(writer, file_format, tables)
         summary = _summary(output, file_format, process, counts, records)
         writer.write_summary(summary.to_dict())
+    write_record(record, [output], settings)
     return summary
 
 
