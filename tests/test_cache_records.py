@@ -28,8 +28,22 @@ def _step(folder: Path) -> Path:
     (folder / "sub").mkdir()
     (folder / "sub" / "model.txt").write_text("weights")
     record = folder / "step.record.json"
-    write_record(record, [folder / "table.bin", "sub/model.txt"], {"seed": 3, "n": [1, 2]})
+    write_record(
+        record, [folder / "table.bin", folder / "sub" / "model.txt"], {"seed": 3, "n": [1, 2]}
+    )
     return record
+
+
+def test_paths_relative_to_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    Path("data/events.root").write_bytes(b"events")
+    write_record("data/events.root.record.json", [Path("data/events.root")], {})
+    document = json.loads(Path("data/events.root.record.json").read_text())
+    assert list(document["files"]) == ["events.root"]
+    assert check_record("data/events.root.record.json", {})
 
 
 def test_digest_is_blake2b_of_the_content(tmp_path: Path) -> None:

@@ -86,11 +86,11 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 def file_entries(
     folder: str | os.PathLike[str], paths: Iterable[str | os.PathLike[str]]
 ) -> dict[str, dict[str, Any]]:
-    """Size and hash of each file, keyed by its path relative to ``folder``."""
+    """Size and hash of each file (a path as given), keyed by its path relative to ``folder``."""
     base = Path(folder)
     entries = {}
     for path in paths:
-        file_path = Path(path) if Path(path).is_absolute() else base / path
+        file_path = Path(path)
         entries[os.path.relpath(file_path, base)] = {
             "size": file_path.stat().st_size,
             HASH: file_digest(file_path),
