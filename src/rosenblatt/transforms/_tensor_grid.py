@@ -284,9 +284,3 @@ class TensorColumns:
 def compress(edges: Array, raw: Array, n_levels: int) -> tuple[Array, Array]:
     """Monotone ``[0, 1]`` columns from the raw estimate, compressed to about ``1 / n_levels``."""
     return lp.compress_columns(edges, lp.rearrange(raw), n_levels)
-
-
-def kinks_of(axes: tuple[Array, ...]) -> Any:
-    """The nodes of the grid as ``(n_nodes, k)`` points."""
-    mesh = np.meshgrid(*axes, indexing="ij")
-    return np.stack([m.ravel() for m in mesh], axis=1)
