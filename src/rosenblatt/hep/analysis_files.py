@@ -460,8 +460,10 @@ def generate_analysis_file(
     writer_class, info_of = _format_tools(file_format)
     record = record_name(output)
     if output.exists() and not overwrite:
-        document = read_record(record)
-        if document is None or check_files(output.parent, document["files"]):
+        document = read_record(record)  # a damaged record is named, its file not trusted
+        if (document is None and not record.exists()) or (
+            document is not None and check_files(output.parent, document["files"])
+        ):
             try:
                 info = info_of(output)
             except EventFileError:

@@ -749,7 +749,8 @@ def _complete_file(
     """The metadata of the complete file ``output``; ``None`` when it cannot be trusted.
 
     With a record, the file must have the recorded size and hash (else it is
-    named in one line, :func:`rosenblatt._records.corrupt`); without one (a
+    named in one line, :func:`rosenblatt._records.corrupt`; so is a damaged
+    record, and the file is not trusted); without one (a
     file written before records, or a run killed between the rename and the
     record), its stored summary must say it is complete, and the record is
     written now.
@@ -758,6 +759,8 @@ def _complete_file(
     from rosenblatt.io import EventFileError
 
     document = read_record(record)
+    if document is None and record.exists():
+        return None  # a damaged record, named by read_record: the file cannot be checked
     if document is not None and not check_files(output.parent, document["files"]):
         return None
     try:
