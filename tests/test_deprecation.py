@@ -71,3 +71,20 @@ def test_the_new_paths_import_without_warnings() -> None:
             sys.modules.pop(new, None)
         for new, name in MOVED.values():
             assert hasattr(importlib.import_module(new), name)
+
+
+def test_the_closure_test_module_is_reached_by_its_old_name() -> None:
+    import rosenblatt.abcd
+    from rosenblatt.abcd import closure_testing
+
+    with pytest.warns(DeprecationWarning, match=r"^rosenblatt\.abcd\.closure_test is deprecated"):
+        from rosenblatt.abcd.closure_test import ClosureTest, thinned_indices
+    assert ClosureTest is closure_testing.ClosureTest
+    assert thinned_indices is closure_testing.thinned_indices
+    old = sys.modules["rosenblatt.abcd.closure_test"]
+    assert "closure_test_histogram" in dir(old)
+    # the package's attribute of that name stays the function, as before the rename
+    assert rosenblatt.abcd.closure_test is closure_testing.closure_test
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        importlib.import_module("rosenblatt.abcd.closure_testing")

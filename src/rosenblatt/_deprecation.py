@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["moved_module"]
+__all__ = ["alias_moved_module", "moved_module"]
 
 
 def moved_module(
@@ -48,3 +50,42 @@ def moved_module(
         return sorted(set(dir(target)))
 
     return __getattr__, __dir__
+
+
+class _MovedModule(types.ModuleType):
+    """Stands at a module's old name: each attribute read warns and comes from the new module."""
+
+    def __init__(self, old: str, new: str) -> None:
+        super().__init__(old, f"Deprecated: moved to {new}.")
+        self._new = new
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        warnings.warn(
+            f"{self.__name__} is deprecated and will be removed in the next release; "
+            f"import {self._new} instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(self._new), name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(dir(importlib.import_module(self._new))))
+
+
+def alias_moved_module(old: str, new: str) -> None:
+    """Make ``import old`` give ``new``'s names, each read warning that the module moved.
+
+    For a module whose old file name cannot stay (one that test collectors take
+    for a test file, say): its package calls this instead of keeping a file at
+    the old path. Nothing is warned until a name is read through the old path.
+
+    Parameters
+    ----------
+    old : str
+        The old module's full name.
+    new : str
+        The full name of the module that now holds its code.
+    """
+    sys.modules.setdefault(old, _MovedModule(old, new))

@@ -18,7 +18,7 @@ carries its statistical uncertainty.
 - :mod:`~rosenblatt.abcd.histograms`: the ABCD histogram (:func:`abcd_histogram`);
 - :mod:`~rosenblatt.abcd.closure`: counts, ``eta_A`` and errors over a grid of
   cuts (:func:`closure_scan`);
-- :mod:`~rosenblatt.abcd.closure_test`: whether the background's non-closure
+- :mod:`~rosenblatt.abcd.closure_testing`: whether the background's non-closure
   is statistical, with a bootstrap covariance over the grid (:func:`closure_test`);
 - :mod:`~rosenblatt.abcd.likelihood`: the estimate as a pyhf model
   (:func:`pyhf_workspace`), its expected significance and limit, and their map
@@ -27,8 +27,9 @@ carries its statistical uncertainty.
 
 from __future__ import annotations
 
+from rosenblatt._deprecation import alias_moved_module
 from rosenblatt.abcd.closure import ClosureScan, closure_scan
-from rosenblatt.abcd.closure_test import ClosureTest, closure_test
+from rosenblatt.abcd.closure_testing import ClosureTest, closure_test
 from rosenblatt.abcd.histograms import abcd_histogram, cut_axes, process_axis
 from rosenblatt.abcd.likelihood import (
     SensitivityMap,
@@ -54,3 +55,6 @@ __all__ = [
     "pyhf_workspace",
     "sensitivity_map",
 ]
+
+# the module's name until it was renamed (pytest takes ``*_test.py`` files for tests)
+alias_moved_module(f"{__name__}.closure_test", f"{__name__}.closure_testing")

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from rosenblatt._validation import is_real
 from rosenblatt.abcd.closure import region_sums
-from rosenblatt.abcd.closure_test import thinned_indices
+from rosenblatt.abcd.closure_testing import thinned_indices
 
 if TYPE_CHECKING:
     import pyhf

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt.abcd.closure import region_sums
-from rosenblatt.abcd.closure_test import ClosureTest
+from rosenblatt.abcd.closure_testing import ClosureTest
 
 __all__ = ["CLOSURE_P_MIN", "choose_cut", "choose_cuts", "closure_tests", "estimate", "strict_json"]
 
@@ -133,7 +133,7 @@ def closure_tests(
     named ``<variant>#<k>``: a variant that has them is tested with its
     transform's statistics as well.
     """
-    from rosenblatt.abcd.closure_test import closure_test_histogram
+    from rosenblatt.abcd.closure_testing import closure_test_histogram
 
     tests: dict[str, ClosureTest | str] = {}
     for variant, h in histograms.items():

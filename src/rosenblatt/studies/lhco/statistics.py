@@ -59,7 +59,7 @@ from rosenblatt.abcd import (
     pyhf_workspace,
 )
 from rosenblatt.abcd.closure import region_sums
-from rosenblatt.abcd.closure_test import thinned_indices
+from rosenblatt.abcd.closure_testing import thinned_indices
 
 __all__ = [
     "CONTAMINATION_FRACTIONS",

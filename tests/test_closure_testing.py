@@ -7,7 +7,7 @@ import pytest
 
 import rosenblatt as rb
 from rosenblatt.abcd import abcd_histogram, closure_scan
-from rosenblatt.abcd.closure_test import ClosureTest, closure_test, thinned_indices
+from rosenblatt.abcd.closure_testing import ClosureTest, closure_test, thinned_indices
 
 pytestmark = pytest.mark.core
 
@@ -214,7 +214,7 @@ def test_thinned_indices() -> None:
 def test_histogram_test_adds_the_transform_replicas_spread() -> None:
     """Replica histograms equal to the nominal change nothing; varied ones widen the errors."""
     from rosenblatt.abcd import abcd_histogram
-    from rosenblatt.abcd.closure_test import closure_test_histogram
+    from rosenblatt.abcd.closure_testing import closure_test_histogram
 
     rng = np.random.default_rng(4)
     n = 20_000
