@@ -32,6 +32,7 @@ from typing import Any
 import awkward as ak
 
 from rosenblatt._extras import optional_imports
+from rosenblatt._interrupt import ignore_interrupt, stop_pool, workers_ignore_interrupt
 from rosenblatt.hep.features import JET_RADIUS
 from rosenblatt.io import EventFileError
 from rosenblatt.io.root import EVENTS_TREE
@@ -108,11 +109,16 @@ def make_executor(
     elif name == "futures":
         from loky import ProcessPoolExecutor
 
-        # one pool for all the work of a run: the workers start (import) once
-        with ProcessPoolExecutor(max_workers=int(workers)) as pool:
-            yield processor.FuturesExecutor(
-                pool=pool, workers=int(workers), status=progress, retries=0
-            )
+        # one pool for all the work of a run: the workers start (import) once; they leave
+        # Ctrl-C to this process, which stops them at once rather than after their chunks
+        with ProcessPoolExecutor(max_workers=int(workers), initializer=ignore_interrupt) as pool:
+            try:
+                yield processor.FuturesExecutor(
+                    pool=pool, workers=int(workers), status=progress, retries=0
+                )
+            except BaseException:
+                stop_pool(pool)
+                raise
     else:
         from dask.distributed import Client, LocalCluster
 
@@ -120,8 +126,9 @@ def make_executor(
             with Client(scheduler) as client:
                 yield processor.DaskExecutor(client=client, status=progress, retries=0)
         else:
-            with (
-                LocalCluster(
+            with workers_ignore_interrupt():
+                # the worker processes leave Ctrl-C to this one, which closes the cluster
+                cluster = LocalCluster(
                     n_workers=int(workers),
                     threads_per_worker=1,
                     processes=True,
@@ -129,7 +136,9 @@ def make_executor(
                     # the scheduler's HTTP routes on a free loopback port, not a shared fixed one
                     scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                     silence_logs=logging.ERROR,
-                ) as cluster,
+                )
+            with (
+                cluster,
                 Client(cluster) as client,
             ):
                 yield processor.DaskExecutor(client=client, status=progress, retries=0)

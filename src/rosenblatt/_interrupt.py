@@ -25,6 +25,7 @@ __all__ = [
     "step",
     "stop_pool",
     "stop_workers",
+    "workers_ignore_interrupt",
 ]
 
 #: exit status of a command stopped by SIGINT (128 + 2, as a shell reports it)
@@ -41,6 +42,27 @@ _SELF_ENDING = ("resource_tracker", "forkserver", "semaphore_tracker")
 def ignore_interrupt(*_: Any) -> None:
     """Worker initializer: leave SIGINT to the main process, which stops the workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def workers_ignore_interrupt() -> Iterator[None]:
+    """Start worker processes within the block: they inherit SIGINT ignored.
+
+    For pools without an initializer (dask's nannies spawn their workers): an
+    ignored signal stays ignored across ``fork`` and ``exec``, and Python keeps
+    it so. This process ignores SIGINT meanwhile too (a Ctrl-C while the
+    workers start is lost; the next one stops the run). Outside the main
+    thread, where signals cannot be set, the block runs unchanged.
+    """
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 @contextmanager
@@ -79,6 +101,12 @@ def stop_pool(pool: Any) -> None:
     Pending work is cancelled and the worker processes are terminated, where
     leaving the ``with`` block would wait for the running tasks to finish.
     """
+    try:
+        pool.shutdown(wait=False, kill_workers=True)  # loky's
+    except TypeError:
+        pass
+    else:
+        return
     with contextlib.suppress(Exception):
         pool.shutdown(wait=False, cancel_futures=True)
     terminate = getattr(pool, "terminate_workers", None)

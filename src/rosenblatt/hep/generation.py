@@ -47,6 +47,7 @@ import awkward as ak
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._interrupt import ignore_interrupt, workers_ignore_interrupt
 from rosenblatt.hep.particles import (
     ETA_MAX,
     MAX_PARTICLES,
@@ -449,7 +450,10 @@ def iter_chunks(
         for task in tasks:
             yield _generate_chunk_task(task)
         return
-    with _process_context().Pool(processes=min(workers, len(tasks))) as pool:
+    # the workers leave Ctrl-C to this process; leaving the block terminates them
+    with _process_context().Pool(
+        processes=min(workers, len(tasks)), initializer=ignore_interrupt
+    ) as pool:
         yield from pool.imap(_generate_chunk_task, tasks)
 
 
@@ -501,14 +505,16 @@ def _local_cluster(workers: int) -> LocalCluster:
     """
     from distributed import LocalCluster
 
-    return LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-        silence_logs=logging.ERROR,
-    )
+    # its worker processes leave Ctrl-C to this one, which closes the cluster
+    with workers_ignore_interrupt():
+        return LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+            silence_logs=logging.ERROR,
+        )
 
 
 def _process_context() -> Any:

@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._atomic import atomic_write, write_text
+from rosenblatt._interrupt import ignore_interrupt, stop_pool
 from rosenblatt._records import check_files, corrupt, is_sealed
 from rosenblatt.ml.files import model_file
 from rosenblatt.ml.tables import (
@@ -311,12 +312,15 @@ def _finished(spec: ModelSpec, models_dir: Path, identity: dict[str, Any]) -> di
 
 
 def _worker_init() -> None:
-    """One thread per worker process: torch (when installed) and OpenMP.
+    """One thread per worker process: torch (when installed) and OpenMP; Ctrl-C left to the parent.
 
     ``threadpool_limits`` reaches only the libraries loaded when it is called;
     the environment variables cover those loaded later (scikit-learn's OpenMP).
+    The parent, interrupted, stops the workers.
     """
     from threadpoolctl import threadpool_limits
+
+    ignore_interrupt()
 
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[variable] = "1"
@@ -575,30 +579,51 @@ def _train_in_pool(
             mp_context=get_context("spawn"),
             initializer=_worker_init,
         ) as pool:
-            futures: dict[Future[dict[str, Any]], ModelSpec] = {
-                pool.submit(
-                    _train_in_worker,
-                    spec,
-                    scratch,
-                    list(arrays),
-                    train,
-                    validation,
-                    options,
-                    str(models_dir),
-                ): spec
-                for spec in pending
-            }
-            remaining = set(futures)
-            while remaining:
-                done, remaining = wait(remaining, return_when=FIRST_EXCEPTION)
-                for future in done:
-                    error = future.exception()
-                    if error is not None:
-                        for other in remaining:
-                            other.cancel()
-                        msg = f"training {futures[future].name} failed: {error}"
-                        raise RuntimeError(msg) from error
-                    results[futures[future].name] = future.result()
-                    if bar is not None:
-                        bar.update()
+            try:
+                settings = (train, validation, options, models_dir)
+                results |= _collect(pool, pending, list(arrays), scratch, settings, bar)
+            except BaseException:
+                # Ctrl-C or a failed model: the other trainings stop now, not when they end
+                stop_pool(pool)
+                raise
+    return results
+
+
+def _collect(
+    pool: ProcessPoolExecutor,
+    pending: list[ModelSpec],
+    sample_names: list[str],
+    scratch: str,
+    settings: tuple[str, str, Any, Path],
+    bar: Any,
+) -> dict[str, dict[str, Any]]:
+    """Train the pending models on the pool's workers; return their results as they end."""
+    train, validation, options, models_dir = settings
+    results: dict[str, dict[str, Any]] = {}
+    futures: dict[Future[dict[str, Any]], ModelSpec] = {
+        pool.submit(
+            _train_in_worker,
+            spec,
+            scratch,
+            sample_names,
+            train,
+            validation,
+            options,
+            str(models_dir),
+        ): spec
+        for spec in pending
+    }
+    remaining = set(futures)
+    while remaining:
+        done, remaining = wait(remaining, return_when=FIRST_EXCEPTION)
+        for future in done:
+            error = future.exception()
+            if error is not None:
+                for other in remaining:
+                    other.cancel()
+                msg = f"training {futures[future].name} failed: {error}"
+                raise RuntimeError(msg) from error
+            results[futures[future].name] = future.result()
+            if bar is not None:
+                bar.update()
     return results
