@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._atomic import atomic_write
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -46,7 +48,8 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     path = Path(path)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    with atomic_write(path) as temporary:
+        fig.savefig(temporary, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 

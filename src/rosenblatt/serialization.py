@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rosenblatt._atomic import write_text
 from rosenblatt._schema import SchemaError, check_array, check_domain
 from rosenblatt._validation import check_int
 from rosenblatt._version import __version__
@@ -65,7 +66,7 @@ def dumps(transform: ConditionalCDFTransform) -> str:
 
 def save(transform: ConditionalCDFTransform, path: str | Path) -> None:
     """Write a fitted transform to ``path`` as JSON."""
-    Path(path).write_text(dumps(transform), encoding="utf-8")
+    write_text(path, dumps(transform))
 
 
 def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTransform:

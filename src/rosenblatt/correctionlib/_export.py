@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rosenblatt._atomic import write_text
 from rosenblatt._version import __version__
 from rosenblatt.correctionlib._ensemble import Ensemble, export_ensemble
 from rosenblatt.correctionlib._layout import (
@@ -265,5 +266,5 @@ def write_correctionlib(
     document, export = _build(transform, name, **options)
     text = json.dumps(document, allow_nan=False, separators=(",", ":"))
     text = export.numbers.dumps(text, export.positions())
-    Path(path).write_text(text, encoding="utf-8")
+    write_text(path, text)
     return dict(export.metadata)

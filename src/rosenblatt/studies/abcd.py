@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt._atomic import write_text
 from rosenblatt.studies.abcd_config import AbcdConfig
 
 __all__ = ["STEPS", "run"]
@@ -95,7 +96,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         folder, cfg, output, defining, routes, timings, ensembles, checked=checked, choices=choices
     )
     timings["close and report"] = time.perf_counter() - clock
-    (folder / "timings.json").write_text(json.dumps(timings, indent=2), encoding="utf-8")
+    write_text(folder / "timings.json", json.dumps(timings, indent=2))
     return summary
 
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._atomic import write_text
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_testing import ClosureTest
 
@@ -312,7 +313,7 @@ def _likelihood(
         out["observed_significance"] = None
         out["observed_upper_limit"] = None
     path = folder / f"workspace_{variant}.json"
-    path.write_text(json.dumps(dict(workspace), indent=2), encoding="utf-8")
+    write_text(path, json.dumps(dict(workspace), indent=2))
     out["workspace"] = path.name
     if blind:
         out["workspace_note"] = "blinded: the observation in A is the background prediction B C / D"

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt._atomic import atomic_write, write_text
 from rosenblatt.abcd import ClosureScan, closure_scan
 from rosenblatt.abcd.closure import region_sums
 
@@ -24,7 +25,7 @@ def write_root_histograms(path: Path, histograms: dict[str, Any]) -> list[str]:
     import uproot
 
     names = []
-    with uproot.recreate(path) as handle:
+    with atomic_write(path) as temporary, uproot.recreate(temporary) as handle:
         for variant, h in sorted(histograms.items()):
             for dataset in sorted(h.axes["dataset"]):
                 name = f"{dataset}_{variant}"
@@ -42,7 +43,7 @@ def write_histograms_json(path: Path, output: dict[str, Any]) -> None:
         kind: {variant: serialization.to_uhi(h) for variant, h in output[kind].items()}
         for kind in ("abcd", "plane")
     }
-    path.write_text(json.dumps(document, default=uhi.io.json.default), encoding="utf-8")
+    write_text(path, json.dumps(document, default=uhi.io.json.default))
 
 
 def closure_summary(scan: ClosureScan) -> dict[str, Any]:
@@ -134,8 +135,8 @@ def write_outputs(
     order = sorted(output["abcd"], key=lambda variant: (variant != "score", variant))
     scans = {variant: closure_scan(output["abcd"][variant][{"dataset": sum}]) for variant in order}
     closure = {variant: closure_summary(scan) for variant, scan in scans.items()}
-    (folder / "closure.json").write_text(
-        json.dumps(strict_json(closure), allow_nan=False, default=float), encoding="utf-8"
+    write_text(
+        folder / "closure.json", json.dumps(strict_json(closure), allow_nan=False, default=float)
     )
     cutflow = {
         "fileset": output["cutflow"],
@@ -143,7 +144,7 @@ def write_outputs(
         "skipped_files": {**defining.get("skipped", {}), **output.get("skipped", {})},
         "unreadable_chunks": {**defining.get("unreadable", {}), **output.get("unreadable", {})},
     }
-    (folder / "cutflow.json").write_text(json.dumps(cutflow, indent=2), encoding="utf-8")
+    write_text(folder / "cutflow.json", json.dumps(cutflow, indent=2))
     clock = time.perf_counter()
     estimates = _estimates(folder, cfg, output, choices) if choices else {}
     if estimates:
@@ -196,14 +197,14 @@ def write_outputs(
         summary["schema"] = checked.schema
     if estimates:
         summary["estimate"] = estimates
-        (folder / "estimate.json").write_text(
-            json.dumps(strict_json(estimates), indent=2, allow_nan=False), encoding="utf-8"
+        write_text(
+            folder / "estimate.json", json.dumps(strict_json(estimates), indent=2, allow_nan=False)
         )
-    (folder / "summary.json").write_text(
+    write_text(
+        folder / "summary.json",
         json.dumps(strict_json(summary), indent=2, default=float, allow_nan=False),
-        encoding="utf-8",
     )
-    (folder / "report.md").write_text(report(summary, figures), encoding="utf-8")
+    write_text(folder / "report.md", report(summary, figures))
     return summary
 
 

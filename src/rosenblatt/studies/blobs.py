@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from scipy.stats import norm
 
 import rosenblatt as rb
+from rosenblatt._atomic import write_text
 from rosenblatt._extras import optional_imports
 from rosenblatt.studies.blobs_config import BlobsConfig
 
@@ -128,11 +129,11 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         **results,
     }
     summary["claims"] = _claims(summary, cfg.dcc_best_max)
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_text(folder / "summary.json", json.dumps(summary, indent=2))
     defining = (data.x_def, data.y_def, data.xs_def, data.ys_def)
     testing = (data.x_test, data.y_test, data.xs_test, data.ys_test)
     figures = _figures(folder, summary, fitted, defining, testing, cfg.figures)
-    (folder / "report.md").write_text(_report(summary, figures, folder), encoding="utf-8")
+    write_text(folder / "report.md", _report(summary, figures, folder))
     return summary
 
 

@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import rosenblatt as rb
+from rosenblatt._atomic import write_text
 from rosenblatt.studies.fairness_config import ArrestsConfig, DigitsConfig, FairnessConfig
 
 __all__ = [
@@ -641,7 +642,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         "seconds": time.perf_counter() - start,
     }
     summary["claims"] = _claims(arrests, digits, cfg.dcc_floor_ratio_max)
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_text(folder / "summary.json", json.dumps(summary, indent=2))
     figures = fairness_report.figures(folder, summary, arrests_arrays, digits_arrays)
-    (folder / "report.md").write_text(fairness_report.report(summary, figures), encoding="utf-8")
+    write_text(folder / "report.md", fairness_report.report(summary, figures))
     return summary

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt._atomic import write_text
+
 __all__ = ["findings", "table", "write_report"]
 
 _JOINT = "joint"
@@ -168,4 +170,4 @@ alone gives at this sample size.
 
 Step times (s): {", ".join(f"{k} {v:.1f}" for k, v in seconds.items())}.
 """
-    (folder / "report.md").write_text(text, encoding="utf-8")
+    write_text(folder / "report.md", text)

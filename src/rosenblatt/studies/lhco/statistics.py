@@ -50,6 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import rosenblatt as rb
+from rosenblatt._atomic import write_text
 from rosenblatt.abcd import (
     ClosureScan,
     SensitivityMap,
@@ -520,7 +521,7 @@ def likelihood_at_cut(
         except (ValueError, pyhf.exceptions.FailedMinimization) as err:
             out["likelihood_note"] = f"fit failed: {err}"
     path = folder / f"workspace_{name}.json"
-    path.write_text(json.dumps(dict(workspace), indent=2), encoding="utf-8")
+    write_text(path, json.dumps(dict(workspace), indent=2))
     out["workspace"] = path.name
     return out
 

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import rosenblatt as rb
+from rosenblatt._atomic import write_text
 from rosenblatt._records import check_record, file_entries, read_record, write_record
 from rosenblatt.abcd import ClosureScan, abcd_histogram, closure_scan
 from rosenblatt.studies.lhco.config import CLASSES, PARTS, LhcoConfig
@@ -523,9 +524,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         "report", _write_report, folder, summary, models, (best, disco), fits, samples, closure
     )
     summary["step_seconds"] = steps.seconds
-    (folder / "summary.json").write_text(
-        json.dumps(summary, indent=2, default=float), encoding="utf-8"
-    )
+    write_text(folder / "summary.json", json.dumps(summary, indent=2, default=float))
     return summary
 
 
@@ -578,7 +577,7 @@ def _write_report(
         from rosenblatt.studies.peers import section
 
         text += "\n" + section(summary["peers"], folder, PEERS_INTRO)
-    (folder / "report.md").write_text(text, encoding="utf-8")
+    write_text(folder / "report.md", text)
 
 
 def _closures_in_processor(
