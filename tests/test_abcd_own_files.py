@@ -24,6 +24,8 @@ vector = pytest.importorskip("vector")
 import rosenblatt as rb
 from rosenblatt.cli import main
 
+pytestmark = pytest.mark.slow
+
 XSEC = {"qcd": 2000.0, "sig": 10.0}
 LUMI = 3.0
 

@@ -130,6 +130,7 @@ def signal_particles() -> ak.Array:
 # --- the flat ntuple -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ntuple_branches_and_dtypes(qcd_ntuple: tuple[Path, AnalysisFileSummary]) -> None:
     path, summary = qcd_ntuple
     with uproot.open(path) as handle:
@@ -144,6 +145,7 @@ def test_ntuple_branches_and_dtypes(qcd_ntuple: tuple[Path, AnalysisFileSummary]
     assert np.unique(arrays["event_number"]).size == summary.n_written
 
 
+@pytest.mark.slow
 def test_ntuple_dijet_mass_is_the_leading_pair_mass(
     qcd_ntuple: tuple[Path, AnalysisFileSummary],
 ) -> None:
@@ -167,6 +169,7 @@ def test_ntuple_dijet_mass_is_the_leading_pair_mass(
     assert np.all((arrays["tagger_score"] >= 0) & (arrays["tagger_score"] < 1))
 
 
+@pytest.mark.slow
 def test_ntuple_negative_weights(qcd_ntuple: tuple[Path, AnalysisFileSummary]) -> None:
     path, summary = qcd_ntuple
     weights = uproot.open(path)["nominal"]["mc_weight"].array(library="np")
@@ -184,6 +187,7 @@ def test_ntuple_negative_weights(qcd_ntuple: tuple[Path, AnalysisFileSummary]) -
     )
 
 
+@pytest.mark.slow
 def test_stored_settings_and_summary(qcd_ntuple: tuple[Path, AnalysisFileSummary]) -> None:
     path, summary = qcd_ntuple
     with uproot.open(path) as handle:
@@ -199,6 +203,7 @@ def test_stored_settings_and_summary(qcd_ntuple: tuple[Path, AnalysisFileSummary
 # --- the NanoAOD layout ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_nanoaod_branches_and_dtypes(qcd_nanoaod: tuple[Path, AnalysisFileSummary]) -> None:
     path, summary = qcd_nanoaod
     with uproot.open(path) as handle:
@@ -232,6 +237,7 @@ def test_nanoaod_branches_and_dtypes(qcd_nanoaod: tuple[Path, AnalysisFileSummar
     assert runs["genEventCount"].dtype == np.int64
 
 
+@pytest.mark.slow
 def test_nanoaod_jets_counts_and_order(qcd_nanoaod: tuple[Path, AnalysisFileSummary]) -> None:
     arrays = uproot.open(qcd_nanoaod[0])["Events"].arrays(library="ak")
     n_jets = ak.to_numpy(arrays.nFatJet)
@@ -244,6 +250,7 @@ def test_nanoaod_jets_counts_and_order(qcd_nanoaod: tuple[Path, AnalysisFileSumm
     assert ak.all((arrays.FatJet_tagger >= 0) & (arrays.FatJet_tagger < 1))
 
 
+@pytest.mark.slow
 def test_nanoaod_runs_sum_of_weights(qcd_nanoaod: tuple[Path, AnalysisFileSummary]) -> None:
     path, summary = qcd_nanoaod
     with uproot.open(path) as handle:
@@ -255,6 +262,7 @@ def test_nanoaod_runs_sum_of_weights(qcd_nanoaod: tuple[Path, AnalysisFileSummar
     assert summary.sum_weights == pytest.approx(runs["genEventSumw"][0])
 
 
+@pytest.mark.slow
 def test_ntuple_and_nanoaod_of_one_seed_hold_the_same_events(
     qcd_ntuple: tuple[Path, AnalysisFileSummary], qcd_nanoaod: tuple[Path, AnalysisFileSummary]
 ) -> None:
@@ -270,6 +278,7 @@ def test_ntuple_and_nanoaod_of_one_seed_hold_the_same_events(
 
 
 @ignore_cross_references
+@pytest.mark.slow
 def test_nanoaod_schema_reads_the_file(qcd_nanoaod: tuple[Path, AnalysisFileSummary]) -> None:
     pytest.importorskip("coffea")
     import vector
@@ -296,6 +305,7 @@ def test_nanoaod_schema_reads_the_file(qcd_nanoaod: tuple[Path, AnalysisFileSumm
 # --- pseudo-data ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_pseudo_data_has_no_weights_and_all_events(
     pseudo_data: tuple[Path, AnalysisFileSummary],
 ) -> None:
@@ -324,6 +334,7 @@ def test_pseudo_data_has_no_weights_and_all_events(
     assert numbers.max() <= n_generated
 
 
+@pytest.mark.slow
 def test_pseudo_data_mixes_signal_in(
     pseudo_data: tuple[Path, AnalysisFileSummary], injected_signal: ak.Array
 ) -> None:
@@ -344,6 +355,7 @@ def test_pseudo_data_mixes_signal_in(
 # --- real jets, reproducibility, reuse ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_file_holds_the_clustered_jets_of_the_generated_events(
     signal_ntuple: tuple[Path, AnalysisFileSummary], signal_particles: ak.Array
 ) -> None:
@@ -388,6 +400,7 @@ def _reference_softdrop_mass(momenta: np.ndarray, z_cut: float = 0.1) -> float:
     return float(np.sqrt(max(energy**2 - px**2 - py**2 - pz**2, 0.0)))
 
 
+@pytest.mark.slow
 def test_softdrop_mass_matches_a_reference_implementation(signal_particles: ak.Array) -> None:
     clustered = cluster_jets_with_constituents(signal_particles[:3], radius=1.0)
     constituents = ak.flatten(clustered.constituents[:, :2], axis=1)
@@ -406,6 +419,7 @@ def test_tagger_score_formula() -> None:
     )
 
 
+@pytest.mark.slow
 def test_same_seed_same_contents_and_reuse(
     folder: Path, signal_ntuple: tuple[Path, AnalysisFileSummary]
 ) -> None:
@@ -436,6 +450,7 @@ def test_same_seed_same_contents_and_reuse(
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []
 
 
+@pytest.mark.slow
 def test_damaged_file_is_rewritten(folder: Path) -> None:
     path = folder / "damaged.root"
     path.write_bytes(b"not a ROOT file")
@@ -444,6 +459,7 @@ def test_damaged_file_is_rewritten(folder: Path) -> None:
     assert uproot.open(path)["Events"].num_entries == summary.n_written
 
 
+@pytest.mark.slow
 def test_a_file_altered_after_it_was_written_is_named_and_rewritten(
     folder: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

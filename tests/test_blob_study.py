@@ -10,6 +10,8 @@ import yaml
 
 from rosenblatt.cli import main
 
+pytestmark = pytest.mark.slow
+
 SMOKE = {
     "study": "blobs",
     "name": "blobs-smoke",

@@ -153,6 +153,7 @@ def test_summary_combines_chunks_weighted_by_generated_events() -> None:
 # events --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_events_have_the_requested_count_fields_and_labels(
     signal_events: ak.Array, background_events: ak.Array
 ) -> None:
@@ -165,6 +166,7 @@ def test_events_have_the_requested_count_fields_and_labels(
         assert np.all(ak.to_numpy(events.weight) == 1.0)
 
 
+@pytest.mark.slow
 def test_particles_are_visible_accepted_and_ordered(
     signal_events: ak.Array, background_events: ak.Array
 ) -> None:
@@ -179,6 +181,7 @@ def test_particles_are_visible_accepted_and_ordered(
         assert ak.all(events.pt[:, 1:] <= events.pt[:, :-1])
 
 
+@pytest.mark.slow
 def test_every_event_passes_the_trigger_on_reclustering(
     signal_events: ak.Array, background_events: ak.Array
 ) -> None:
@@ -187,6 +190,7 @@ def test_every_event_passes_the_trigger_on_reclustering(
         assert np.all(leading > 1200.0)
 
 
+@pytest.mark.slow
 def test_signal_dijet_mass_and_jet_masses_match_the_resonances(signal_events: ak.Array) -> None:
     jets = antikt_jets(signal_events)[:, :2]
     px, py, pz, energy = (ak.sum(jets[name], axis=1) for name in ("px", "py", "pz", "E"))
@@ -198,22 +202,26 @@ def test_signal_dijet_mass_and_jet_masses_match_the_resonances(signal_events: ak
     assert abs(np.median(lighter) / 100.0 - 1) < 0.25
 
 
+@pytest.mark.slow
 def test_background_has_no_resonance_in_the_jet_mass(background_events: ak.Array) -> None:
     jets = antikt_jets(background_events)[:, :2]
     heavier = ak.to_numpy(jet_mass(jets)).max(axis=1)
     assert np.median(heavier) < 400.0
 
 
+@pytest.mark.slow
 def test_same_seed_same_events_and_a_shorter_run_is_a_prefix(signal_events: ak.Array) -> None:
     shorter = generate_events("wprime", 13, seed=11, chunk_size=10)
     assert_same_events(shorter, signal_events[:13])
 
 
+@pytest.mark.slow
 def test_other_seed_other_events(signal_events: ak.Array) -> None:
     other = generate_events("wprime", 2, seed=12, chunk_size=10)
     assert ak.to_list(other.pt[0]) != ak.to_list(signal_events.pt[0])
 
 
+@pytest.mark.slow
 def test_events_do_not_depend_on_the_number_of_workers(signal_events: ak.Array) -> None:
     parallel = generate_events("wprime", 20, seed=11, chunk_size=10, workers=2)
     assert_same_events(parallel, signal_events[:20])
@@ -223,6 +231,7 @@ def test_events_do_not_depend_on_the_number_of_workers(signal_events: ak.Array) 
 
 
 @pytest.mark.parametrize("suffix", [".h5", ".root"])
+@pytest.mark.slow
 def test_an_interrupted_run_resumes_without_losing_or_duplicating(
     tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch, signal_events: ak.Array
 ) -> None:
@@ -264,6 +273,7 @@ def test_an_interrupted_run_resumes_without_losing_or_duplicating(
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate"])
+@pytest.mark.slow
 def test_a_damaged_generated_file_is_named_and_generated_again(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture, signal_events: ak.Array
 ) -> None:
@@ -292,6 +302,7 @@ def test_a_damaged_generated_file_is_named_and_generated_again(
 
 
 @pytest.mark.parametrize("suffix", [".h5", ".root"])
+@pytest.mark.slow
 def test_file_holds_the_events_and_counts_and_grows_on_request(
     tmp_path: Path, suffix: str, signal_events: ak.Array
 ) -> None:

@@ -88,6 +88,7 @@ def smoke_summary(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
     return results, json.loads((results / "summary.json").read_text())
 
 
+@pytest.mark.slow
 def test_the_smoke_study_reports_dcor_with_floors_per_observable_and_jointly(
     smoke_summary: tuple[Path, dict[str, Any]],
 ) -> None:

@@ -38,6 +38,8 @@ STATISTICS_KEYS = (
     "upper_limit",
 )
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -49,6 +49,7 @@ def assert_read_once(log: Path) -> None:
     assert dict(entries) == {f"events-{k}.root": n for k, n in enumerate(SIZES)}
 
 
+@pytest.mark.slow
 def test_irgi_unit_weights_reads_once_and_equals_the_in_memory_fit(
     fileset: dict[str, Any], columns: dict[str, np.ndarray], tmp_path: Path
 ) -> None:
@@ -66,6 +67,7 @@ def test_irgi_unit_weights_reads_once_and_equals_the_in_memory_fit(
     assert not Path(fit.skim_dir_).exists()
 
 
+@pytest.mark.slow
 def test_irgi_float_weights(
     fileset: dict[str, Any], columns: dict[str, np.ndarray], tmp_path: Path
 ) -> None:
@@ -82,6 +84,7 @@ def test_irgi_float_weights(
     assert not list((tmp_path / "skims").iterdir())
 
 
+@pytest.mark.slow
 def test_grid_kde_and_two_observables(
     fileset: dict[str, Any], columns: dict[str, np.ndarray], tmp_path: Path
 ) -> None:
@@ -109,6 +112,7 @@ def test_grid_kde_and_two_observables(
     assert np.abs(difference).max() <= 1e-12
 
 
+@pytest.mark.slow
 def test_kept_skims_and_an_interrupted_fit_rerun(
     fileset: dict[str, Any], columns: dict[str, np.ndarray], tmp_path: Path
 ) -> None:
@@ -130,6 +134,7 @@ def test_kept_skims_and_an_interrupted_fit_rerun(
     assert not list(skims.glob(".rosenblatt-groups-*"))
 
 
+@pytest.mark.slow
 def test_futures_executor_reuses_one_pool(
     fileset: dict[str, Any], columns: dict[str, np.ndarray], tmp_path: Path
 ) -> None:
@@ -151,6 +156,7 @@ def test_futures_executor_reuses_one_pool(
     np.testing.assert_array_equal(fitted.y_edges_, reference.y_edges_)
 
 
+@pytest.mark.slow
 def test_bootstrap_ensemble(
     fileset: dict[str, Any], columns: dict[str, np.ndarray], tmp_path: Path
 ) -> None:

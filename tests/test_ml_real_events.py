@@ -15,6 +15,8 @@ from rosenblatt.hep.generation import generate_events
 from rosenblatt.hep.particles import event_particles
 from rosenblatt.ml import run_scan, train_classifier
 
+pytestmark = pytest.mark.slow
+
 EVENTS_PER_CLASS = 200
 
 

@@ -15,6 +15,8 @@ from rosenblatt.hep.particles import event_particles
 from rosenblatt.io.root import EVENTS_TREE
 from rosenblatt.processors.dijet import DijetProcessor, check_cutflow, empty_table, join_tables
 
+pytestmark = pytest.mark.slow
+
 N_EVENTS = 150
 
 

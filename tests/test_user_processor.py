@@ -13,6 +13,8 @@ from coffea.nanoevents import BaseSchema
 
 import rosenblatt as rb
 
+pytestmark = pytest.mark.slow
+
 
 def observables(events: Any) -> tuple[Any, Any]:
     """A user's pair: the scalar sum of particle pT, and the leading particle's share of it."""
