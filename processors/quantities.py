@@ -19,9 +19,12 @@ one grammar (:func:`parse_quantity`):
 ``{"xgboost": FILE, "features": [QUANTITY, ...]}``
     An XGBoost model evaluated through ``coffea.ml_tools.xgboost_wrapper`` on
     the listed quantities, in order.
+``{"torchscript": FILE, "features": [QUANTITY, ...]}``
+    A TorchScript module evaluated through ``coffea.ml_tools.torch_wrapper``
+    on a ``float32`` tensor of the listed quantities, in order.
 ``{"torchscript": FILE}``, ``{"model": FILE}``, ``{"column": NAME}``
     The scorers of :func:`rosenblatt.ml.scoring.make_scorer`, on the feature
-    table of particle-level files.
+    table of particle-level files (their track images and dijet features).
 
 The events given to a quantity are coffea NanoEvents (``BaseSchema``: every
 branch a field; ``NanoAODSchema``: collections such as ``events.FatJet``), an
@@ -138,8 +141,9 @@ class Quantity:
     ----------
     kind : str
         ``"name"`` (a branch, else a built-in jet feature), ``"element"``,
-        ``"function"``, ``"xgboost"`` or a particle-table scorer
-        (``"torchscript"``, ``"model"``, ``"column"``).
+        ``"function"``, ``"xgboost"``, ``"torchscript"`` (with ``features``:
+        a model of the listed quantities; without: a particle-table scorer),
+        ``"model"`` or ``"column"`` (particle-table scorers).
     text : str
         How the configuration wrote it, for messages.
     name : str
@@ -149,7 +153,7 @@ class Quantity:
     path : str
         The user's module or model file.
     features : tuple of Quantity
-        The model's inputs (``"xgboost"``).
+        The model's inputs (``"xgboost"``, ``"torchscript"``).
     jets : str
         The collection of the built-in jet features.
     """
@@ -181,7 +185,7 @@ class Quantity:
         elif self.kind == "element":
             collection, name = self.name.split(".")
             needed = [f"{collection}_{name}"]
-        elif self.kind == "xgboost":
+        elif self.features:
             needed, missing = [], []
             for feature in self.features:
                 n, m = feature.branches(available)
@@ -223,11 +227,16 @@ class Quantity:
         if self.kind == "function":
             result = _load_callable(self.path)(events)
             return _as_float(result, n, f"{self.text} (the user's function)"), np.ones(n, bool)
-        if self.kind == "xgboost":
-            return self._xgboost(events)
+        if self.features:
+            return self._feature_model(events)
         return self._table_scorer(events)
 
-    def _xgboost(self, events: Any) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    @property
+    def reads_particles(self) -> bool:
+        """Whether it scores the feature table of particle-level files (a model without features)."""
+        return self.kind in ("torchscript", "model", "column") and not self.features
+
+    def _feature_model(self, events: Any) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
         n = len(events)
         columns, present = [], np.ones(n, dtype=bool)
         for feature in self.features:
@@ -235,8 +244,15 @@ class Quantity:
             columns.append(np.where(ok, values, 0.0))
             present &= ok
         matrix = np.stack(columns, axis=1) if columns else np.empty((n, 0))
-        model = _load_xgboost(self.path)
-        scores = np.asarray(model(matrix), dtype=np.float64).reshape(-1)
+        model = _load_feature_model(self.kind, self.path)
+        try:
+            scores = np.asarray(model(matrix), dtype=np.float64).reshape(-1)
+        except (ValueError, RuntimeError) as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise QuantityError(
+                f"{self.text}: the model cannot score the {len(self.features)} features "
+                f"listed: {first}"
+            ) from None
         return _as_float(scores, n, self.text), present
 
     def _table_scorer(self, events: Any) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
@@ -300,7 +316,11 @@ def parse_quantity(
             f"{key}: give exactly one of {list(_MAPPING_KINDS)} (or a branch name), got {sorted(value)}"
         )
     kind = kinds[0]
-    allowed = {"xgboost": {"xgboost", "features"}, "column": {"column", "negate"}}.get(kind, {kind})
+    allowed = {
+        "xgboost": {"xgboost", "features"},
+        "torchscript": {"torchscript", "features"},
+        "column": {"column", "negate"},
+    }.get(kind, {kind})
     unknown = sorted(set(value) - allowed)
     if unknown:
         raise QuantityError(f"{key}: unknown key(s) {unknown} for {kind}; known: {sorted(allowed)}")
@@ -312,7 +332,7 @@ def parse_quantity(
             "column", str(value[kind]), name=str(value[kind]), spec=dict(value), jets=jets
         )
     path = _existing(str(value[kind]), key, kind, base)
-    if kind == "xgboost":
+    if kind == "xgboost" or "features" in value:
         features = value.get("features")
         if not isinstance(features, list) or not features:
             raise QuantityError(
@@ -322,7 +342,7 @@ def parse_quantity(
             parse_quantity(f, key=f"{key}.features[{i}]", base=base, jets=jets)
             for i, f in enumerate(features)
         )
-        return Quantity("xgboost", text, path=path, features=parsed, jets=jets)
+        return Quantity(kind, text, path=path, features=parsed, jets=jets)
     return Quantity(kind, text, path=path, spec={kind: path}, jets=jets)
 
 
@@ -384,13 +404,18 @@ def _load_callable(spec: str) -> Any:
     return function
 
 
-def _load_xgboost(path: str) -> Any:
+def _load_feature_model(kind: str, path: str) -> Any:
     """A callable ``(n, k) array -> (n,) scores`` of the model, through coffea's wrapper."""
-    key = f"xgboost:{path}"
+    key = f"{kind}:{path}"
     if key not in _MODULES:
-        from rosenblatt.processors.xgboost_model import XGBoostScore
+        if kind == "xgboost":
+            from rosenblatt.processors.xgboost_model import XGBoostScore
 
-        _MODULES[key] = XGBoostScore(path)
+            _MODULES[key] = XGBoostScore(path)
+        else:
+            from rosenblatt.processors.torchscript_model import TorchScriptScore
+
+            _MODULES[key] = TorchScriptScore(path)
     return _MODULES[key]
 
 

@@ -129,6 +129,19 @@ def _check_branches(
     for key, quantity in needs.items():
         if quantity is None:
             continue
+        if quantity.reads_particles:
+            advice = (
+                f"give the branch itself ({key}: {quantity.name})"
+                if quantity.kind == "column"
+                else "list the model's inputs under features: (branches or built-in jet "
+                "features, in the order the model takes them)"
+            )
+            raise _error(
+                source,
+                key,
+                f"{where}: {{{quantity.kind}: ...}} reads the feature table of particle-level "
+                f"files; for this tree {advice}",
+            )
         _, missing = quantity.branches(keys)
         for branch in missing:
             listed = sorted(keys)[:_LISTED]
