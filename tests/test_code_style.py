@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PATHS = ("src", "tests", "benchmarks", "processors")
+PATHS = ("src", "tests", "benchmarks")
 
 pytestmark = pytest.mark.skipif(
     not (ROOT / "pyproject.toml").is_file(), reason="needs the source tree"

@@ -1,4 +1,9 @@
-"""The wheel ships the processors and the configurations under the package's name."""
+"""The wheel and the sdist ship the processors and the configurations once, under the package's name.
+
+They live in ``src/rosenblatt/processors`` and ``src/rosenblatt/configs``: the
+source tree holds no symbolic link, so that a checkout without symlink support
+builds the same archives.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +16,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_CONFIGS = ROOT / "src" / "rosenblatt" / "configs"
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        not (ROOT / "pyproject.toml").is_file() or not (ROOT / "processors").is_dir(),
-        reason="needs the source tree (pyproject.toml, processors/)",
+        not (ROOT / "pyproject.toml").is_file() or not (ROOT / ".git").exists(),
+        reason="needs the source tree (pyproject.toml, a git checkout)",
     ),
 ]
 
@@ -55,7 +61,7 @@ def _check_contents(names: list[str]) -> None:
     ):
         assert required in names
     shipped = {name.rpartition("/")[2] for name in names if name.startswith("rosenblatt/configs/")}
-    assert {path.name for path in (ROOT / "configs").glob("*.yaml")} <= shipped
+    assert {path.name for path in PACKAGE_CONFIGS.glob("*.yaml")} == shipped
     tops = {name.split("/", 1)[0] for name in names}
     assert {top for top in tops if not top.endswith(".dist-info")} == {"rosenblatt"}
     assert len(names) == len(set(names))
@@ -81,12 +87,27 @@ def test_wheel_from_the_sdist(tmp_path: Path) -> None:
     (sdist,) = sdist_dir.glob("rosenblatt-*.tar.gz")
     with tarfile.open(sdist) as archive:
         names = archive.getnames()
-        # each file once: the packaged folders come in through symlinks (see pyproject)
+        # each file once, and each configuration and processor only under src/rosenblatt/
         assert len(names) == len(set(names))
-        assert any(name.endswith("src/rosenblatt/configs/blobs.yaml") for name in names)
+        configs = [name for name in names if name.endswith("/blobs.yaml")]
+        assert len(configs) == 1
+        assert configs[0].endswith("src/rosenblatt/configs/blobs.yaml")
+        assert [name for name in names if name.endswith("/dijet.py")] == [
+            next(name for name in names if name.endswith("src/rosenblatt/processors/dijet.py"))
+        ]
+        assert not any(member.issym() or member.islnk() for member in archive.getmembers())
         if hasattr(tarfile, "data_filter"):
             archive.extractall(tmp_path / "unpacked", filter="data")
         else:
             archive.extractall(tmp_path / "unpacked")
     (source,) = (tmp_path / "unpacked").iterdir()
     _check_contents(_build_wheel(source, tmp_path / "wheel"))
+
+
+def test_the_source_tree_holds_no_symbolic_link() -> None:
+    listing = subprocess.run(
+        ["git", "ls-files", "--stage"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
+    links = [line.split("\t", 1)[1] for line in listing.splitlines() if line.startswith("120000")]
+    assert links == []
+    assert (PACKAGE_CONFIGS / "lhco-quick.yaml").is_file()
