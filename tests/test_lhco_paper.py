@@ -96,3 +96,32 @@ def test_table_carries_the_papers_closure_numbers(name: str) -> None:
     table = paper_table(paper_comparison(_summary()))
     assert f"{PAPER['eta_best'][name]:.1e}" in table
     assert table.count("\n") == len(paper_comparison(_summary())) + 1
+
+
+def test_the_published_report_states_one_verdict_per_claim() -> None:
+    """docs/results/lhco-paper: summary.json and report.md agree, section by section."""
+    import json
+    from pathlib import Path
+
+    from rosenblatt.studies._common import verdict_of
+    from rosenblatt.studies.lhco.study import _claims
+
+    folder = Path(__file__).parents[1] / "docs" / "results" / "lhco-paper"
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    report = (folder / "report.md").read_text(encoding="utf-8")
+    # what is published is what today's rule decides on the published numbers
+    assert summary["claims"] == _claims(summary)
+    assert summary["paper_comparison"] == paper_comparison(summary)
+    for claim in summary["claims"]:
+        assert f"- **{verdict_of(claim)}**: {claim['claim']} ({claim['value']})" in report
+    for row in summary["paper_comparison"]:
+        assert (
+            f"| {row['claim']} | {row['paper']} | {row['ours']} | **{row['verdict']}** |" in report
+        )
+    # the grid-fraction claim of each decorrelated score, in both sections: 1.5 and 1.9 sd
+    for name in ("irgi", "kde"):
+        (claim,) = [c for c in summary["claims"] if f"for {name.upper()} than" in c["claim"]]
+        (row,) = [
+            r for r in summary["paper_comparison"] if r["claim"].startswith(f"{name}: larger")
+        ]
+        assert verdict_of(claim) == row["verdict"] == "not decidable"

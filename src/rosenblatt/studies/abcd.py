@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from rosenblatt._atomic import write_text
+from rosenblatt.studies._common import Steps
 from rosenblatt.studies.abcd_config import AbcdConfig
 
 __all__ = ["STEPS", "run"]
@@ -50,10 +50,9 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     from rosenblatt.studies.abcd_report import write_outputs
 
     cfg = AbcdConfig.parse(config)
-    timings: dict[str, float] = {}
-    clock = time.perf_counter()
-    _generate(cfg)
-    timings["generate"] = time.perf_counter() - clock
+    steps = Steps(STEPS, log)
+    with steps.timed("generate"):
+        _generate(cfg)
     checked = preflight(cfg)
     log.info(
         "preflight: %d datasets, %d files, layout %s: every tree and branch found",
@@ -68,34 +67,39 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     passes = _Passes(cfg, checked, skim_dir)
     with make_executor(executor.kind, executor.workers, scheduler=executor.scheduler) as pool:
         passes.pool = pool
-        clock = time.perf_counter()
-        defining = passes.run(cfg.defining, variants=(), skim=True)
-        skims = sorted(defining["skim"])
-        timings["score"] = time.perf_counter() - clock
+        with steps.timed("score"):
+            defining = passes.run(cfg.defining, variants=(), skim=True)
+            skims = sorted(defining["skim"])
         log.info("defining sample: %d skim files written", len(skims))
 
         def run_pass(paths: Sequence[str], function: Callable[[str], Any], description: str) -> Any:
             return map_items(pool, list(paths), function, description)
 
-        clock = time.perf_counter()
-        transforms, routes = _fit_transforms(cfg, skims, run_pass, folder)
-        score_y0, score_range = _score_cuts(cfg, skims, run_pass)
-        timings["fit"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        ensembles, replicas = _ensembles(cfg, skims, folder)
-        timings["bootstrap"] = time.perf_counter() - clock
+        with steps.timed("fit"):
+            transforms, routes = _fit_transforms(cfg, skims, run_pass, folder)
+            score_y0, score_range = _score_cuts(cfg, skims, run_pass)
+        with steps.timed("bootstrap"):
+            ensembles, replicas = _ensembles(cfg, skims, folder)
         variants = _variants(cfg, transforms, score_y0, score_range)
         replica_variants = [
             Variant(f"{name}#{k}", "score", cfg.cuts.y0, transform=member, replica_of=name)
             for name, ensemble in replicas.items()
             for k, member in enumerate(ensemble.replicas_)
         ]
-        output, choices = _analyse(cfg, passes, variants, replica_variants, score_y0, timings)
-    clock = time.perf_counter()
-    summary = write_outputs(
-        folder, cfg, output, defining, routes, timings, ensembles, checked=checked, choices=choices
-    )
-    timings["close and report"] = time.perf_counter() - clock
+        output, choices = _analyse(cfg, passes, variants, replica_variants, score_y0, steps)
+    timings = steps.seconds
+    with steps.timed("close and report"):
+        summary = write_outputs(
+            folder,
+            cfg,
+            output,
+            defining,
+            routes,
+            timings,
+            ensembles,
+            checked=checked,
+            choices=choices,
+        )
     write_text(folder / "timings.json", json.dumps(timings, indent=2))
     return summary
 
@@ -106,7 +110,7 @@ def _analyse(
     variants: Sequence[Any],
     replica_variants: Sequence[Any],
     score_y0: tuple[float, ...],
-    timings: dict[str, float],
+    steps: Steps,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Fill the simulation, choose each variant's cut on it, then fill the data (blinded).
 
@@ -115,26 +119,23 @@ def _analyse(
     the cut and the estimate's validity hold the transform's own statistics.
     Returns the merged histograms and, with data, each variant's cut.
     """
-    clock = time.perf_counter()
-    simulated = {n: f for n, f in cfg.fileset.items() if cfg.datasets[n].simulated}
-    data = {n: f for n, f in cfg.fileset.items() if not cfg.datasets[n].simulated}
-    filled = [*variants, *replica_variants] if data else list(variants)
-    output = passes.run(simulated, variants=filled) if simulated else None
-    timings["analyse"] = time.perf_counter() - clock
+    with steps.timed("analyse"):
+        simulated = {n: f for n, f in cfg.fileset.items() if cfg.datasets[n].simulated}
+        data = {n: f for n, f in cfg.fileset.items() if not cfg.datasets[n].simulated}
+        filled = [*variants, *replica_variants] if data else list(variants)
+        output = passes.run(simulated, variants=filled) if simulated else None
     if not data or output is None:
         assert output is not None
         return output, {}
     from rosenblatt.studies.abcd_estimate import choose_cuts
 
-    clock = time.perf_counter()
-    choices = choose_cuts(cfg, output["abcd"], score_y0, output.get("replicas"))
-    timings["choose cuts"] = time.perf_counter() - clock
+    with steps.timed("choose cuts"):
+        choices = choose_cuts(cfg, output["abcd"], score_y0, output.get("replicas"))
     for variant, choice in choices.items():
         log.info("variant %s: cut %s", variant, choice.get("how"))
     blind = {v: (c["x0"], c["y0"]) for v, c in choices.items() if "x0" in c} if cfg.blind else None
-    clock = time.perf_counter()
-    observed = passes.run(data, variants=variants, blind=blind)
-    timings["analyse data"] = time.perf_counter() - clock
+    with steps.timed("analyse data"):
+        observed = passes.run(data, variants=variants, blind=blind)
     return _merge(output, observed), choices
 
 

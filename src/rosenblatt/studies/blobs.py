@@ -9,7 +9,6 @@ conditional CDF, which is known in closed form here.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from scipy.stats import norm
 import rosenblatt as rb
 from rosenblatt._atomic import write_text
 from rosenblatt._extras import optional_imports
+from rosenblatt.studies._common import Claim, claim_lines, write_summary
 from rosenblatt.studies.blobs_config import BlobsConfig
 
 with optional_imports(__name__):
@@ -129,7 +129,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         **results,
     }
     summary["claims"] = _claims(summary, cfg.dcc_best_max)
-    write_text(folder / "summary.json", json.dumps(summary, indent=2))
+    write_summary(folder, summary)
     defining = (data.x_def, data.y_def, data.xs_def, data.ys_def)
     testing = (data.x_test, data.y_test, data.xs_test, data.ys_test)
     figures = _figures(folder, summary, fitted, defining, testing, cfg.figures)
@@ -276,24 +276,25 @@ def _variants(
 
 
 def _claims(summary: dict[str, Any], bound: float) -> list[dict[str, Any]]:
+    """The paper's claims on the blobs; no bootstrap here, so each is decided by its value."""
     dcc_xy = np.asarray(summary["dcc_xy"])
     claims = [
-        {
-            "claim": "dCor^2(x, y) is about 0.30 in every sub-sample",
-            "held": bool(np.all(np.abs(dcc_xy - 0.30) < 0.03)),
-            "value": [round(v, 3) for v in dcc_xy.tolist()],
-        }
+        Claim(
+            "dCor^2(x, y) is about 0.30 in every sub-sample",
+            [round(v, 3) for v in dcc_xy.tolist()],
+            float(np.min(0.03 - np.abs(dcc_xy - 0.30))),
+        )
     ]
     for name in ("irgi", "kde"):
         best = [s["dcc_best"] for s in summary[name]["subsamples"]]
         claims.append(
-            {
-                "claim": f"best dCor^2(x, gamma) of {name.upper()} <= {bound:g} in every sub-sample",
-                "held": bool(max(best) <= bound),
-                "value": best,
-            }
+            Claim(
+                f"best dCor^2(x, gamma) of {name.upper()} <= {bound:g} in every sub-sample",
+                best,
+                bound - max(best),
+            )
         )
-    return claims
+    return [claim.to_json() for claim in claims]
 
 
 def _figures(
@@ -547,9 +548,7 @@ def _document(summary: dict[str, Any], figures: dict[str, str], table: str, peer
         "|---" * (len(summary["kde"]["values"]) + 1) + "|",
         "| RMS | " + " | ".join(f"{v:.4f}" for v in summary["kde"]["rms_exact"]) + " |",
     ]
-    claims = "\n".join(
-        f"- {'held' if c['held'] else '**did not hold**'}: {c['claim']}" for c in summary["claims"]
-    )
+    claims = claim_lines(summary["claims"], with_value=False)
     auc = summary["auc"]
     figs = "\n".join(f"![{k}]({v})" for k, v in figures.items())
     return f"""# Gaussian blobs: {summary["name"]}

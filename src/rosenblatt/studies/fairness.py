@@ -21,7 +21,6 @@ working point from 10% to 90% of people rejected.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from numpy.typing import NDArray
 
 import rosenblatt as rb
 from rosenblatt._atomic import write_text
+from rosenblatt.studies._common import Claim, write_summary
 from rosenblatt.studies.fairness_config import ArrestsConfig, DigitsConfig, FairnessConfig
 
 __all__ = [
@@ -559,45 +559,61 @@ def _digits(config: DigitsConfig, seed: int) -> tuple[dict[str, Any], dict[str, 
 
 
 # ----------------------------------------------------------------- claims and run
+def _parity_margin(row: dict[str, Any], raw: dict[str, Any]) -> float:
+    """The smallest margin, in sd, by which ``row``'s parity spread is below ``raw``'s."""
+    key = "demographic_parity"
+    margin = np.asarray(raw[key]) - np.asarray(row[key])
+    sd = np.hypot(np.asarray(raw[f"{key}_sd"]), np.asarray(row[f"{key}_sd"]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.min(margin / sd))
+
+
+def _method_claims(row: dict[str, Any], raw: dict[str, Any], ratio: float) -> list[Claim]:
+    """The claims on one decorrelated method of the arrests data."""
+    return [
+        Claim(
+            f"{row['label']}: dCor²(age, score) <= {ratio:g} x its permutation floor",
+            [row["dcc"], row["dcc_floor"]],
+            ratio * row["dcc_floor"] - row["dcc"],
+            row["dcc_sd"],
+        ),
+        # every working point in units of its sd: beyond 2 at each one, or below -2 at one
+        Claim(
+            f"{row['label']}: positive-rate spread across age groups below {raw['label']}'s "
+            "at every working point",
+            [row["demographic_parity"], raw["demographic_parity"]],
+            _parity_margin(row, raw),
+            1.0,
+        ),
+        Claim(
+            f"{row['label']}: AUC cost against {raw['label']} stated with its uncertainty",
+            [row["auc_cost"], row["auc_cost_sd"]],
+            0.0,
+        ),
+    ]
+
+
 def _claims(arrests: dict[str, Any], digits: dict[str, Any], ratio: float) -> list[dict[str, Any]]:
+    """The study's claims, each decided beyond 2 sd (:func:`~rosenblatt.studies._common.decide`).
+
+    The digits' dCor² has no bootstrap; its uncertainty is the spread of dCor² under
+    independence (the permutations' standard deviation).
+    """
     rows = {row["name"]: row for row in arrests["methods"]}
     claims = []
     for row in arrests["methods"]:
-        if row["kind"] != "rosenblatt":
-            continue
-        raw = rows[row["raw"]]
-        claims.append(
-            {
-                "claim": f"{row['label']}: dCor²(age, score) <= {ratio:g} x its permutation floor",
-                "held": bool(row["dcc"] <= ratio * row["dcc_floor"]),
-                "value": [row["dcc"], row["dcc_floor"]],
-            }
-        )
-        below = np.asarray(row["demographic_parity"]) < np.asarray(raw["demographic_parity"])
-        claims.append(
-            {
-                "claim": f"{row['label']}: positive-rate spread across age groups below {raw['label']}'s "
-                "at every working point",
-                "held": bool(below.all()),
-                "value": [row["demographic_parity"], raw["demographic_parity"]],
-            }
-        )
-        claims.append(
-            {
-                "claim": f"{row['label']}: AUC cost against {raw['label']} stated with its uncertainty",
-                "held": True,
-                "value": [row["auc_cost"], row["auc_cost_sd"]],
-            }
-        )
+        if row["kind"] == "rosenblatt":
+            claims += _method_claims(row, rows[row["raw"]], ratio)
     dec = digits["decorrelated"]
     claims.append(
-        {
-            "claim": f"digits: dCor²(ink, score) of the '{digits['classes'][0]}'s <= {ratio:g} x its floor",
-            "held": bool(dec["dcc_negative"] <= ratio * dec["dcc_negative_floor"]),
-            "value": [dec["dcc_negative"], dec["dcc_negative_floor"]],
-        }
+        Claim(
+            f"digits: dCor²(ink, score) of the '{digits['classes'][0]}'s <= {ratio:g} x its floor",
+            [dec["dcc_negative"], dec["dcc_negative_floor"]],
+            ratio * dec["dcc_negative_floor"] - dec["dcc_negative"],
+            dec["dcc_negative_floor_std"],
+        )
     )
-    return claims
+    return [claim.to_json() for claim in claims]
 
 
 def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -642,7 +658,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         "seconds": time.perf_counter() - start,
     }
     summary["claims"] = _claims(arrests, digits, cfg.dcc_floor_ratio_max)
-    write_text(folder / "summary.json", json.dumps(summary, indent=2))
+    write_summary(folder, summary)
     figures = fairness_report.figures(folder, summary, arrests_arrays, digits_arrays)
     write_text(folder / "report.md", fairness_report.report(summary, figures))
     return summary

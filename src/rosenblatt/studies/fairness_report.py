@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt.studies._common import claim_lines, pm
+
 __all__ = ["figures", "report"]
 
 STYLE = {
@@ -173,24 +175,20 @@ def _digits(folder: Path, summary: dict[str, Any], digits: dict[str, Any]) -> st
     return save_figure(fig, folder / "digits_score_vs_ink.png").name
 
 
-def _pm(value: float, sd: float, fmt: str = ".4f") -> str:
-    return f"{value:{fmt}} ± {sd:{fmt}}"
-
-
 def _method_table(section: dict[str, Any]) -> str:
     lines = [
         "| method | AUC | AUC cost vs raw | dCor²(age, score) | permutation floor | p | max DP spread | max EO spread | time [s] |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in section["methods"]:
-        cost = "" if row["raw"] is None else _pm(row["auc_cost"], row["auc_cost_sd"])
+        cost = "" if row["raw"] is None else pm(row["auc_cost"], row["auc_cost_sd"])
         dp, eo = np.asarray(row["demographic_parity"]), np.asarray(row["equalised_odds"])
         i, j = int(np.argmax(dp)), int(np.argmax(eo))
         lines.append(
-            f"| {row['label']} | {_pm(row['auc'], row['auc_sd'])} | {cost} | "
-            f"{_pm(row['dcc'], row['dcc_sd'], '.1e')} | {_pm(row['dcc_floor'], row['dcc_floor_std'], '.1e')} | "
-            f"{row['p_value']:.3f} | {_pm(dp[i], row['demographic_parity_sd'][i], '.3f')} | "
-            f"{_pm(eo[j], row['equalised_odds_sd'][j], '.3f')} | {row['seconds']:.1f} |"
+            f"| {row['label']} | {pm(row['auc'], row['auc_sd'])} | {cost} | "
+            f"{pm(row['dcc'], row['dcc_sd'], '.1e')} | {pm(row['dcc_floor'], row['dcc_floor_std'], '.1e')} | "
+            f"{row['p_value']:.3f} | {pm(dp[i], row['demographic_parity_sd'][i], '.3f')} | "
+            f"{pm(eo[j], row['equalised_odds_sd'][j], '.3f')} | {row['seconds']:.1f} |"
         )
     return "\n".join(lines)
 
@@ -215,8 +213,8 @@ def _headline(section: dict[str, Any]) -> str:
             continue
         row, raw = rows[name], rows[rows[name]["raw"]]
         lines.append(
-            f"- **{row['label']}**: AUC {_pm(row['auc'], row['auc_sd'])}, a cost of "
-            f"{_pm(row['auc_cost'], row['auc_cost_sd'])} against {raw['label']} (paired bootstrap); "
+            f"- **{row['label']}**: AUC {pm(row['auc'], row['auc_sd'])}, a cost of "
+            f"{pm(row['auc_cost'], row['auc_cost_sd'])} against {raw['label']} (paired bootstrap); "
             f"dCor²(age, score) {row['dcc']:.1e} against a permutation floor of {row['dcc_floor']:.1e} "
             f"(p = {row['p_value']:.2f}; raw {raw['dcc']:.1e}); largest positive-rate spread across "
             f"the age groups over the working points {max(row['demographic_parity']):.3f} "
@@ -230,9 +228,7 @@ def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
     arrests, digits = summary["arrests"], summary["digits"]
     edges = ", ".join(f"{e:g}" for e in arrests["age_edges"])
     sizes = ", ".join(str(s) for s in arrests["group_sizes"])
-    claims = "\n".join(
-        f"- {'held' if c['held'] else '**did not hold**'}: {c['claim']}" for c in summary["claims"]
-    )
+    claims = claim_lines(summary["claims"], with_value=False)
     negative, positive = digits["classes"]
     raw, dec = digits["raw"], digits["decorrelated"]
     figs = "\n".join(f"![{key}]({name})" for key, name in figures.items())
@@ -305,8 +301,8 @@ transform. The ink alone separates the classes with AUC {digits["auc_ink"]:.3f}.
 
 | | AUC | dCor²(ink, score) of the '{negative}'s | its floor | p | dCor²(ink, score), all | its floor |
 |---|---|---|---|---|---|---|
-| raw | {_pm(raw["auc"], raw["auc_sd"])} | {raw["dcc_negative"]:.4f} | {raw["dcc_negative_floor"]:.4f} | {raw["p_value_negative"]:.3f} | {raw["dcc_all"]:.4f} | {raw["dcc_all_floor"]:.4f} |
-| decorrelated | {_pm(dec["auc"], dec["auc_sd"])} | {dec["dcc_negative"]:.4f} | {dec["dcc_negative_floor"]:.4f} | {dec["p_value_negative"]:.3f} | {dec["dcc_all"]:.4f} | {dec["dcc_all_floor"]:.4f} |
+| raw | {pm(raw["auc"], raw["auc_sd"])} | {raw["dcc_negative"]:.4f} | {raw["dcc_negative_floor"]:.4f} | {raw["p_value_negative"]:.3f} | {raw["dcc_all"]:.4f} | {raw["dcc_all_floor"]:.4f} |
+| decorrelated | {pm(dec["auc"], dec["auc_sd"])} | {dec["dcc_negative"]:.4f} | {dec["dcc_negative_floor"]:.4f} | {dec["p_value_negative"]:.3f} | {dec["dcc_all"]:.4f} | {dec["dcc_all_floor"]:.4f} |
 
 The study ran in {summary["seconds"]:.0f} s.
 

@@ -3,7 +3,9 @@
 Each claim of the paper's LHCO section becomes a row: the paper's number, ours
 (with its bootstrap standard deviation where the statistics stage gives one)
 and a verdict — ``held``, ``did not hold`` or ``not decidable`` — with the
-statistical reason. A difference counts only beyond two standard deviations.
+statistical reason, by the rule every study's claims follow
+(:func:`rosenblatt.studies._common.decide`): a difference counts only beyond two bootstrap
+standard deviations, and a p-value only below the two-sided tail of two.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from rosenblatt.studies._common import ALPHA, SIGNIFICANCE, decide, pm, verdict_reason
 
 __all__ = ["PAPER", "paper_comparison", "paper_table"]
 
@@ -25,8 +29,8 @@ PAPER: Mapping[str, Any] = {
 }
 
 _DECORRELATED = ("irgi", "kde")
-_SIGNIFICANCE = 2.0
-_ALPHA = 0.05
+#: the largest |η_A| the paper's "of order 1e-6 to 1e-5" allows
+_ETA_BOUND = 1e-5
 
 
 def _err(entry: Mapping[str, Any], key: str) -> float:
@@ -34,29 +38,13 @@ def _err(entry: Mapping[str, Any], key: str) -> float:
     return float(value) if value is not None and math.isfinite(float(value)) else math.nan
 
 
-def _pm(entry: Mapping[str, Any], key: str, fmt: str) -> str:
-    error = _err(entry, key)
-    text = format(float(entry[key]), fmt)
-    return text if math.isnan(error) else f"{text} ± {format(error, fmt)}"
-
-
 def _row(claim: str, paper: str, ours: str, verdict: str, reason: str) -> dict[str, str]:
     return {"claim": claim, "paper": paper, "ours": ours, "verdict": verdict, "reason": reason}
 
 
-def _compare(difference: float, sd: float, larger: str, smaller: str) -> tuple[str, str]:
-    """Verdict on ``difference > 0`` at two standard deviations."""
-    if math.isnan(sd) or sd == 0:
-        return "not decidable", "no bootstrap uncertainty for this difference"
-    z = difference / sd
-    if z > _SIGNIFICANCE:
-        return "held", f"{larger} by {z:.1f} sd"
-    if z < -_SIGNIFICANCE:
-        return "did not hold", f"{smaller} by {-z:.1f} sd"
-    return (
-        "not decidable",
-        f"difference {difference:+.3g} is {abs(z):.1f} sd, within {_SIGNIFICANCE:g} sd",
-    )
+def _compare(margin: float, sd: float, held: str, failed: str) -> tuple[str, str]:
+    """The verdict on a claim that holds by ``margin`` (positive: held), and why."""
+    return decide(margin, sd), verdict_reason(margin, sd, held, failed)
 
 
 def _parameters(summary: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -71,14 +59,11 @@ def _parameters(summary: Mapping[str, Any]) -> list[dict[str, str]]:
         elif float(paper) in scan and float(ours) in scan:
             gap = scan[float(paper)]["dcc"] - scan[float(ours)]["dcc"]
             sd = _err(summary[name], "dcc")
-            if not math.isnan(sd) and gap <= _SIGNIFICANCE * sd:
-                verdict = "not decidable"
-                reason = f"dCor² at the paper's value is within {_SIGNIFICANCE:g} sd of the chosen one ({gap:.2g} vs sd {sd:.2g})"
+            verdict = decide(-gap, sd)
+            if verdict == "not decidable":
+                reason = f"dCor² at the paper's value is within {SIGNIFICANCE:g} sd of the chosen one ({gap:.2g} vs sd {sd:.2g})"
             else:
-                verdict, reason = (
-                    "did not hold",
-                    f"dCor² at the paper's value is higher by {gap:.2g} (sd {sd:.2g})",
-                )
+                reason = f"dCor² at the paper's value is higher by {gap:.2g} (sd {sd:.2g})"
         else:
             verdict, reason = "not decidable", "the paper's value is not in this run's scan"
         rows.append(
@@ -115,19 +100,15 @@ def _best_cut(summary: Mapping[str, Any], names: Sequence[str]) -> list[dict[str
         entry = summary[name]
         sd = _err(entry, "eta_best")
         paper = PAPER["eta_best"][name]
-        if math.isnan(sd):
-            verdict, reason = "not decidable", "no bootstrap uncertainty"
-        elif sd > 10 * abs(paper):
-            verdict = "not decidable"
+        margin = _ETA_BOUND - abs(entry["eta_best"])
+        verdict, reason = _compare(margin, sd, "below 1e-5", "above 1e-5")
+        if verdict == "not decidable" and sd > 10 * abs(paper):
             reason = f"the best cut's η_A has sd {sd:.1e}, far above the paper's |η_A|: the minimum over the grid is set by noise"
-        else:
-            held = abs(entry["eta_best"]) <= abs(paper) + _SIGNIFICANCE * sd
-            verdict, reason = ("held" if held else "did not hold"), f"sd {sd:.1e}"
         rows.append(
             _row(
                 f"{name}: |η_A| at the optimal cut of order 1e-6 to 1e-5",
                 f"{paper:.1e}",
-                _pm(entry, "eta_best", ".1e"),
+                pm(entry["eta_best"], _err(entry, "eta_best"), ".1e"),
                 verdict,
                 reason,
             )
@@ -142,15 +123,13 @@ def _auc(summary: Mapping[str, Any]) -> list[dict[str, str]]:
         entry = summary[name]
         loss = base["auc"] - entry["auc"]
         sd = math.hypot(_err(entry, "auc"), _err(base, "auc"))
-        if loss <= 0.01:
-            verdict, reason = "held", f"AUC loss {loss:+.4f} (sd {sd:.4f}), below 0.01"
-        else:
-            verdict, reason = _compare(-(loss - 0.01), sd, "loss below 0.01", "loss above 0.01")
+        verdict, reason = _compare(0.01 - loss, sd, "loss below 0.01", "loss above 0.01")
+        reason = f"AUC loss {loss:+.4f} (sd {sd:.4f}): {reason}"
         rows.append(
             _row(
                 f"{name}: AUC close to the best baseline's",
                 "minimal loss",
-                f"{_pm(entry, 'auc', '.4f')} vs {_pm(base, 'auc', '.4f')}",
+                f"{pm(entry['auc'], _err(entry, 'auc'), '.4f')} vs {pm(base['auc'], _err(base, 'auc'), '.4f')}",
                 verdict,
                 reason,
             )
@@ -169,7 +148,7 @@ def _grid_fraction(summary: Mapping[str, Any], names: Sequence[str]) -> list[dic
         difference = entry[key] - summary[rival][key]
         sd = math.hypot(_err(entry, key), _err(summary[rival], key))
         verdict, reason = _compare(difference, sd, "larger", "smaller")
-        ours = f"{_pm(entry, key, '.3f')} vs {rival} {_pm(summary[rival], key, '.3f')}"
+        ours = f"{pm(entry[key], _err(entry, key), '.3f')} vs {rival} {pm(summary[rival][key], _err(summary[rival], key), '.3f')}"
         rows.append(
             _row(
                 f"{name}: larger fraction of the (x0, y0) grid with |η_A| < 1e-2 than the baseline and DisCo",
@@ -183,7 +162,11 @@ def _grid_fraction(summary: Mapping[str, Any], names: Sequence[str]) -> list[dic
 
 
 def _closure_test(summary: Mapping[str, Any], names: Sequence[str]) -> list[dict[str, str]]:
-    """The claim made testable: the background-only non-closure over the grid against its covariance."""
+    """The claim made testable: the background-only non-closure over the grid against its covariance.
+
+    A non-closure is significant where its p-value is below :data:`~rosenblatt.studies._common.ALPHA`
+    (two standard deviations).
+    """
     pvalues = {n: summary[n].get("closure_pvalue") for n in names}
     if any(p is None for p in pvalues.values()):
         return []
@@ -191,12 +174,12 @@ def _closure_test(summary: Mapping[str, Any], names: Sequence[str]) -> list[dict
     base = float(pvalues["baseline"])
     for name in _DECORRELATED:
         p = float(pvalues[name])
-        if p < _ALPHA:
+        if p < ALPHA:
             verdict, reason = (
                 "did not hold",
                 f"its own background non-closure is significant (p = {p:.2g})",
             )
-        elif base < _ALPHA:
+        elif base < ALPHA:
             verdict, reason = (
                 "held",
                 f"consistent with statistics (p = {p:.2g}) where the baseline's is not (p = {base:.2g})",

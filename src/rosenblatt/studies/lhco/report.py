@@ -10,6 +10,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt.abcd import ClosureScan
+from rosenblatt.studies._common import claim_lines
+from rosenblatt.studies._common import pm as _pm
 from rosenblatt.studies.lhco.paper import paper_table
 from rosenblatt.studies.lhco.results import Closure, Decorrelation
 
@@ -372,10 +374,7 @@ def report(summary: dict[str, Any], figs: dict[str, str]) -> str:
             row("pull standard deviation", ".2f", "pull_std"),
         ]
     )
-    claims = "\n".join(
-        f"- **{'held' if c['held'] else 'did not hold'}**: {c['claim']} ({c['value']})"
-        for c in summary["claims"]
-    )
+    claims = claim_lines(summary["claims"])
     sizes = summary["sizes"]
     size_rows = "\n".join(
         f"| {part} | {s['background']:,} | {s['signal']:,} |" for part, s in sizes.items()
@@ -453,15 +452,6 @@ feature table, each trained model); the wall time of each step in this run:
 | step | wall time |
 |---|---|
 {steps}"""
-
-
-def _pm(value: Any, error: Any, fmt: str) -> str:
-    """``value ± error`` (the value alone where there is no error)."""
-    if value is None:
-        return "–"
-    if error is None or not np.isfinite(error):
-        return format(value, fmt)
-    return f"{format(value, fmt)} ± {format(error, fmt.lstrip('+'))}"
 
 
 def _optional(value: Any, fmt: str) -> str:

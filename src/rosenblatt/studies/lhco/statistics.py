@@ -61,6 +61,7 @@ from rosenblatt.abcd import (
 )
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_testing import thinned_indices
+from rosenblatt.studies._common import Steps
 
 __all__ = [
     "CONTAMINATION_FRACTIONS",
@@ -128,23 +129,30 @@ class StatisticsInput:
 def statistics(config: dict[str, Any], folder: Path, data: StatisticsInput) -> dict[str, Any]:
     """Run the statistics stage; return per-classifier results, the contamination list and timings."""
     stage = _Stage(config, data)
-    stage.timed("bootstrap", stage.bootstrap)
-    stage.timed("closure_test", stage.closure_tests)
-    stage.timed("likelihood", stage.likelihoods, folder)
+    timer = Steps()
+    with timer.timed("bootstrap"):
+        stage.bootstrap()
+    with timer.timed("closure_test"):
+        stage.closure_tests()
+    with timer.timed("likelihood"):
+        stage.likelihoods(folder)
     if stage.cfg.get("sensitivity_thin") and not stage.pyhf_missing:
-        stage.timed("sensitivity_map", stage.sensitivity_maps)
-    contamination = stage.timed("contamination", _contamination, stage)
+        with timer.timed("sensitivity_map"):
+            stage.sensitivity_maps()
+    with timer.timed("contamination"):
+        contamination = _contamination(stage)
     automatic = None
     if stage.cfg.get("auto_parameters", True):
-        automatic = stage.timed("auto_parameters", _automatic, config, stage)
-    log.info("statistics stage: %s", ", ".join(f"{k} {v:.1f} s" for k, v in stage.timings.items()))
+        with timer.timed("auto_parameters"):
+            automatic = _automatic(config, stage)
+    log.info("statistics stage: %s", ", ".join(f"{k} {v:.1f} s" for k, v in timer.seconds.items()))
     return {
         "classifiers": stage.results,
         "contamination": contamination,
         "automatic": automatic,
         "maps": stage.maps,
         "eta_error": stage.eta_error,
-        "timings": stage.timings,
+        "timings": timer.seconds,
     }
 
 
@@ -166,7 +174,6 @@ class _Stage:
             "irgi": lambda: rb.IRGI(depth=int(data.chosen["irgi"])),
             "kde": lambda: rb.KDE(sigma_r=float(data.chosen["kde"])),
         }
-        self.timings: dict[str, float] = {}
         self.results: dict[str, dict[str, Any]] = {}
         self.eta_error: dict[str, FloatArray] = {}
         self.replica_scores: dict[str, list[FloatArray]] = {}
@@ -176,13 +183,6 @@ class _Stage:
         self.signal_regions: dict[str, Any] = {}
         self.maps: dict[str, SensitivityMap] = {}
         self.pyhf_missing: str | None = None
-
-    def timed(self, name: str, function: Callable[..., Any], *args: Any) -> Any:
-        """Run ``function(*args)`` and keep its wall time under ``name``."""
-        start = time.perf_counter()
-        result = function(*args)
-        self.timings[name] = time.perf_counter() - start
-        return result
 
     # ---- bootstrap of the figures of merit
     def bootstrap(self) -> None:

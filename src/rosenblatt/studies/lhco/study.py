@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-import time
-from collections.abc import Callable
+import math
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ import rosenblatt as rb
 from rosenblatt._atomic import write_text
 from rosenblatt._records import check_record, file_entries, read_record, write_record
 from rosenblatt.abcd import ClosureScan, abcd_histogram, closure_scan
+from rosenblatt.studies._common import Claim, Steps, pm, write_summary
 from rosenblatt.studies.lhco.config import CLASSES, PARTS, LhcoConfig
 from rosenblatt.studies.lhco.paper import paper_comparison
 from rosenblatt.studies.lhco.results import Closure, Decorrelation
@@ -36,11 +36,11 @@ from rosenblatt.studies.lhco.results import Closure, Decorrelation
 __all__ = [
     "CLASSIFIERS",
     "STEPS",
-    "Steps",
     "choose_models",
     "feature_table",
     "generate_events",
     "partition_samples",
+    "render_again",
     "run",
     "train_classifiers",
 ]
@@ -476,29 +476,6 @@ def _provenance(cfg: LhcoConfig) -> dict[str, Any]:
     }
 
 
-class Steps:
-    """Runs a study's named steps in order, logging and timing each.
-
-    Parameters
-    ----------
-    names
-        The study's steps, in order (for the log's "step i of n").
-    """
-
-    def __init__(self, names: tuple[str, ...] = STEPS) -> None:
-        self.names = names
-        self.seconds: dict[str, float] = {}
-
-    def run(self, name: str, function: Callable[..., Any], *args: Any) -> Any:
-        """Run step ``name`` as ``function(*args)`` and keep its wall time."""
-        log.info("step %d of %d: %s", len(self.seconds) + 1, len(self.names), name)
-        start = time.perf_counter()
-        result = function(*args)
-        self.seconds[name] = round(time.perf_counter() - start, 2)
-        log.info("step %s done in %.1f s", name, self.seconds[name])
-        return result
-
-
 def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     """Run the LHCO study of ``config``; write the report, summary, figures and transforms.
 
@@ -508,7 +485,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     """
     cfg = LhcoConfig.parse(config)
     cfg.data.folder.mkdir(parents=True, exist_ok=True)
-    steps = Steps()
+    steps = Steps(STEPS, log, digits=2)
     paths = steps.run("generate", generate_events, cfg)
     table = steps.run("features", feature_table, cfg, paths)
     samples = steps.run("partition", partition_samples, table, cfg)
@@ -524,7 +501,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         "report", _write_report, folder, summary, models, (best, disco), fits, samples, closure
     )
     summary["step_seconds"] = steps.seconds
-    write_text(folder / "summary.json", json.dumps(summary, indent=2, default=float))
+    write_summary(folder, summary)
     return summary
 
 
@@ -567,17 +544,58 @@ def _write_report(
     closure: Closure,
 ) -> None:
     """Figures and ``report.md``."""
-    from rosenblatt.studies.lhco.report import figures, report
+    from rosenblatt.studies.lhco.report import figures
 
     test = samples["testing"]
     mjj, label = np.asarray(test["mjj"], dtype=np.float64), np.asarray(test["label"])
     figs = figures(folder, summary, models, chosen_models, fits, closure, mjj, label)
+    write_text(folder / "report.md", _report_text(summary, figs, folder))
+
+
+def _report_text(summary: dict[str, Any], figs: dict[str, str], peers_folder: Path) -> str:
+    """``report.md``: the report of ``summary`` showing ``figs``, the peers' figure drawn into ``peers_folder``."""
+    from rosenblatt.studies.lhco.report import report
+
     text = report(summary, figs)
     if summary.get("peers"):
         from rosenblatt.studies.peers import section
 
-        text += "\n" + section(summary["peers"], folder, PEERS_INTRO)
+        text += "\n" + section(summary["peers"], peers_folder, PEERS_INTRO)
+    return text
+
+
+def render_again(folder: Path) -> dict[str, Any]:
+    """Decide a finished run's claims again and write its ``report.md`` and ``summary.json``.
+
+    Only the run's ``summary.json`` is read: no step runs again and no figure is
+    redrawn (the report shows the figures its previous version showed). The
+    claims and the table beside the paper follow today's verdict rule
+    (:func:`rosenblatt.studies._common.decide`); every other number is the run's.
+
+    Parameters
+    ----------
+    folder
+        The results folder of an LHCO study (``summary.json`` and ``report.md``).
+
+    Returns
+    -------
+    dict
+        The summary as written again.
+    """
+    import re
+    import tempfile
+
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    summary["claims"] = _claims(summary)
+    summary["paper_comparison"] = paper_comparison(summary)
+    old = (folder / "report.md").read_text(encoding="utf-8")
+    shown = old.split("## Figures", 1)[-1].split("\n## ", 1)[0]
+    figs = dict(re.findall(r"^!\[(\w+)\]\(([^)]+)\)$", shown, flags=re.MULTILINE))
+    with tempfile.TemporaryDirectory() as scratch:
+        text = _report_text(summary, figs, Path(scratch))
     write_text(folder / "report.md", text)
+    write_summary(folder, summary)
+    return summary
 
 
 def _closures_in_processor(
@@ -643,51 +661,69 @@ def _closures_in_processor(
     }
 
 
-def _pm(entry: dict[str, Any], key: str, fmt: str) -> str:
-    """``value ± sd`` of ``entry[key]`` (its bootstrap sd ``entry[key + '_err']``, where there is one)."""
-    error = entry.get(f"{key}_err")
-    if error is None or not np.isfinite(error):
-        return format(entry[key], fmt)
-    return f"{format(entry[key], fmt)} ± {format(error, fmt)}"
+def _sd(*entries: tuple[dict[str, Any], str]) -> float:
+    """The bootstrap sd of a sum or difference of ``entry[key]`` (NaN where one has none)."""
+    errors = [entry.get(f"{key}_err") for entry, key in entries]
+    if any(e is None for e in errors):
+        return math.nan
+    return math.hypot(*(float(e) for e in errors if e is not None))
+
+
+def _method_claims(
+    name: str, result: dict[str, Any], base: dict[str, Any], disco: dict[str, Any] | None
+) -> list[Claim]:
+    """The paper's claims on one decorrelated score, each decided beyond 2 bootstrap sd."""
+    label = name.upper()
+    claims = []
+    if disco is not None:
+        claims.append(
+            Claim(
+                f"dCor² of {label} at or below DisCo's chosen model",
+                f"{pm(result['dcc'], result.get('dcc_err'), '.2e')} vs {pm(disco['dcc'], disco.get('dcc_err'), '.2e')}",
+                disco["dcc"] - result["dcc"],
+                _sd((result, "dcc"), (disco, "dcc")),
+            )
+        )
+    ratio = base["dcc"] / result["dcc"] if result["dcc"] > 0 else float("inf")
+    bound = max(base["dcc"] / 100, 2 * result["dcc_floor"])
+    claims.append(
+        Claim(
+            f"dCor² of {label} at least 100x below the baseline's, or within 2x of the permutation floor",
+            f"{ratio:.0f}x below baseline; {result['dcc'] / result['dcc_floor']:.2f}x the floor",
+            bound - result["dcc"],
+            _sd((result, "dcc")),
+        )
+    )
+    claims.append(
+        Claim(
+            f"AUC of {label} within 0.02 of the baseline's",
+            f"{pm(result['auc'], result.get('auc_err'), '.4f')} vs {pm(base['auc'], base.get('auc_err'), '.4f')}",
+            0.02 - abs(result["auc"] - base["auc"]),
+            _sd((result, "auc"), (base, "auc")),
+        )
+    )
+    return claims
+
+
+def _grid_claim(name: str, result: dict[str, Any], others: list[dict[str, Any]]) -> Claim:
+    """The central claim: a larger share of the cut grid closes than for the baseline and DisCo."""
+    key = "frac_eta_below_1e-2"
+    rival = max(others, key=lambda entry: float(entry[key]))
+    return Claim(
+        f"larger fraction of the (x0, y0) grid with |eta| < 1e-2 for {name.upper()} than for the baseline and DisCo",
+        f"{result[key]:.3f} vs {', '.join(f'{o[key]:.3f}' for o in others)}",
+        result[key] - rival[key],
+        _sd((result, key), (rival, key)),
+    )
 
 
 def _claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The paper's claims, checked on this sample."""
+    """The paper's claims, checked on this sample (:func:`~rosenblatt.studies._common.decide`)."""
     claims = []
     base = summary["baseline"]
     disco = summary.get("disco")
+    others = [base] + ([disco] if disco else [])
     for name in ("irgi", "kde"):
-        result = summary[name]
-        label = name.upper()
-        if disco is not None:
-            claims.append(
-                {
-                    "claim": f"dCor² of {label} at or below DisCo's chosen model",
-                    "held": result["dcc"] <= disco["dcc"],
-                    "value": f"{_pm(result, 'dcc', '.2e')} vs {_pm(disco, 'dcc', '.2e')}",
-                }
-            )
-        ratio = base["dcc"] / result["dcc"] if result["dcc"] > 0 else float("inf")
-        claims.append(
-            {
-                "claim": f"dCor² of {label} at least 100x below the baseline's, or within 2x of the permutation floor",
-                "held": ratio >= 100 or result["dcc"] <= 2 * result["dcc_floor"],
-                "value": f"{ratio:.0f}x below baseline; {result['dcc'] / result['dcc_floor']:.2f}x the floor",
-            }
-        )
-        claims.append(
-            {
-                "claim": f"AUC of {label} within 0.02 of the baseline's",
-                "held": abs(result["auc"] - base["auc"]) <= 0.02,
-                "value": f"{_pm(result, 'auc', '.4f')} vs {_pm(base, 'auc', '.4f')}",
-            }
-        )
-        others = [base["frac_eta_below_1e-2"]] + ([disco["frac_eta_below_1e-2"]] if disco else [])
-        claims.append(
-            {
-                "claim": f"larger fraction of the (x0, y0) grid with |eta| < 1e-2 for {label} than for the baseline and DisCo",
-                "held": result["frac_eta_below_1e-2"] > max(others),
-                "value": f"{result['frac_eta_below_1e-2']:.3f} vs {', '.join(f'{v:.3f}' for v in others)}",
-            }
-        )
-    return claims
+        claims += _method_claims(name, summary[name], base, disco)
+        claims.append(_grid_claim(name, summary[name], others))
+    return [claim.to_json() for claim in claims]

@@ -21,7 +21,6 @@ configuration is validated first (:class:`~rosenblatt.studies.lhco.config_2d.Lhc
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -33,9 +32,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 import rosenblatt as rb
+from rosenblatt.studies._common import Steps, write_summary
 from rosenblatt.studies.lhco.config_2d import Lhco2dConfig
 from rosenblatt.studies.lhco.study import (
-    Steps,
     choose_models,
     feature_table,
     generate_events,
@@ -254,7 +253,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     cfg = Lhco2dConfig.parse(config)
     base = cfg.base
     base.data.folder.mkdir(parents=True, exist_ok=True)
-    steps = Steps(STEPS)
+    steps = Steps(STEPS, log, digits=2)
     paths = steps.run("generate", generate_events, base)
     table = steps.run("features", feature_table, base, paths)
     samples = steps.run("partition", partition_samples, table, base)
@@ -278,7 +277,5 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     }
     summary["step_seconds"] = steps.seconds
     steps.run("report", write_report, folder, summary)
-    (folder / "summary.json").write_text(
-        json.dumps(summary, indent=2, default=float), encoding="utf-8"
-    )
+    write_summary(folder, summary)
     return summary
