@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rosenblatt.commands._locking import add_lock_argument, holding_locks
+
 __all__ = ["EXECUTOR_CHOICES", "add_parser", "format_cutflow", "main"]
 
 DESCRIPTION = """\
@@ -76,6 +78,7 @@ def add_parser(subparsers: Any) -> None:
         help="leave out unreadable files and chunks (listed at the end) instead of stopping",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_lock_argument(parser)
     parser.set_defaults(func=main)
 
 
@@ -101,12 +104,6 @@ def format_cutflow(cutflow: dict[str, dict[str, int]]) -> str:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt features``; return the exit status."""
-    import shutil
-
-    from rosenblatt.io import EventFileError
-    from rosenblatt.processors.dijet import write_joined_table
-    from rosenblatt.processors.runner import run_dijet
-
     output = Path(args.output)
     single = output.suffix.lower() == ".parquet"
     if output.suffix and not single:
@@ -124,6 +121,20 @@ def main(args: argparse.Namespace) -> int:
         return 2
     workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
     chunk_dir = output.with_name(f".{output.name}.chunks") if single else output
+    with holding_locks(args, [output]):
+        return _features(args, output, chunk_dir, workers)
+
+
+def _features(args: argparse.Namespace, output: Path, chunk_dir: Path, workers: int) -> int:
+    """Compute and write the table while holding the output's lock; return the exit status."""
+    import shutil
+
+    from rosenblatt._atomic import is_disk_full
+    from rosenblatt.io import EventFileError
+    from rosenblatt.processors.dijet import write_joined_table
+    from rosenblatt.processors.runner import run_dijet
+
+    single = output.suffix.lower() == ".parquet"
     try:
         result = run_dijet(
             args.inputs,
@@ -137,6 +148,8 @@ def main(args: argparse.Namespace) -> int:
         )
         rows = write_joined_table(result["files"], output) if single else None
     except (ValueError, FileNotFoundError, EventFileError, OSError) as err:
+        if is_disk_full(err):
+            raise  # said in one line by the command line, with its own status
         print(f"rosenblatt features: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

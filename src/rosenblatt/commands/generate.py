@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from rosenblatt.commands._locking import add_lock_argument, holding_locks
 from rosenblatt.hep.pythia_settings import DEFAULT_CHUNK_SIZE, DEFAULT_PTHAT_MIN, PROCESS_LABELS
 
 __all__ = ["EXECUTOR_CHOICES", "FORMAT_CHOICES", "PROCESS_CHOICES", "add_parser", "main"]
@@ -144,6 +145,7 @@ def add_parser(subparsers: Any) -> None:
         help="start over instead of resuming FILE (or of keeping a complete ntuple/nanoaod FILE)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_lock_argument(parser)
     parser.set_defaults(func=main)
 
 
@@ -153,8 +155,14 @@ def main(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"rosenblatt generate: error: {problem}", file=sys.stderr)
         return 2
-    if args.file_format in _ANALYSIS_FORMATS:
-        return _main_analysis_file(args)
+    with holding_locks(args, [args.output]):
+        if args.file_format in _ANALYSIS_FORMATS:
+            return _main_analysis_file(args)
+        return _main_particles(args)
+
+
+def _main_particles(args: argparse.Namespace) -> int:
+    """Write the visible particles of the events (LHCO HDF5 or ROOT); return the exit status."""
     from rosenblatt.hep.generation import generate_file
     from rosenblatt.io import EventFileError
 

@@ -36,6 +36,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rosenblatt.commands._locking import add_lock_argument, holding_locks
+
 __all__ = ["add_parser", "load_config", "main"]
 
 _KEYS = {
@@ -71,6 +73,7 @@ def add_parser(subparsers: Any) -> None:
         "--output", type=Path, default=None, help="output directory (overrides the config)"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_lock_argument(parser)
     parser.set_defaults(func=main)
 
 
@@ -131,9 +134,16 @@ def load_config(path: Path) -> dict[str, Any]:
 
 def main(args: argparse.Namespace) -> int:
     """Run the scan of the config; print a one-line summary per model."""
-    from rosenblatt.ml.scan import run_scan
 
     config = load_config(args.config)
+    with holding_locks(args, [args.output or config["output"]]):
+        return _train(args, config)
+
+
+def _train(args: argparse.Namespace, config: dict[str, Any]) -> int:
+    """Train the scan while holding its output folder's lock; print a line per model."""
+    from rosenblatt.ml.scan import run_scan
+
     result = run_scan(
         config["samples"],
         args.output or config["output"],
