@@ -37,6 +37,7 @@ import awkward as ak
 import hist
 import numpy as np
 
+from rosenblatt._atomic import atomic_write
 from rosenblatt.hep.features import CUTFLOW_STEPS, JET_RADIUS
 from rosenblatt.hep.images import IMAGE_BINS
 from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk_file_name
@@ -146,9 +147,7 @@ class DijetProcessor(ParticleProcessor):
             folder = Path(self.output_dir)
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / chunk_file_name(batch.dataset, batch.file, batch.start, batch.stop)
-            partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-            write_parquet(table, partial)
-            os.replace(partial, path)
+            write_parquet(table, path)  # complete or not at all
             del accumulator["table"]
             accumulator["files"] = [str(path)]
         return accumulator
@@ -213,22 +212,19 @@ def write_joined_table(files: Sequence[str], output: str | os.PathLike[str]) -> 
     for (before, _), (after, path) in itertools.pairwise(ordered):
         if before[0] == after[0] and before[2] >= after[1]:
             raise ValueError(f"table: chunks of {after[0]} overlap at entry {after[1]} ({path})")
-    partial = Path(output).with_name(f".{Path(output).name}.partial")
     rows = 0
     writer = None
-    try:
-        for _, path in ordered:
-            table = pq.read_table(path)
+    with atomic_write(output) as partial:
+        try:
+            for _, path in ordered:
+                table = pq.read_table(path)
+                if writer is None:
+                    writer = pq.ParquetWriter(partial, table.schema)
+                writer.write_table(table)
+                rows += table.num_rows
             if writer is None:
-                writer = pq.ParquetWriter(partial, table.schema)
-            writer.write_table(table)
-            rows += table.num_rows
-        if writer is None:
-            from rosenblatt.io.parquet import write_parquet
-
-            write_parquet(empty_table(), partial)
-    finally:
-        if writer is not None:
-            writer.close()
-    os.replace(partial, output)
+                ak.to_parquet(empty_table(), str(partial))
+        finally:
+            if writer is not None:
+                writer.close()
     return rows
