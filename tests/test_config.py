@@ -25,6 +25,20 @@ def test_packaged_config_from_an_empty_folder(
     assert config["study"]
 
 
+def test_the_documented_configs_path_finds_the_packaged_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # README's `rosenblatt run configs/ntuple-example.yaml`, from a folder without configs/
+    monkeypatch.chdir(tmp_path)
+    path = find_config("configs/ntuple-example.yaml")
+    assert path.resolve() == (PACKAGED / "ntuple-example.yaml").resolve()
+    # a file of that name in the folder's own configs/ comes first
+    local = tmp_path / "configs" / "ntuple-example.yaml"
+    local.parent.mkdir()
+    local.write_text("study: abcd\n", encoding="utf-8")
+    assert find_config("configs/ntuple-example.yaml") == Path("configs/ntuple-example.yaml")
+
+
 def test_packaged_configs_include_the_studies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
