@@ -103,7 +103,7 @@ def test_tables_from_rows_given_as_data() -> None:
     entries = [{"auc": 0.9, "auc_err": 0.01, "n": 3}, {"auc": 0.8, "n": 4}]
     rows = [Row("AUC", "auc", "auc_err", ".2f"), Row("events", "n", fmt="d"), ["note", "a", "b"]]
     expected = [
-        "|  | one | two |",
+        "| | one | two |",
         "|---|---|---|",
         "| AUC | 0.90 ± 0.01 | 0.80 |",
         "| events | 3 | 4 |",

@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rosenblatt._atomic import write_text
-
-from rosenblatt._atomic import write_text
 from rosenblatt._interrupt import step as interrupt_step
 
 __all__ = [
@@ -170,16 +168,30 @@ class Row:
     fmt: str = ".3g"
 
     def cell(self, entry: Mapping[str, Any]) -> str:
-        """This row's cell for one column's ``entry``."""
-        err = entry.get(self.err_key) if self.err_key is not None else None
-        return pm(entry[self.key], err, self.fmt)
+        """This row's cell for one column's ``entry`` (a dotted key reaches into nested entries)."""
+        err = _lookup(entry, self.err_key, required=False) if self.err_key is not None else None
+        return pm(_lookup(entry, self.key), err, self.fmt)
+
+
+def _lookup(entry: Mapping[str, Any], key: str, required: bool = True) -> Any:
+    """``entry[a][b]`` for ``key = "a.b"``; a missing part is a ``KeyError``, or ``None``."""
+    value: Any = entry
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            if required:
+                raise KeyError(key)
+            return None
+        value = value[part]
+    return value
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     """A Markdown table of ``header`` and ``rows`` (each a sequence of cell texts)."""
-    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+
+    def line(cells: Sequence[str]) -> str:
+        return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"
+
+    return "\n".join([line(header), "|---" * len(header) + "|", *(line(row) for row in rows)])
 
 
 def rows_table(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt.abcd import ClosureScan
-from rosenblatt.studies._common import claim_lines
+from rosenblatt.studies._common import Row, claim_lines, markdown_table, rows_table
 from rosenblatt.studies._common import pm as _pm
 from rosenblatt.studies.lhco.paper import paper_table
 from rosenblatt.studies.lhco.results import Closure, Decorrelation
@@ -312,88 +312,61 @@ def _contamination_figure(folder: Path, rows: list[dict[str, Any]]) -> str:
     return save_figure(fig, folder / "contamination.png").name
 
 
-def report(summary: dict[str, Any], figs: dict[str, str]) -> str:
-    """The Markdown report."""
-    names = [n for n in ("baseline", "disco", "irgi", "kde") if n in summary]
-    head = "| | " + " | ".join(_title(summary, n) for n in names) + " |"
-    rule = "|---" * (len(names) + 1) + "|"
+#: the comparison on the testing sample: (label, key, key of its bootstrap sd, format)
+COMPARISON = (
+    Row("AUC", "auc", "auc_err", ".4f"),
+    Row("dCor²(m_jj, score), background", "dcc", "dcc_err", ".2e"),
+    Row("permutation floor", "dcc_floor", "dcc_floor_std", ".2e"),
+    Row("permutation p-value", "dcc_p_value", None, ".2f"),
+    Row("R50 (1/ε_B at ε_S = 0.5)", "r50", "r50_err", ".1f"),
+    Row("1/JSD at ε_S = 0.5", "inverse_jsd", None, ".1f"),
+)
 
-    def row(label: str, fmt: str, key: str) -> str:
-        return f"| {label} | " + " | ".join(format(summary[n][key], fmt) for n in names) + " |"
+#: the paper's closure table at the best cut, above and below the row of the cut itself
+CLOSURE_HEAD = (
+    Row("η_A at the best cut (bootstrap sd)", "eta_best", "eta_best_err", ".1e"),
+    Row(
+        "&nbsp;&nbsp;its uncertainty from the ABCD counts alone",
+        "closure_at_best.eta_error",
+        None,
+        ".1e",
+    ),
+)
+CLOSURE_TAIL = (
+    Row("total events in A", "closure_at_best.total_a", None, ".0f"),
+    Row("true signal in A", "closure_at_best.true_signal_a", None, ".0f"),
+    Row(
+        "signal estimate",
+        "closure_at_best.signal_estimate",
+        "closure_at_best.signal_estimate_error",
+        ".1f",
+    ),
+    Row("fraction of grid with \\|η\\| < 1e-2", "frac_eta_below_1e-2", None, ".3f"),
+    Row("fraction of grid with \\|η\\| < 1e-3", "frac_eta_below_1e-3", None, ".3f"),
+    Row("pull mean", "pull_mean", None, ".2f"),
+    Row("pull standard deviation", "pull_std", None, ".2f"),
+)
 
-    def best(label: str, fmt: str, key: str) -> str:
-        return (
-            f"| {label} | "
-            + " | ".join(format(summary[n]["closure_at_best"][key], fmt) for n in names)
-            + " |"
-        )
+#: the statistics of the study, first rows
+STATISTICS = (
+    Row("AUC", "auc", "auc_err", ".4f"),
+    Row("dCor²(m_jj, score), background", "dcc", "dcc_err", ".2e"),
+    Row("&nbsp;&nbsp;permutation floor", "dcc_floor", "dcc_floor_std", ".2e"),
+    Row("R50", "r50", "r50_err", ".1f"),
+    Row("η_A at the best cut", "eta_best", "eta_best_err", ".1e"),
+)
 
-    def with_error(label: str, fmt: str, key: str, error: str) -> str:
-        return (
-            f"| {label} | "
-            + " | ".join(_pm(summary[n][key], summary[n].get(error), fmt) for n in names)
-            + " |"
-        )
-
-    comparison = "\n".join(
-        [
-            head,
-            rule,
-            with_error("AUC", ".4f", "auc", "auc_err"),
-            with_error("dCor²(m_jj, score), background", ".2e", "dcc", "dcc_err"),
-            "| permutation floor | "
-            + " | ".join(
-                _pm(summary[n]["dcc_floor"], summary[n]["dcc_floor_std"], ".2e") for n in names
-            )
-            + " |",
-            row("permutation p-value", ".2f", "dcc_p_value"),
-            with_error("R50 (1/ε_B at ε_S = 0.5)", ".1f", "r50", "r50_err"),
-            row("1/JSD at ε_S = 0.5", ".1f", "inverse_jsd"),
-        ]
-    )
-    closure = "\n".join(
-        [
-            head,
-            rule,
-            with_error("η_A at the best cut (bootstrap sd)", ".1e", "eta_best", "eta_best_err"),
-            best("&nbsp;&nbsp;its uncertainty from the ABCD counts alone", ".1e", "eta_error"),
-            "| best cut (x0 [GeV], y0) | "
-            + " | ".join(f"({summary[n]['x0']:.0f}, {summary[n]['y0']:.3f})" for n in names)
-            + " |",
-            best("total events in A", ".0f", "total_a"),
-            best("true signal in A", ".0f", "true_signal_a"),
-            "| signal estimate | "
-            + " | ".join(
-                f"{summary[n]['closure_at_best']['signal_estimate']:.1f} ± {summary[n]['closure_at_best']['signal_estimate_error']:.1f}"
-                for n in names
-            )
-            + " |",
-            row("fraction of grid with \\|η\\| < 1e-2", ".3f", "frac_eta_below_1e-2"),
-            row("fraction of grid with \\|η\\| < 1e-3", ".3f", "frac_eta_below_1e-3"),
-            row("pull mean", ".2f", "pull_mean"),
-            row("pull standard deviation", ".2f", "pull_std"),
-        ]
-    )
-    claims = claim_lines(summary["claims"])
-    sizes = summary["sizes"]
-    size_rows = "\n".join(
-        f"| {part} | {s['background']:,} | {s['signal']:,} |" for part, s in sizes.items()
-    )
-    figures_md = "\n\n".join(f"![{k}]({v})" for k, v in figs.items())
-    path = summary["processor_path"]
-    largest = max(path["max_count_difference"].values())
-    headline = _headline(summary, names, head, rule)
-    return f"""# LHC Olympics ABCD study: {summary["name"]}
+_REPORT = """# LHC Olympics ABCD study: {name}
 
 {headline}
 
 QCD dijets and W'(3.5 TeV) -> X(500 GeV) Y(100 GeV) -> qqqq generated with Pythia 8,
 anti-kT R = 1.0 jets from FastJet, the LHCO trigger (a jet with pT > 1.2 TeV), track images
 of 36x36 pixels; a CNN trained over seeds (baseline) and DisCo strengths. IRGI (depth
-{summary["depth"]}) and KDE (σ_r = {summary["sigma_r"]:g}) decorrelate the best baseline;
+{depth}) and KDE (σ_r = {sigma_r:g}) decorrelate the best baseline;
 their parameters and DisCo's representative were chosen on the optimisation sample, as in
 the paper. The testing sample holds background and 10% signal; ABCD uses m_jj < 4 TeV
-({summary["n_testing_after_mjj_cut"]:,} events).
+({n_after_cut:,} events).
 
 | sample | background | signal |
 |---|---|---|
@@ -415,7 +388,7 @@ scores: what independence alone gives at this sample size.
 {closure}
 
 The closure was computed by the analysis processor (`rosenblatt.processors.analysis`) from
-the event files: the testing sample's {path["events_in_abcd"]:,} events were read again, their
+the event files: the testing sample's {in_abcd:,} events were read again, their
 features computed, scored by the saved models' TorchScript files, transformed and filled into
 ABCD histograms in the coffea workers. Its counts differ from those of the same events scored in
 memory by at most {largest:g} events over the whole cut grid.
@@ -426,16 +399,90 @@ The paper's published LHCO numbers (its sizes: 45k + 45k training, 25k + 25k val
 20k + 20k optimisation, 100k + 10k testing events) beside this run's; a difference counts
 only beyond two bootstrap standard deviations.
 
-{paper_table(summary.get("paper_comparison", []))}
+{beside}
 
 ## The run
 
-{_run_section(summary)}
+{run}
 
 ## Figures
 
-{figures_md}
+{figures}
 """
+
+_UNCERTAINTIES = """## Results with their uncertainties
+
+{table}
+
+Uncertainties are the standard deviation over {n_boot} bootstrap replicas: Poisson(1) weights
+on the testing events and, for IRGI and KDE, the transform refitted on the defining sample with
+Poisson(1) weights (`rb.bootstrap`, the chosen parameter); the baseline and DisCo are not
+retrained, so theirs is the testing sample's alone. The best cut is fixed at the nominal one.
+The closure test (`rosenblatt.abcd.closure_test`) asks whether the testing background's
+non-closure `N_A - N_B N_C / N_D` over the whole cut grid (a sub-grid of cuts evenly spaced over
+it, first and last included: neighbouring cuts share nearly all their events) is consistent
+with its bootstrap covariance (Hotelling's p-value); for IRGI and KDE each replica also refits
+the transform, so the covariance holds the transform's fit as well as the testing sample. The
+fraction "within 2σ" tests each cut of the grid alone (about 0.95 if the background closes,
+with a large scatter, as neighbouring cuts are correlated); the last grid fraction counts cuts
+where |η_A| is below both 1e-2 and twice its bootstrap uncertainty. The expected significance and limit come from the
+ABCD likelihood at the best cut (pyhf, `rosenblatt.abcd.pyhf_workspace`) with the testing
+sample's background and signal as the expectation and its relative background non-closure as a
+normsys; the workspaces are {workspaces}.{note}"""
+
+_CONTAMINATION = """## Signal contamination of the defining sample
+
+IRGI and KDE (chosen parameters) refitted with W' events of the validation sample injected into
+the defining background. Signal bias: (estimated - true) / true signal in A at each transform's
+nominal best cut of the testing sample (chosen at zero contamination, where it is near 0 by that
+choice); uncertainties from the testing sample's bootstrap alone (the same events at every
+fraction, so the trend is better known than each point).
+
+"""
+
+_AUTOMATIC = """## Parameters chosen on the defining sample alone
+
+`depth="auto"` and `sigma_r="auto"` (k-fold cross-validation of the integrated Brier score on
+the defining sample) beside the paper's rule; testing sample.
+
+"""
+
+
+def _names(summary: dict[str, Any]) -> list[str]:
+    """The classifiers of the summary, in the report's order."""
+    return [n for n in ("baseline", "disco", "irgi", "kde") if n in summary]
+
+
+def _header(summary: dict[str, Any], names: Sequence[str]) -> list[str]:
+    return ["", *(_title(summary, n) for n in names)]
+
+
+def report(summary: dict[str, Any], figs: dict[str, str]) -> str:
+    """The Markdown report."""
+    names = _names(summary)
+    entries = [summary[n] for n in names]
+    header = _header(summary, names)
+    best_cut = ["best cut (x0 [GeV], y0)", *(f"({e['x0']:.0f}, {e['y0']:.3f})" for e in entries)]
+    path = summary["processor_path"]
+    return _REPORT.format(
+        name=summary["name"],
+        headline=_headline(summary, names),
+        depth=summary["depth"],
+        sigma_r=summary["sigma_r"],
+        n_after_cut=summary["n_testing_after_mjj_cut"],
+        size_rows="\n".join(
+            f"| {part} | {s['background']:,} | {s['signal']:,} |"
+            for part, s in summary["sizes"].items()
+        ),
+        claims=claim_lines(summary["claims"]),
+        comparison=rows_table(header, COMPARISON, entries),
+        closure=rows_table(header, [*CLOSURE_HEAD, best_cut, *CLOSURE_TAIL], entries),
+        in_abcd=path["events_in_abcd"],
+        largest=max(path["max_count_difference"].values()),
+        beside=paper_table(summary.get("paper_comparison", [])),
+        run=_run_section(summary),
+        figures="\n\n".join(f"![{k}]({v})" for k, v in figs.items()),
+    )
 
 
 def _run_section(summary: dict[str, Any]) -> str:
@@ -458,72 +505,49 @@ def _optional(value: Any, fmt: str) -> str:
     return "–" if value is None or not np.isfinite(value) else format(value, fmt)
 
 
-def _headline(summary: dict[str, Any], names: Sequence[str], head: str, rule: str) -> str:
-    """The statistics of the study: uncertainties, closure test, likelihood, contamination."""
-    first = summary[names[0]]
-    n_boot = first.get("n_boot", 0)
-    timings = summary.get("statistics_seconds", {})
+def _closure_test_cell(entry: dict[str, Any]) -> str:
+    if entry["closure_chi2_ndf"] is None:
+        return "–"
+    return f"{entry['closure_chi2_ndf']:.2f} / {entry['closure_ndof']} dof (p = {entry['closure_pvalue']:.2f})"
 
-    def cells(function: Any) -> str:
-        return " | ".join(function(summary[n]) for n in names)
 
-    table = "\n".join(
-        [
-            head,
-            rule,
-            "| AUC | " + cells(lambda e: _pm(e["auc"], e["auc_err"], ".4f")) + " |",
-            "| dCor²(m_jj, score), background | "
-            + cells(lambda e: _pm(e["dcc"], e["dcc_err"], ".2e"))
-            + " |",
-            "| &nbsp;&nbsp;permutation floor | "
-            + cells(lambda e: _pm(e["dcc_floor"], e["dcc_floor_std"], ".2e"))
-            + " |",
-            "| R50 | " + cells(lambda e: _pm(e["r50"], e["r50_err"], ".1f")) + " |",
-            "| η_A at the best cut | "
-            + cells(lambda e: _pm(e["eta_best"], e["eta_best_err"], ".1e"))
-            + " |",
-            "| closure test χ²/ndf (p-value) | "
-            + cells(
-                lambda e: (
-                    "–"
-                    if e["closure_chi2_ndf"] is None
-                    else f"{e['closure_chi2_ndf']:.2f} / {e['closure_ndof']} dof (p = {e['closure_pvalue']:.2f})"
-                )
-            )
-            + " |",
-            "| grid fraction with background non-closure within 2σ of 0 | "
-            + cells(lambda e: _optional(e.get("frac_closure_consistent_2sd"), ".3f"))
-            + " |",
-            "| grid fraction \\|η_A\\| < 1e-2 (paper) | "
-            + cells(lambda e: f"{e['frac_eta_below_1e-2']:.3f}")
-            + " |",
-            "| grid fraction \\|η_A\\| < 1e-2 and < 2σ | "
-            + cells(lambda e: f"{e['frac_eta_significant_below_1e-2']:.3f}")
-            + " |",
-            "| expected significance at the best cut (Asimov) | "
-            + cells(lambda e: _optional(e["significance"], ".2f"))
-            + " |",
-            "| expected 95% CLs upper limit on μ | "
-            + cells(lambda e: _optional(e["upper_limit"], ".2f"))
-            + " |",
-            "| non-closure normsys at the best cut | "
-            + cells(lambda e: _optional(e["nonclosure"], ".3f"))
-            + " |",
-        ]
-    )
-    if any("sensitivity_best" in summary[n] for n in names):
+def _sensitivity_cell(entry: dict[str, Any]) -> str:
+    cut = entry.get("sensitivity_best")
+    if not cut:
+        return "–"
+    return f"{cut['significance']:.2f} at ({cut['x0']:.0f}, {cut['y0']:.3f}); limit {cut['upper_limit']:.2f}"
 
-        def best_map(entry: dict[str, Any]) -> str:
-            cut = entry.get("sensitivity_best")
-            if not cut:
-                return "–"
-            return f"{cut['significance']:.2f} at ({cut['x0']:.0f}, {cut['y0']:.3f}); limit {cut['upper_limit']:.2f}"
 
-        table += (
-            "\n| largest expected significance on a coarse cut grid (x0, y0) | "
-            + cells(best_map)
-            + " |"
-        )
+#: the statistics of the study after :data:`STATISTICS`: (label, the cell of one classifier)
+_STATISTICS_CELLS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
+    ("closure test χ²/ndf (p-value)", _closure_test_cell),
+    (
+        "grid fraction with background non-closure within 2σ of 0",
+        lambda e: _optional(e.get("frac_closure_consistent_2sd"), ".3f"),
+    ),
+    ("grid fraction \\|η_A\\| < 1e-2 (paper)", lambda e: f"{e['frac_eta_below_1e-2']:.3f}"),
+    (
+        "grid fraction \\|η_A\\| < 1e-2 and < 2σ",
+        lambda e: f"{e['frac_eta_significant_below_1e-2']:.3f}",
+    ),
+    (
+        "expected significance at the best cut (Asimov)",
+        lambda e: _optional(e["significance"], ".2f"),
+    ),
+    ("expected 95% CLs upper limit on μ", lambda e: _optional(e["upper_limit"], ".2f")),
+    ("non-closure normsys at the best cut", lambda e: _optional(e["nonclosure"], ".3f")),
+)
+
+
+def _statistics_table(summary: dict[str, Any], names: Sequence[str]) -> str:
+    """Every classifier's figures of merit with their uncertainties, the closure test and the likelihood."""
+    entries = [summary[n] for n in names]
+    rows: list[Row | list[str]] = list(STATISTICS)
+    rows += [[label, *(cell(e) for e in entries)] for label, cell in _STATISTICS_CELLS]
+    if any("sensitivity_best" in e for e in entries):
+        label = "largest expected significance on a coarse cut grid (x0, y0)"
+        rows.append([label, *(_sensitivity_cell(e) for e in entries)])
+    table = rows_table(_header(summary, names), rows, entries)
     unusable = [
         f"{summary[n]['n_boot_unusable']} of {_title(summary, n)}"
         for n in names
@@ -536,80 +560,78 @@ def _headline(summary: dict[str, Any], names: Sequence[str], head: str, rule: st
             + ", ".join(unusable)
             + "."
         )
+    return table
+
+
+def _contamination_section(rows: list[dict[str, Any]]) -> str:
+    """The signal bias, AUC and dCor² of IRGI and KDE refitted on a contaminated defining sample."""
+    table = markdown_table(
+        [
+            "transform",
+            "injected W' (% of defining bkg)",
+            "events",
+            "signal bias in A",
+            "AUC",
+            "dCor²",
+        ],
+        [
+            [
+                LABELS[r["classifier"]],
+                f"{100 * r['fraction']:g}",
+                f"{r['n_injected']}",
+                _pm(r["signal_bias"], r["signal_bias_err"], "+.3f"),
+                _pm(r["auc"], r["auc_err"], ".4f"),
+                _pm(r["dcc"], r["dcc_err"], ".2e"),
+            ]
+            for r in rows
+        ],
+    )
+    return _CONTAMINATION + table
+
+
+def _automatic_section(summary: dict[str, Any], automatic: dict[str, Any]) -> str:
+    """The paper's parameter rule beside the cross-validated choice on the defining sample."""
+    rows = []
+    for name, key, symbol, fmt in (("irgi", "depth", "d", "d"), ("kde", "sigma_r", "σ_r", "g")):
+        paper, auto = summary[name], automatic[name]
+        rows.append(
+            [
+                LABELS[name],
+                f"{symbol} = {format(paper[key], fmt)}: AUC {paper['auc']:.4f}, dCor² {paper['dcc']:.2e} (floor {paper['dcc_floor']:.2e})",
+                f"{symbol} = {format(auto['value'], fmt)}: AUC {auto['auc']:.4f}, dCor² {auto['dcc']:.2e} (floor {auto['dcc_floor']:.2e})",
+            ]
+        )
+    header = [
+        "transform",
+        "paper's rule (optimisation sample)",
+        "cross-validated on the defining sample",
+    ]
+    return _AUTOMATIC + markdown_table(header, rows)
+
+
+def _headline(summary: dict[str, Any], names: Sequence[str]) -> str:
+    """The statistics of the study: uncertainties, closure test, likelihood, contamination."""
     notes = [
         f"{_title(summary, n)}: {summary[n]['likelihood_note']}"
         for n in names
         if summary[n].get("likelihood_note")
     ]
-    note = ("\n\nLikelihood notes: " + "; ".join(notes) + ".") if notes else ""
     workspaces = ", ".join(
         f"`{summary[n]['workspace']}`" for n in names if summary[n].get("workspace")
     )
     sections = [
-        f"""## Results with their uncertainties
-
-{table}
-
-Uncertainties are the standard deviation over {n_boot} bootstrap replicas: Poisson(1) weights
-on the testing events and, for IRGI and KDE, the transform refitted on the defining sample with
-Poisson(1) weights (`rb.bootstrap`, the chosen parameter); the baseline and DisCo are not
-retrained, so theirs is the testing sample's alone. The best cut is fixed at the nominal one.
-The closure test (`rosenblatt.abcd.closure_test`) asks whether the testing background's
-non-closure `N_A - N_B N_C / N_D` over the whole cut grid (a sub-grid of cuts evenly spaced over
-it, first and last included: neighbouring cuts share nearly all their events) is consistent
-with its bootstrap covariance (Hotelling's p-value); for IRGI and KDE each replica also refits
-the transform, so the covariance holds the transform's fit as well as the testing sample. The
-fraction "within 2σ" tests each cut of the grid alone (about 0.95 if the background closes,
-with a large scatter, as neighbouring cuts are correlated); the last grid fraction counts cuts
-where |η_A| is below both 1e-2 and twice its bootstrap uncertainty. The expected significance and limit come from the
-ABCD likelihood at the best cut (pyhf, `rosenblatt.abcd.pyhf_workspace`) with the testing
-sample's background and signal as the expectation and its relative background non-closure as a
-normsys; the workspaces are {workspaces or "not written"}.{note}"""
+        _UNCERTAINTIES.format(
+            table=_statistics_table(summary, names),
+            n_boot=summary[names[0]].get("n_boot", 0),
+            workspaces=workspaces or "not written",
+            note=("\n\nLikelihood notes: " + "; ".join(notes) + ".") if notes else "",
+        )
     ]
-    rows = summary.get("contamination") or []
-    if rows:
-        lines = [
-            "| transform | injected W' (% of defining bkg) | events | signal bias in A | AUC | dCor² |",
-            "|---|---|---|---|---|---|",
-        ]
-        for r in rows:
-            lines.append(
-                f"| {LABELS[r['classifier']]} | {100 * r['fraction']:g} | {r['n_injected']} | "
-                f"{_pm(r['signal_bias'], r['signal_bias_err'], '+.3f')} | {_pm(r['auc'], r['auc_err'], '.4f')} | {_pm(r['dcc'], r['dcc_err'], '.2e')} |"
-            )
-        sections.append(
-            """## Signal contamination of the defining sample
-
-IRGI and KDE (chosen parameters) refitted with W' events of the validation sample injected into
-the defining background. Signal bias: (estimated - true) / true signal in A at each transform's
-nominal best cut of the testing sample (chosen at zero contamination, where it is near 0 by that
-choice); uncertainties from the testing sample's bootstrap alone (the same events at every
-fraction, so the trend is better known than each point).
-
-"""
-            + "\n".join(lines)
-        )
-    automatic = summary.get("automatic_parameters")
-    if automatic:
-        lines = [
-            "| transform | paper's rule (optimisation sample) | cross-validated on the defining sample |",
-            "|---|---|---|",
-        ]
-        for name, key, symbol, fmt in (("irgi", "depth", "d", "d"), ("kde", "sigma_r", "σ_r", "g")):
-            paper, auto = summary[name], automatic[name]
-            lines.append(
-                f"| {LABELS[name]} | {symbol} = {format(paper[key], fmt)}: AUC {paper['auc']:.4f}, dCor² {paper['dcc']:.2e} (floor {paper['dcc_floor']:.2e}) "
-                f"| {symbol} = {format(auto['value'], fmt)}: AUC {auto['auc']:.4f}, dCor² {auto['dcc']:.2e} (floor {auto['dcc_floor']:.2e}) |"
-            )
-        sections.append(
-            """## Parameters chosen on the defining sample alone
-
-`depth="auto"` and `sigma_r="auto"` (k-fold cross-validation of the integrated Brier score on
-the defining sample) beside the paper's rule; testing sample.
-
-"""
-            + "\n".join(lines)
-        )
+    if summary.get("contamination"):
+        sections.append(_contamination_section(summary["contamination"]))
+    if summary.get("automatic_parameters"):
+        sections.append(_automatic_section(summary, summary["automatic_parameters"]))
+    timings = summary.get("statistics_seconds", {})
     if timings:
         sections.append(
             "The statistics stage took "
