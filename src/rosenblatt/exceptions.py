@@ -43,8 +43,8 @@ class MissingExtraError(ModuleNotFoundError):
     """An optional module is missing; the message names the extra that provides it.
 
     A :class:`ModuleNotFoundError` (hence an :class:`ImportError`), so that code
-    catching those keeps working; :attr:`name` is the missing module and
-    :attr:`extras` the extras to install.
+    catching those keeps working; its ``name`` is the missing module and
+    its ``extras`` the extras to install.
     """
 
     def __init__(self, message: str, *, name: str | None, extras: Iterable[str]) -> None:
