@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
 project = "rosenblatt"
 author = "The rosenblatt developers"
-copyright = "2026, The rosenblatt developers"  # noqa: A001
+copyright = "2026, The rosenblatt developers"
 release = rosenblatt.__version__
 version = release
 
@@ -108,9 +108,7 @@ def _reachable(url: str, timeout: float = 2.0) -> bool:
     return True
 
 
-intersphinx_mapping = {
-    name: (url, None) for name, url in INTERSPHINX.items() if _reachable(url)
-}
+intersphinx_mapping = {name: (url, None) for name, url in INTERSPHINX.items() if _reachable(url)}
 intersphinx_timeout = 10
 
 nitpick_ignore_regex = [
@@ -119,12 +117,14 @@ nitpick_ignore_regex = [
     # builtins and typing names (resolved through python's inventory when reachable)
     (
         r"py:.*",
-        r"(int|float|str|bool|bytes|dict|list|tuple|set|frozenset|object|None|type|callable"
-        r"|Any|Callable|Iterable|Iterator|Mapping|Sequence|Literal|Self|ClassVar|Path"
-        r"|ArrayLike|NDArray|Exception|ValueError|TypeError|KeyError|RuntimeError"
-        r"|ModuleNotFoundError|UserWarning|Warning|NamedTuple|Generator|PathLike"
-        r"|TextIO|Protocol|Enum|MutableMapping|TypeVar|TypeAlias|Union|Optional"
-        r"|optional|array_like|array-like|default)",
+        (
+            r"(int|float|str|bool|bytes|dict|list|tuple|set|frozenset|object|None|type|callable"
+            r"|Any|Callable|Iterable|Iterator|Mapping|Sequence|Literal|Self|ClassVar|Path"
+            r"|ArrayLike|NDArray|Exception|ValueError|TypeError|KeyError|RuntimeError"
+            r"|ModuleNotFoundError|UserWarning|Warning|NamedTuple|Generator|PathLike"
+            r"|TextIO|Protocol|Enum|MutableMapping|TypeVar|TypeAlias|Union|Optional"
+            r"|optional|array_like|array-like|default)"
+        ),
     ),
     # matplotlib's and awkward's classes as the signatures name them (imported for typing)
     (r"py:class", r"(Axes|Figure|Array)"),

@@ -96,10 +96,7 @@ def _module_page(module: ModuleType, owned: dict[int, str]) -> tuple[str, list[s
     for public in module.__all__:
         obj = getattr(module, public)
         full = f"{name}.{public}"
-        if _shared(obj):
-            owner = owned.setdefault(id(obj), full)
-        else:
-            owner = full
+        owner = owned.setdefault(id(obj), full) if _shared(obj) else full
         if owner == full:
             pages.append(full)
         role = "py:obj"
@@ -210,7 +207,9 @@ def _resolve_alias(app: Sphinx, env: Any, node: Any, contnode: Any) -> Any:
             name = next((parent for parent in parents if parent in py.modules), None)
             if name is not None:
                 entry = py.modules[name]
-                return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode)
+                return make_refnode(
+                    app.builder, node["refdoc"], entry.docname, entry.node_id, contnode
+                )
         if name is not None:
             entry = py.objects[name]
             return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode)
@@ -247,7 +246,12 @@ def _resolve_short(app: Sphinx, env: Any, node: Any, contnode: Any) -> Any:
 def _skip_foreign(app: Sphinx, what: str, name: str, obj: Any, skip: bool, options: Any) -> Any:
     """Leave out members that other libraries add to a class (scikit-learn's request setters)."""
     module = getattr(obj, "__module__", None)
-    if what in {"class", "exception"} and callable(obj) and module and not module.startswith("rosenblatt"):
+    if (
+        what in {"class", "exception"}
+        and callable(obj)
+        and module
+        and not module.startswith("rosenblatt")
+    ):
         return True
     return None
 

@@ -63,7 +63,9 @@ def config_class(kind: str) -> type:
         for obj in vars(module).values()
         if inspect.isclass(obj) and dataclasses.is_dataclass(obj) and hasattr(obj, "parse")
     ]
-    inner = {nested for cls in classes for tp in _field_types(cls).values() for nested in _nested(tp)}
+    inner = {
+        nested for cls in classes for tp in _field_types(cls).values() for nested in _nested(tp)
+    }
     roots = [cls for cls in classes if cls not in inner]
     if len(roots) != 1:
         msg = f"study {kind!r}: expected one configuration dataclass, found {roots}"
@@ -77,7 +79,11 @@ def _attribute_docs(cls: type) -> dict[str, str]:
         docs = analyzer.find_attr_docs()
     except Exception:  # noqa: BLE001  (no source: no comments)
         return {}
-    return {attr: " ".join(lines).strip() for (owner, attr), lines in docs.items() if owner == cls.__qualname__}
+    return {
+        attr: " ".join(lines).strip()
+        for (owner, attr), lines in docs.items()
+        if owner == cls.__qualname__
+    }
 
 
 def _default(field: dataclasses.Field[Any]) -> str:
@@ -111,7 +117,9 @@ def key_rows(
         if meta.get("internal"):
             continue
         key = prefix + str(meta.get("key", field.name))
-        doc = next((str(meta[name]) for name in DOC_KEYS if name in meta), comments.get(field.name, ""))
+        doc = next(
+            (str(meta[name]) for name in DOC_KEYS if name in meta), comments.get(field.name, "")
+        )
         nested = _nested(types[field.name])
         if not doc and nested:
             doc = (inspect.getdoc(nested[0]) or "").split("\n\n")[0]
