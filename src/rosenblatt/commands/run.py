@@ -24,6 +24,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"run a study (default: {DEFAULT_CONFIG}) and write results/<name>/",
         description="Run a study from a YAML configuration and write its report, "
         "summary.json and figures to results/<name>/.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "config",
@@ -40,6 +42,29 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     add_lock_argument(parser)
     parser.set_defaults(func=main)
+
+
+def _epilog() -> str:
+    """The configurations found by name and the study kinds, for ``run --help``."""
+    import textwrap
+
+    from rosenblatt.config import known_configs
+    from rosenblatt.studies import STUDIES
+
+    def paragraph(text: str) -> str:
+        return textwrap.fill(text, width=78, break_on_hyphens=False)
+
+    return "\n\n".join(
+        [
+            paragraph(
+                "configurations by name (./configs/, then those shipped with the package): "
+                + (", ".join(known_configs()) or "none")
+            ),
+            paragraph(
+                "study kinds (a configuration's 'study:' key): " + ", ".join(sorted(STUDIES))
+            ),
+        ]
+    )
 
 
 #: studies that cache their events, features and models in ``data.folder``
