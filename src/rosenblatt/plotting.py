@@ -1,8 +1,15 @@
-"""Figures of the studies, drawn with mplhep on hist objects."""
+"""Figures of the studies, drawn with mplhep on hist objects.
+
+One style per decorrelation method (:data:`METHOD_STYLES`: a colour and a
+marker, the same in every figure), axis labels with units for the built-in
+quantities (:func:`quantity_label`), and figures laid out so that no text
+leaves the canvas (:func:`figure` uses matplotlib's constrained layout).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,18 +25,106 @@ if TYPE_CHECKING:
     from rosenblatt.transforms import IRGI
 
 __all__ = [
+    "METHOD_STYLES",
+    "QUANTITIES",
+    "MethodStyle",
     "figure",
+    "figure_key",
+    "legend_above",
+    "method_style",
     "plot_dcc_scan",
     "plot_eta_map",
     "plot_irgi_grid",
     "plot_plane",
     "plot_plane_histogram",
+    "quantity_label",
     "save_figure",
 ]
 
 
-def figure(ncols: int = 1, width: float = 7.0, height: float = 6.0) -> tuple[Figure, Any]:
-    """A new figure in the mplhep ROOT style (non-interactive backend)."""
+@dataclass(frozen=True)
+class MethodStyle:
+    """How one decorrelation method is drawn: its name in legends, colour and marker."""
+
+    label: str
+    colour: str
+    marker: str
+
+
+#: every method's style; colours and markers are distinct, colour-blind safe where possible
+METHOD_STYLES: dict[str, MethodStyle] = {
+    "raw": MethodStyle("raw score", "#000000", "o"),
+    "rarity": MethodStyle("rarity", "#7F7F7F", "P"),
+    "ddt": MethodStyle("DDT", "#E69F00", "s"),
+    "flow": MethodStyle("conditional flow", "#AA3377", "X"),
+    "irgi": MethodStyle("IRGI", "#CC3311", "^"),
+    "kde": MethodStyle("KDE", "#228833", "v"),
+    "grid_kde": MethodStyle("GridKDE", "#33BBEE", "D"),
+    "disco": MethodStyle("DisCo", "#0044AA", "h"),
+    "information_filter": MethodStyle("information filter", "#CCBB44", "<"),
+    "threshold_optimizer": MethodStyle("threshold optimizer", "#995500", ">"),
+}
+
+#: other names of the same methods (the studies' keys and the transforms' kinds)
+_ALIASES = {
+    "baseline": "raw",
+    "score": "raw",
+    "gridkde": "grid_kde",
+    "conditional_flow": "flow",
+}
+
+#: the style of a name that is no known method
+_OTHER = MethodStyle("", "#555555", "*")
+
+
+def method_style(name: str) -> MethodStyle:
+    """The style of the method called ``name`` (a key of :data:`METHOD_STYLES` or an alias).
+
+    A name that is no known method (a transform the user named) gets a dark grey
+    star and its own name as label.
+    """
+    key = _ALIASES.get(name, name)
+    style = METHOD_STYLES.get(key)
+    return style if style is not None else MethodStyle(name, _OTHER.colour, _OTHER.marker)
+
+
+#: the built-in quantities: how they are written and their unit
+QUANTITIES: dict[str, tuple[str, str]] = {
+    "mjj": (r"$m_{jj}$", "GeV"),
+    "mj1": (r"$m_{j1}$", "GeV"),
+    "mj2": (r"$m_{j2}$", "GeV"),
+    "pt_j1": (r"$p_{T,j1}$", "GeV"),
+    "deta_jj": (r"$|\Delta\eta_{jj}|$", ""),
+}
+
+
+def quantity_label(name: str, *, label: str | None = None, unit: str | None = None) -> str:
+    """The axis label of a quantity: ``"$m_{jj}$ [GeV]"``.
+
+    Parameters
+    ----------
+    name : str
+        The quantity's name; a built-in one (:data:`QUANTITIES`) gives the
+        symbol and unit when ``label`` and ``unit`` are not given.
+    label : str, optional
+        How the quantity is written; defaults to its symbol, else ``name``.
+    unit : str, optional
+        Its unit; ``""`` for none. Defaults to the built-in unit, else none.
+    """
+    symbol, known_unit = QUANTITIES.get(name, (name, ""))
+    text = symbol if label is None else label
+    unit = known_unit if unit is None else unit
+    return f"{text} [{unit}]" if unit else text
+
+
+def figure(
+    ncols: int = 1, width: float = 7.0, height: float = 6.0, nrows: int = 1, key: float = 0.0
+) -> tuple[Figure, Any]:
+    """A new figure in the mplhep ROOT style, constrained layout, non-interactive backend.
+
+    Each panel is ``width`` by ``height`` inches; ``key`` inches are added to
+    the width for a key beside the panels.
+    """
     from rosenblatt._extras import optional_imports
 
     with optional_imports("rosenblatt.plotting"):
@@ -40,18 +135,25 @@ def figure(ncols: int = 1, width: float = 7.0, height: float = 6.0) -> tuple[Fig
         import mplhep
 
     plt.style.use(mplhep.style.ROOT)
-    return plt.subplots(1, ncols, figsize=(width * ncols, height))
+    return plt.subplots(
+        nrows, ncols, figsize=(width * ncols + key, height * nrows), layout="constrained"
+    )
 
 
 def save_figure(fig: Figure, path: str | Path) -> Path:
-    """Save ``fig`` as PNG and close it."""
+    """Save ``fig`` as PNG (cropped to its content) and close it."""
     import matplotlib.pyplot as plt
 
     path = Path(path)
     with atomic_write(path) as temporary:
-        fig.savefig(temporary, dpi=110, bbox_inches="tight")
+        fig.savefig(temporary, dpi=110, bbox_inches="tight", pad_inches=0.05)
     plt.close(fig)
     return path
+
+
+#: the colour of the signal's contours and of the chosen cut
+SIGNAL_COLOUR = "#EE7733"
+CUT_COLOUR = "#CC3311"
 
 
 def plot_plane(
@@ -65,6 +167,7 @@ def plot_plane(
     signal: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     xlabel: str = "x",
     ylabel: str = "y",
+    cut: tuple[float, float] | None = None,
 ) -> None:
     """Background as a 2D histogram (log colour) and signal as contour lines."""
     import hist
@@ -76,32 +179,74 @@ def plot_plane(
     s: hist.Hist | None = (
         None if signal is None else hist.Hist(h.axes[0], h.axes[1]).fill(x=signal[0], y=signal[1])
     )
-    plot_plane_histogram(ax, h, s, xlabel=xlabel, ylabel=ylabel)
+    plot_plane_histogram(ax, h, s, xlabel=xlabel, ylabel=ylabel, cut=cut)
 
 
 def plot_plane_histogram(
-    ax: Axes, background: Any, signal: Any = None, *, xlabel: str = "x", ylabel: str = "y"
+    ax: Axes,
+    background: Any,
+    signal: Any = None,
+    *,
+    xlabel: str = "x",
+    ylabel: str = "y",
+    cut: tuple[float, float] | None = None,
+    zlabel: str = "background events per bin",
 ) -> None:
-    """A filled 2D ``hist`` of the background (log colour), with the signal's as contour lines."""
+    """A filled 2D ``hist`` of the background (log colour), with the signal's as contour lines.
+
+    The colour bar is labelled ``zlabel``; ``cut`` ``(x0, y0)`` is drawn as two
+    lines. The signal's contours and the cut are labelled for a key
+    (:func:`figure_key`).
+    """
     import mplhep
     from matplotlib.colors import LogNorm
 
     if background.values().max() > 0:
-        mplhep.hist2dplot(background, ax=ax, norm=LogNorm(), cmap="Blues", cbarextend=False)
+        artists = mplhep.hist2dplot(background, ax=ax, norm=LogNorm(), cmap="Blues", cbar=False)
+        ax.figure.colorbar(artists.pcolormesh, ax=ax, label=zlabel)
     if signal is not None:
         values = signal.values().T
         if values.max() > 0:
             centres = (signal.axes[0].centers, signal.axes[1].centers)
             levels = values.max() * np.array([0.05, 0.3, 0.7])
-            ax.contour(*centres, values, levels=levels, colors="tab:orange", linewidths=1.2)
-            ax.plot([], [], color="tab:orange", label="signal")
-            ax.legend(loc="upper left")
+            ax.contour(*centres, values, levels=levels, colors=SIGNAL_COLOUR, linewidths=1.2)
+            ax.plot([], [], color=SIGNAL_COLOUR, label="signal (5, 30, 70% of peak)")
+    if cut is not None:
+        ax.axvline(cut[0], color=CUT_COLOUR, ls="--", lw=1.5, label="chosen cut")
+        ax.axhline(cut[1], color=CUT_COLOUR, ls="--", lw=1.5)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
 
 
-def plot_eta_map(ax: Axes, scan: Any, *, x_scale: float = 1.0, xlabel: str = r"$x_0$") -> None:
-    """``|eta_A|`` of a closure scan over the cut grid (log colour), the best cut starred."""
+def legend_above(ax: Axes, ncol: int = 1, **kwargs: Any) -> None:
+    """The axes' key above its frame, outside the data."""
+    options: dict[str, Any] = {
+        "loc": "lower left",
+        "bbox_to_anchor": (0.0, 1.01),
+        "ncol": ncol,
+        "fontsize": "small",
+        "frameon": False,
+        "borderaxespad": 0.0,
+        "handlelength": 1.5,
+        "columnspacing": 1.0,
+    }
+    ax.legend(**{**options, **kwargs})
+
+
+def plot_eta_map(
+    ax: Axes,
+    scan: Any,
+    *,
+    x_scale: float = 1.0,
+    xlabel: str = r"$x_0$",
+    ylabel: str = r"$y_0$",
+    chosen: tuple[float, float] | None = None,
+) -> None:
+    """``|eta_A|`` of a closure scan over the cut grid (log colour).
+
+    The cut of smallest ``|eta_A|`` is starred; ``chosen`` (in the scan's units,
+    before ``x_scale``) is marked as the chosen cut; both are labelled for a key.
+    """
     from matplotlib.colors import LogNorm
 
     eta = np.where(scan.valid, np.abs(scan.eta), np.nan)
@@ -113,24 +258,76 @@ def plot_eta_map(ax: Axes, scan: Any, *, x_scale: float = 1.0, xlabel: str = r"$
         cmap="viridis",
         shading="nearest",
     )
-    ax.figure.colorbar(mesh, ax=ax, label=r"|$\eta_A^{sig}$|")
+    ax.figure.colorbar(mesh, ax=ax, label=r"non-closure $|\eta_A^{sig}|$")
     if np.isfinite(eta).any():
         i, j = np.unravel_index(int(np.nanargmin(eta)), eta.shape)
-        ax.scatter(scan.x0[i] * x_scale, scan.y0[j], marker="*", s=300, color="tab:red")
+        ax.scatter(
+            scan.x0[i] * x_scale,
+            scan.y0[j],
+            marker="*",
+            s=300,
+            color="white",
+            edgecolors="black",
+            label=r"smallest $|\eta_A^{sig}|$",
+            zorder=3,
+        )
+    if chosen is not None:
+        ax.scatter(
+            chosen[0] * x_scale,
+            chosen[1],
+            marker="o",
+            s=500,
+            facecolors="none",
+            edgecolors=CUT_COLOUR,
+            linewidths=2.5,
+            label="chosen cut",
+            zorder=4,
+        )
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(r"$y_0$")
+    ax.set_ylabel(ylabel)
+
+
+def figure_key(fig: Figure, ncol: int = 4, title: str | None = None) -> None:
+    """One key for every labelled artist of the figure's axes, above the panels.
+
+    ``title`` heads the key: the figure's title, above its key and never on it.
+    """
+    entries: dict[str, Any] = {}
+    for ax in fig.axes:
+        handles, labels = ax.get_legend_handles_labels()
+        entries.update(zip(labels, handles, strict=True))
+    if entries:
+        fig.legend(
+            list(entries.values()),
+            list(entries),
+            loc="outside upper center",
+            ncol=min(ncol, len(entries)),
+            fontsize="small",
+            frameon=False,
+            title=title,
+            title_fontsize="medium",
+        )
+    elif title is not None:
+        fig.suptitle(title, fontsize="medium")
 
 
 def plot_irgi_grid(ax: Axes, transform: IRGI, *, vertex_size: float = 6.0) -> None:
-    """Column boundaries, per-column ``y`` edges (black) and vertices (red) of an IRGI grid."""
+    """Column boundaries, per-column ``y`` edges (black) and vertices (red) of an IRGI grid, labelled."""
     boundaries = transform.x_boundaries_
     edges = transform.y_edges_
     (_, _), (y_lo, y_hi) = transform.domain_
-    ax.vlines(boundaries, y_lo, y_hi, colors="black", linewidths=0.6)
+    ax.vlines(boundaries, y_lo, y_hi, colors="black", linewidths=0.6, label="IRGI cells")
     for k in range(len(transform.x_centres_)):
         ax.hlines(edges[k, 1:-1], boundaries[k], boundaries[k + 1], colors="black", linewidths=0.4)
     xs, ys = transform.vertices()
-    ax.scatter(xs, ys, s=vertex_size, color="tab:red", zorder=3, label="vertices")
+    ax.scatter(
+        xs,
+        ys,
+        s=vertex_size,
+        color=METHOD_STYLES["irgi"].colour,
+        zorder=3,
+        label="IRGI vertices",
+    )
 
 
 def plot_dcc_scan(
@@ -147,6 +344,7 @@ def plot_dcc_scan(
 
     ``dcc`` has shape ``(n_subsamples, n_parameters)``; dashed lines give each
     sub-sample's dCor^2 before the transform, the grey band the permutation floor.
+    The key sits above the axes.
     """
     if dcc.shape[0] > 8:
         # many sub-samples: their median and range
@@ -167,6 +365,7 @@ def plot_dcc_scan(
             colour = f"C{i}"
             ax.plot(parameter, dcc[i], marker="o", ms=4, color=colour, label=f"sub-sample {i + 1}")
             ax.axhline(dcc_xy[i], color=colour, ls="--", lw=1)
+        ax.plot([], [], color="grey", ls="--", lw=1, label="dashed: before the transform")
     if floor is not None:
         ax.axhspan(
             float(np.min(floor)),
@@ -180,4 +379,4 @@ def plot_dcc_scan(
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(r"dCor$^2$(x, $\gamma$)")
-    ax.legend(fontsize="small", ncol=2)
+    legend_above(ax)

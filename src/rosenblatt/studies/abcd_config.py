@@ -183,19 +183,28 @@ class AbcdCuts:
     score_y0: tuple[float, ...] | None
     x_max: float | None
     cut: tuple[float, float] | None = None
+    x_axis: tuple[str | None, str | None] = (None, None)
 
     @property
     def x_label(self) -> str:
-        """How ``x`` is written, for axes and tables."""
+        """How ``x`` is written, for histogram axes and tables."""
         return (
             self.x if isinstance(self.x, str) else ", ".join(f"{k}: {v}" for k, v in self.x.items())
         )
+
+    @property
+    def x_axis_label(self) -> str:
+        """The figures' label of ``x`` with its unit (``x_axis: {label, unit}``, else the built-in's)."""
+        from rosenblatt.plotting import quantity_label
+
+        label, unit = self.x_axis
+        return quantity_label(self.x_label, label=label, unit=unit)
 
     @classmethod
     def parse(cls, value: Any, source: str) -> AbcdCuts:
         """Validate ``abcd:``; ``x0``/``y0`` are lists, or ``[low, high]`` with ``n_x0``/``n_y0``."""
         entry = dict(_mapping(value, source, "abcd"))
-        known = {"x", "x0", "n_x0", "y0", "n_y0", "score_y0", "x_max", "cut"}
+        known = {"x", "x0", "n_x0", "y0", "n_y0", "score_y0", "x_max", "cut", "x_axis"}
         check_keys(entry, known, source, "abcd")
         x = entry.get("x", "mjj")
         grids = {}
@@ -254,11 +263,43 @@ class AbcdCuts:
         return cls(
             cut=cut,
             x=x,
+            x_axis=_x_axis(entry.get("x_axis"), source),
             x0=grids["x0"],
             y0=grids["y0"],
             score_y0=score_y0,
             x_max=None if x_max is None else _number(x_max, source, "abcd.x_max"),
         )
+
+
+def _x_axis(value: Any, source: str) -> tuple[str | None, str | None]:
+    """``abcd.x_axis``: ``{label, unit}`` of ``x`` in the figures, each optional."""
+    if value is None:
+        return (None, None)
+    entry = dict(_mapping(value, source, "abcd.x_axis"))
+    check_keys(entry, {"label", "unit"}, source, "abcd.x_axis")
+    for key in ("label", "unit"):
+        given = entry.get(key)
+        if given is not None and not isinstance(given, str):
+            raise _fail(source, f"abcd.x_axis.{key}", f"must be text, got {given!r}")
+        if given is not None and (problem := _mathtext_problem(given)):
+            raise _fail(source, f"abcd.x_axis.{key}", f"{given!r} is no valid mathtext: {problem}")
+    return (entry.get("label"), entry.get("unit"))
+
+
+def _mathtext_problem(text: str) -> str | None:
+    """Why matplotlib cannot draw ``text`` (``$...$`` is mathtext), or None."""
+    dollars = text.count("$") - text.count(r"\$")
+    if dollars == 0 or dollars % 2:
+        return None
+    try:
+        from matplotlib.mathtext import MathTextParser
+    except ImportError:
+        return None
+    try:
+        MathTextParser("path").parse(text)
+    except ValueError as error:
+        return str(error).strip().splitlines()[-1]
+    return None
 
 
 @dataclass(frozen=True)

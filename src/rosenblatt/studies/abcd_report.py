@@ -155,7 +155,14 @@ def write_outputs(
     else:
         likelihood = write_likelihoods(folder, output["abcd"], scans)
     timings["likelihood (in close and report)"] = time.perf_counter() - clock
-    figures = draw_figures(folder, output, scans, cfg.cuts.x_label)
+    chosen = {
+        v: (float(c["x0"]), float(c["y0"]))
+        for v, c in likelihood.items()
+        if c.get("x0") is not None and c.get("y0") is not None
+    }
+    figures = draw_figures(
+        folder, output, scans, cfg.cuts.x_axis_label, chosen, _raw_score_label(cfg.score)
+    )
     summary = {
         "study": "abcd",
         "name": cfg.name,
@@ -228,26 +235,73 @@ def _estimates(
 
 
 def draw_figures(
-    folder: Path, output: dict[str, Any], scans: dict[str, ClosureScan], x_name: str
+    folder: Path,
+    output: dict[str, Any],
+    scans: dict[str, ClosureScan],
+    x_label: str,
+    cuts: dict[str, tuple[float, float]] | None = None,
+    raw_label: str = "raw score",
 ) -> dict[str, str]:
-    """Per variant: the background's ``(x, score)`` plane with the signal, and ``|eta|`` over the grid."""
-    from rosenblatt.plotting import figure, plot_eta_map, plot_plane_histogram, save_figure
+    """Per variant: the background's ``(x, score)`` plane with the signal, and ``|eta|`` over the grid.
+
+    ``x_label`` is the axis label of ``x`` (with its unit), ``raw_label`` that
+    of the raw score; ``cuts`` the chosen ``(x0, y0)`` of each variant, drawn
+    on both panels.
+    """
+    from rosenblatt.plotting import (
+        figure,
+        figure_key,
+        method_style,
+        plot_eta_map,
+        plot_plane_histogram,
+        save_figure,
+    )
 
     names = {}
     for variant, scan in scans.items():
         plane = output["plane"][variant][{"dataset": sum}]
-        fig, axes = figure(ncols=2, width=8.5)
-        fig.subplots_adjust(wspace=0.45)
+        fig, axes = figure(ncols=2, width=7.5)
         processes = list(plane.axes["process"])
         background = plane[{"process": processes.index(0)}] if 0 in processes else None
         signal = plane[{"process": processes.index(1)}] if 1 in processes else None
+        score = _score_label(variant, method_style(variant).label)
+        cut = (cuts or {}).get(variant)
         if background is not None:
-            plot_plane_histogram(axes[0], background, signal, xlabel=x_name, ylabel=f"{variant}")
-        axes[0].set_title(f"{variant}: background (signal contours)", fontsize="medium")
+            plot_plane_histogram(
+                axes[0],
+                background,
+                signal,
+                xlabel=x_label,
+                ylabel=raw_label if variant == "score" else score,
+                cut=cut,
+            )
         if scan.valid.any():
-            plot_eta_map(axes[1], scan)
+            plot_eta_map(
+                axes[1],
+                scan,
+                xlabel=f"cut $x_0$ on {x_label}",
+                ylabel=r"cut $y_0$ on the score",
+                chosen=cut,
+            )
+        else:
+            axes[1].set_axis_off()
+        figure_key(fig, title=f"ABCD with the {score}")
         names[variant] = save_figure(fig, folder / f"abcd_{variant}.png").name
     return names
+
+
+def _raw_score_label(score: Any) -> str:
+    """The axis label of the raw score: a branch or built-in feature by name and unit."""
+    from rosenblatt.plotting import quantity_label
+
+    if getattr(score, "kind", None) == "name":
+        return f"raw score: {quantity_label(score.name)}"
+    return "raw score"
+
+
+def _score_label(variant: str, method: str) -> str:
+    """How the score of a variant is named on the axes."""
+    return "raw score" if variant == "score" else f"{method}-transformed score"
 
 
 def report(summary: dict[str, Any], figures: dict[str, str]) -> str:

@@ -305,16 +305,33 @@ def _figures(
     testing: tuple[NDArray[np.float64], ...],
     options: Mapping[str, Any],
 ) -> dict[str, str]:
-    from rosenblatt.plotting import figure, plot_dcc_scan, plot_irgi_grid, plot_plane, save_figure
+    from rosenblatt.plotting import (
+        figure,
+        figure_key,
+        plot_dcc_scan,
+        plot_irgi_grid,
+        plot_plane,
+        save_figure,
+    )
 
     x_def, y_def, xs_def, ys_def = defining
     x_test, y_test, xs_test, ys_test = testing
     x_range, y_range = (-4.5, 4.5), (-4.5, 4.5)
     figures: dict[str, str] = {}
 
+    x_label, y_label = r"$x$ (protected observable)", r"$y$ (score)"
     fig, ax = figure()
-    plot_plane(ax, x_def, y_def, x_range=x_range, y_range=y_range, signal=(xs_def, ys_def))
-    ax.set_title("defining background and signal")
+    plot_plane(
+        ax,
+        x_def,
+        y_def,
+        y_range=y_range,
+        signal=(xs_def, ys_def),
+        ylabel=y_label,
+        x_range=x_range,
+        xlabel=x_label,
+    )
+    figure_key(fig, title="defining samples")
     figures["samples"] = save_figure(fig, folder / "samples.png").name
 
     for depth in options.get("grid_depths", [3, 7]):
@@ -322,21 +339,33 @@ def _figures(
             continue
         t = fitted["irgi"][depth]
         fig, axes = figure(ncols=2)
-        plot_plane(axes[0], x_def, y_def, x_range=x_range, y_range=y_range, signal=(xs_def, ys_def))
+        plot_plane(
+            axes[0],
+            x_def,
+            y_def,
+            y_range=y_range,
+            signal=(xs_def, ys_def),
+            ylabel=y_label,
+            x_range=x_range,
+            xlabel=x_label,
+        )
         plot_irgi_grid(axes[0], t, vertex_size=8.0 if depth <= 4 else 1.0)
         axes[0].set_xlim(*x_range)
         axes[0].set_ylim(*y_range)
-        axes[0].set_title(f"IRGI grid, d = {depth}")
         plot_plane(
             axes[1],
             x_test,
             t.transform(x_test, y_test),
-            x_range=x_range,
             y_range=(0, 1),
             signal=(xs_test, t.transform(xs_test, ys_test)),
-            ylabel=rf"$\gamma_{{{depth}}}$",
+            ylabel=rf"$\gamma_{{{depth}}}$ (IRGI-transformed score)",
+            x_range=x_range,
+            xlabel=x_label,
         )
-        axes[1].set_title("testing samples")
+        figure_key(
+            fig,
+            title=f"IRGI, d = {depth}: its grid on the defining samples (left), testing samples",
+        )
         figures[f"irgi_d{depth}"] = save_figure(fig, folder / f"irgi_d{depth}.png").name
 
     kde_values = summary["kde"]["values"]
@@ -348,12 +377,13 @@ def _figures(
             ax,
             x_test,
             t.transform(x_test, y_test),
-            x_range=x_range,
             y_range=(0, 1),
             signal=(xs_test, t.transform(xs_test, ys_test)),
-            ylabel=rf"$\gamma_{{\sigma_r={value:g}}}$",
+            ylabel=rf"$\gamma_{{\sigma_r={value:g}}}$ (KDE-transformed score)",
+            x_range=x_range,
+            xlabel=x_label,
         )
-        ax.set_title(rf"KDE, $\sigma_r$ = {value:g}, testing samples")
+        figure_key(fig, title=rf"KDE, $\sigma_r$ = {value:g}: testing samples")
         figures[f"kde_{value:g}"] = save_figure(fig, folder / f"kde_sigma{value:g}.png").name
 
     for name, xlabel, log_x in (("irgi", "IRGI depth d", False), ("kde", r"KDE $\sigma_r$", True)):
@@ -380,47 +410,63 @@ def _figures(
 
 def _rms_figure(folder: Path, summary: dict[str, Any]) -> str:
     """RMS against the exact conditional CDF over each method's parameter."""
-    from rosenblatt.plotting import figure, save_figure
+    from rosenblatt.plotting import METHOD_STYLES, figure, save_figure
 
-    fig, ax = figure()
+    fig, ax = figure(width=8.0, height=7.5)
+    irgi, kde = METHOD_STYLES["irgi"], METHOD_STYLES["kde"]
     ax.plot(
-        summary["irgi"]["values"], summary["irgi"]["rms_exact"], marker="o", label="IRGI (depth d)"
+        summary["irgi"]["values"],
+        summary["irgi"]["rms_exact"],
+        marker=irgi.marker,
+        color=irgi.colour,
+        label="IRGI (lower axis)",
     )
     ax2 = ax.twiny()
     ax2.plot(
         summary["kde"]["values"],
         summary["kde"]["rms_exact"],
-        marker="s",
-        color="C1",
-        label=r"KDE ($\sigma_r$)",
+        marker=kde.marker,
+        color=kde.colour,
+        label="KDE (upper axis)",
     )
     ax2.set_xscale("log")
-    ax2.set_xlabel(r"KDE $\sigma_r$")
-    ax.set_xlabel("IRGI depth d")
+    ax2.set_xlabel(r"KDE $\sigma_r$", color=kde.colour)
+    ax.set_xlabel("IRGI depth d", color=irgi.colour)
     ax.set_yscale("log")
-    ax.set_ylabel(r"RMS($\gamma - \gamma_{exact}$)")
-    ax.legend(handles=ax.get_lines() + ax2.get_lines(), loc="upper right")
+    ax.set_ylabel(r"RMS($\gamma - \gamma_{exact}$), testing bkg.")
+    fig.legend(
+        handles=ax.get_lines() + ax2.get_lines(),
+        loc="outside lower center",
+        ncol=2,
+        fontsize="small",
+        frameon=False,
+    )
     return save_figure(fig, folder / "rms_vs_exact.png").name
 
 
 def _selection_figure(folder: Path, summary: dict[str, Any]) -> str | None:
     """The cross-validated Brier score of each automatic parameter choice, if the study made any."""
-    from rosenblatt.plotting import figure, save_figure
+    from rosenblatt.plotting import figure, legend_above, method_style, save_figure
 
     automatic = [row for row in summary.get("variants", []) if row["selection"] is not None]
     if not automatic:
         return None
-    fig, axes = figure(ncols=len(automatic), width=6.5)
-    fig.subplots_adjust(wspace=0.45)
+    fig, axes = figure(ncols=len(automatic), width=6.0)
     for ax, row in zip(np.atleast_1d(axes), automatic, strict=True):
-        ax.plot(row["selection"]["values"], row["selection"]["scores"], marker="o")
-        ax.axvline(row["chosen"], color="tab:red", label=f"chosen {row['chosen']:.3g}")
+        estimator = row["estimator"].split(" ")[0]
+        style = method_style(estimator.lower())
+        ax.plot(
+            row["selection"]["values"],
+            row["selection"]["scores"],
+            marker=style.marker,
+            color=style.colour,
+            label=row["estimator"],
+        )
+        ax.axvline(row["chosen"], color="black", ls="--", label=f"chosen: {row['chosen']:.3g}")
         if "IRGI" not in row["estimator"]:
             ax.set_xscale("log")
-        estimator = row["estimator"].split(" ")[0]
         ax.set_xlabel(f"{estimator} depth" if estimator == "IRGI" else rf"{estimator} $\sigma_r$")
-        ax.set_title(row["estimator"], fontsize="small")
-        ax.legend(fontsize="small")
+        legend_above(ax, ncol=1)
     np.atleast_1d(axes)[0].set_ylabel("cross-validated Brier score")
     return save_figure(fig, folder / "automatic_selection.png").name
 

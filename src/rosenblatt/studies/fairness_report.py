@@ -10,19 +10,36 @@ import numpy as np
 
 from rosenblatt.studies._common import claim_lines, pm
 
-__all__ = ["figures", "report"]
+__all__ = ["METHODS", "figures", "report", "style"]
 
-STYLE = {
-    "lr": ("black", "-", "o"),
-    "hgb": ("grey", "-", "s"),
-    "lr_irgi": ("tab:red", "--", "^"),
-    "lr_kde": ("tab:green", "--", "v"),
-    "lr_gridkde": ("tab:blue", "-", "D"),
-    "hgb_gridkde": ("tab:cyan", "-", "P"),
-    "lr_gridkde_negative": ("tab:purple", ":", "X"),
-    "information_filter": ("tab:orange", "-.", "<"),
-    "threshold_optimizer": ("tab:brown", "-.", ">"),
+#: each method: the decorrelation method whose colour and marker it takes, its line and fill
+#: (the classifier: logistic regression solid and filled, gradient boosting dashed and hollow)
+METHODS = {
+    "lr": ("raw", "-", "full"),
+    "hgb": ("raw", "--", "none"),
+    "lr_irgi": ("irgi", "-", "full"),
+    "lr_kde": ("kde", "-", "full"),
+    "lr_gridkde": ("grid_kde", "-", "full"),
+    "hgb_gridkde": ("grid_kde", "--", "none"),
+    "lr_gridkde_negative": ("grid_kde", ":", "bottom"),
+    "information_filter": ("information_filter", "-", "full"),
+    "threshold_optimizer": ("threshold_optimizer", "-", "full"),
 }
+
+
+def style(name: str) -> dict[str, Any]:
+    """Matplotlib keywords of a method's line and markers (its decorrelation method's colour)."""
+    from rosenblatt.plotting import method_style
+
+    method, line, fill = METHODS.get(name, (name, "-", "full"))
+    drawn = method_style(method)
+    return {
+        "color": drawn.colour,
+        "marker": drawn.marker,
+        "linestyle": line,
+        "fillstyle": fill,
+        "markeredgecolor": drawn.colour,
+    }
 
 
 def figures(
@@ -54,13 +71,12 @@ def _spread_figures(folder: Path, section: dict[str, Any]) -> dict[str, str]:
     ):
         fig, ax = figure(width=9)
         for row in rows:
-            colour, line, marker = STYLE.get(row["name"], ("k", "-", "o"))
+            drawn = style(row["name"])
             value, sd = np.asarray(row[key]), np.asarray(row[key + "_sd"])
-            ax.plot(percent, value, color=colour, linestyle=line, marker=marker, label=row["label"])
-            ax.fill_between(percent, value - sd, value + sd, color=colour, alpha=0.15)
+            ax.plot(percent, value, label=row["label"], **drawn)
+            ax.fill_between(percent, value - sd, value + sd, color=drawn["color"], alpha=0.15)
         ax.set_xlabel("working point: people rejected [%]")
-        ax.set_ylabel(ylabel)
-        ax.set_title("across the age groups", fontsize="medium")
+        ax.set_ylabel(f"{ylabel} across age groups")
         ax.set_ylim(bottom=0)
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
         out[key] = save_figure(fig, folder / file).name
@@ -74,17 +90,14 @@ def _auc_vs_dcc(folder: Path, rows: list[dict[str, Any]]) -> str:
 
     fig, ax = figure(width=9)
     for row in rows:
-        colour, _, marker = STYLE.get(row["name"], ("k", "-", "o"))
         ax.errorbar(
             row["dcc"],
             row["auc"],
             xerr=row["dcc_sd"],
             yerr=row["auc_sd"],
-            color=colour,
-            marker=marker,
             markersize=10,
-            linestyle="none",
             label=row["label"],
+            **{**style(row["name"]), "linestyle": "none"},
         )
     floors = [row["dcc_floor"] for row in rows]
     ax.axvspan(
@@ -118,24 +131,19 @@ def _positive_rate_by_age(folder: Path, section: dict[str, Any]) -> str:
     ]
     for ax, point in zip(np.atleast_1d(axes), points, strict=True):
         for row in shown:
-            colour, line, marker = STYLE.get(row["name"], ("k", "-", "o"))
             ax.plot(
                 range(len(names)),
                 rates[row["name"]][point],
-                color=colour,
-                linestyle=line,
-                marker=marker,
                 label=row["label"],
+                **style(row["name"]),
             )
-        ax.axhline(1 - float(point), color="grey", linewidth=1)
+        ax.axhline(1 - float(point), color="grey", linewidth=1, label="overall positive rate")
         ax.set_xticks(range(len(names)), names, fontsize="x-small", rotation=30)
-        ax.set_xlabel("age group")
+        ax.set_xlabel("age group [years]")
         ax.set_title(f"{100 * float(point):g}% rejected", fontsize="medium")
     np.atleast_1d(axes)[0].set_ylabel("positive rate")
     handles, labels = np.atleast_1d(axes)[0].get_legend_handles_labels()
-    fig.legend(
-        handles, labels, fontsize="small", loc="upper center", ncol=2, bbox_to_anchor=(0.5, -0.1)
-    )
+    fig.legend(handles, labels, fontsize="small", loc="outside lower center", ncol=3)
     return save_figure(fig, folder / "positive_rate_by_age.png").name
 
 
@@ -168,7 +176,7 @@ def _digits(folder: Path, summary: dict[str, Any], digits: dict[str, Any]) -> st
             marker="^",
             label=f"'{positive}'",
         )
-        ax.set_xlabel("total ink of the image")
+        ax.set_xlabel("total ink of the image [sum of pixel values]")
         ax.set_title(title, fontsize="medium")
     axes[0].set_ylabel("score (out of fold)")
     axes[0].legend(fontsize="small")

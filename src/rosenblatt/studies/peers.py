@@ -358,38 +358,56 @@ def plot(peers: Mapping[str, Mapping[str, Any]], path: Path) -> str:
     """Accuracy (where the exact CDF is known) and dCor² against fit + transform time, log-log.
 
     Returns the file name written. Methods without a fit (the raw score,
-    DisCo) are horizontal lines; the permutation floor is a grey band.
+    DisCo) are horizontal lines; the permutation floor is a grey band. Each
+    method has its colour and marker of :data:`rosenblatt.plotting.METHOD_STYLES`;
+    the key sits to the right of the panels.
     """
-    from rosenblatt.plotting import figure, save_figure
+    from rosenblatt.plotting import figure, method_style, save_figure
 
     panels = ["dcc"]
     if any(row.get("rms_exact") is not None for row in peers.values()):
         panels.insert(0, "rms_exact")
-    fig, axes = figure(ncols=len(panels), width=7.0 * len(panels) / 1.3)
+    fig, axes = figure(ncols=len(panels), width=6.5, key=4.5)
     axes = np.atleast_1d(axes)
-    for ax, key in zip(axes, panels, strict=True):
-        for i, (name, row) in enumerate(peers.items()):
-            value = row.get(key)
+    key: dict[str, Any] = {}
+    for ax, quantity in zip(axes, panels, strict=True):
+        for name, row in peers.items():
+            value = row.get(quantity)
             if value is None or not value > 0:
                 continue
-            colour = f"C{i % 10}"
+            style = method_style(name)
+            label = LABELS.get(name, name)
             if row.get("kind") != "transform":
-                ax.axhline(value, color=colour, linestyle="--", label=LABELS.get(name, name))
+                key[label] = ax.axhline(value, color=style.colour, linestyle="--", label=label)
                 continue
             seconds = row["fit_seconds"] + row["transform_seconds_per_1e6"]
-            ax.scatter(seconds, value, color=colour, s=80, label=LABELS.get(name, name), zorder=3)
-        if key == "dcc":
+            key[label] = ax.scatter(
+                seconds,
+                value,
+                color=style.colour,
+                marker=style.marker,
+                edgecolors="black",
+                linewidths=0.5,
+                s=90,
+                label=label,
+                zorder=3,
+            )
+        if quantity == "dcc":
             floors = np.array([row["dcc_floor"] for row in peers.values()])
             spread = np.array([row["dcc_floor_std"] for row in peers.values()])
             lo, hi = float(np.median(floors - spread)), float(np.median(floors + spread))
-            ax.axhspan(max(lo, 1e-12), hi, color="grey", alpha=0.3, label="permutation floor")
-            ax.set_ylabel(r"dCor$^2$(x, score) on background")
+            key["permutation floor"] = ax.axhspan(
+                max(lo, 1e-12), hi, color="grey", alpha=0.3, label="permutation floor"
+            )
+            ax.set_ylabel(r"dCor$^2$(x, score), testing background")
         else:
-            ax.set_ylabel(r"RMS($\gamma - \gamma_{exact}$)")
+            ax.set_ylabel(r"RMS($\gamma - \gamma_{exact}$), testing background")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(r"fit + transform of $10^6$ events [s]")
-    axes[-1].legend(fontsize="x-small", loc="best")
+    fig.legend(
+        list(key.values()), list(key), loc="outside right upper", fontsize="small", frameon=False
+    )
     return save_figure(fig, path).name
 
 

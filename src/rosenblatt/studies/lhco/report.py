@@ -18,7 +18,13 @@ from rosenblatt.studies.lhco.results import Closure, Decorrelation
 __all__ = ["figures", "report"]
 
 LABELS = {"baseline": "Baseline", "disco": "DisCo", "irgi": "IRGI", "kde": "KDE"}
-COLOURS = {"baseline": "black", "disco": "tab:blue", "irgi": "tab:red", "kde": "tab:green"}
+
+
+def _style(name: str) -> Any:
+    """The colour and marker of a classifier: its method's (:data:`rosenblatt.plotting.METHOD_STYLES`)."""
+    from rosenblatt.plotting import method_style
+
+    return method_style(name)
 
 
 def figures(
@@ -58,13 +64,14 @@ def _dcc_auc_plane(
     from rosenblatt.plotting import figure, save_figure
 
     best, disco = chosen_models
-    fig, ax = figure(width=9)
+    fig, ax = figure(width=8.5, key=4.5)
+    raw, disco_style = _style("baseline"), _style("disco")
     base = [m for m in models if m["name"].startswith(("baseline", "gbdt"))]
     ax.scatter(
         [m["opt_dcc"] for m in base],
         [m["opt_auc"] for m in base],
-        color="black",
-        marker="o",
+        color=raw.colour,
+        marker=raw.marker,
         label="baseline (seeds)",
     )
     dm = [m for m in models if m["name"].startswith("disco")]
@@ -74,19 +81,20 @@ def _dcc_auc_plane(
             [m["opt_auc"] for m in dm],
             c=[m["alpha"] for m in dm],
             cmap="Blues",
-            marker="s",
-            edgecolors="tab:blue",
+            marker=disco_style.marker,
+            edgecolors=disco_style.colour,
             label=r"DisCo ($\alpha$ x seeds)",
         )
-        fig.colorbar(sc, ax=ax, label=r"DisCo $\alpha$")
-    for name, marker in (("irgi", "^"), ("kde", "v")):
-        scan = fits.scans[name]
+        fig.colorbar(sc, ax=ax, label=r"DisCo strength $\alpha$")
+    parameters = {"irgi": "depth d", "kde": r"$\sigma_r$"}
+    for name in ("irgi", "kde"):
+        scan, style = fits.scans[name], _style(name)
         ax.plot(
             [s["dcc"] for s in scan],
             [s["auc"] for s in scan],
-            marker=marker,
-            color=COLOURS[name],
-            label=f"{LABELS[name]} ({'d' if name == 'irgi' else 'σ_r'} scan)",
+            marker=style.marker,
+            color=style.colour,
+            label=f"{LABELS[name]} ({parameters[name]} scan)",
         )
         pick = next(s for s in scan if s["value"] == fits.chosen[name])
         ax.scatter(
@@ -94,11 +102,17 @@ def _dcc_auc_plane(
             pick["auc"],
             s=400,
             facecolors="none",
-            edgecolors=COLOURS[name],
+            edgecolors=style.colour,
             linewidths=2,
         )
     ax.scatter(
-        best["opt_dcc"], best["opt_auc"], s=400, facecolors="none", edgecolors="black", linewidths=2
+        best["opt_dcc"],
+        best["opt_auc"],
+        s=400,
+        facecolors="none",
+        edgecolors=raw.colour,
+        linewidths=2,
+        label="chosen (circled)",
     )
     if disco is not None:
         ax.scatter(
@@ -106,14 +120,14 @@ def _dcc_auc_plane(
             disco["opt_auc"],
             s=400,
             facecolors="none",
-            edgecolors="tab:blue",
+            edgecolors=disco_style.colour,
             linewidths=2,
         )
     ax.set_xscale("log")
-    ax.set_xlabel(r"dCor$^2$(m$_{jj}$, score) on background")
+    ax.set_xlabel(r"dCor$^2$($m_{jj}$, score), background")
     ax.set_ylabel("AUC")
-    ax.legend(fontsize="small", loc="lower right")
-    ax.set_title("optimisation sample; chosen models circled", fontsize="medium")
+    fig.legend(loc="outside right upper", fontsize="small", frameon=False)
+    fig.suptitle("optimisation sample", fontsize="medium")
     return save_figure(fig, folder / "dcc_auc_plane.png").name
 
 
@@ -123,23 +137,29 @@ def _roc(
     label: NDArray[np.int64],
     scores: dict[str, NDArray[np.float64]],
 ) -> str:
-    """ROC curves of the testing sample."""
+    """ROC curves of the testing sample (rejection of every efficiency with background left)."""
     import rosenblatt as rb
-    from rosenblatt.plotting import figure, save_figure
+    from rosenblatt.plotting import figure, legend_above, save_figure
 
-    fig, ax = figure()
+    fig, ax = figure(height=7.5)
     for name, score in scores.items():
         fpr, tpr, _ = rb.roc_curve(label, score)
+        kept = fpr > 0
+        style = _style(name)
         ax.plot(
-            tpr,
-            1 / np.maximum(fpr, 1e-6),
-            color=COLOURS[name],
+            tpr[kept],
+            1 / fpr[kept],
+            color=style.colour,
+            marker=style.marker,
+            markevery=0.1,
+            markersize=7,
             label=f"{LABELS[name]} (AUC {_pm(summary[name]['auc'], summary[name].get('auc_err'), '.3f')})",
         )
     ax.set_yscale("log")
+    ax.set_xlim(0, 1)
     ax.set_xlabel("signal efficiency")
-    ax.set_ylabel("background rejection")
-    ax.legend()
+    ax.set_ylabel(r"background rejection $1/\varepsilon_B$")
+    legend_above(ax, ncol=1)
     return save_figure(fig, folder / "roc.png").name
 
 
@@ -152,11 +172,12 @@ def _plane(
     label: NDArray[np.int64],
 ) -> str:
     """One classifier's (m_jj, score) plane with its best cut, and |eta| over the cut grid."""
-    from rosenblatt.plotting import figure, plot_eta_map, plot_plane, save_figure
+    from rosenblatt.plotting import figure, figure_key, plot_eta_map, plot_plane, save_figure
 
     score = closure.scores[name]
-    fig, axes = figure(ncols=2)
+    fig, axes = figure(ncols=2, width=7.5)
     bkg = label == 0
+    cut = entry["closure_at_best"]
     plot_plane(
         axes[0],
         mjj[bkg] / 1000,
@@ -164,29 +185,46 @@ def _plane(
         x_range=(1.5, 5.0),
         y_range=(0, 1),
         signal=(mjj[~bkg] / 1000, score[~bkg]),
-        xlabel=r"m$_{jj}$ [TeV]",
+        xlabel=r"$m_{jj}$ [TeV]",
         ylabel=f"{LABELS[name]} score",
+        cut=(cut["x0"] / 1000, cut["y0"]),
     )
-    cut = entry["closure_at_best"]
-    axes[0].axvline(cut["x0"] / 1000, color="tab:red")
-    axes[0].axhline(cut["y0"], color="tab:red")
-    plot_eta_map(axes[1], closure.closures[name], x_scale=1e-3, xlabel=r"$x_0$ [TeV]")
+    plot_eta_map(
+        axes[1],
+        closure.closures[name],
+        x_scale=1e-3,
+        xlabel=r"cut $x_0$ on $m_{jj}$ [TeV]",
+        ylabel=f"cut $y_0$ on the {LABELS[name]} score",
+        chosen=(cut["x0"], cut["y0"]),
+    )
+    figure_key(fig, title=f"ABCD with the {LABELS[name]} score, testing sample")
     return save_figure(fig, folder / f"abcd_{name}.png").name
 
 
 def _eta_lines(folder: Path, closures: dict[str, ClosureScan]) -> str:
-    """eta against y0, one line per x0, per classifier."""
+    """eta against y0, one line per x0 coloured by x0, per classifier."""
+    import matplotlib as mpl
+
     from rosenblatt.plotting import figure, save_figure
 
     fig, axes = figure(ncols=len(closures), width=5.5)
-    for ax, (name, scan) in zip(np.atleast_1d(axes), closures.items(), strict=True):
+    axes = np.atleast_1d(axes)
+    x0 = next(iter(closures.values())).x0 / 1000
+    norm = mpl.colors.Normalize(vmin=float(x0.min()), vmax=float(x0.max()))
+    cmap = mpl.colormaps["viridis"]
+    for ax, (name, scan) in zip(axes, closures.items(), strict=True):
         step = max(1, len(scan.x0) // 10)
         for i in range(0, len(scan.x0), step):
-            ax.plot(scan.y0, scan.eta[i], lw=1, color=f"C{(i // step) % 10}")
+            ax.plot(scan.y0, scan.eta[i], lw=1, color=cmap(norm(scan.x0[i] / 1000)))
         ax.set_yscale("symlog", linthresh=1e-4)
-        ax.set_xlabel(r"$y_0$")
+        ax.set_xlabel(r"cut $y_0$ on the score")
         ax.set_title(LABELS[name], fontsize="medium")
-    np.atleast_1d(axes)[0].set_ylabel(r"$\eta_A^{sig}$ (one line per $x_0$)")
+    axes[0].set_ylabel(r"$\eta_A^{sig}$")
+    fig.colorbar(
+        mpl.cm.ScalarMappable(norm=norm, cmap=cmap),
+        ax=list(axes),
+        label=r"line's cut $x_0$ on $m_{jj}$ [TeV]",
+    )
     return save_figure(fig, folder / "eta_vs_y0.png").name
 
 
@@ -194,16 +232,17 @@ def _eta_histograms(folder: Path, closures: dict[str, ClosureScan]) -> str:
     """Histograms of |eta| and of its pull over the cut grid."""
     from rosenblatt.plotting import figure, save_figure
 
-    fig, axes = figure(ncols=2)
+    fig, axes = figure(ncols=2, key=2.5)
     bins = np.linspace(-8, 0, 41)
     for name, scan in closures.items():
         eta = np.abs(scan.eta[scan.valid])
+        style = _style(name)
         axes[0].hist(
             np.log10(np.maximum(eta, 1e-8)),
             bins=bins,
             histtype="step",
             lw=2,
-            color=COLOURS[name],
+            color=style.colour,
             label=LABELS[name],
         )
         axes[1].hist(
@@ -211,20 +250,19 @@ def _eta_histograms(folder: Path, closures: dict[str, ClosureScan]) -> str:
             bins=np.linspace(-10, 10, 41),
             histtype="step",
             lw=2,
-            color=COLOURS[name],
-            label=LABELS[name],
+            color=style.colour,
         )
-    axes[0].set_xlabel(r"log$_{10}$ |$\eta_A^{sig}$| over the (x$_0$, y$_0$) grid")
-    axes[1].set_xlabel(r"pull $\eta / \sigma_\eta$")
+    axes[0].set_xlabel(r"log$_{10}$ |$\eta_A^{sig}$| over the ($x_0$, $y_0$) grid")
+    axes[1].set_xlabel(r"pull $\eta / \sigma_\eta$ (clipped to $\pm$10)")
     for ax in axes:
-        ax.set_ylabel("cuts")
-        ax.legend(fontsize="small")
+        ax.set_ylabel("cuts per bin")
+    fig.legend(loc="outside right upper", fontsize="small", frameon=False)
     return save_figure(fig, folder / "eta_histograms.png").name
 
 
 def _irgi_grid(folder: Path, fits: Decorrelation) -> str:
     """The chosen IRGI grid over the defining sample."""
-    from rosenblatt.plotting import figure, plot_irgi_grid, plot_plane, save_figure
+    from rosenblatt.plotting import figure, legend_above, plot_irgi_grid, plot_plane, save_figure
 
     x_def, y_def = fits.x_def, fits.y_def
     fig, ax = figure()
@@ -234,11 +272,12 @@ def _irgi_grid(folder: Path, fits: Decorrelation) -> str:
         y_def,
         x_range=(float(x_def.min()), float(x_def.max())),
         y_range=(0, 1),
-        xlabel=r"m$_{jj}$ [GeV]",
+        xlabel=r"$m_{jj}$ [GeV]",
         ylabel="baseline score",
     )
     plot_irgi_grid(ax, fits.transform("irgi"), vertex_size=4.0)
-    ax.set_title(f"IRGI grid, d = {fits.chosen['irgi']}, defining background", fontsize="medium")
+    legend_above(ax, ncol=2)
+    fig.suptitle(f"IRGI grid, d = {fits.chosen['irgi']}, defining background", fontsize="medium")
     return save_figure(fig, folder / "irgi_grid.png").name
 
 
@@ -246,7 +285,7 @@ def _sensitivity(folder: Path, maps: dict[str, Any]) -> str:
     """The expected significance over the coarse cut grid, per classifier."""
     from rosenblatt.plotting import figure, save_figure
 
-    fig, axes = figure(ncols=len(maps), width=7.0)
+    fig, axes = figure(ncols=len(maps), width=6.0)
     for ax, (name, smap) in zip(np.atleast_1d(axes), maps.items(), strict=True):
         rows, columns = np.nonzero(np.isfinite(smap.significance))
         points = ax.scatter(
@@ -257,17 +296,16 @@ def _sensitivity(folder: Path, maps: dict[str, Any]) -> str:
             s=400,
             marker="s",
         )
-        fig.colorbar(points, ax=ax, label="Z (Asimov)")
+        fig.colorbar(points, ax=ax, label=r"expected $Z$ (Asimov)")
         ax.set_xlim(smap.x0[0] / 1000 - 0.1, smap.x0[-1] / 1000 + 0.1)
         ax.set_ylim(smap.y0[0] - 0.05, smap.y0[-1] + 0.05)
-        ax.set_xlabel(r"$x_0$ [TeV]")
+        ax.set_xlabel(r"cut $x_0$ on $m_{jj}$ [TeV]")
         ax.set_title(LABELS[name], fontsize="medium")
-    np.atleast_1d(axes)[0].set_ylabel(r"$y_0$")
+    np.atleast_1d(axes)[0].set_ylabel(r"cut $y_0$ on the score")
     fig.suptitle(
-        "expected discovery significance of the ABCD likelihood on a coarse cut grid (blank: not computable)",
+        "expected discovery significance of the ABCD likelihood (blank: not computable)",
         fontsize="medium",
     )
-    fig.tight_layout()
     return save_figure(fig, folder / "sensitivity_map.png").name
 
 
@@ -275,40 +313,44 @@ def _contamination_figure(folder: Path, rows: list[dict[str, Any]]) -> str:
     """Bias of the ABCD signal estimate, AUC and dCor² against the injected signal fraction."""
     from rosenblatt.plotting import figure, save_figure
 
-    fig, axes = figure(ncols=3, width=8.0)
+    fig, axes = figure(ncols=3, width=6.0, height=5.5, key=2.0)
     for name in dict.fromkeys(r["classifier"] for r in rows):
         mine = [r for r in rows if r["classifier"] == name]
         # the fraction 0 drawn at a tenth of the smallest non-zero fraction, on a log axis
         nonzero = [r["fraction"] for r in mine if r["fraction"] > 0]
         zero_at = min(nonzero) / 10 if nonzero else 1e-4
         fraction = np.array([r["fraction"] or zero_at for r in mine]) * 100
-        for ax, key in zip(axes, ("signal_bias", "auc", "dcc"), strict=True):
+        style = _style(name)
+        for i, (ax, key) in enumerate(zip(axes, ("signal_bias", "auc", "dcc"), strict=True)):
             err = np.array([r.get(f"{key}_err", np.nan) for r in mine], dtype=float)
             ax.errorbar(
                 fraction,
                 [r[key] for r in mine],
                 yerr=err,
-                marker="o",
+                marker=style.marker,
                 capsize=3,
-                color=COLOURS[name],
-                label=LABELS[name],
+                color=style.colour,
+                label=LABELS[name] if i == 0 else None,
             )
     for ax, ylabel in zip(
         axes,
-        ("signal bias in A (est. - true) / true", "AUC", r"dCor$^2$(m$_{jj}$, score), bkg."),
+        (
+            "signal bias in A\n(estimated - true) / true",
+            "AUC",
+            r"dCor$^2$($m_{jj}$, score), background",
+        ),
         strict=True,
     ):
         ax.set_xscale("log")
         ax.set_xlabel("injected W' [% of defining bkg.]")
         ax.set_ylabel(ylabel)
-        ax.legend(fontsize="small")
     axes[0].axhline(0, color="grey", lw=1)
     axes[2].set_yscale("log")
+    fig.legend(loc="outside right upper", fontsize="small", frameon=False)
     fig.suptitle(
         "signal in the defining sample (0% drawn at a tenth of the smallest fraction)",
         fontsize="medium",
     )
-    fig.tight_layout()
     return save_figure(fig, folder / "contamination.png").name
 
 

@@ -88,7 +88,7 @@ def findings(summary: dict[str, Any]) -> list[str]:
 
 def _dcor_figure(folder: Path, summary: dict[str, Any]) -> str:
     """dCor² of every method with each observable and with all of them, floors as black bars."""
-    from rosenblatt.plotting import figure, save_figure
+    from rosenblatt.plotting import figure, legend_above, save_figure
 
     targets = _targets(summary)
     methods = summary["methods"]
@@ -106,20 +106,22 @@ def _dcor_figure(folder: Path, summary: dict[str, Any]) -> str:
     ax.tick_params(axis="x", labelsize="x-small")
     ax.set_yscale("log")
     ax.set_ylabel(r"dCor$^2$(observable, score), testing bkg.")
-    ax.legend(title="black: permutation floor", fontsize="small", title_fontsize="small")
+    ax.plot([], [], color="black", lw=2, label="permutation floor")
+    legend_above(ax, ncol=len(targets) + 1)
     return save_figure(fig, folder / "dcor2.png").name
 
 
 def _profile_figure(folder: Path, summary: dict[str, Any]) -> str:
     """Mean score against the second observable in slices of the first, for the first estimator's methods."""
-    from rosenblatt.plotting import figure, save_figure
+    from rosenblatt.plotting import QUANTITIES, figure, quantity_label, save_figure
 
     profiles = summary["profiles"]
     first, second = summary["protected"][:2]
     estimator = _first_estimator(summary)
     keys = [k for k in summary["methods"] if k == "baseline" or k.startswith(estimator)]
-    fig, axes = figure(ncols=len(keys), width=5.5, height=5.5)
+    fig, axes = figure(ncols=len(keys), width=5.5, height=5.5, key=4.0)
     edges = profiles["slice_edges"]
+    unit = QUANTITIES.get(first, ("", ""))[1]
     for ax, key in zip(np.atleast_1d(axes), keys, strict=True):
         for s, profile in enumerate(profiles["profiles"][key]):
             ax.errorbar(
@@ -128,13 +130,13 @@ def _profile_figure(folder: Path, summary: dict[str, Any]) -> str:
                 yerr=profile["error"],
                 marker="o",
                 capsize=2,
-                label=f"{edges[s]:.0f} < {_TEX[first]} < {edges[s + 1]:.0f}",
+                label=f"{edges[s]:.0f} < {_TEX[first]} < {edges[s + 1]:.0f} {unit}",
             )
         ax.set_title(summary["methods"][key]["label"], fontsize="small")
-        ax.set_xlabel(f"{_TEX[second]} (testing bkg.)")
+        ax.set_xlabel(f"{quantity_label(second)}, testing bkg.")
         ax.set_ylabel("mean score")
-    np.atleast_1d(axes)[0].legend(fontsize="x-small")
-    fig.tight_layout()
+    handles, labels = np.atleast_1d(axes)[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize="small", frameon=False)
     return save_figure(fig, folder / "profiles.png").name
 
 
