@@ -213,21 +213,22 @@ def parity_spreads(
 
 
 # ----------------------------------------------------------------- methods
-def _methods(config: ArrestsConfig, seed: int) -> list[dict[str, Any]]:
-    """The compared methods: name, label, the raw classifier it starts from, and a factory.
+#: the compared methods, in the study's order: name, label, the raw classifier it starts from, kind
+METHOD_TABLE = (
+    ("lr", "LogisticRegression", None, "raw"),
+    ("hgb", "HistGradientBoosting", None, "raw"),
+    ("lr_irgi", "LR + rosenblatt IRGI", "lr", "rosenblatt"),
+    ("lr_kde", "LR + rosenblatt KDE", "lr", "rosenblatt"),
+    ("lr_gridkde", "LR + rosenblatt GridKDE", "lr", "rosenblatt"),
+    ("hgb_gridkde", "HGB + rosenblatt GridKDE", "hgb", "rosenblatt"),
+    ("lr_gridkde_negative", "LR + GridKDE, negatives defining", "lr", "rosenblatt-negative"),
+    ("information_filter", "InformationFilter + LR (scikit-lego)", "lr", "other"),
+    ("threshold_optimizer", "ThresholdOptimizer(HGB), DP (fairlearn)", "hgb", "other"),
+)
 
-    Parameters
-    ----------
-    config
-        The arrests section: inner cross-validation, boosting options, methods run.
-    seed
-        Seed of the gradient boosting.
 
-    Returns
-    -------
-    list of dict
-        The methods of ``config.methods`` (all when ``None``), in the study's order.
-    """
+def _makers(config: ArrestsConfig, seed: int) -> dict[str, Callable[[], Any]]:
+    """A factory of each method's unfitted estimator, by name."""
     from fairlearn.postprocessing import ThresholdOptimizer
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
@@ -271,62 +272,41 @@ def _methods(config: ArrestsConfig, seed: int) -> list[dict[str, Any]]:
             objective="accuracy_score",
         )
 
-    methods: list[dict[str, Any]] = [
-        {"name": "lr", "label": "LogisticRegression", "raw": None, "make": lr, "kind": "raw"},
-        {"name": "hgb", "label": "HistGradientBoosting", "raw": None, "make": hgb, "kind": "raw"},
-        {
-            "name": "lr_irgi",
-            "label": "LR + rosenblatt IRGI",
-            "raw": "lr",
-            "kind": "rosenblatt",
-            "make": decorrelated(lr, rb.IRGI(depth="auto")),
-        },
-        {
-            "name": "lr_kde",
-            "label": "LR + rosenblatt KDE",
-            "raw": "lr",
-            "kind": "rosenblatt",
-            "make": decorrelated(lr, rb.KDE(sigma_r="auto")),
-        },
-        {
-            "name": "lr_gridkde",
-            "label": "LR + rosenblatt GridKDE",
-            "raw": "lr",
-            "kind": "rosenblatt",
-            "make": decorrelated(lr, rb.GridKDE(sigma_r="auto")),
-        },
-        {
-            "name": "hgb_gridkde",
-            "label": "HGB + rosenblatt GridKDE",
-            "raw": "hgb",
-            "kind": "rosenblatt",
-            "make": decorrelated(hgb, rb.GridKDE(sigma_r="auto")),
-        },
-        {
-            "name": "lr_gridkde_negative",
-            "label": "LR + GridKDE, negatives defining",
-            "raw": "lr",
-            "kind": "rosenblatt-negative",
-            "make": decorrelated(lr, rb.GridKDE(sigma_r="auto"), "negative"),
-        },
-        {
-            "name": "information_filter",
-            "label": "InformationFilter + LR (scikit-lego)",
-            "raw": "lr",
-            "kind": "other",
-            "make": information_filter,
-        },
-        {
-            "name": "threshold_optimizer",
-            "label": "ThresholdOptimizer(HGB), DP (fairlearn)",
-            "raw": "hgb",
-            "kind": "other",
-            "make": threshold_optimizer,
-        },
+    return {
+        "lr": lr,
+        "hgb": hgb,
+        "lr_irgi": decorrelated(lr, rb.IRGI(depth="auto")),
+        "lr_kde": decorrelated(lr, rb.KDE(sigma_r="auto")),
+        "lr_gridkde": decorrelated(lr, rb.GridKDE(sigma_r="auto")),
+        "hgb_gridkde": decorrelated(hgb, rb.GridKDE(sigma_r="auto")),
+        "lr_gridkde_negative": decorrelated(lr, rb.GridKDE(sigma_r="auto"), "negative"),
+        "information_filter": information_filter,
+        "threshold_optimizer": threshold_optimizer,
+    }
+
+
+def _methods(config: ArrestsConfig, seed: int) -> list[dict[str, Any]]:
+    """The compared methods: name, label, the raw classifier it starts from, and a factory.
+
+    Parameters
+    ----------
+    config
+        The arrests section: inner cross-validation, boosting options, methods run.
+    seed
+        Seed of the gradient boosting.
+
+    Returns
+    -------
+    list of dict
+        The methods of ``config.methods`` (all when ``None``), in the study's order
+        (:data:`METHOD_TABLE`).
+    """
+    makers = _makers(config, seed)
+    return [
+        {"name": name, "label": label, "raw": raw, "kind": kind, "make": makers[name]}
+        for name, label, raw, kind in METHOD_TABLE
+        if config.methods is None or name in config.methods
     ]
-    if config.methods is None:
-        return methods
-    return [method for method in methods if method["name"] in config.methods]
 
 
 def _out_of_fold(
@@ -400,6 +380,76 @@ def _sd(values: FloatArray) -> Any:
 
 
 # ----------------------------------------------------------------- the arrests
+def _method_row(
+    method: dict[str, Any],
+    score: FloatArray,
+    seconds: float,
+    central: dict[str, dict[str, Any]],
+    boot: dict[str, dict[str, Any]],
+    perms: dict[str, Any],
+    y: IntArray,
+    folds: list[tuple[IntArray, IntArray]],
+) -> dict[str, Any]:
+    """One method's row of the summary: figures of merit, their bootstrap sd, its AUC cost."""
+    name, raw = method["name"], method["raw"]
+    fom, draws, perm = central[name], boot[name], perms[name]
+    row = {
+        "name": name,
+        "label": method["label"],
+        "kind": method["kind"],
+        "raw": raw,
+        "seconds": seconds,
+        "auc": fom["auc"],
+        "auc_sd": float(np.std(draws["auc"], ddof=1)),
+        "auc_folds": [rb.roc_auc(y[test], score[test]) for _, test in folds],
+        "dcc": fom["dcc"],
+        "dcc_sd": float(np.std(draws["dcc"], ddof=1)),
+        "dcc_floor": perm.floor,
+        "dcc_floor_std": perm.floor_std,
+        "p_value": perm.p_value,
+    }
+    for key in ("demographic_parity", "equalised_odds", "tpr", "fpr"):
+        row[key] = fom[key]
+        row[key + "_sd"] = _sd(draws[key])
+    if raw is not None:
+        cost = boot[raw]["auc"] - draws["auc"]
+        row["auc_cost"] = central[raw]["auc"] - fom["auc"]
+        row["auc_cost_sd"] = float(np.std(cost, ddof=1))
+    return row
+
+
+def _arrests_section(
+    cfg: FairnessConfig,
+    y: IntArray,
+    groups: IntArray,
+    edges: FloatArray,
+    rows: list[dict[str, Any]],
+    scores: dict[str, FloatArray],
+) -> dict[str, Any]:
+    """The arrests section of the summary: the data, the settings, every method's row."""
+    n_groups = cfg.age_groups
+    group_rate_table = {
+        name: {
+            f"{q:g}": group_rates(score, groups, n_groups, q).tolist()
+            for q in cfg.rate_working_points
+        }
+        for name, score in scores.items()
+    }
+    return {
+        "n_people": len(y),
+        "positive_fraction": float(y.mean()),
+        "folds": cfg.folds,
+        "inner_cv": dict(cfg.arrests.inner_cv),
+        "bootstrap": cfg.bootstrap,
+        "permutations": cfg.permutations,
+        "age_edges": edges.tolist(),
+        "group_sizes": np.bincount(groups, minlength=n_groups).tolist(),
+        "working_points": np.asarray(cfg.working_points, dtype=float).tolist(),
+        "methods": rows,
+        "group_rates": group_rate_table,
+    }
+
+
 def _arrests(cfg: FairnessConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     """The arrests comparison: summary section and the arrays the figures need."""
     from sklearn.model_selection import StratifiedKFold
@@ -443,56 +493,42 @@ def _arrests(cfg: FairnessConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     )
     log.info("arrests: bootstrap in %.1f s", time.perf_counter() - start)
 
-    rows = []
-    for method in methods:
-        name, raw = method["name"], method["raw"]
-        fom, draws, perm = central[name], boot[name], perms[name]
-        row = {
-            "name": name,
-            "label": method["label"],
-            "kind": method["kind"],
-            "raw": raw,
-            "seconds": seconds[name],
-            "auc": fom["auc"],
-            "auc_sd": float(np.std(draws["auc"], ddof=1)),
-            "auc_folds": [rb.roc_auc(y[test], scores[name][test]) for _, test in folds],
-            "dcc": fom["dcc"],
-            "dcc_sd": float(np.std(draws["dcc"], ddof=1)),
-            "dcc_floor": perm.floor,
-            "dcc_floor_std": perm.floor_std,
-            "p_value": perm.p_value,
-        }
-        for key in ("demographic_parity", "equalised_odds", "tpr", "fpr"):
-            row[key] = fom[key]
-            row[key + "_sd"] = _sd(draws[key])
-        if raw is not None:
-            cost = boot[raw]["auc"] - draws["auc"]
-            row["auc_cost"] = central[raw]["auc"] - fom["auc"]
-            row["auc_cost_sd"] = float(np.std(cost, ddof=1))
-        rows.append(row)
+    rows = [
+        _method_row(
+            method, scores[method["name"]], seconds[method["name"]], central, boot, perms, y, folds
+        )
+        for method in methods
+    ]
 
-    rate_points = list(cfg.rate_working_points)
-    group_rate_table = {
-        name: {f"{q:g}": group_rates(score, groups, n_groups, q).tolist() for q in rate_points}
-        for name, score in scores.items()
-    }
-    section = {
-        "n_people": len(y),
-        "positive_fraction": float(y.mean()),
-        "folds": n_folds,
-        "inner_cv": dict(cfg.arrests.inner_cv),
-        "bootstrap": cfg.bootstrap,
-        "permutations": n_perm,
-        "age_edges": edges.tolist(),
-        "group_sizes": np.bincount(groups, minlength=n_groups).tolist(),
-        "working_points": working_points.tolist(),
-        "methods": rows,
-        "group_rates": group_rate_table,
-    }
+    section = _arrests_section(cfg, y, groups, edges, rows, scores)
     return section, {"scores": scores, "x": x, "y": y, "groups": groups}
 
 
 # ----------------------------------------------------------------- the digits
+def _digits_row(
+    config: DigitsConfig, seed: int, score: FloatArray, ink: FloatArray, y: IntArray
+) -> dict[str, Any]:
+    """A digits score's AUC (bootstrap sd) and dCor² with the ink, on the first class and on all."""
+    rng = np.random.default_rng(seed + 2)
+    counts = [
+        np.bincount(rng.integers(0, len(y), len(y)), minlength=len(y))
+        for _ in range(config.bootstrap)
+    ]
+    neg = y == 0
+    perm = rb.permutation_test(ink[neg], score[neg], n_permutations=config.permutations, seed=seed)
+    perm_all = rb.permutation_test(ink, score, n_permutations=config.permutations, seed=seed)
+    return {
+        "auc": rb.roc_auc(y, score),
+        "auc_sd": float(np.std([rb.roc_auc(y, score, c) for c in counts], ddof=1)),
+        "dcc_negative": perm.statistic,
+        "dcc_negative_floor": perm.floor,
+        "dcc_negative_floor_std": perm.floor_std,
+        "p_value_negative": perm.p_value,
+        "dcc_all": perm_all.statistic,
+        "dcc_all_floor": perm_all.floor,
+    }
+
+
 def _digits(config: DigitsConfig, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """Two digit classes, the score made independent of the total ink on the first class."""
     import pandas as pd
@@ -529,25 +565,8 @@ def _digits(config: DigitsConfig, seed: int) -> tuple[dict[str, Any], dict[str, 
         ).fit(X.iloc[train], y[train])
         scores["decorrelated"][test] = model.predict_proba(X.iloc[test])[:, 1]
 
-    n_perm = config.permutations
-    n_boot = config.bootstrap
-    rng = np.random.default_rng(seed + 2)
-    counts = [np.bincount(rng.integers(0, len(y), len(y)), minlength=len(y)) for _ in range(n_boot)]
     neg = y == 0
-    rows = {}
-    for name, score in scores.items():
-        perm = rb.permutation_test(ink[neg], score[neg], n_permutations=n_perm, seed=seed)
-        perm_all = rb.permutation_test(ink, score, n_permutations=n_perm, seed=seed)
-        rows[name] = {
-            "auc": rb.roc_auc(y, score),
-            "auc_sd": float(np.std([rb.roc_auc(y, score, c) for c in counts], ddof=1)),
-            "dcc_negative": perm.statistic,
-            "dcc_negative_floor": perm.floor,
-            "dcc_negative_floor_std": perm.floor_std,
-            "p_value_negative": perm.p_value,
-            "dcc_all": perm_all.statistic,
-            "dcc_all_floor": perm_all.floor,
-        }
+    rows = {name: _digits_row(config, seed, score, ink, y) for name, score in scores.items()}
     section = {
         "classes": [negative, positive],
         "n_images": len(y),

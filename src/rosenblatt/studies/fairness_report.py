@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from rosenblatt.studies._common import claim_lines, pm
+from rosenblatt.studies._common import Row, claim_lines, markdown_table, pm
 
 __all__ = ["METHODS", "figures", "report", "style"]
 
@@ -233,18 +233,32 @@ def _headline(section: dict[str, Any]) -> str:
 
 def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
     """The study's Markdown report."""
-    arrests, digits = summary["arrests"], summary["digits"]
-    edges = ", ".join(f"{e:g}" for e in arrests["age_edges"])
-    sizes = ", ".join(str(s) for s in arrests["group_sizes"])
-    claims = claim_lines(summary["claims"], with_value=False)
-    negative, positive = digits["classes"]
-    raw, dec = digits["raw"], digits["decorrelated"]
     figs = "\n".join(f"![{key}]({name})" for key, name in figures.items())
     return f"""# Outside physics: fairness with a continuous protected attribute ({summary["name"]})
 
 ## Toronto arrests: release with a summons, protected attribute age
 
-{arrests["n_people"]:,} people (`sklego.datasets.load_arrests`, installed with scikit-lego), of
+{_arrests_intro(summary["arrests"])}
+
+{_arrests_results(summary)}
+
+## Handwritten digits: a score independent of the ink
+
+{_digits_text(summary)}
+
+The study ran in {summary["seconds"]:.0f} s.
+
+## Figures
+
+{figs}
+"""
+
+
+def _arrests_intro(arrests: dict[str, Any]) -> str:
+    """The arrests data and how every method is trained, scored and compared."""
+    edges = ", ".join(f"{e:g}" for e in arrests["age_edges"])
+    sizes = ", ".join(str(s) for s in arrests["group_sizes"])
+    return f"""{arrests["n_people"]:,} people (`sklego.datasets.load_arrests`, installed with scikit-lego), of
 whom {100 * arrests["positive_fraction"]:.1f}% were released with a summons. Every method is
 trained and scored on the same {arrests["folds"]} stratified folds; the figures of merit are
 computed on the pooled out-of-fold scores, ± the standard deviation over
@@ -270,15 +284,19 @@ split tied ages (age is a whole number: 476 people are 18), which caps its depth
 "Negatives defining" makes the false-positive rate the same at every age instead. InformationFilter (scikit-lego) projects age out of the standardised
 features linearly; ThresholdOptimizer (fairlearn) picks a randomised threshold per age group
 for demographic parity at the one working point that maximises accuracy; its score here is its
-probability of a positive decision.
+probability of a positive decision."""
 
-### In short
+
+def _arrests_results(summary: dict[str, Any]) -> str:
+    """The arrests results: in short, the claims, every method, the spreads."""
+    arrests = summary["arrests"]
+    return f"""### In short
 
 {_headline(arrests)}
 
 ### The claims
 
-{claims}
+{claim_lines(summary["claims"], with_value=False)}
 
 ### Every method on the same folds
 
@@ -296,25 +314,39 @@ nor the age dependence of the rate itself.
 
 ### Equalised-odds spread at each working point
 
-{_spread_table(arrests, "equalised_odds")}
+{_spread_table(arrests, "equalised_odds")}"""
 
-## Handwritten digits: a score independent of the ink
 
-scikit-learn's bundled digits, the {digits["n_images"]} images of '{negative}' and '{positive}';
+#: the digits table: (label, key, key of its bootstrap sd, format)
+DIGITS = (
+    Row("AUC", "auc", "auc_sd", ".4f"),
+    Row("dCor²(ink, score) of the first class", "dcc_negative", None, ".4f"),
+    Row("its floor", "dcc_negative_floor", None, ".4f"),
+    Row("p", "p_value_negative", None, ".3f"),
+    Row("dCor²(ink, score), all", "dcc_all", None, ".4f"),
+    Row("its floor", "dcc_all_floor", None, ".4f"),
+)
+
+
+def _digits_text(summary: dict[str, Any]) -> str:
+    """The digits: the data, and the raw and decorrelated scores side by side."""
+    digits = summary["digits"]
+    negative, positive = digits["classes"]
+    header = ["", *(row.label for row in DIGITS)]
+    header[2] = f"dCor²(ink, score) of the '{negative}'s"
+    table = markdown_table(
+        header,
+        [[name, *(row.cell(digits[key]) for row in DIGITS)] for name, key in _DIGITS_SCORES],
+    )
+    return f"""scikit-learn's bundled digits, the {digits["n_images"]} images of '{negative}' and '{positive}';
 a logistic regression on the 64 pixels, and the same classifier wrapped in
 `DecorrelatedClassifier(protected="ink", use_protected=False, defining="negative")`, where the
 ink is the sum of the pixels and the '{negative}'s ({digits["n_negative"]} images) define the
 transform. The ink alone separates the classes with AUC {digits["auc_ink"]:.3f}. Out of fold,
 {summary["arrests"]["folds"]} folds:
 
-| | AUC | dCor²(ink, score) of the '{negative}'s | its floor | p | dCor²(ink, score), all | its floor |
-|---|---|---|---|---|---|---|
-| raw | {pm(raw["auc"], raw["auc_sd"])} | {raw["dcc_negative"]:.4f} | {raw["dcc_negative_floor"]:.4f} | {raw["p_value_negative"]:.3f} | {raw["dcc_all"]:.4f} | {raw["dcc_all_floor"]:.4f} |
-| decorrelated | {pm(dec["auc"], dec["auc_sd"])} | {dec["dcc_negative"]:.4f} | {dec["dcc_negative_floor"]:.4f} | {dec["p_value_negative"]:.3f} | {dec["dcc_all"]:.4f} | {dec["dcc_all_floor"]:.4f} |
+{table}"""
 
-The study ran in {summary["seconds"]:.0f} s.
 
-## Figures
-
-{figs}
-"""
+#: the digits' scores: the table's row label, the summary's key
+_DIGITS_SCORES = (("raw", "raw"), ("decorrelated", "decorrelated"))
