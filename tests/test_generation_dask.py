@@ -16,7 +16,7 @@ pytest.importorskip("fastjet")
 pytest.importorskip("distributed")
 
 from rosenblatt.cli import build_parser, main
-from rosenblatt.hep import generation
+from rosenblatt.hep import _generation_executors, generation
 from rosenblatt.hep.generation import GenerationSummary, executor_name, generate_file
 from rosenblatt.io import read_events
 from rosenblatt.io.lhco import lhco_info
@@ -50,7 +50,7 @@ def local_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def scheduler_address() -> Iterator[str]:
     """Address of a running one-worker dask cluster."""
-    with generation._local_cluster(1) as cluster:
+    with _generation_executors._local_cluster(1) as cluster:
         yield cluster.scheduler_address
 
 
