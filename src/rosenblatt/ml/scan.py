@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._atomic import atomic_write, write_text
-from rosenblatt._interrupt import ignore_interrupt, stop_pool
+from rosenblatt._interrupt import ignore_interrupt, stop_pool, workers_ignore_interrupt
 from rosenblatt._records import check_files, corrupt, is_sealed
 from rosenblatt.ml.files import model_file
 from rosenblatt.ml.tables import (
@@ -600,19 +600,21 @@ def _collect(
     """Train the pending models on the pool's workers; return their results as they end."""
     train, validation, options, models_dir = settings
     results: dict[str, dict[str, Any]] = {}
-    futures: dict[Future[dict[str, Any]], ModelSpec] = {
-        pool.submit(
-            _train_in_worker,
-            spec,
-            scratch,
-            sample_names,
-            train,
-            validation,
-            options,
-            str(models_dir),
-        ): spec
-        for spec in pending
-    }
+    # the workers start at the submissions: they start ignoring SIGINT, left to this process
+    with workers_ignore_interrupt():
+        futures: dict[Future[dict[str, Any]], ModelSpec] = {
+            pool.submit(
+                _train_in_worker,
+                spec,
+                scratch,
+                sample_names,
+                train,
+                validation,
+                options,
+                str(models_dir),
+            ): spec
+            for spec in pending
+        }
     remaining = set(futures)
     while remaining:
         done, remaining = wait(remaining, return_when=FIRST_EXCEPTION)

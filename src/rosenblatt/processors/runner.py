@@ -112,6 +112,9 @@ def make_executor(
         # one pool for all the work of a run: the workers start (import) once; they leave
         # Ctrl-C to this process, which stops them at once rather than after their chunks
         with ProcessPoolExecutor(max_workers=int(workers), initializer=ignore_interrupt) as pool:
+            with workers_ignore_interrupt():
+                # loky starts every worker at the first submission: they start ignoring SIGINT
+                pool.submit(int)
             try:
                 yield processor.FuturesExecutor(
                     pool=pool, workers=int(workers), status=progress, retries=0
