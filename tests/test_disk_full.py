@@ -19,7 +19,7 @@ import yaml
 from test_concurrent_runs import TINY
 
 from rosenblatt._atomic import DiskFullError, atomic_write, write_bytes
-from rosenblatt.cli import DISK_FULL_STATUS
+from rosenblatt.cli import DISK_FULL_STATUS, main
 
 #: room on the small filesystem: the summary fits, the figures do not
 SMALL = 160 * 1024
@@ -139,3 +139,23 @@ def test_a_run_on_a_full_disk_stops_in_one_line_and_resumes(
     again = run(config, output)
     assert again.returncode == 0, again.stderr
     assert {p.name: content(p) for p in output.iterdir()} == expected
+
+
+def test_a_library_s_full_disk_error_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # HDF5 and Arrow say it in their message, without errno
+    message = (
+        "Can't write data (file write failed: time = Thu Nov 26 22:00:00 2026\n, "
+        "errno = 28, error message = 'No space left on device', buf = 0x1, total write size = 8)"
+    )
+
+    def full(args: Any) -> int:
+        raise OSError(message)
+
+    monkeypatch.setattr("rosenblatt.commands.run.main", full)
+    assert main(["run", "blobs"]) == DISK_FULL_STATUS
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("rosenblatt run blobs: error: no space left on the device (")
+    assert "total write size = 8" in line
+    assert line.endswith("free some space and run the same command again")

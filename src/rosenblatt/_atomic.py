@@ -81,8 +81,16 @@ class DiskFullError(OSError):
 
 
 def is_disk_full(error: BaseException) -> bool:
-    """Whether ``error`` is an :class:`OSError` of a device or quota without space left."""
-    return isinstance(error, OSError) and error.errno in _FULL_ERRNOS
+    """Whether ``error`` is an :class:`OSError` of a device or quota without space left.
+
+    Libraries that write through their own C code (HDF5, Arrow) raise an
+    ``OSError`` without ``errno`` whose message carries the system's words.
+    """
+    if not isinstance(error, OSError):
+        return False
+    return error.errno in _FULL_ERRNOS or any(
+        os.strerror(code) in str(error) for code in _FULL_ERRNOS
+    )
 
 
 def _free_bytes(folder: Path) -> int | None:

@@ -137,8 +137,9 @@ def _disk_full_line(error: OSError) -> str:
     if isinstance(error, DiskFullError):
         return str(error)
     where = f" writing {error.filename}" if error.filename else ""
+    reason = " ".join(str(error.strerror or error).split())
     return (
-        f"no space left on the device{where} ({error.strerror}); "
+        f"no space left on the device{where} ({reason}); "
         "free some space and run the same command again"
     )
 
