@@ -17,7 +17,7 @@ __all__ = ["add_parser", "main", "written_paths"]
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``run`` sub-command."""
-    from rosenblatt.config import DEFAULT_CONFIG
+    from rosenblatt.studies.config import DEFAULT_CONFIG
 
     parser = subparsers.add_parser(
         "run",
@@ -48,8 +48,8 @@ def _epilog() -> str:
     """The configurations found by name and the study kinds, for ``run --help``."""
     import textwrap
 
-    from rosenblatt.config import known_configs
     from rosenblatt.studies import STUDIES
+    from rosenblatt.studies.config import known_configs
 
     def paragraph(text: str) -> str:
         return textwrap.fill(text, width=78, break_on_hyphens=False)
@@ -133,8 +133,8 @@ def main(args: argparse.Namespace) -> int:
     from rosenblatt._atomic import is_disk_full
     from rosenblatt._extras import importable, require
     from rosenblatt._records import refusing_corrupt_cache
-    from rosenblatt.config import find_config, load_config
     from rosenblatt.studies import run_study, study_extras
+    from rosenblatt.studies.config import find_config, load_config
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     start = time.perf_counter()

@@ -160,7 +160,7 @@ class BlobsConfig:
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> BlobsConfig:
-        """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
+        """Validate a configuration read by :func:`rosenblatt.studies.config.load_config`."""
         source = config_source(config)
         cfg: BlobsConfig = parse_dataclass(
             cls,

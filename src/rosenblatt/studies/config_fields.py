@@ -138,7 +138,7 @@ def config_dataclass(cls: type[_T]) -> type[_T]:
 
 
 def config_source(config: Mapping[str, Any]) -> str:
-    """The configuration's file name (``_path``, set by :func:`rosenblatt.config.load_config`)."""
+    """The configuration's file name (``_path``, set by :func:`rosenblatt.studies.config.load_config`)."""
     return str(config.get("_path", "the configuration"))
 
 

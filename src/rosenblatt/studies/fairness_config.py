@@ -293,7 +293,7 @@ class FairnessConfig:
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> FairnessConfig:
-        """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
+        """Validate a configuration read by :func:`rosenblatt.studies.config.load_config`."""
         source = config_source(config)
         cfg: FairnessConfig = parse_dataclass(
             cls,
