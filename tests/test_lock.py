@@ -165,3 +165,11 @@ def test_several_locks_are_taken_in_one_order(tmp_path: Path) -> None:
         assert lock_path(tmp_path / "a").exists()
         assert lock_path(tmp_path / "b").exists()
     assert not list(tmp_path.iterdir())
+
+
+def test_a_path_that_cannot_be_written_is_left_to_its_writer(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    with folder_locks([blocker / "results", tmp_path / "data"], wait=False):
+        assert lock_path(tmp_path / "data").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]

@@ -220,9 +220,17 @@ def folder_lock(path: str | os.PathLike[str], *, wait: bool = True) -> Iterator[
 
 @contextmanager
 def folder_locks(paths: Iterable[str | os.PathLike[str]], *, wait: bool = True) -> Iterator[None]:
-    """Hold the locks of several folders, taken in one order (no two runs wait for each other)."""
+    """Hold the locks of several folders, taken in one order (no two runs wait for each other).
+
+    A path whose lock cannot be made (its folder cannot be made or written: a
+    file in the way, no permission) is not locked: nothing can be written
+    there, and the writer's own check names the setting that gave it.
+    """
     targets = sorted({Path(os.path.abspath(p)) for p in paths})
     with ExitStack() as stack:
         for target in targets:
-            stack.enter_context(folder_lock(target, wait=wait))
+            try:
+                stack.enter_context(folder_lock(target, wait=wait))
+            except OSError as err:
+                log.debug("no lock for %s: %s", target, err)
         yield
