@@ -226,7 +226,8 @@ def folder_locks(paths: Iterable[str | os.PathLike[str]], *, wait: bool = True) 
     file in the way, no permission) is not locked: nothing can be written
     there, and the writer's own check names the setting that gave it.
     """
-    targets = sorted({Path(os.path.abspath(p)) for p in paths})
+    # the root folder has no name to put a lock beside, and nothing to write into its parent
+    targets = sorted({Path(os.path.abspath(p)) for p in paths} - {Path("/")})
     with ExitStack() as stack:
         for target in targets:
             try:
