@@ -37,7 +37,7 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
-exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints", "results/**/report.md"]
+exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints"]
 root_doc = "index"
 
 # --- theme -------------------------------------------------------------------------

@@ -173,11 +173,16 @@ def _candidates(node: Any) -> list[str]:
 def _documented(env: Any, obj: Any) -> str | None:
     """The documented name of ``obj`` (a public name it is exported as), if any."""
     objects = env.domains["py"].objects
-    for name in objects:
-        found, other = _lookup(name)
-        if found and other is obj and _shared(obj):
-            return name
-    return None
+    names = getattr(env, "rosenblatt_documented", None)
+    if names is None or names[0] != len(objects):
+        by_id: dict[int, str] = {}
+        for name in objects:
+            found, other = _lookup(name)
+            if found and _shared(other):
+                by_id.setdefault(id(other), name)
+        names = (len(objects), by_id)
+        env.rosenblatt_documented = names
+    return names[1].get(id(obj))
 
 
 def _resolve_alias(app: Sphinx, env: Any, node: Any, contnode: Any) -> Any:
