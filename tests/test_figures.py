@@ -387,3 +387,32 @@ def test_blob_figures_stay_on_the_canvas_in_their_methods_colours(
     }
     for ax, method in zip(selection.axes, ("irgi", "kde", "grid_kde"), strict=True):
         assert rgba(ax.lines[0].get_color()) == rgba(plotting.METHOD_STYLES[method].colour)
+
+
+def test_lhco_2d_figures_name_the_observables_with_units(drawn: list[Any], tmp_path: Path) -> None:
+    from rosenblatt.studies.lhco import report_2d
+
+    targets = ("mjj", "pt_j1", "joint")
+    methods = {
+        key: {"label": key, "dcc": {t: {"value": 1e-3, "floor": 2e-4} for t in targets}}
+        for key in ("baseline", "irgi_1d", "irgi_joint")
+    }
+    profile = {"x": [1300.0, 1500.0], "mean": [0.4, 0.5], "error": [0.01, 0.01]}
+    summary = {
+        "protected": ["mjj", "pt_j1"],
+        "methods": methods,
+        "profiles": {
+            "slice_edges": [1500.0, 2500.0, 5000.0],
+            "profiles": {key: [profile, profile] for key in methods},
+        },
+    }
+    assert report_2d._dcor_figure(tmp_path, summary) == "dcor2.png"
+    assert report_2d._profile_figure(tmp_path, summary) == "profiles.png"
+    dcor, profiles = drawn
+    assert "permutation floor" in legend_entries(dcor)
+    for ax in profiles.axes:
+        assert ax.get_xlabel().startswith("$p_{T,j1}$ [GeV]")
+    assert set(legend_entries(profiles)) == {
+        "1500 < $m_{jj}$ < 2500 GeV",
+        "2500 < $m_{jj}$ < 5000 GeV",
+    }

@@ -183,6 +183,9 @@ class AbcdCuts:
     score_y0: tuple[float, ...] | None
     x_max: float | None
     cut: tuple[float, float] | None = None
+    #: ``{label, unit}`` of ``x`` on the figures' axes (``label: "$m_{jj}$", unit: TeV``), each
+    #: optional: a built-in quantity has its symbol and unit (GeV for mjj, mj1, mj2, pt_j1),
+    #: another its name and no unit
     x_axis: tuple[str | None, str | None] = (None, None)
 
     @property

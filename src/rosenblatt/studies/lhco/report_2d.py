@@ -105,9 +105,9 @@ def _dcor_figure(folder: Path, summary: dict[str, Any]) -> str:
     ax.set_xticks(positions, [m["label"] for m in methods.values()], rotation=35, ha="right")
     ax.tick_params(axis="x", labelsize="x-small")
     ax.set_yscale("log")
-    ax.set_ylabel(r"dCor$^2$(observable, score), testing bkg.")
+    ax.set_ylabel(r"dCor$^2$(observable, score)")
     ax.plot([], [], color="black", lw=2, label="permutation floor")
-    legend_above(ax, ncol=len(targets) + 1)
+    legend_above(ax, ncol=2, title="testing background", title_fontsize="small")
     return save_figure(fig, folder / "dcor2.png").name
 
 
