@@ -277,3 +277,10 @@ def test_configuration_errors_name_the_key(event_files: dict[str, Path], tmp_pat
     with pytest.raises(ValueError, match=r"statistics: unknown key"):
         AbcdConfig.parse({**good, "statistics": {"replicas": 10}})
     assert AbcdConfig.parse({**good, "statistics": {"n_boot": 0, "seed": 4}}).statistics.n_boot == 0
+
+
+def test_the_summary_keeps_its_keys(iterative_run: Path) -> None:
+    """summary.json is a public format: the key set recorded in tests/summary_keys.json."""
+    from summary_keys import assert_same_keys
+
+    assert_same_keys("abcd-test", json.loads((iterative_run / "summary.json").read_text()))

@@ -92,3 +92,10 @@ def test_peers(study: Path) -> None:
     assert "side by side" in report
     assert "(peers.png)" in report
     assert (study / "peers.png").is_file()
+
+
+def test_the_summary_keeps_its_keys(study: Path) -> None:
+    """summary.json is a public format: the key set recorded in tests/summary_keys.json."""
+    from summary_keys import assert_same_keys
+
+    assert_same_keys("blobs-smoke", json.loads((study / "summary.json").read_text()))

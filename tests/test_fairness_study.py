@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from summary_keys import assert_same_keys
 
 from rosenblatt.studies import fairness
 
@@ -94,6 +95,7 @@ def test_small_run_writes_the_report_and_holds_its_claims(tmp_path):
     }
     summary = fairness.run(config, tmp_path)
     on_disk = json.loads((tmp_path / "summary.json").read_text())
+    assert_same_keys("fairness-test", on_disk)  # summary.json is a public format
     assert on_disk["claims"] == summary["claims"]
     report = (tmp_path / "report.md").read_text()
     assert "InformationFilter" in report

@@ -240,3 +240,11 @@ def test_peers_in_summary_and_report(study: Path) -> None:
     assert "(peers.png)" in report
     assert (study / "results" / "peers.png").is_file()
     assert "peers" in summary["step_seconds"]
+
+
+def test_the_summary_keeps_its_keys(study: Path) -> None:
+    """summary.json is a public format: the key set recorded in tests/summary_keys.json."""
+    from summary_keys import assert_same_keys
+
+    summary = json.loads((study / "results" / "summary.json").read_text())
+    assert_same_keys("lhco-smoke", summary)
