@@ -119,7 +119,12 @@ def test_config_keys_list_every_key_with_type_default_and_doc() -> None:
 
 @pytest.mark.parametrize(
     ("module", "name"),
-    [("blobs_config", "BlobsConfig"), ("fairness_config", "FairnessConfig")],
+    [
+        ("blobs_config", "BlobsConfig"),
+        ("fairness_config", "FairnessConfig"),
+        ("lhco.config", "LhcoConfig"),
+        ("lhco.config_2d", "Lhco2dConfig"),
+    ],
 )
 def test_the_studies_document_every_key_they_accept(module: str, name: str) -> None:
     import importlib

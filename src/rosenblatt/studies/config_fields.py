@@ -15,7 +15,9 @@ keys, wrong types and ranges are all reported as
         depths: tuple[int, ...] = option(key="irgi.depths", doc="IRGI depths", check=depths)
 
 A field whose ``check`` is a dataclass type is a section of the file
-(a mapping) parsed field by field in turn; a field declared with
+(a mapping) parsed field by field in turn, or, with ``key=""``, a group of
+keys of the file's own level (e.g. ``classifier.kind`` beside ``disco.alphas``);
+a field declared with
 ``dataclasses.field`` (no ``check``) is not read from the file but given by
 the caller of :func:`parse_dataclass` (e.g. the file's name).
 """
@@ -106,7 +108,8 @@ def option(
         a dataclass type reads a section (a mapping, ``null`` for all defaults)
         with :func:`parse_dataclass`.
     key
-        The key in the file, dotted below its sections (default: the field's name).
+        The key in the file, dotted below its sections (default: the field's name);
+        ``""`` for a dataclass ``check`` whose keys sit at this field's own level.
     type
         What the file may give, in words, when the field's Python type does not say it.
     default_doc
@@ -147,7 +150,26 @@ def _read_fields(cls: type) -> list[dataclasses.Field[Any]]:
 
 
 def _key(f: dataclasses.Field[Any]) -> str:
-    return str(f.metadata["key"] or f.name)
+    key = f.metadata["key"]
+    return f.name if key is None else str(key)
+
+
+def _inline(f: dataclasses.Field[Any]) -> bool:
+    """Whether ``f`` is a group of keys of its parent's level (``key=""``)."""
+    return f.metadata["key"] == "" and isinstance(f.metadata["check"], type)
+
+
+def _all_keys(fields: Iterable[dataclasses.Field[Any]]) -> list[str]:
+    """The keys of ``fields``, those of inline groups included."""
+    keys: list[str] = []
+    for f in fields:
+        if _inline(f):
+            only = f.metadata["only"]
+            inner = _read_fields(f.metadata["check"])
+            keys += _all_keys(inner if only is None else [g for g in inner if g.name in only])
+        else:
+            keys.append(_key(f))
+    return keys
 
 
 def _has_default(f: dataclasses.Field[Any]) -> bool:
@@ -186,6 +208,8 @@ def parse_dataclass(
     defaults: Mapping[str, Any] | None = None,
     only: Iterable[str] | None = None,
     extra_keys: Iterable[str] = (),
+    required: Iterable[str] = (),
+    check_sections: bool = True,
 ) -> Any:
     """An instance of the dataclass ``cls`` read from the mapping ``config`` by its fields.
 
@@ -210,6 +234,11 @@ def parse_dataclass(
     extra_keys
         Top-level keys accepted beside the fields' (read by someone else);
         ``_path`` is always accepted.
+    required
+        Keys that must be given even though their fields have defaults
+        (e.g. a section whose every key has a default).
+    check_sections
+        Refuse unknown keys (off for an inline group, whose parent does it).
 
     Raises
     ------
@@ -221,18 +250,31 @@ def parse_dataclass(
     if only is not None:
         chosen = set(only)
         read = [f for f in read if f.name in chosen]
-    sections = _sections(_key(f) for f in read)
+    sections = _sections(_all_keys(read))
     sections[""] |= set(extra_keys)
     root = mapping(config, source, prefix or "top level")
     if not prefix:
         root = {k: v for k, v in root.items() if k != "_path"}
     values: dict[str, Any] = dict(given or {})
-    for section, names in sections.items():
+    for section, names in sections.items() if check_sections else ():
         entry = _section(root, section, source, prefix)
         if entry is not None:
             check_keys(entry, names, source, _where(prefix, section) or "top level")
+    for key in required:
+        if key not in root:
+            raise fail(source, _where(prefix, key), "missing")
     for f in read:
-        values[f.name] = _value(f, root, source, prefix, defaults or {})
+        if _inline(f):
+            values[f.name] = parse_dataclass(
+                f.metadata["check"],
+                root,
+                source,
+                prefix,
+                only=f.metadata["only"],
+                check_sections=False,
+            )
+        else:
+            values[f.name] = _value(f, root, source, prefix, defaults or {})
     return cls(**values)
 
 

@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,6 @@ from numpy.typing import NDArray
 
 from rosenblatt.studies.config_checks import (
     check_keys,
-    check_top_level,
     count,
     fail,
     flag,
@@ -28,6 +27,13 @@ from rosenblatt.studies.config_checks import (
     number,
     numbers,
     seed,
+)
+from rosenblatt.studies.config_fields import (
+    config_dataclass,
+    config_keys,
+    config_source,
+    option,
+    parse_dataclass,
 )
 
 __all__ = [
@@ -110,100 +116,156 @@ def _positive(value: Any, source: str, key: str) -> float:
     return checked
 
 
-@dataclass(frozen=True)
+def _cores() -> int:
+    return os.cpu_count() or 1
+
+
+def _margin(value: Any, source: str, key: str) -> float:
+    margin = number(value, source, key)
+    if not 0 <= margin < 1:
+        raise fail(source, key, f"must be in [0, 1), got {margin}")
+    return margin
+
+
+@config_dataclass
 class DataConfig:
     """Where the events are cached and how they are generated."""
 
-    folder: Path
-    pthat_min: float = 1000.0
-    chunk_size: int = 500
-    margin: float = 0.03
-    workers: int = 1
+    folder: Path = option(
+        default=Path("data"),
+        doc="the folder of the cached events",
+        check=folder,
+        type="path",
+        default_doc="data/<name>",
+    )
+    pthat_min: float = option(
+        default=1000.0, doc="Pythia's lowest pT-hat of the QCD dijets, in GeV", check=_positive
+    )
+    chunk_size: int = option(default=500, doc="events generated per chunk", check=count)
+    margin: float = option(
+        default=0.03, doc="extra fraction of events generated beyond those needed", check=_margin
+    )
+    workers: int = option(
+        default_factory=_cores,
+        doc="processes generating events (0: the machine's cores)",
+        check=_workers,
+        default_doc="the machine's cores",
+    )
 
     @classmethod
     def parse(cls, value: Any, source: str, name: str) -> DataConfig:
-        """Validate ``data:``."""
+        """Validate ``data:``; the folder defaults to ``data/<name>``."""
         entry = mapping(value, source, "data")
-        check_keys(
-            entry, {"folder", "pthat_min", "chunk_size", "margin", "workers"}, source, "data"
-        )
-        margin = number(entry.get("margin", 0.03), source, "data.margin")
-        if not 0 <= margin < 1:
-            raise fail(source, "data.margin", f"must be in [0, 1), got {margin}")
-        return cls(
-            folder=folder(entry.get("folder", str(Path("data") / name)), source, "data.folder"),
-            pthat_min=_positive(entry.get("pthat_min", 1000.0), source, "data.pthat_min"),
-            chunk_size=count(entry.get("chunk_size", 500), source, "data.chunk_size"),
-            margin=margin,
-            workers=_workers(entry.get("workers"), source, "data.workers"),
-        )
+        defaults = {}
+        if "folder" not in entry:
+            defaults["folder"] = folder(str(Path("data") / name), source, "data.folder")
+        data: DataConfig = parse_dataclass(cls, entry, source, "data", defaults=defaults)
+        return data
 
 
-@dataclass(frozen=True)
+def _executor(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or value not in ("iterative", "futures", "dask"):
+        raise fail(source, key, f"must be iterative, futures or dask, got {value!r}")
+    return value
+
+
+@config_dataclass
 class FeatureConfig:
     """How the dijet processor runs over the event files."""
 
-    executor: str = "futures"
-    chunksize: int = 2000
-    workers: int = 1
+    executor: str = option(
+        default="futures",
+        doc="coffea executor of the dijet processor: iterative, futures or dask",
+        check=_executor,
+    )
+    chunksize: int = option(default=2000, doc="events per chunk of the processor", check=count)
+    workers: int = option(
+        default_factory=_cores,
+        doc="worker processes (0: the machine's cores; 1 with the iterative executor)",
+        check=_workers,
+        default_doc="the machine's cores",
+    )
 
     @classmethod
     def parse(cls, value: Any, source: str) -> FeatureConfig:
         """Validate ``features:``."""
-        entry = mapping(value or {}, source, "features")
-        check_keys(entry, {"executor", "chunksize", "workers"}, source, "features")
-        executor = entry.get("executor", "futures")
-        if not isinstance(executor, str) or executor not in ("iterative", "futures", "dask"):
-            raise fail(
-                source, "features.executor", f"must be iterative, futures or dask, got {executor!r}"
-            )
-        return cls(
-            executor=str(executor),
-            chunksize=count(entry.get("chunksize", 2000), source, "features.chunksize"),
-            workers=1
-            if executor == "iterative"
-            else _workers(entry.get("workers"), source, "features.workers"),
-        )
+        features: FeatureConfig = parse_dataclass(cls, value or {}, source, "features")
+        return replace(features, workers=1) if features.executor == "iterative" else features
 
 
-@dataclass(frozen=True)
+def _kind(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or value not in ("cnn", "gbdt"):
+        raise fail(source, key, f"must be cnn or gbdt, got {value!r}")
+    return value
+
+
+def _options(value: Any, source: str, key: str) -> dict[str, Any]:
+    return dict(mapping(value or {}, source, key))
+
+
+def _alphas(value: Any, source: str, key: str) -> tuple[float, ...]:
+    alphas = numbers(value, source, key) if value else ()
+    if any(a < 0 for a in alphas):
+        raise fail(source, key, f"must be non-negative, got {list(alphas)}")
+    return alphas
+
+
+def _fraction(value: Any, source: str, key: str) -> float:
+    checked = number(value, source, key)
+    if not 0 <= checked <= 1:
+        raise fail(source, key, f"must lie in [0, 1], got {checked}")
+    return checked
+
+
+@config_dataclass
 class ClassifierConfig:
     """The classifier scan: baseline seeds and DisCo strengths, and how DisCo's model is chosen."""
 
-    kind: str
-    seeds: int
-    options: Mapping[str, Any]
-    workers: int
-    alphas: tuple[float, ...]
-    min_auc: float
+    kind: str = option(
+        default="cnn", key="classifier.kind", doc="the classifier: cnn or gbdt", check=_kind
+    )
+    seeds: int = option(
+        default=3, key="classifier.seeds", doc="baseline classifiers trained (seeds)", check=count
+    )
+    options: Mapping[str, Any] = option(
+        default_factory=dict,
+        key="classifier.options",
+        doc="training options of the kind (rosenblatt.ml.training's CNNOptions or GBDTOptions)",
+        check=_options,
+    )
+    workers: int = option(
+        default_factory=_cores,
+        key="classifier.workers",
+        doc="processes training the classifiers (0: the machine's cores)",
+        check=_workers,
+        default_doc="the machine's cores",
+    )
+    alphas: tuple[float, ...] = option(
+        default=(),
+        key="disco.alphas",
+        doc="the DisCo strengths scanned (none: no DisCo scan)",
+        check=_alphas,
+    )
+    min_auc: float = option(
+        default=0.8,
+        key="disco_selection.min_auc",
+        doc="the lowest AUC of the DisCo model chosen",
+        check=_fraction,
+    )
 
     @classmethod
     def parse(cls, config: Mapping[str, Any], source: str) -> ClassifierConfig:
-        """Validate ``classifier:``, ``disco:`` and ``disco_selection:``."""
-        entry = mapping(config["classifier"], source, "classifier")
-        check_keys(entry, {"kind", "seeds", "options", "workers"}, source, "classifier")
-        kind = entry.get("kind", "cnn")
-        if not isinstance(kind, str) or kind not in ("cnn", "gbdt"):
-            raise fail(source, "classifier.kind", f"must be cnn or gbdt, got {kind!r}")
-        disco = mapping(config.get("disco") or {}, source, "disco")
-        check_keys(disco, {"alphas"}, source, "disco")
-        selection = mapping(config.get("disco_selection") or {}, source, "disco_selection")
-        check_keys(selection, {"min_auc"}, source, "disco_selection")
-        alphas = disco.get("alphas") or []
-        alphas = numbers(alphas, source, "disco.alphas") if alphas else ()
-        if any(a < 0 for a in alphas):
-            raise fail(source, "disco.alphas", f"must be non-negative, got {list(alphas)}")
-        min_auc = number(selection.get("min_auc", 0.8), source, "disco_selection.min_auc")
-        if not 0 <= min_auc <= 1:
-            raise fail(source, "disco_selection.min_auc", f"must lie in [0, 1], got {min_auc}")
-        return cls(
-            kind=kind,
-            seeds=count(entry.get("seeds", 3), source, "classifier.seeds"),
-            options=_training_options(kind, entry.get("options"), source),
-            workers=_workers(entry.get("workers"), source, "classifier.workers"),
-            alphas=alphas,
-            min_auc=min_auc,
-        )
+        """Validate ``classifier:``, ``disco:`` and ``disco_selection:`` (keys of ``config``)."""
+        for key in ("classifier", "disco", "disco_selection"):
+            entry = config.get(key)
+            if entry is not None or key == "classifier":
+                known = [
+                    k.key.split(".")[1] for k in config_keys(cls) if k.key.startswith(key + ".")
+                ]
+                check_keys(mapping(entry, source, key), known, source, key)
+        parsed: ClassifierConfig = parse_dataclass(cls, config, source, check_sections=False)
+        options = _training_options(parsed.kind, config["classifier"].get("options"), source)
+        return replace(parsed, options=options)
 
 
 def _training_options(kind: str, value: Any, source: str) -> dict[str, Any]:
@@ -217,15 +279,15 @@ def _training_options(kind: str, value: Any, source: str) -> dict[str, Any]:
         return options  # without the ml extra the study refuses to start, naming the extra
     known = fields(CNNOptions if kind == "cnn" else GBDTOptions)
     check_keys(options, {f.name for f in known}, source, "classifier.options")
-    for option in known:
-        if option.name not in options:
+    for known_option in known:
+        if known_option.name not in options:
             continue
-        key, given = f"classifier.options.{option.name}", options[option.name]
-        kind_of = str(option.type)
+        key, given = f"classifier.options.{known_option.name}", options[known_option.name]
+        kind_of = str(known_option.type)
         if given is None and "None" in kind_of:
             continue
         if kind_of.startswith("int"):
-            count(given, source, key, 1 if option.name == "n_threads" else 0)
+            count(given, source, key, 1 if known_option.name == "n_threads" else 0)
         elif kind_of.startswith("float"):
             if number(given, source, key) < 0:
                 raise fail(source, key, f"must be non-negative, got {given!r}")
@@ -240,48 +302,78 @@ def _training_options(kind: str, value: Any, source: str) -> dict[str, Any]:
     return options
 
 
-@dataclass(frozen=True)
+def _depth_list(value: Any, source: str, key: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value:
+        raise fail(source, key, f"must be a non-empty list of depths, got {value!r}")
+    return tuple(count(d, source, key, 1, MAX_DEPTH) for d in value)
+
+
+def _widths(value: Any, source: str, key: str) -> tuple[float, ...]:
+    sigma_r = numbers(value, source, key)
+    if any(v <= 0 for v in sigma_r):
+        raise fail(source, key, f"must be positive, got {list(sigma_r)}")
+    return sigma_r
+
+
+def _non_negative(value: Any, source: str, key: str) -> float:
+    checked = number(value, source, key)
+    if checked < 0:
+        raise fail(source, key, f"must be non-negative, got {checked}")
+    return checked
+
+
+@config_dataclass
 class SelectionConfig:
     """The free parameters scanned on the optimisation sample, and the rule that picks one."""
 
-    depths: tuple[int, ...]
-    sigma_r: tuple[float, ...]
-    auc_tolerance: float = 0.01
+    depths: tuple[int, ...] = option(
+        key="irgi.depths", doc="the IRGI depths scanned", check=_depth_list
+    )
+    sigma_r: tuple[float, ...] = option(
+        key="kde.sigma_r", doc="the relative KDE widths scanned", check=_widths
+    )
+    auc_tolerance: float = option(
+        default=0.01,
+        key="selection.auc_tolerance",
+        doc="the AUC given up for a smaller dCor² when a parameter is picked",
+        check=_non_negative,
+    )
 
     @classmethod
     def parse(cls, config: Mapping[str, Any], source: str) -> SelectionConfig:
-        """Validate ``irgi:``, ``kde:`` and ``selection:``."""
-        irgi = mapping(config["irgi"], source, "irgi")
-        check_keys(irgi, {"depths"}, source, "irgi")
-        kde = mapping(config["kde"], source, "kde")
-        check_keys(kde, {"sigma_r"}, source, "kde")
-        selection = mapping(config.get("selection") or {}, source, "selection")
-        check_keys(selection, {"auc_tolerance"}, source, "selection")
-        depths = irgi.get("depths")
-        if not isinstance(depths, list) or not depths:
-            raise fail(source, "irgi.depths", f"must be a non-empty list of depths, got {depths!r}")
-        sigma_r = numbers(kde.get("sigma_r"), source, "kde.sigma_r")
-        if any(v <= 0 for v in sigma_r):
-            raise fail(source, "kde.sigma_r", f"must be positive, got {list(sigma_r)}")
-        tolerance = number(selection.get("auc_tolerance", 0.01), source, "selection.auc_tolerance")
-        if tolerance < 0:
-            raise fail(source, "selection.auc_tolerance", f"must be non-negative, got {tolerance}")
-        return cls(
-            depths=tuple(count(d, source, "irgi.depths", 1, MAX_DEPTH) for d in depths),
-            sigma_r=sigma_r,
-            auc_tolerance=tolerance,
+        """Validate ``irgi:``, ``kde:`` and ``selection:`` (keys of ``config``)."""
+        selection: SelectionConfig = parse_dataclass(
+            cls, {k: config[k] for k in ("irgi", "kde", "selection") if k in config}, source
         )
+        return selection
 
 
-@dataclass(frozen=True)
+def _cut_range(value: Any, source: str, key: str) -> tuple[float, float]:
+    low_high = numbers(value, source, key, 2)
+    if len(low_high) != 2 or not low_high[0] < low_high[1]:
+        raise fail(source, key, f"must be [low, high] with low < high, got {list(low_high)}")
+    return low_high[0], low_high[1]
+
+
+def _n_cuts(value: Any, source: str, key: str) -> int:
+    return count(value, source, key, 2, MAX_CUTS)
+
+
+@config_dataclass
 class CutGrid:
     """The (x0, y0) grid of ABCD cuts and the upper limit of the dijet mass."""
 
-    mjj_max: float = 4000.0
-    x0_range: tuple[float, float] = (2000.0, 3700.0)
-    n_x0: int = 100
-    y0_range: tuple[float, float] = (0.1, 0.85)
-    n_y0: int = 100
+    mjj_max: float = option(
+        default=4000.0, doc="the upper limit of the dijet mass, in GeV", check=number
+    )
+    x0_range: tuple[float, float] = option(
+        default=(2000.0, 3700.0), key="x0", doc="[low, high] of the mass cuts", check=_cut_range
+    )
+    n_x0: int = option(default=100, doc="mass cuts", check=_n_cuts)
+    y0_range: tuple[float, float] = option(
+        default=(0.1, 0.85), key="y0", doc="[low, high] of the score cuts", check=_cut_range
+    )
+    n_y0: int = option(default=100, doc="score cuts", check=_n_cuts)
 
     @property
     def x0(self) -> NDArray[np.float64]:
@@ -296,73 +388,79 @@ class CutGrid:
     @classmethod
     def parse(cls, value: Any, source: str) -> CutGrid:
         """Validate ``abcd:``."""
-        entry = mapping(value or {}, source, "abcd")
-        check_keys(entry, {"mjj_max", "x0", "n_x0", "y0", "n_y0"}, source, "abcd")
-        ranges = {}
-        for axis, default in (("x0", (2000.0, 3700.0)), ("y0", (0.1, 0.85))):
-            low_high = numbers(entry.get(axis, list(default)), source, f"abcd.{axis}", 2)
-            if len(low_high) != 2 or not low_high[0] < low_high[1]:
-                raise fail(
-                    source,
-                    f"abcd.{axis}",
-                    f"must be [low, high] with low < high, got {list(low_high)}",
-                )
-            ranges[axis] = (low_high[0], low_high[1])
-        mjj_max = number(entry.get("mjj_max", 4000.0), source, "abcd.mjj_max")
-        if mjj_max <= ranges["x0"][0]:
+        grid: CutGrid = parse_dataclass(cls, value or {}, source, "abcd")
+        if grid.mjj_max <= grid.x0_range[0]:
             raise fail(
                 source,
                 "abcd.mjj_max",
-                f"must lie above the lowest cut {ranges['x0'][0]}, got {mjj_max}",
+                f"must lie above the lowest cut {grid.x0_range[0]}, got {grid.mjj_max}",
             )
-        return cls(
-            mjj_max=mjj_max,
-            x0_range=ranges["x0"],
-            n_x0=count(entry.get("n_x0", 100), source, "abcd.n_x0", 2, MAX_CUTS),
-            y0_range=ranges["y0"],
-            n_y0=count(entry.get("n_y0", 100), source, "abcd.n_y0", 2, MAX_CUTS),
-        )
+        return grid
 
 
-@dataclass(frozen=True)
+@config_dataclass
 class LhcoConfig:
-    """A validated ``study: lhco`` configuration.
+    """A validated ``study: lhco`` configuration; each field is one key (or group) of the file.
 
     ``raw`` keeps the mapping as read: the model cache is keyed by its
     classifier, DisCo, partition and seed entries, and the statistics stage reads
     its own section from it.
     """
 
-    name: str
-    source: str
-    seed: int
-    data: DataConfig
-    sizes: dict[str, dict[str, int]]
-    features: FeatureConfig
-    classifier: ClassifierConfig
-    selection: SelectionConfig
-    cuts: CutGrid
-    permutations: int
-    raw: Mapping[str, Any] = field(repr=False)
+    name: str = option(
+        doc="the study's name (of its results folder)",
+        check=lambda value, source, key: str(value),
+        default_doc="the configuration file's name without its suffix",
+    )
+    source: str = field(metadata={"doc": "the configuration file read"})
+    data: DataConfig = option(doc="the cached events and their generation", check=DataConfig)
+    sizes: dict[str, dict[str, int]] = option(
+        key="partition",
+        doc="events per sample (train, validation, optimisation, testing) and class "
+        "(background, signal)",
+        check=lambda value, source, key: partition_sizes(value, source),
+        type="{part: {background: integer, signal: integer}}",
+    )
+    classifier: ClassifierConfig = option(key="", doc="the classifier scan", check=ClassifierConfig)
+    selection: SelectionConfig = option(
+        key="", doc="the transforms' parameters scanned", check=SelectionConfig
+    )
+    raw: Mapping[str, Any] = field(repr=False, metadata={"doc": "the mapping as read"})
+    seed: int = option(default=0, doc="seed of every random draw", check=seed)
+    features: FeatureConfig = option(
+        default_factory=FeatureConfig, doc="the dijet processor's run", check=FeatureConfig
+    )
+    cuts: CutGrid = option(
+        default_factory=CutGrid, key="abcd", doc="the grid of ABCD cuts", check=CutGrid
+    )
+    permutations: int = option(default=100, doc="permutations of the dCor² floor", check=count)
+    statistics: Mapping[str, Any] = option(
+        default_factory=dict,
+        doc="the statistics stage's settings: n_boot, seed, closure_n_boot, closure_thin, "
+        "sensitivity_thin, auto_parameters, contamination",
+        check=lambda value, source, key: _statistics(value, source),
+    )
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> LhcoConfig:
-        """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
-        source = check_top_level(config, _TOP_KEYS, _REQUIRED)
-        _statistics(config.get("statistics"), source)
+        """Validate a configuration read by :func:`rosenblatt.studies.config.load_config`."""
+        source = config_source(config)
         name = str(config.get("name", Path(source).stem))
-        return cls(
-            name=name,
-            source=source,
-            seed=seed(config.get("seed", 0), source, "seed"),
+        cfg: LhcoConfig = parse_dataclass(
+            cls,
+            config,
+            source,
+            given={"source": source, "raw": config},
+            defaults={"name": name},
+            extra_keys=("study",),
+            required=_REQUIRED,
+        )
+        return replace(
+            cfg,
             data=DataConfig.parse(config["data"], source, name),
-            sizes=partition_sizes(config["partition"], source),
             features=FeatureConfig.parse(config.get("features"), source),
             classifier=ClassifierConfig.parse(config, source),
-            selection=SelectionConfig.parse(config, source),
             cuts=CutGrid.parse(config.get("abcd"), source),
-            permutations=count(config.get("permutations", 100), source, "permutations"),
-            raw=config,
         )
 
     def needed(self, cls: str) -> int:
@@ -383,9 +481,9 @@ class LhcoConfig:
         return hashlib.sha256(setting.encode()).hexdigest()[:12]
 
 
-def _statistics(value: Any, source: str) -> None:
+def _statistics(value: Any, source: str) -> dict[str, Any]:
     """``statistics:``: the settings of the statistics stage, each checked."""
-    statistics = mapping(value or {}, source, "statistics")
+    statistics = dict(mapping(value or {}, source, "statistics"))
     check_keys(statistics, _STATISTICS_KEYS, source, "statistics")
     for key, minimum in (("n_boot", 2), ("closure_n_boot", 2), ("closure_thin", 1)):
         if key in statistics:
@@ -404,6 +502,7 @@ def _statistics(value: Any, source: str) -> None:
                 "statistics.contamination",
                 f"must be signal fractions in [0, 1), got {list(fractions)}",
             )
+    return statistics
 
 
 def partition_sizes(value: Any, source: str) -> dict[str, dict[str, int]]:

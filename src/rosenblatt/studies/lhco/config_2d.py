@@ -13,17 +13,20 @@ key or a value of the wrong type is an error naming the key and the file.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
 from rosenblatt.studies.config_checks import (
-    check_keys,
-    check_top_level,
     count,
     fail,
-    mapping,
     seed,
+)
+from rosenblatt.studies.config_fields import (
+    config_dataclass,
+    config_source,
+    option,
+    parse_dataclass,
 )
 from rosenblatt.studies.lhco.config import (
     SAMPLE_KEYS,
@@ -44,9 +47,10 @@ OBSERVABLES = ("mjj", "pt_j1", "deta_jj", "mj1", "mj2")
 #: the conditional-CDF estimators the study may fit, each with its automatic parameter
 ESTIMATORS = ("gridkde", "irgi", "kde")
 
-_TOP_KEYS = SAMPLE_KEYS | {"decorrelation"}
 _REQUIRED = ("data", "partition", "classifier")
 _MAX_OBSERVABLES = 3
+#: the fields of the LHCO study's configuration this study shares
+_SHARED = ("seed", "data", "sizes", "features", "classifier")
 
 
 def _names(value: Any, known: tuple[str, ...], source: str, key: str) -> tuple[str, ...]:
@@ -61,44 +65,44 @@ def _names(value: Any, known: tuple[str, ...], source: str, key: str) -> tuple[s
     return tuple(value)
 
 
-@dataclass(frozen=True)
+def _protected(value: Any, source: str, key: str) -> tuple[str, ...]:
+    protected = _names(value, OBSERVABLES, source, key)
+    if not 2 <= len(protected) <= _MAX_OBSERVABLES:
+        raise fail(source, key, f"must name 2 or 3 observables, got {list(protected)}")
+    return protected
+
+
+def _estimators(value: Any, source: str, key: str) -> tuple[str, ...]:
+    return _names(value, ESTIMATORS, source, key)
+
+
+@config_dataclass
 class DecorrelationConfig:
     """The protected observables, the estimators fitted and the permutations of each floor."""
 
-    protected: tuple[str, ...] = ("mjj", "pt_j1")
-    estimators: tuple[str, ...] = ("gridkde",)
-    permutations: int = 100
-    seed: int = 1
+    protected: tuple[str, ...] = option(
+        default=("mjj", "pt_j1"),
+        doc=f"the 2 or 3 protected observables, among {', '.join(OBSERVABLES)}",
+        check=_protected,
+    )
+    estimators: tuple[str, ...] = option(
+        default=("gridkde",),
+        doc=f"the conditional-CDF estimators fitted, among {', '.join(ESTIMATORS)}",
+        check=_estimators,
+    )
+    permutations: int = option(default=100, doc="permutations of each dCor² floor", check=count)
+    seed: int = option(default=1, doc="seed of the permutations", check=seed)
 
     @classmethod
     def parse(cls, value: Any, source: str) -> DecorrelationConfig:
         """Validate ``decorrelation:``."""
-        entry = mapping(value or {}, source, "decorrelation")
-        check_keys(
-            entry, {"protected", "estimators", "permutations", "seed"}, source, "decorrelation"
+        decorrelation: DecorrelationConfig = parse_dataclass(
+            cls, value or {}, source, "decorrelation"
         )
-        protected = _names(
-            entry.get("protected", ["mjj", "pt_j1"]), OBSERVABLES, source, "decorrelation.protected"
-        )
-        if not 2 <= len(protected) <= _MAX_OBSERVABLES:
-            raise fail(
-                source,
-                "decorrelation.protected",
-                f"must name 2 or 3 observables, got {list(protected)}",
-            )
-        return cls(
-            protected=protected,
-            estimators=_names(
-                entry.get("estimators", ["gridkde"]), ESTIMATORS, source, "decorrelation.estimators"
-            ),
-            permutations=count(
-                entry.get("permutations", 100), source, "decorrelation.permutations"
-            ),
-            seed=seed(entry.get("seed", 1), source, "decorrelation.seed"),
-        )
+        return decorrelation
 
 
-@dataclass(frozen=True)
+@config_dataclass
 class Lhco2dConfig:
     """A validated ``study: lhco-2d`` configuration.
 
@@ -109,21 +113,43 @@ class Lhco2dConfig:
     LHCO configuration with the same classifier, DisCo, partition and seed.
     """
 
-    name: str
-    source: str
-    base: LhcoConfig
-    decorrelation: DecorrelationConfig
+    name: str = option(
+        doc="the study's name (of its results folder)",
+        check=lambda value, source, key: str(value),
+        default_doc="the configuration file's name without its suffix",
+    )
+    source: str = field(metadata={"doc": "the configuration file read"})
+    base: LhcoConfig = option(
+        key="",
+        doc="the sections shared with the LHCO study",
+        check=LhcoConfig,
+        only=_SHARED,
+    )
+    decorrelation: DecorrelationConfig = option(
+        default_factory=DecorrelationConfig,
+        doc="the protected observables and the estimators",
+        check=DecorrelationConfig,
+    )
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> Lhco2dConfig:
-        """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
-        source = check_top_level(config, _TOP_KEYS, _REQUIRED)
-        name = str(config.get("name", Path(source).stem))
+        """Validate a configuration read by :func:`rosenblatt.studies.config.load_config`."""
+        source = config_source(config)
+        cfg: Lhco2dConfig = parse_dataclass(
+            cls,
+            config,
+            source,
+            only=("name", "decorrelation"),
+            given={"source": source, "base": None},
+            defaults={"name": str(config.get("name", Path(source).stem))},
+            extra_keys=SAMPLE_KEYS,
+            required=_REQUIRED,
+        )
         base = LhcoConfig(
-            name=name,
+            name=cfg.name,
             source=source,
             seed=seed(config.get("seed", 0), source, "seed"),
-            data=DataConfig.parse(config["data"], source, name),
+            data=DataConfig.parse(config["data"], source, cfg.name),
             sizes=partition_sizes(config["partition"], source),
             features=FeatureConfig.parse(config.get("features"), source),
             classifier=ClassifierConfig.parse(config, source),
@@ -132,9 +158,4 @@ class Lhco2dConfig:
             permutations=1,
             raw=config,
         )
-        return cls(
-            name=name,
-            source=source,
-            base=base,
-            decorrelation=DecorrelationConfig.parse(config.get("decorrelation"), source),
-        )
+        return replace(cfg, base=base)
