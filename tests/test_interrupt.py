@@ -112,9 +112,12 @@ def command_line(pid: int) -> str:
         return ""
 
 
-def interrupt_when_working(command: list[str], workers: str) -> tuple[int, str, list[str]]:
+def interrupt_when_working(
+    command: list[str], workers: str, written: Path
+) -> tuple[int, str, list[str]]:
     """Start ``command`` in a session of its own; once a worker process whose command line
-    holds ``workers`` is running, send SIGINT to the whole session as a terminal does.
+    holds ``workers`` runs and the work has written a file into ``written``, send SIGINT to
+    the whole session as a terminal does.
 
     Returns the exit status, the standard error, and the command lines of the
     processes of the session still there 10 s after the command ended.
@@ -130,11 +133,11 @@ def interrupt_when_working(command: list[str], workers: str) -> tuple[int, str, 
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and process.poll() is None:
         children = [p for p in session_processes(process.pid) if p != process.pid]
-        if any(workers in command_line(p) for p in children):
+        working = written.is_dir() and any(written.iterdir())
+        if working and any(workers in command_line(p) for p in children):
             break
         time.sleep(0.2)
     assert process.poll() is None, "the command ended before its workers started"
-    time.sleep(1.0)
     os.killpg(process.pid, signal.SIGINT)
     _, err = process.communicate(timeout=300)
     left: list[int] = []
@@ -188,7 +191,8 @@ def test_ctrl_c_during_a_run_stops_its_workers_and_the_rerun_completes(
     config.write_text(yaml.safe_dump(abcd_config(event_files, tmp_path)), encoding="utf-8")
     command = [sys.executable, "-m", "rosenblatt.cli", "run", str(config)]
     command += ["--output", str(tmp_path / "results")]
-    status, err, left = interrupt_when_working(command, "loky")
+    # during the pass over the defining sample, which writes its skims chunk by chunk
+    status, err, left = interrupt_when_working(command, "loky", tmp_path / "data" / "skim")
     assert status == INTERRUPTED_STATUS, err
     assert "Traceback" not in err
     assert left == []
@@ -219,9 +223,9 @@ def test_ctrl_c_of_the_features_command(
     command = [sys.executable, "-m", "rosenblatt.cli", "features", str(event_files["defining"])]
     command += ["--output", str(output), "--executor", executor, "--workers", "2"]
     command += ["--chunksize", "10", "--quiet"]
-    status, err, left = interrupt_when_working(
-        command, "spawn_main" if executor == "dask" else "loky"
-    )
+    workers = "spawn_main" if executor == "dask" else "loky"
+    chunks = output.with_name(f".{output.name}.chunks")
+    status, err, left = interrupt_when_working(command, workers, chunks)
     assert status == INTERRUPTED_STATUS, err
     assert err.strip().splitlines() == ["rosenblatt features: interrupted; no table written"]
     assert left == []
