@@ -336,9 +336,25 @@ def test_fairness_methods_take_their_decorrelation_methods_style(
             "auc": 0.7 + 0.01 * i,
             "auc_sd": 0.005,
             "dcc_floor": 2e-4,
+            **{
+                f"{spread}{sd}": [0.1 + 0.01 * i, 0.05, 0.02]
+                for spread in ("demographic_parity", "equalised_odds")
+                for sd in ("", "_sd")
+            },
         }
         for i, name in enumerate(fairness_report.METHODS)
     ]
+    section = {"methods": rows, "working_points": [0.2, 0.5, 0.8]}
+    assert set(fairness_report._spread_figures(tmp_path, section).values()) == {
+        "spread_demographic_parity.png",
+        "spread_equalised_odds.png",
+    }
+    for spread in drawn:
+        lines = {line.get_label(): line for line in spread.axes[0].lines}
+        for name, (method, line_style, _) in fairness_report.METHODS.items():
+            assert rgba(lines[name].get_color()) == rgba(plotting.method_style(method).colour)
+            assert lines[name].get_linestyle() == line_style
+    drawn.clear()
     assert fairness_report._auc_vs_dcc(tmp_path, rows) == "auc_vs_dcc.png"
     (fig,) = drawn
     points = {c.get_label(): c.lines[0] for c in fig.axes[0].containers}

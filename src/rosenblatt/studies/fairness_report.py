@@ -67,18 +67,18 @@ def _spread_figures(folder: Path, section: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, ylabel, file in (
         ("demographic_parity", "positive-rate spread", "spread_demographic_parity.png"),
-        ("equalised_odds", "larger of TPR and FPR spreads", "spread_equalised_odds.png"),
+        ("equalised_odds", "larger TPR/FPR spread", "spread_equalised_odds.png"),
     ):
-        fig, ax = figure(width=9)
+        fig, ax = figure(width=7.5, height=6.5, key=7.0)
         for row in rows:
             drawn = style(row["name"])
             value, sd = np.asarray(row[key]), np.asarray(row[key + "_sd"])
             ax.plot(percent, value, label=row["label"], **drawn)
             ax.fill_between(percent, value - sd, value + sd, color=drawn["color"], alpha=0.15)
         ax.set_xlabel("working point: people rejected [%]")
-        ax.set_ylabel(f"{ylabel} across age groups")
+        ax.set_ylabel(f"{ylabel} over age groups")
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        fig.legend(loc="outside right upper", fontsize="small", frameon=False)
         out[key] = save_figure(fig, folder / file).name
 
     return out
@@ -88,7 +88,7 @@ def _auc_vs_dcc(folder: Path, rows: list[dict[str, Any]]) -> str:
     """AUC against dCor²(age, score), with the permutation floor."""
     from rosenblatt.plotting import figure, save_figure
 
-    fig, ax = figure(width=9)
+    fig, ax = figure(width=7.5, height=6.5, key=7.0)
     for row in rows:
         ax.errorbar(
             row["dcc"],
@@ -106,7 +106,7 @@ def _auc_vs_dcc(folder: Path, rows: list[dict[str, Any]]) -> str:
     ax.set_xscale("log")
     ax.set_xlabel("dCor²(age, score)")
     ax.set_ylabel("AUC (out of fold)")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.legend(loc="outside right upper", fontsize="small", frameon=False)
     return save_figure(fig, folder / "auc_vs_dcc.png").name
 
 
@@ -149,9 +149,9 @@ def _positive_rate_by_age(folder: Path, section: dict[str, Any]) -> str:
 
 def _digits(folder: Path, summary: dict[str, Any], digits: dict[str, Any]) -> str:
     """The digits' score against their ink, raw and decorrelated."""
-    from rosenblatt.plotting import figure, save_figure
+    from rosenblatt.plotting import figure, figure_key, save_figure
 
-    fig, axes = figure(ncols=2, width=6.5)
+    fig, axes = figure(ncols=2, width=7.0)
     ink, label = digits["ink"], digits["y"]
     negative, positive = summary["digits"]["classes"]
     for ax, name, title in zip(
@@ -176,10 +176,10 @@ def _digits(folder: Path, summary: dict[str, Any], digits: dict[str, Any]) -> st
             marker="^",
             label=f"'{positive}'",
         )
-        ax.set_xlabel("total ink of the image [sum of pixel values]")
+        ax.set_xlabel("ink of the image [sum of pixel values]")
         ax.set_title(title, fontsize="medium")
     axes[0].set_ylabel("score (out of fold)")
-    axes[0].legend(fontsize="small")
+    figure_key(fig)
     return save_figure(fig, folder / "digits_score_vs_ink.png").name
 
 
