@@ -109,6 +109,18 @@ def _module_page(module: ModuleType, owned: dict[int, str]) -> tuple[str, list[s
     return "\n".join(lines) + "\n", pages
 
 
+def owners() -> dict[str, str]:
+    """Every public ``module.name`` -> the full name of the page that documents it."""
+    owned: dict[int, str] = {}
+    found = {}
+    for module in public_modules():
+        for public in module.__all__:
+            obj = getattr(module, public)
+            full = f"{module.__name__}.{public}"
+            found[full] = owned.setdefault(id(obj), full) if _shared(obj) else full
+    return found
+
+
 def write_pages(srcdir: Path) -> list[str]:
     """Write every page into ``srcdir / API_FOLDER`` and return the modules' names."""
     folder = srcdir / API_FOLDER
