@@ -276,7 +276,7 @@ def _irgi_grid(folder: Path, fits: Decorrelation) -> str:
         ylabel="baseline score",
     )
     plot_irgi_grid(ax, fits.transform("irgi"), vertex_size=4.0)
-    legend_above(ax, ncol=2)
+    legend_above(ax)
     fig.suptitle(f"IRGI grid, d = {fits.chosen['irgi']}, defining background", fontsize="medium")
     return save_figure(fig, folder / "irgi_grid.png").name
 
