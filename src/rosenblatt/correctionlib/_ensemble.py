@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._validation import check_int
 from rosenblatt._version import __version__
 from rosenblatt.correctionlib._layout import ENSEMBLE_LAYOUT, LAYOUT_VERSION
 from rosenblatt.correctionlib._numbers import ExactNumbers
@@ -83,13 +84,7 @@ def export_ensemble(
             "ensembles are written for grid transforms (a grid of columns)"
         )
         raise TypeError(msg)
-    if (
-        isinstance(envelope_refine, bool)
-        or not isinstance(envelope_refine, int)
-        or not (1 <= envelope_refine <= 64)
-    ):
-        msg = f"envelope_refine must be an integer in [1, 64], got {envelope_refine!r}"
-        raise ValueError(msg)
+    check_int(envelope_refine, "envelope_refine", low=1, high=64)
     members = [nominal, *ensemble.replicas_]
     exports = [
         export_transform(m, n_check=n_check, max_bins=max_bins, seed=seed, **options)

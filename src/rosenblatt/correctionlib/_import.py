@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._validation import is_int, is_real
 from rosenblatt._version import __version__
 from rosenblatt.correctionlib._layout import (
     GENERIC_FORMULAS,
@@ -45,7 +46,7 @@ def _list(value: Any, where: str) -> list[Any]:
 
 def _numbers(values: Any, where: str) -> NDArray[np.float64]:
     items = _list(values, where)
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+    if not all(is_real(v) for v in items):
         raise fail(where, "expected a list of numbers")
     arr = np.array(items, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
@@ -129,7 +130,7 @@ def _read_metadata(correction: dict[str, Any], where: str) -> dict[str, Any]:
     if metadata.get("layout") != LAYOUT:
         raise fail(where, f"unknown layout {metadata.get('layout')!r}")
     version = metadata.get("layout_version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+    if not is_int(version) or version < 1:
         raise fail(where, f"layout_version must be a positive integer, got {version!r}")
     if version > LAYOUT_VERSION:
         msg = (
@@ -141,11 +142,7 @@ def _read_metadata(correction: dict[str, Any], where: str) -> dict[str, Any]:
         raise fail(where, f"unknown transform kind {metadata.get('kind')!r}")
     for key in ("n_events", "sum_weight", "max_abs_error"):
         value = metadata.get(key)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not (value >= 0 and math.isfinite(value))
-        ):
+        if not is_real(value) or not (value >= 0 and math.isfinite(value)):
             raise fail(where, f"metadata {key} must be a non-negative number, got {value!r}")
     return metadata
 

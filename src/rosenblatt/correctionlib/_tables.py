@@ -28,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._validation import check_int, is_real
 from rosenblatt._version import __version__
 from rosenblatt.correctionlib._description import describe_table
 from rosenblatt.correctionlib._layout import LAYOUT, LAYOUT_VERSION, check_table
@@ -284,12 +285,10 @@ def _exportable_names() -> str:
 
 def _check_options(tolerance: float, x_step: float, n_check: int) -> None:
     for value, label, upper in ((tolerance, "tolerance", 1.0), (x_step, "x_step", math.inf)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < upper:
+        if not is_real(value) or not 0 < value < upper:
             msg = f"{label} must be a number in (0, {upper:g}), got {value!r}"
             raise ValueError(msg)
-    if isinstance(n_check, bool) or not isinstance(n_check, int) or n_check < 4:
-        msg = f"n_check must be an integer >= 4, got {n_check!r}"
-        raise ValueError(msg)
+    check_int(n_check, "n_check", low=4)
 
 
 def _tabulate(

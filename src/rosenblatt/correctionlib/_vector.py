@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._validation import check_int
 from rosenblatt._version import __version__
 from rosenblatt.correctionlib._description import describe_table
 from rosenblatt.correctionlib._layout import (
@@ -363,9 +364,7 @@ class VectorExport:
 
 
 def _check_count(value: Any, label: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        msg = f"{label} must be an integer >= 2, got {value!r}"
-        raise ValueError(msg)
+    check_int(value, label, low=2)
 
 
 def _table_of(
@@ -399,9 +398,7 @@ def export_vector(
     shared ``y`` values (defaults :data:`DEFAULT_X_NODES`,
     :data:`DEFAULT_Y_NODES`).
     """
-    if isinstance(n_check, bool) or not isinstance(n_check, int) or n_check < 4:
-        msg = f"n_check must be an integer >= 4, got {n_check!r}"
-        raise ValueError(msg)
+    check_int(n_check, "n_check", low=4)
     if getattr(transform, "splits_", None) is not None and x_nodes is None and y_nodes is None:
         return _export_nested(transform, n_check=n_check, max_bins=max_bins, seed=seed)
     table, exact, options = _table_of(transform, x_nodes, y_nodes)

@@ -15,6 +15,7 @@ import awkward as ak
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._validation import is_int
 from rosenblatt.hep.particles import (
     ETA_MAX,
     MAX_PARTICLES,
@@ -105,7 +106,7 @@ class GenerationSettings:
             )
         for name, minimum in (("n_events", 1), ("seed", 0), ("chunk_size", 1)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            if not is_int(value):
                 raise TypeError(f"{name}: must be an integer, got {value!r}")
             if value < minimum:
                 raise ValueError(f"{name}: must be at least {minimum}, got {value}")

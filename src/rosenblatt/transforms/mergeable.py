@@ -32,13 +32,13 @@ passes over the skims, a bootstrap ensemble three.
 from __future__ import annotations
 
 import math
-import numbers
 import os
 import uuid
 import weakref
 from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import Any
 
+from rosenblatt._validation import check_int, is_int
 from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms._merge_first_pass import Facts, Partial, Request
 from rosenblatt.transforms._merge_order import plan_groups
@@ -161,9 +161,7 @@ class MergeableFit:
             (histogram_bins, "histogram_bins", MIN_BINS),
             (gather_limit, "gather_limit", 2),
         ):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-                msg = f"{name} must be an integer >= {least}, got {value!r}"
-                raise ValueError(msg)
+            check_int(value, name, low=least, what=f"an integer >= {least}")
         self.transform = transform
         self.skim_dir = skim_dir
         self.keep_skims = bool(keep_skims)
@@ -421,9 +419,7 @@ def _unwrap(transform: Any) -> tuple[ConditionalCDFTransform, Replicas | None]:
         n, seed = transform.n, transform.seed
         most = n if transform.max_refits is None else transform.max_refits
         for value, name, low in ((n, "n", 2), (seed, "seed", 0), (most, "max_refits", 0)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-                msg = f"{name} must be an integer >= {low}, got {value!r}"
-                raise ValueError(msg)
+            check_int(value, name, low=low, what=f"an integer >= {low}")
         replicas = Replicas(int(n), int(seed), int(most))
     fallback = "fit it in memory on the gathered (x, y, weight)"
     if isinstance(estimator, IRGI):
@@ -454,15 +450,11 @@ def _unwrap(transform: Any) -> tuple[ConditionalCDFTransform, Replicas | None]:
 
 def _check_depth(depth: Any) -> None:
     if isinstance(depth, (tuple, list)):
-        if not depth or any(
-            isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0 for s in depth
-        ):
+        if not depth or not all(is_int(s) and s >= 0 for s in depth):
             msg = f"depth as levels per observable must be non-negative integers, got {depth!r}"
             raise ValueError(msg)
         return
-    if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 0:
-        msg = f"depth must be a non-negative integer or 'auto', got {depth!r}"
-        raise ValueError(msg)
+    check_int(depth, "depth", low=0, what="a non-negative integer or 'auto'")
 
 
 def _order_of(estimator: ConditionalCDFTransform) -> int:
