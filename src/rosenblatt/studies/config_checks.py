@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rosenblatt._validation import is_int, is_real
 from rosenblatt.exceptions import ConfigError
 
 __all__ = [
@@ -83,7 +84,7 @@ def check_top_level(
 
 def number(value: Any, source: str, key: str) -> float:
     """``value`` as a float, if it is a finite int or float (not a bool)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_real(value):
         raise fail(source, key, f"must be a number, got {value!r}")
     try:
         converted = float(value)
@@ -105,11 +106,11 @@ def numbers(value: Any, source: str, key: str, minimum_length: int = 1) -> tuple
 
 def count(value: Any, source: str, key: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
     """``value`` if it is an integer in ``[minimum, maximum]``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_int(value) or value < minimum:
         raise fail(source, key, f"must be an integer >= {minimum}, got {value!r}")
     if value > maximum:
         raise fail(source, key, f"must be an integer <= {maximum}, got {value!r}")
-    return value
+    return int(value)
 
 
 def seed(value: Any, source: str, key: str) -> int:
