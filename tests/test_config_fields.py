@@ -137,3 +137,14 @@ def test_the_studies_document_every_key_they_accept(module: str, name: str) -> N
         cls.parse({"_path": "x.yaml", "no_such_key": 1})
     known = ast.literal_eval(str(error.value).split("known: ")[1])
     assert {k.key.split(".")[0] for k in keys} | {"study"} == set(known)
+
+
+def test_study_keys_name_the_study_first() -> None:
+    from rosenblatt.studies.config_fields import CONFIG_CLASSES, study_keys
+
+    for study in CONFIG_CLASSES:
+        keys = study_keys(study)
+        assert keys[0] == ConfigKey("study", "text", "required", f"the study: {study}")
+        assert len(keys) > 5
+    with pytest.raises(KeyError, match="no field-by-field configuration of the study 'nope'"):
+        study_keys("nope")

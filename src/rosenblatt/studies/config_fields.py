@@ -52,7 +52,16 @@ __all__ = [
     "config_source",
     "option",
     "parse_dataclass",
+    "study_keys",
 ]
+
+#: ``study:`` of a configuration -> its configuration dataclass, as ``module:class``
+CONFIG_CLASSES = {
+    "blobs": "rosenblatt.studies.blobs_config:BlobsConfig",
+    "fairness": "rosenblatt.studies.fairness_config:FairnessConfig",
+    "lhco": "rosenblatt.studies.lhco.config:LhcoConfig",
+    "lhco-2d": "rosenblatt.studies.lhco.config_2d:Lhco2dConfig",
+}
 
 #: a check: ``(value from the file, file name, key) -> the field's value``
 Check = Callable[[Any, str, str], Any]
@@ -382,3 +391,22 @@ def _type_words(hint: Any) -> str:
     if origin is not None and issubclass(origin, Mapping):
         return "mapping"
     return getattr(hint, "__name__", str(hint))
+
+
+def study_keys(study: str) -> list[ConfigKey]:
+    """Every key a configuration of ``study`` (its ``study:`` value) accepts, for its reference.
+
+    Raises
+    ------
+    KeyError
+        For a study whose configuration is not declared field by field
+        (:data:`CONFIG_CLASSES` lists those that are).
+    """
+    import importlib
+
+    if study not in CONFIG_CLASSES:
+        msg = f"no field-by-field configuration of the study {study!r}; known: {sorted(CONFIG_CLASSES)}"
+        raise KeyError(msg)
+    module, name = CONFIG_CLASSES[study].split(":")
+    keys = config_keys(getattr(importlib.import_module(module), name))
+    return [ConfigKey("study", "text", "required", f"the study: {study}"), *keys]
