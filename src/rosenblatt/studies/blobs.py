@@ -358,7 +358,7 @@ def _figures(
             t.transform(x_test, y_test),
             y_range=(0, 1),
             signal=(xs_test, t.transform(xs_test, ys_test)),
-            ylabel=rf"$\gamma_{{{depth}}}$ (IRGI-transformed score)",
+            ylabel=rf"$\gamma_{{{depth}}}$ (IRGI-transformed)",
             x_range=x_range,
             xlabel=x_label,
         )
@@ -379,7 +379,7 @@ def _figures(
             t.transform(x_test, y_test),
             y_range=(0, 1),
             signal=(xs_test, t.transform(xs_test, ys_test)),
-            ylabel=rf"$\gamma_{{\sigma_r={value:g}}}$ (KDE-transformed score)",
+            ylabel=r"$\gamma$ (KDE-transformed)",
             x_range=x_range,
             xlabel=x_label,
         )
