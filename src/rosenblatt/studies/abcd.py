@@ -215,38 +215,63 @@ class _Passes:
         blind: dict[str, tuple[float, float]] | None = None,
     ) -> dict[str, Any]:
         """One pass over ``files``: histograms of ``variants``, skims of every chunk with ``skim``."""
-        from rosenblatt.processors.runner import run_columnar, run_processor
-
         cfg = self.cfg
         processes = {name: d.process for name, d in cfg.datasets.items() if d.process is not None}
         skim_dir = str(self.skim_dir.resolve()) if skim else None
         if self.checked.schema == "particles":
-            from rosenblatt.ml.scoring import make_scorer
-            from rosenblatt.processors.analysis import AnalysisProcessor
+            return self._particles(files, variants, processes, skim_dir, blind)
+        return self._columnar(files, variants, processes, skim_dir, blind)
 
-            spec = dict(cfg.score.spec) or {"column": cfg.score.name}
-            analysis: Any = AnalysisProcessor(
-                scorers={"score": make_scorer(spec)},
-                variants=tuple(variants),
-                x0=cfg.cuts.x0,
-                x=str(cfg.cuts.x),
-                x_max=None if skim else cfg.cuts.x_max,
-                plane=self.plane,
-                skim_dir=skim_dir,
-                processes=processes,
-                scales=self.checked.scales,
-                blind=blind,
-                skip_bad_chunks=cfg.skip_bad_files,
-            )
-            return run_processor(
-                files,
-                analysis,
-                self.pool,
-                chunksize=cfg.executor.chunksize,
-                skip_bad_files=cfg.skip_bad_files,
-            )
+    def _particles(
+        self,
+        files: dict[str, list[str]],
+        variants: Sequence[Any],
+        processes: dict[str, int],
+        skim_dir: str | None,
+        blind: dict[str, tuple[float, float]] | None,
+    ) -> dict[str, Any]:
+        """A pass of the particle-level processor (events with jets' constituents)."""
+        from rosenblatt.ml.scoring import make_scorer
+        from rosenblatt.processors.analysis import AnalysisProcessor
+        from rosenblatt.processors.runner import run_processor
+
+        cfg = self.cfg
+        spec = dict(cfg.score.spec) or {"column": cfg.score.name}
+        analysis = AnalysisProcessor(
+            scorers={"score": make_scorer(spec)},
+            variants=tuple(variants),
+            x0=cfg.cuts.x0,
+            x=str(cfg.cuts.x),
+            x_max=None if skim_dir is not None else cfg.cuts.x_max,
+            plane=self.plane,
+            skim_dir=skim_dir,
+            processes=processes,
+            scales=self.checked.scales,
+            blind=blind,
+            skip_bad_chunks=cfg.skip_bad_files,
+        )
+        return run_processor(
+            files,
+            analysis,
+            self.pool,
+            chunksize=cfg.executor.chunksize,
+            skip_bad_files=cfg.skip_bad_files,
+        )
+
+    def _columnar(
+        self,
+        files: dict[str, list[str]],
+        variants: Sequence[Any],
+        processes: dict[str, int],
+        skim_dir: str | None,
+        blind: dict[str, tuple[float, float]] | None,
+    ) -> dict[str, Any]:
+        """A pass of the columnar processor (flat ntuples, NanoAOD)."""
         from rosenblatt.processors.columnar import ColumnarAnalysisProcessor
+        from rosenblatt.processors.runner import run_columnar
 
+        cfg = self.cfg
+        skim = skim_dir is not None
         columnar = ColumnarAnalysisProcessor(
             x=cfg.x,
             scores={"score": cfg.score},
