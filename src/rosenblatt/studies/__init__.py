@@ -1,4 +1,7 @@
-"""The paper's studies as functions driven by a configuration, one module each."""
+"""The paper's studies as functions driven by a configuration: a module each, or a subpackage
+for a study of several modules (:mod:`rosenblatt.studies.lhco`); what they share in
+:mod:`rosenblatt.studies._common`.
+"""
 
 from __future__ import annotations
 
