@@ -128,6 +128,7 @@ def write_outputs(
     choices: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write every output of the study to ``folder``; return the summary."""
+    from rosenblatt.studies._common import write_summary
     from rosenblatt.studies.abcd_estimate import strict_json
 
     names = write_root_histograms(folder / "abcd.root", output["abcd"])
@@ -207,10 +208,7 @@ def write_outputs(
         write_text(
             folder / "estimate.json", json.dumps(strict_json(estimates), indent=2, allow_nan=False)
         )
-    write_text(
-        folder / "summary.json",
-        json.dumps(strict_json(summary), indent=2, default=float, allow_nan=False),
-    )
+    write_summary(folder, strict_json(summary), strict=True)
     write_text(folder / "report.md", report(summary, figures))
     return summary
 
