@@ -6,8 +6,8 @@ limit) at random moments spread over its steps. Each killed state is copied and 
 to completion with the same command, and its results are compared with those of an
 uninterrupted run: ``summary.json`` apart from timing fields and provenance, every
 other JSON file (saved transforms, pyhf workspaces, closure, estimates), every
-histogram of ``abcd.root`` and the models' scores. The killed runs form one chain:
-each next run resumes from the previous killed state, so later kills reach later steps.
+histogram of ``abcd.root`` and the models' scores (see :func:`kill_and_resume` for how
+the moments are spread over the steps).
 
 A cached file with a byte flipped or cut short is named in one line on the next run
 and computed again, with the same results; ``--refuse-corrupt-cache`` stops instead.
@@ -271,46 +271,64 @@ def _copy(source: Path, target: Path) -> Path:
     return target
 
 
+def _seconds_until_cached(base: Uninterrupted) -> float:
+    """How long the uninterrupted run took until every cached step was done."""
+    results = base.folder / "results"
+    summary = json.loads((results / "summary.json").read_text())
+    if "step_seconds" in summary:
+        steps = summary["step_seconds"]
+        return float(sum(steps.get(s, 0.0) for s in ("generate", "features", "partition", "train")))
+    return float(json.loads((results / "timings.json").read_text()).get("generate", 0.0))
+
+
 def kill_and_resume(base: Uninterrupted, workspace: Path, n_kills: int, seed: int) -> list[float]:
     """``n_kills`` kills at random moments spread over a run; each killed state run to completion.
 
     Kill ``i`` comes at a uniformly random moment of the ``i``-th of ``n_kills``
-    equal parts of the uninterrupted run's wall time, counted over the chain of
-    killed runs. Each killed state is copied and run to completion (the last
-    one in place). Returns the moments.
+    equal parts of the uninterrupted run's wall time. While the cached steps run
+    (generation, features, training), the killed runs form a chain, each resuming
+    the previous one's state, and the moment counts over the chain; a later
+    moment kills a run that starts from the complete caches (the uninterrupted
+    run's, its results removed) after the rest of that moment. Each killed state
+    is copied and run to completion. Returns the moments.
     """
     rng = random.Random(seed)
     chain = _fresh(workspace / "chain", base.study)
+    cached = min(_seconds_until_cached(base), base.seconds)
     moments = [base.seconds * (i + rng.random()) / n_kills for i in range(n_kills)]
     elapsed = 0.0
     for i, moment in enumerate(moments):
-        started = time.monotonic()
-        killed = _kill_after(chain, max(moment - elapsed, 0.5))
-        elapsed += time.monotonic() - started
-        if not killed:  # the chain finished early: its results must be those of the run
-            assert_same_results(chain, base.results)
-            return moments[:i]
-        resumed = chain if i == n_kills - 1 else _copy(chain, workspace / f"killed-{i}")
-        _run(resumed)
+        if moment < cached:
+            started = time.monotonic()
+            killed = _kill_after(chain, max(moment - elapsed, 0.5))
+            elapsed += time.monotonic() - started
+            state = chain
+        else:
+            state = _copy(base.folder, workspace / "tail")
+            shutil.rmtree(state / "results")
+            killed = _kill_after(state, max(moment - cached, 0.5))
+        if killed:
+            resumed = _copy(state, workspace / f"killed-{i}")
+            _run(resumed)
+        else:  # it finished before the moment
+            resumed = state
         assert_same_results(resumed, base.results)
-        if resumed != chain:
-            shutil.rmtree(resumed)
+        for folder in {resumed, state} - {chain}:
+            shutil.rmtree(folder)
     return moments
 
 
 def test_killed_anywhere_resumes_to_the_same_results(
     uninterrupted: Uninterrupted, tmp_path: Path
 ) -> None:
-    moments = kill_and_resume(uninterrupted, tmp_path, n_kills=1, seed=1)
-    assert moments
+    assert len(kill_and_resume(uninterrupted, tmp_path, n_kills=1, seed=1)) == 1
 
 
 @pytest.mark.slow
 def test_killed_at_twenty_moments_resumes_to_the_same_results(
     uninterrupted: Uninterrupted, tmp_path: Path
 ) -> None:
-    moments = kill_and_resume(uninterrupted, tmp_path, n_kills=20, seed=2)
-    assert len(moments) >= 10
+    assert len(kill_and_resume(uninterrupted, tmp_path, n_kills=20, seed=2)) == 20
 
 
 # corrupted caches ----------------------------------------------------------------------
