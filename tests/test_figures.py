@@ -432,3 +432,38 @@ def test_lhco_2d_figures_name_the_observables_with_units(drawn: list[Any], tmp_p
         "1500 < $m_{jj}$ < 2500 GeV",
         "2500 < $m_{jj}$ < 5000 GeV",
     }
+
+
+def test_every_blob_figure_stays_on_the_canvas(drawn: list[Any], tmp_path: Path) -> None:
+    import rosenblatt as rb
+    from rosenblatt.studies import blobs
+
+    rng = np.random.default_rng(2)
+    x, y = blobs.sample_background(4000, 0.6, rng)
+    xs, ys = blobs.sample_signal(500, [1.5, 2.5], [[0.25, -0.1], [-0.1, 0.25]], rng)
+    fitted: dict[str, dict[float, Any]] = {
+        "irgi": {3: rb.IRGI(depth=3).fit(x[:2000], y[:2000])},
+        "kde": {0.1: rb.KDE(sigma_r=0.1).fit(x[:2000], y[:2000])},
+    }
+    scan = {
+        "dcc": [[1e-2, 1e-3], [2e-2, 2e-3]],
+        "subsamples": [{"dcc_floor": 5e-4}, {"dcc_floor": 6e-4}],
+        "rms_exact": [0.05, 0.03],
+    }
+    summary = {
+        "irgi": {"values": [2, 3], "parameter": "depth", **scan},
+        "kde": {"values": [0.1, 0.5], "parameter": "sigma_r", **scan},
+        "dcc_xy": [0.3, 0.3],
+    }
+    names = blobs._figures(
+        tmp_path,
+        summary,
+        fitted,
+        (x[:2000], y[:2000], xs[:250], ys[:250]),
+        (x[2000:], y[2000:], xs[250:], ys[250:]),
+        {"grid_depths": [3], "kde_sigmas": [0.1]},
+    )
+    assert len(drawn) == len(names) == 6
+    for fig in drawn:
+        assert all(ax.get_xlabel() for ax in fig.axes if ax.get_label() != "<colorbar>")
+        assert all(ax.get_ylabel() for ax in fig.axes if ax.get_label() == "<colorbar>")
