@@ -19,7 +19,6 @@ EXCEPTIONS = {
     "abcd_report.py::write_outputs": "writes every output file of the study in its order",
     "abcd_report.py::_statistics_lines": "the report's statistics section, line by line",
     "abcd_config.py::AbcdConfig.parse": "parses the configuration key by key",
-    "abcd_config.py::AbcdCuts.parse": "parses the cut grid key by key",
 }
 
 

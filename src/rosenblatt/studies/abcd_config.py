@@ -6,6 +6,7 @@ that names the key and the configuration file.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from rosenblatt.studies.config_checks import fail as _fail
 from rosenblatt.studies.config_checks import mapping as _mapping
 from rosenblatt.studies.config_checks import number as _number
 from rosenblatt.studies.config_checks import resolve as _resolve
+from rosenblatt.studies.config_fields import config_dataclass, option, parse_dataclass
 
 __all__ = [
     "EXECUTOR_KINDS",
@@ -173,20 +175,104 @@ class TransformConfig:
         return rb.KDE(**self.parameters)
 
 
-@dataclass(frozen=True)
-class AbcdCuts:
-    """The ABCD cut grid: ``x0`` and ``y0`` cut values, the observable and its upper limit."""
+def _cut_list(value: Any, source: str, key: str) -> tuple[float, ...]:
+    """A list of at least two cut values (numbers)."""
+    if not isinstance(value, (list, tuple)) or len(value) < 2:
+        raise _fail(source, key, f"must be a list of at least two cut values, got {value!r}")
+    return tuple(_number(v, source, key) for v in value)
 
-    x: Any
-    x0: tuple[float, ...]
-    y0: tuple[float, ...]
-    score_y0: tuple[float, ...] | None
-    x_max: float | None
-    cut: tuple[float, float] | None = None
-    #: ``{label, unit}`` of ``x`` on the figures' axes (``label: "$m_{jj}$", unit: TeV``), each
-    #: optional: a built-in quantity has its symbol and unit (GeV for mjj, mj1, mj2, pt_j1),
-    #: another its name and no unit
-    x_axis: tuple[str | None, str | None] = (None, None)
+
+def _score_cuts(value: Any, source: str, key: str) -> tuple[float, ...] | None:
+    """``abcd.score_y0``: increasing cuts on the raw score, or ``None``."""
+    if value is None:
+        return None
+    return _increasing(list(_cut_list(value, source, key)), source, key)
+
+
+def _n_cuts(value: Any, source: str, key: str) -> int:
+    return _count(value, source, key, 2, MAX_CUTS)
+
+
+def _optional_number(value: Any, source: str, key: str) -> float | None:
+    return None if value is None else _number(value, source, key)
+
+
+def _chosen_cut(value: Any, source: str, key: str) -> tuple[float, float] | None:
+    """``abcd.cut``: ``{x0, y0}`` of the cut reported, ``y0`` in (0, 1), or ``None``."""
+    if value is None:
+        return None
+    given = _mapping(value, source, key)
+    if set(given) != {"x0", "y0"}:
+        raise _fail(source, key, f"give x0 and y0, got {sorted(map(str, given))}")
+    cut = (_number(given["x0"], source, f"{key}.x0"), _number(given["y0"], source, f"{key}.y0"))
+    if not 0.0 < cut[1] < 1.0:
+        raise _fail(
+            source, f"{key}.y0", f"a cut on the transformed score lies in (0, 1), got {cut[1]!r}"
+        )
+    return cut
+
+
+def _any(value: Any, source: str, key: str) -> Any:
+    """A value read later (``abcd.x``: a quantity, parsed with the file's folder and jets)."""
+    return value
+
+
+@config_dataclass
+class AbcdCuts:
+    """The ABCD cut grid: ``x0`` and ``y0`` cut values, the observable and its upper limit.
+
+    ``x0`` and ``y0`` are lists of cut values, or ``[low, high]`` with
+    ``n_x0``/``n_y0`` cuts between them; :meth:`parse` gives the grid itself.
+    """
+
+    x: Any = option(
+        default="mjj",
+        doc="the observable x the score is decorrelated from: a quantity (branch, jet "
+        "feature, function)",
+        check=_any,
+        type="quantity",
+    )
+    x0: tuple[float, ...] = option(
+        default=(),
+        doc="the cuts on x: a list of increasing values, or [low, high] with n_x0",
+        check=_cut_list,
+        type="list of numbers",
+        default_doc="required",
+    )
+    n_x0: int | None = option(default=None, doc="cuts on x between x0's [low, high]", check=_n_cuts)
+    y0: tuple[float, ...] = option(
+        default=(),
+        doc="the cuts on the transformed score, in [0, 1]: a list, or [low, high] with n_y0",
+        check=_cut_list,
+        type="list of numbers",
+        default_doc="required",
+    )
+    n_y0: int | None = option(
+        default=None, doc="cuts on the transformed score between y0's [low, high]", check=_n_cuts
+    )
+    score_y0: tuple[float, ...] | None = option(
+        default=None,
+        doc="cuts on the raw score, for the ABCD closure without a transform",
+        check=_score_cuts,
+        type="list of numbers or null",
+    )
+    x_max: float | None = option(default=None, doc="the upper limit of x", check=_optional_number)
+    cut: tuple[float, float] | None = option(
+        default=None,
+        doc="the cut reported, {x0, y0} (added to the grid), y0 in (0, 1)",
+        check=_chosen_cut,
+        type="{x0: number, y0: number} or null",
+        default_doc="the cut chosen on simulation",
+    )
+    x_axis: tuple[str | None, str | None] = option(
+        default=(None, None),
+        doc='{label, unit} of x on the figures\' axes (label: "$m_{jj}$", unit: TeV), each '
+        "optional: a built-in quantity has its symbol and unit (GeV for mjj, mj1, mj2, "
+        "pt_j1), another its name and no unit",
+        check=lambda value, source, key: _x_axis(value, source),
+        type="{label: text, unit: text} (mathtext)",
+        default_doc="the quantity's own",
+    )
 
     @property
     def x_label(self) -> str:
@@ -206,26 +292,22 @@ class AbcdCuts:
     @classmethod
     def parse(cls, value: Any, source: str) -> AbcdCuts:
         """Validate ``abcd:``; ``x0``/``y0`` are lists, or ``[low, high]`` with ``n_x0``/``n_y0``."""
-        entry = dict(_mapping(value, source, "abcd"))
-        known = {"x", "x0", "n_x0", "y0", "n_y0", "score_y0", "x_max", "cut", "x_axis"}
-        check_keys(entry, known, source, "abcd")
-        x = entry.get("x", "mjj")
+        given = _mapping(value, source, "abcd")
+        cuts: AbcdCuts = parse_dataclass(cls, given, source, "abcd")
         grids = {}
-        for axis in ("x0", "y0"):
-            values = entry.get(axis)
-            if not isinstance(values, (list, tuple)) or len(values) < 2:
+        for axis, n in (("x0", cuts.n_x0), ("y0", cuts.n_y0)):
+            numbers = list(getattr(cuts, axis))
+            if not numbers:
                 raise _fail(
-                    source,
-                    f"abcd.{axis}",
-                    f"must be a list of at least two cut values, got {values!r}",
+                    source, f"abcd.{axis}", "must be a list of at least two cut values, got None"
                 )
-            numbers = [_number(v, source, f"abcd.{axis}") for v in values]
-            if f"n_{axis}" in entry:
+            if n is not None:
                 if len(numbers) != 2:
                     raise _fail(
-                        source, f"abcd.{axis}", f"with n_{axis}, give [low, high], got {values!r}"
+                        source,
+                        f"abcd.{axis}",
+                        f"with n_{axis}, give [low, high], got {given[axis]!r}",
                     )
-                n = _count(entry[f"n_{axis}"], source, f"abcd.n_{axis}", 2, MAX_CUTS)
                 numbers = list(np.linspace(numbers[0], numbers[1], n))
             grids[axis] = _increasing(numbers, source, f"abcd.{axis}")
         if any(not 0.0 <= v <= 1.0 for v in grids["y0"]):
@@ -234,44 +316,10 @@ class AbcdCuts:
                 "abcd.y0",
                 f"cuts on the transformed score lie in [0, 1], got {list(grids['y0'])}",
             )
-        score_y0 = entry.get("score_y0")
-        if score_y0 is not None:
-            if not isinstance(score_y0, (list, tuple)) or len(score_y0) < 2:
-                raise _fail(
-                    source,
-                    "abcd.score_y0",
-                    f"must be a list of at least two cut values, got {score_y0!r}",
-                )
-            score_y0 = _increasing(
-                [_number(v, source, "abcd.score_y0") for v in score_y0], source, "abcd.score_y0"
-            )
-        x_max = entry.get("x_max")
-        cut = None
-        if entry.get("cut") is not None:
-            given = _mapping(entry["cut"], source, "abcd.cut")
-            if set(given) != {"x0", "y0"}:
-                raise _fail(source, "abcd.cut", f"give x0 and y0, got {sorted(map(str, given))}")
-            cut = (
-                _number(given["x0"], source, "abcd.cut.x0"),
-                _number(given["y0"], source, "abcd.cut.y0"),
-            )
-            if not 0.0 < cut[1] < 1.0:
-                raise _fail(
-                    source,
-                    "abcd.cut.y0",
-                    f"a cut on the transformed score lies in (0, 1), got {cut[1]!r}",
-                )
-            grids["x0"] = tuple(sorted({*grids["x0"], cut[0]}))
-            grids["y0"] = tuple(sorted({*grids["y0"], cut[1]}))
-        return cls(
-            cut=cut,
-            x=x,
-            x_axis=_x_axis(entry.get("x_axis"), source),
-            x0=grids["x0"],
-            y0=grids["y0"],
-            score_y0=score_y0,
-            x_max=None if x_max is None else _number(x_max, source, "abcd.x_max"),
-        )
+        if cuts.cut is not None:
+            grids["x0"] = tuple(sorted({*grids["x0"], cuts.cut[0]}))
+            grids["y0"] = tuple(sorted({*grids["y0"], cuts.cut[1]}))
+        return dataclasses.replace(cuts, x0=grids["x0"], y0=grids["y0"])
 
 
 def _x_axis(value: Any, source: str) -> tuple[str | None, str | None]:
@@ -305,27 +353,53 @@ def _mathtext_problem(text: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+def _executor_kind(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or value not in EXECUTOR_KINDS:
+        raise _fail(source, key, f"must be one of {list(EXECUTOR_KINDS)}, got {value!r}")
+    return value
+
+
+def _workers(value: Any, source: str, key: str) -> int:
+    """``executor.workers``: a count of processes; none or 0 (0 here): one per core."""
+    if value in (None, 0) and not isinstance(value, bool):
+        return 0
+    return _count(value, source, key, 1, MAX_WORKERS)
+
+
+@config_dataclass
 class ExecutorConfig:
     """Where the processors run: ``kind``, ``workers``, ``scheduler`` and ``chunksize``."""
 
-    kind: str = "iterative"
-    workers: int = 1
-    scheduler: str | None = None
-    chunksize: int = 10_000
+    kind: str = option(
+        default="iterative",
+        doc="where the processors run: iterative (this process), futures (local processes) or dask",
+        check=_executor_kind,
+    )
+    workers: int = option(
+        default=1,
+        doc="worker processes (none or 0: one per core; the iterative executor has one)",
+        check=_workers,
+        type="integer in [0, 4096] or null",
+        default_doc="the machine's cores (1 for iterative)",
+    )
+    scheduler: str | None = option(
+        default=None,
+        doc="the address of a running dask scheduler to join (tcp://host:port); "
+        "none: a local cluster",
+        check=_any,
+        type="text or null",
+    )
+    chunksize: int = option(default=10_000, doc="events per chunk of the processors", check=_count)
 
     @classmethod
     def parse(cls, value: Any, source: str) -> ExecutorConfig:
         """Validate ``executor:``."""
-        entry = dict(_mapping(value or {}, source, "executor"))
-        check_keys(entry, {"kind", "workers", "scheduler", "chunksize"}, source, "executor")
-        kind = entry.get("kind", "iterative")
-        if not isinstance(kind, str) or kind not in EXECUTOR_KINDS:
-            raise _fail(
-                source, "executor.kind", f"must be one of {list(EXECUTOR_KINDS)}, got {kind!r}"
-            )
-        workers = entry.get("workers")
-        scheduler = entry.get("scheduler")
+        import os
+
+        given: ExecutorConfig = parse_dataclass(
+            cls, value or {}, source, "executor", defaults={"workers": 0}
+        )
+        kind, scheduler = given.kind, given.scheduler
         if scheduler is not None and kind != "dask":
             raise _fail(
                 source,
@@ -338,43 +412,35 @@ class ExecutorConfig:
                 "executor.scheduler",
                 f"must be a scheduler's address (tcp://host:port), got {scheduler!r}",
             )
-        import os
-
-        if workers not in (None, 0) or isinstance(workers, bool):
-            # none or 0: one worker per core
-            _count(workers, source, "executor.workers", 1, MAX_WORKERS)
-        return cls(
-            kind=kind,
-            workers=1
-            if kind == "iterative"
-            else _count(workers or os.cpu_count() or 1, source, "executor.workers", 1, MAX_WORKERS),
-            scheduler=None if scheduler is None else str(scheduler),
-            chunksize=_count(entry.get("chunksize", 10_000), source, "executor.chunksize"),
-        )
+        workers = 1 if kind == "iterative" else given.workers or os.cpu_count() or 1
+        workers = _count(workers, source, "executor.workers", 1, MAX_WORKERS)
+        return dataclasses.replace(given, workers=workers)
 
 
-@dataclass(frozen=True)
+def _replicas(value: Any, source: str, key: str) -> int:
+    """``statistics.n_boot``: 0 (no ensemble) or at least 2 replicas."""
+    n_boot = _count(value, source, key, 0, MAX_REPLICAS)
+    if n_boot == 1:
+        raise _fail(source, key, "an ensemble needs at least 2 replicas (0: none), got 1")
+    return n_boot
+
+
+@config_dataclass
 class StatisticsConfig:
     """``statistics:``: replicas (``n_boot``, 0 for none) and seed of each transform's bootstrap ensemble."""
 
-    n_boot: int = 20
-    seed: int = 0
+    n_boot: int = option(
+        default=20,
+        doc="bootstrap replicas of each transform (0: none, else at least 2)",
+        check=_replicas,
+    )
+    seed: int = option(default=0, doc="seed of the bootstrap replicas", check=seed)
 
     @classmethod
     def parse(cls, value: Any, source: str) -> StatisticsConfig:
         """Validate ``statistics:``."""
-        entry = dict(_mapping(value or {}, source, "statistics"))
-        check_keys(entry, {"n_boot", "seed"}, source, "statistics")
-        n_boot = _count(
-            entry.get("n_boot", cls.n_boot), source, "statistics.n_boot", 0, MAX_REPLICAS
-        )
-        if n_boot == 1:
-            raise _fail(
-                source,
-                "statistics.n_boot",
-                "an ensemble needs at least 2 replicas (0: none), got 1",
-            )
-        return cls(n_boot=n_boot, seed=seed(entry.get("seed", cls.seed), source, "statistics.seed"))
+        parsed: StatisticsConfig = parse_dataclass(cls, value or {}, source, "statistics")
+        return parsed
 
 
 @dataclass(frozen=True)
@@ -396,7 +462,7 @@ class AbcdConfig:
     data_dir: Path
     generate: tuple[dict[str, Any], ...]
     plane_x_range: tuple[float, float] | None
-    statistics: StatisticsConfig = StatisticsConfig()
+    statistics: StatisticsConfig = field(default_factory=StatisticsConfig)
     schema: str = "auto"
     jets: str = DEFAULT_JETS
     lumi: float | None = None
