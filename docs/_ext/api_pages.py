@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
-import shutil
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -122,23 +122,36 @@ def owners() -> dict[str, str]:
 
 
 def write_pages(srcdir: Path) -> list[str]:
-    """Write every page into ``srcdir / API_FOLDER`` and return the modules' names."""
+    """Write every page into ``srcdir / API_FOLDER`` and return the modules' names.
+
+    A page is rewritten only when its text changes (atomically, so that a build reading the
+    folder at the same time sees whole files), and pages of names no longer public are
+    removed.
+    """
     folder = srcdir / API_FOLDER
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     owned: dict[int, str] = {}
+    texts: dict[str, str] = {}
     names = []
     for module in public_modules():
         text, pages = _module_page(module, owned)
-        (folder / f"{module.__name__}.rst").write_text(text)
+        texts[f"{module.__name__}.rst"] = text
         for full in pages:
             obj = getattr(module, full.rsplit(".", 1)[1])
-            (folder / f"{full}.rst").write_text(_object_page(full, obj))
+            texts[f"{full}.rst"] = _object_page(full, obj)
         names.append(module.__name__)
     index = ["API", "===", "", ".. toctree::", "   :maxdepth: 1", ""]
     index += [f"   {name}" for name in names]
-    (folder / "index.rst").write_text("\n".join(index) + "\n")
+    texts["index.rst"] = "\n".join(index) + "\n"
+    for name, text in texts.items():
+        path = folder / name
+        if not path.is_file() or path.read_text() != text:
+            partial = path.with_name(f".{name}.{os.getpid()}")
+            partial.write_text(text)
+            os.replace(partial, path)
+    for stale in folder.glob("*.rst"):
+        if stale.name not in texts:
+            stale.unlink(missing_ok=True)
     return names
 
 

@@ -116,23 +116,40 @@ def key_rows(
         meta = field.metadata
         if meta.get("internal"):
             continue
-        key = prefix + str(meta.get("key", field.name))
+        key = prefix + str(meta.get("key") or field.name)
         doc = next(
             (str(meta[name]) for name in DOC_KEYS if name in meta), comments.get(field.name, "")
         )
         nested = _nested(types[field.name])
         if not doc and nested:
             doc = (inspect.getdoc(nested[0]) or "").split("\n\n")[0]
-        rows.append((key, _type_text(types[field.name]), _default(field), " ".join(doc.split())))
+        rows.append(
+            (key, f"``{_type_text(types[field.name])}``", _default(field), " ".join(doc.split()))
+        )
         for inner in nested:
             if inner not in seen:
                 rows += key_rows(inner, prefix=f"{key}.", seen=seen)
     return rows
 
 
+def study_rows(kind: str) -> list[tuple[str, str, str, str]]:
+    """``(key, type, default, description)`` of every key of ``study: kind``.
+
+    A study whose configuration is declared field by field
+    (:func:`rosenblatt.studies.config_fields.study_keys`) lists the keys its parser reads;
+    the others are read from their dataclasses' fields by :func:`key_rows`.
+    """
+    try:
+        from rosenblatt.studies.config_fields import CONFIG_CLASSES, study_keys
+    except ImportError:
+        CONFIG_CLASSES, study_keys = {}, None
+    if study_keys is not None and kind in CONFIG_CLASSES:
+        return [(k.key, k.type, k.default, k.doc) for k in study_keys(kind)]
+    return key_rows(config_class(kind))
+
+
 def keys_table(kind: str) -> str:
     """The reStructuredText table of the keys of ``study: kind``."""
-    cls = config_class(kind)
     lines = [
         ".. list-table::",
         "   :header-rows: 1",
@@ -143,10 +160,10 @@ def keys_table(kind: str) -> str:
         "     - default",
         "     - meaning",
     ]
-    for key, type_text, default, doc in key_rows(cls):
+    for key, type_text, default, doc in study_rows(kind):
         lines += [
             f"   * - ``{key}``",
-            f"     - ``{type_text}``",
+            f"     - {type_text}",
             f"     - {default}",
             f"     - {doc}",
         ]
