@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import awkward as ak
 import numpy as np
@@ -140,6 +141,30 @@ def test_interrupted_scan_retrains_only_unfinished_models(samples, tmp_path) -> 
     assert resumed.trained == ["baseline_s1"]
     np.testing.assert_array_equal(samples["train"]["score_baseline_s1"], before)
     assert resumed.models[0] == first.models[0]
+
+
+@pytest.mark.parametrize("damaged", [".pt", ".torchscript.pt", ".scores.npz", ".json"])
+def test_a_damaged_model_file_is_named_and_the_model_trained_again(
+    samples, tmp_path, damaged, caplog
+) -> None:
+    output = tmp_path / "scan"
+    run_scan(samples, output, seeds=[0], alphas=[], options=FAST, progress=False)
+    before = samples["validation"]["score_baseline_s0"].to_numpy().copy()
+    path = output / "models" / f"baseline_s0{damaged}"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.INFO, logger="rosenblatt"):
+        again = run_scan(samples, output, seeds=[0], alphas=[], options=FAST, progress=False)
+    assert again.trained == ["baseline_s0"]
+    named = [r.getMessage() for r in caplog.records if str(path) in r.getMessage()]
+    assert len(named) == 1
+    assert named[0].endswith("computing it again")
+    # trained again to the same model: the same scores
+    np.testing.assert_array_equal(samples["validation"]["score_baseline_s0"], before)
+    assert (
+        run_scan(samples, output, seeds=[0], alphas=[], options=FAST, progress=False).trained == []
+    )
 
 
 def test_other_options_in_the_same_directory_are_an_error(samples, tmp_path) -> None:

@@ -367,6 +367,7 @@ def _damage(path: Path, how: str) -> bytes:
     return bytes(data)
 
 
+@pytest.mark.slow  # each kind alone: test_generation, test_analysis_files, test_ml_scan
 def test_a_damaged_cache_file_is_named_and_computed_again(
     uninterrupted: Uninterrupted, tmp_path: Path
 ) -> None:
