@@ -10,8 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt.abcd import ClosureScan
-from rosenblatt.studies._common import Row, claim_lines, markdown_table, rows_table
-from rosenblatt.studies._common import pm as _pm
+from rosenblatt.studies._common import Row, claim_lines, markdown_table, pm, rows_table
 from rosenblatt.studies.lhco.paper import paper_table
 from rosenblatt.studies.lhco.results import Closure, Decorrelation
 
@@ -153,7 +152,7 @@ def _roc(
             marker=style.marker,
             markevery=0.1,
             markersize=7,
-            label=f"{LABELS[name]} (AUC {_pm(summary[name]['auc'], summary[name].get('auc_err'), '.3f')})",
+            label=f"{LABELS[name]} (AUC {pm(summary[name]['auc'], summary[name].get('auc_err'), '.3f')})",
         )
     ax.set_yscale("log")
     ax.set_xlim(0, 1)
@@ -621,9 +620,9 @@ def _contamination_section(rows: list[dict[str, Any]]) -> str:
                 LABELS[r["classifier"]],
                 f"{100 * r['fraction']:g}",
                 f"{r['n_injected']}",
-                _pm(r["signal_bias"], r["signal_bias_err"], "+.3f"),
-                _pm(r["auc"], r["auc_err"], ".4f"),
-                _pm(r["dcc"], r["dcc_err"], ".2e"),
+                pm(r["signal_bias"], r["signal_bias_err"], "+.3f"),
+                pm(r["auc"], r["auc_err"], ".4f"),
+                pm(r["dcc"], r["dcc_err"], ".2e"),
             ]
             for r in rows
         ],
