@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("pythia8mc")
 pytest.importorskip("fastjet")
 pytest.importorskip("torch")
@@ -324,7 +326,7 @@ def test_killed_anywhere_resumes_to_the_same_results(
     assert len(kill_and_resume(uninterrupted, tmp_path, n_kills=1, seed=1)) == 1
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_killed_at_twenty_moments_resumes_to_the_same_results(
     uninterrupted: Uninterrupted, tmp_path: Path
 ) -> None:
@@ -367,7 +369,9 @@ def _damage(path: Path, how: str) -> bytes:
     return bytes(data)
 
 
-@pytest.mark.slow  # each kind alone: test_generation, test_analysis_files, test_ml_scan
+# each kind alone is in the regular suite: test_generation, test_analysis_files, test_ml_scan
+# and test_cache_records
+@pytest.mark.long
 def test_a_damaged_cache_file_is_named_and_computed_again(
     uninterrupted: Uninterrupted, tmp_path: Path
 ) -> None:
