@@ -120,6 +120,7 @@ def test_config_keys_list_every_key_with_type_default_and_doc() -> None:
 @pytest.mark.parametrize(
     ("module", "name"),
     [
+        ("abcd_config", "AbcdConfig"),
         ("blobs_config", "BlobsConfig"),
         ("fairness_config", "FairnessConfig"),
         ("lhco.config", "LhcoConfig"),

@@ -18,7 +18,6 @@ EXCEPTIONS = {
     "lhco/report.py::_dcc_auc_plane": "draws one figure, its points, front lines and key",
     "abcd_report.py::write_outputs": "writes every output file of the study in its order",
     "abcd_report.py::_statistics_lines": "the report's statistics section, line by line",
-    "abcd_config.py::AbcdConfig.parse": "parses the configuration key by key",
 }
 
 

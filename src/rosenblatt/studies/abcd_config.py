@@ -20,7 +20,6 @@ from rosenblatt.studies.abcd_datasets import DatasetConfig, parse_datasets, pars
 from rosenblatt.studies.config_checks import (
     ConfigError,
     check_keys,
-    check_top_level,
     file_problem,
     flag,
     folder,
@@ -33,7 +32,12 @@ from rosenblatt.studies.config_checks import fail as _fail
 from rosenblatt.studies.config_checks import mapping as _mapping
 from rosenblatt.studies.config_checks import number as _number
 from rosenblatt.studies.config_checks import resolve as _resolve
-from rosenblatt.studies.config_fields import config_dataclass, option, parse_dataclass
+from rosenblatt.studies.config_fields import (
+    config_dataclass,
+    config_source,
+    option,
+    parse_dataclass,
+)
 
 __all__ = [
     "EXECUTOR_KINDS",
@@ -71,29 +75,6 @@ GENERATE_KEYS = (
     "chunk_size",
 )
 
-_TOP_KEYS = {
-    "study",
-    "datasets",
-    "lumi",
-    "treename",
-    "schema",
-    "jets",
-    "blind",
-    "name",
-    "seed",
-    "generate",
-    "defining",
-    "fileset",
-    "score",
-    "transforms",
-    "abcd",
-    "executor",
-    "skip_bad_files",
-    "max_gather_events",
-    "plane",
-    "data",
-    "statistics",
-}
 #: ``schema:`` values: how the events of the files are read
 SCHEMAS = ("auto", "base", "nanoaod", "particles")
 _TRANSFORM_PARAMETERS = {
@@ -239,7 +220,13 @@ class AbcdCuts:
         type="list of numbers",
         default_doc="required",
     )
-    n_x0: int | None = option(default=None, doc="cuts on x between x0's [low, high]", check=_n_cuts)
+    n_x0: int | None = option(
+        default=None,
+        doc="cuts on x between x0's [low, high]",
+        check=_n_cuts,
+        type="integer in [2, 10000]",
+        default_doc="none: x0 lists every cut",
+    )
     y0: tuple[float, ...] = option(
         default=(),
         doc="the cuts on the transformed score, in [0, 1]: a list, or [low, high] with n_y0",
@@ -248,7 +235,11 @@ class AbcdCuts:
         default_doc="required",
     )
     n_y0: int | None = option(
-        default=None, doc="cuts on the transformed score between y0's [low, high]", check=_n_cuts
+        default=None,
+        doc="cuts on the transformed score between y0's [low, high]",
+        check=_n_cuts,
+        type="integer in [2, 10000]",
+        default_doc="none: y0 lists every cut",
     )
     score_y0: tuple[float, ...] | None = option(
         default=None,
@@ -294,9 +285,16 @@ class AbcdCuts:
         """Validate ``abcd:``; ``x0``/``y0`` are lists, or ``[low, high]`` with ``n_x0``/``n_y0``."""
         given = _mapping(value, source, "abcd")
         cuts: AbcdCuts = parse_dataclass(cls, given, source, "abcd")
+        return cuts.with_grid(given, source)
+
+    def with_grid(self, given: Mapping[str, Any], source: str) -> AbcdCuts:
+        """These cuts with ``x0``/``y0`` the grid itself (``n_x0``/``n_y0`` spread, the cut added).
+
+        ``given`` is ``abcd:`` as written, for the messages.
+        """
         grids = {}
-        for axis, n in (("x0", cuts.n_x0), ("y0", cuts.n_y0)):
-            numbers = list(getattr(cuts, axis))
+        for axis, n in (("x0", self.n_x0), ("y0", self.n_y0)):
+            numbers = list(getattr(self, axis))
             if not numbers:
                 raise _fail(
                     source, f"abcd.{axis}", "must be a list of at least two cut values, got None"
@@ -316,10 +314,10 @@ class AbcdCuts:
                 "abcd.y0",
                 f"cuts on the transformed score lie in [0, 1], got {list(grids['y0'])}",
             )
-        if cuts.cut is not None:
-            grids["x0"] = tuple(sorted({*grids["x0"], cuts.cut[0]}))
-            grids["y0"] = tuple(sorted({*grids["y0"], cuts.cut[1]}))
-        return dataclasses.replace(cuts, x0=grids["x0"], y0=grids["y0"])
+        if self.cut is not None:
+            grids["x0"] = tuple(sorted({*grids["x0"], self.cut[0]}))
+            grids["y0"] = tuple(sorted({*grids["y0"], self.cut[1]}))
+        return dataclasses.replace(self, x0=grids["x0"], y0=grids["y0"])
 
 
 def _x_axis(value: Any, source: str) -> tuple[str | None, str | None]:
@@ -376,7 +374,7 @@ class ExecutorConfig:
         check=_executor_kind,
     )
     workers: int = option(
-        default=1,
+        default=0,
         doc="worker processes (none or 0: one per core; the iterative executor has one)",
         check=_workers,
         type="integer in [0, 4096] or null",
@@ -394,12 +392,14 @@ class ExecutorConfig:
     @classmethod
     def parse(cls, value: Any, source: str) -> ExecutorConfig:
         """Validate ``executor:``."""
+        given: ExecutorConfig = parse_dataclass(cls, value or {}, source, "executor")
+        return given.resolved(source)
+
+    def resolved(self, source: str) -> ExecutorConfig:
+        """This executor checked as a whole, with its number of workers (0: the cores)."""
         import os
 
-        given: ExecutorConfig = parse_dataclass(
-            cls, value or {}, source, "executor", defaults={"workers": 0}
-        )
-        kind, scheduler = given.kind, given.scheduler
+        kind, scheduler = self.kind, self.scheduler
         if scheduler is not None and kind != "dask":
             raise _fail(
                 source,
@@ -412,9 +412,9 @@ class ExecutorConfig:
                 "executor.scheduler",
                 f"must be a scheduler's address (tcp://host:port), got {scheduler!r}",
             )
-        workers = 1 if kind == "iterative" else given.workers or os.cpu_count() or 1
+        workers = 1 if kind == "iterative" else self.workers or os.cpu_count() or 1
         workers = _count(workers, source, "executor.workers", 1, MAX_WORKERS)
-        return dataclasses.replace(given, workers=workers)
+        return dataclasses.replace(self, workers=workers)
 
 
 def _replicas(value: Any, source: str, key: str) -> int:
@@ -443,30 +443,150 @@ class StatisticsConfig:
         return parsed
 
 
-@dataclass(frozen=True)
-class AbcdConfig:
-    """A validated ``study: abcd`` configuration (see ``configs/abcd-example.yaml``)."""
+def _text(value: Any, source: str, key: str) -> str:
+    """A name (of a tree, of a collection)."""
+    if not isinstance(value, str) or not value:
+        raise _fail(source, key, f"must be a name, got {value!r}")
+    return value
 
-    name: str
-    source: str
-    datasets: dict[str, DatasetConfig]
-    defining_names: tuple[str, ...]
-    defining_selection: Quantity | None
-    x: Quantity
-    score: Quantity
-    transforms: tuple[TransformConfig, ...]
-    cuts: AbcdCuts
-    executor: ExecutorConfig
-    skip_bad_files: bool
-    max_gather_events: int
-    data_dir: Path
-    generate: tuple[dict[str, Any], ...]
-    plane_x_range: tuple[float, float] | None
-    statistics: StatisticsConfig = field(default_factory=StatisticsConfig)
-    schema: str = "auto"
-    jets: str = DEFAULT_JETS
-    lumi: float | None = None
-    blind: bool = True
+
+def _schema(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or value not in SCHEMAS:
+        raise _fail(source, key, f"must be one of {list(SCHEMAS)}, got {value!r}")
+    return value
+
+
+def _optional_lumi(value: Any, source: str, key: str) -> float | None:
+    """``lumi:``: a positive number (whether it is needed is checked with the datasets)."""
+    if value is None:
+        return None
+    lumi = _number(value, source, key)
+    if lumi <= 0:
+        raise _fail(source, key, f"must be positive, got {lumi!r}")
+    return lumi
+
+
+@config_dataclass
+class AbcdConfig:
+    """A validated ``study: abcd`` configuration (see ``configs/abcd-example.yaml``).
+
+    Each field is one key of the file. ``score``, ``transforms``, ``datasets``
+    and ``defining`` are read as written and made what they mean by
+    :meth:`parse`, which needs the file's folder, ``jets`` and the datasets.
+    """
+
+    source: str = field(metadata={"doc": "the configuration file read"})
+    x: Quantity = field(metadata={"doc": "abcd.x as a quantity"})
+    defining_selection: Quantity | None = field(
+        metadata={"doc": "defining.selection as a quantity (None: every event)"}
+    )
+    score: Quantity = option(
+        doc="the classifier score: a branch, an element (FatJet.x[0]), a built-in feature, "
+        "{column: NAME}, {function: ...}, {torchscript: FILE}, {model: FILE} or {xgboost: FILE}",
+        check=_any,
+        type="quantity",
+    )
+    transforms: tuple[TransformConfig, ...] = option(
+        doc="the transforms compared: each {kind: irgi, gridkde or kde, name, parameters} "
+        "or {name, file: a saved transform}",
+        check=_any,
+        type="non-empty list of {kind, name, ...} or {name, file}",
+    )
+    cuts: AbcdCuts = option(key="abcd", doc="the ABCD cut grid", check=AbcdCuts)
+    name: str = option(
+        default="",
+        doc="the study's name (of its results folder)",
+        check=plain_name,
+        default_doc="the configuration file's name without its suffix",
+    )
+    generate: tuple[dict[str, Any], ...] = option(
+        default=(),
+        doc="event files written by `rosenblatt generate` when missing: each {process, events, "
+        "output, seed, format, signal_events, negative_weight_fraction, workers, chunk_size}",
+        check=lambda value, source, key: _generate(value, source),
+        type="list of mappings",
+    )
+    treename: str = option(
+        default="Events", doc="the tree of every dataset (a dataset may set its own)", check=_text
+    )
+    jets: str = option(
+        default=DEFAULT_JETS, doc="the jet collection the built-in features read", check=_text
+    )
+    schema: str = option(
+        default="auto",
+        doc="how the files' events are read: auto, base, nanoaod or particles",
+        check=_schema,
+    )
+    datasets: dict[str, DatasetConfig] = option(
+        default=None,
+        doc="dataset name -> {files, role: data, background, signal or defining, treename, "
+        "weight, xsec}",
+        check=_any,
+        type="mapping",
+        default_doc="required (or the older fileset:)",
+    )
+    labelled: Mapping[str, Any] | None = option(
+        default=None,
+        key="fileset",
+        doc="the older layout: {dataset: [files]} of events labelled by their label branch, "
+        "with defining: {dataset: [files]}",
+        check=_any,
+        type="mapping or list of files",
+    )
+    defining_names: tuple[str, ...] = option(
+        default=None,
+        key="defining",
+        doc="the datasets the transforms are fitted on: a list of names or "
+        "{datasets: [...], selection: QUANTITY}",
+        check=_any,
+        type="list of names, or mapping",
+        default_doc="the datasets of role defining, else every background dataset",
+    )
+    lumi: float | None = option(
+        default=None,
+        doc="the luminosity simulation is normalised to (xsec * lumi), in the inverse unit of xsec",
+        check=_optional_lumi,
+        type="positive number",
+        default_doc="required where a dataset has xsec",
+    )
+    blind: bool = option(
+        default=True, doc="never fill data into the signal region A of any variant", check=flag
+    )
+    executor: ExecutorConfig = option(
+        default_factory=ExecutorConfig, doc="where the processors run", check=ExecutorConfig
+    )
+    skip_bad_files: bool = option(
+        default=False, doc="skip a file that cannot be read (listed in the report)", check=flag
+    )
+    max_gather_events: int = option(
+        default=5_000_000, doc="defining events gathered to fit KDE, at most", check=_count
+    )
+    data_dir: Path = option(
+        default=None,
+        key="data.folder",
+        doc="the folder of the cached skims",
+        check=folder,
+        type="path",
+        default_doc="data/<name>",
+    )
+    plane_x_range: tuple[float, float] | None = option(
+        default=None,
+        key="plane",
+        doc="[low, high] of x in the figures of the plane",
+        check=lambda value, source, key: _plane(value, source),
+        type="list of 2 numbers or null",
+    )
+    statistics: StatisticsConfig = option(
+        default_factory=StatisticsConfig,
+        doc="the bootstrap ensembles of the transforms",
+        check=StatisticsConfig,
+    )
+    seed: int = option(
+        default=0,
+        doc="a seed kept with the configuration (the bootstrap draws with statistics.seed, "
+        "the generation with each entry's seed)",
+        check=seed,
+    )
 
     @property
     def defining(self) -> dict[str, list[str]]:
@@ -485,16 +605,18 @@ class AbcdConfig:
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> AbcdConfig:
         """Validate a configuration read by :func:`rosenblatt.config.load_config`."""
-        source = check_top_level(config, _TOP_KEYS, ("score", "transforms", "abcd"))
-        base = Path(source).parent if "_path" in config else Path.cwd()
+        source = config_source(config)
+        read: AbcdConfig = parse_dataclass(
+            cls,
+            config,
+            source,
+            given={"source": source, "x": None, "defining_selection": None},
+            extra_keys=("study",),
+            required=("score", "transforms", "abcd"),
+        )
         name = plain_name(config.get("name", Path(source).stem), source, "name")
-        generate = _generate(config.get("generate"), source)
-        treename = _text(config.get("treename", "Events"), source, "treename")
-        jets = _text(config.get("jets", DEFAULT_JETS), source, "jets")
-        schema = config.get("schema", "auto")
-        if not isinstance(schema, str) or schema not in SCHEMAS:
-            raise _fail(source, "schema", f"must be one of {list(SCHEMAS)}, got {schema!r}")
-        datasets = parse_datasets(config, source, base, treename=treename, jets=jets)
+        base = Path(source).parent if "_path" in config else Path.cwd()
+        datasets = parse_datasets(config, source, base, treename=read.treename, jets=read.jets)
         defining = config.get("defining")
         if (
             isinstance(defining, Mapping)
@@ -508,52 +630,40 @@ class AbcdConfig:
                 "(or {datasets: [...], selection: ...}), not files",
             )
         names, selection = parse_defining(defining, datasets, source)
-        _check_files_exist(datasets, generate, source)
-        cuts = AbcdCuts.parse(config["abcd"], source)
-        transforms = config["transforms"]
-        if not isinstance(transforms, list) or not transforms:
-            raise _fail(source, "transforms", "must be a non-empty list")
-        parsed = tuple(
-            TransformConfig.parse(t, source, f"transforms[{i}]", base)
-            for i, t in enumerate(transforms)
-        )
-        transform_names = [t.name for t in parsed]
-        if len(set(transform_names)) != len(transform_names) or "score" in transform_names:
-            raise _fail(
-                source,
-                "transforms",
-                f"names must be distinct and not 'score', got {transform_names}",
-            )
-        lumi = _lumi(config.get("lumi"), datasets, source)
-        blind = flag(config.get("blind", True), source, "blind")
-        data = _mapping(config.get("data") or {}, source, "data")
-        check_keys(data, {"folder"}, source, "data")
-        return cls(
+        _check_files_exist(datasets, read.generate, source)
+        cuts = read.cuts.with_grid(_mapping(config["abcd"], source, "abcd"), source)
+        if read.lumi is None and any(d.xsec is not None for d in datasets.values()):
+            raise _fail(source, "lumi", "missing: datasets with xsec are normalised to xsec * lumi")
+        return dataclasses.replace(
+            read,
             name=name,
-            source=source,
             datasets=datasets,
             defining_names=names,
             defining_selection=None
             if selection is None
-            else _quantity(selection, source, "defining.selection", base, jets),
-            x=_quantity(cuts.x, source, "abcd.x", base, jets),
-            score=_quantity(_score_spec(config["score"]), source, "score", base, jets),
-            transforms=parsed,
+            else _quantity(selection, source, "defining.selection", base, read.jets),
+            x=_quantity(cuts.x, source, "abcd.x", base, read.jets),
+            score=_quantity(_score_spec(read.score), source, "score", base, read.jets),
+            transforms=_transforms(read.transforms, source, base),
             cuts=cuts,
-            executor=ExecutorConfig.parse(config.get("executor"), source),
-            skip_bad_files=flag(config.get("skip_bad_files", False), source, "skip_bad_files"),
-            max_gather_events=_count(
-                config.get("max_gather_events", 5_000_000), source, "max_gather_events"
-            ),
-            data_dir=folder(data.get("folder", str(Path("data") / name)), source, "data.folder"),
-            generate=generate,
-            plane_x_range=_plane(config.get("plane"), source),
-            statistics=StatisticsConfig.parse(config.get("statistics"), source),
-            schema=str(schema),
-            jets=jets,
-            lumi=lumi,
-            blind=blind,
+            executor=read.executor.resolved(source),
+            data_dir=folder(str(Path("data") / name), source, "data.folder")
+            if read.data_dir is None
+            else read.data_dir,
         )
+
+
+def _transforms(value: Any, source: str, base: Path) -> tuple[TransformConfig, ...]:
+    """``transforms:``: a non-empty list of transforms of distinct names."""
+    if not isinstance(value, list) or not value:
+        raise _fail(source, "transforms", "must be a non-empty list")
+    parsed = tuple(
+        TransformConfig.parse(t, source, f"transforms[{i}]", base) for i, t in enumerate(value)
+    )
+    names = [t.name for t in parsed]
+    if len(set(names)) != len(names) or "score" in names:
+        raise _fail(source, "transforms", f"names must be distinct and not 'score', got {names}")
+    return parsed
 
 
 def _check_files_exist(
@@ -567,24 +677,6 @@ def _check_files_exist(
             if not problem or (problem == "does not exist" and Path(path).resolve() in written):
                 continue
             raise _fail(source, dataset.files_key, f"file {path} {problem}")
-
-
-def _lumi(value: Any, datasets: Mapping[str, DatasetConfig], source: str) -> float | None:
-    """``lumi:``, required where a dataset has a cross section."""
-    if value is None:
-        if any(d.xsec is not None for d in datasets.values()):
-            raise _fail(source, "lumi", "missing: datasets with xsec are normalised to xsec * lumi")
-        return None
-    lumi = _number(value, source, "lumi")
-    if lumi <= 0:
-        raise _fail(source, "lumi", f"must be positive, got {lumi!r}")
-    return lumi
-
-
-def _text(value: Any, source: str, key: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise _fail(source, key, f"must be a name, got {value!r}")
-    return value
 
 
 def _score_spec(value: Any) -> Any:

@@ -57,6 +57,7 @@ __all__ = [
 
 #: ``study:`` of a configuration -> its configuration dataclass, as ``module:class``
 CONFIG_CLASSES = {
+    "abcd": "rosenblatt.studies.abcd_config:AbcdConfig",
     "blobs": "rosenblatt.studies.blobs_config:BlobsConfig",
     "fairness": "rosenblatt.studies.fairness_config:FairnessConfig",
     "lhco": "rosenblatt.studies.lhco.config:LhcoConfig",
