@@ -501,7 +501,7 @@ class AbcdConfig:
     )
     generate: tuple[dict[str, Any], ...] = option(
         default=(),
-        doc="event files written by `rosenblatt generate` when missing: each {process, events, "
+        doc="event files written by rosenblatt generate when missing: each {process, events, "
         "output, seed, format, signal_events, negative_weight_fraction, workers, chunk_size}",
         check=lambda value, source, key: _generate(value, source),
         type="list of mappings",
