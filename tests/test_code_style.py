@@ -30,6 +30,7 @@ def test_ruff_format() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_mypy(tmp_path: Path) -> None:
     result = _run(sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"))
     assert result.returncode == 0, result.stdout + result.stderr

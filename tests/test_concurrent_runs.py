@@ -65,6 +65,7 @@ def config(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_two_runs_on_one_folder_write_one_after_the_other(config: Path, tmp_path: Path) -> None:
     output = tmp_path / "results"
     runs = [start_run(config, output) for _ in range(2)]

@@ -108,6 +108,7 @@ def content(path: Path) -> Any:
     return path.read_bytes()
 
 
+@pytest.mark.slow
 def test_a_run_on_a_full_disk_stops_in_one_line_and_resumes(
     small_disk: Path, tmp_path: Path
 ) -> None:

@@ -335,6 +335,7 @@ def check_events(events: Any) -> None:
     assert awkward.all(awkward.num(events.pt) == awkward.num(events.eta))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "suffix",
     [

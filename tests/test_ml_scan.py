@@ -191,6 +191,7 @@ def test_awkward_samples_get_new_arrays_with_the_scores(samples, tmp_path) -> No
     assert len(scored["score_baseline_s0"]) == len(samples["validation"])
 
 
+@pytest.mark.slow
 def test_parallel_workers_give_the_in_process_models(samples, tmp_path) -> None:
     """Two worker processes reproduce the single-process scan bit for bit."""
     serial = run_scan(
