@@ -88,7 +88,6 @@ class DDT(ConditionalCDFTransform):
 
     kind: ClassVar[str] = "ddt"
     weights_replicate: ClassVar[bool] = True
-    weights_replicate: ClassVar[bool] = True
 
     efficiencies_: NDArray[np.float64]
     x_centres_: NDArray[np.float64]

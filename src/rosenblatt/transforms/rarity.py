@@ -60,7 +60,6 @@ class Rarity(ConditionalCDFTransform):
 
     kind: ClassVar[str] = "rarity"
     weights_replicate: ClassVar[bool] = True
-    weights_replicate: ClassVar[bool] = True
 
     knots_: NDArray[np.float64]
     levels_: NDArray[np.float64]
