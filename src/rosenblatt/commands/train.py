@@ -1,31 +1,7 @@
 """``rosenblatt train CONFIG``: train a scan of classifiers from a YAML config.
 
-The config names the feature tables of every sample of the partition and the
-scan::
-
-    samples:                  # sample name -> parquet file (or a list of files)
-      train: data/features/train.parquet
-      validation: data/features/validation.parquet
-      testing: [data/features/testing-qcd.parquet, data/features/testing-wprime.parquet]
-    train_sample: train       # default "train"
-    validation_sample: validation   # default "validation" (early stopping)
-    output: results/train     # models, scores and scan.json
-    kind: cnn                 # cnn (track images, torch) or gbdt (substructure)
-    seeds: [0, 1, 2]          # or a count: 3
-    baseline: true            # train the plain CNN for every seed
-    alphas: [0, 1, 3, 10]     # DisCo strengths (empty for none or for gbdt)
-    workers: 2                # parallel training processes
-    training:                 # options of the kind (CNNOptions / GBDTOptions)
-      max_epochs: 30
-      batch_size: 1024
-
-Relative paths are taken from the current directory. Every sample table gets
-one column ``score_<model>`` per model, written into its parquet file. The
-models are saved in ``OUTPUT/models/``: a CNN as ``<model>.pt`` (weights) and
-``<model>.torchscript.pt`` (TorchScript, for coffea's ``torch_wrapper`` and
-:func:`rosenblatt.ml.make_scorer`), the gradient boosting as ``<model>.npz``,
-each with its metadata ``<model>.json``. A second run with the same config
-trains nothing new.
+The configuration and what the command writes are described once, in
+``DESCRIPTION``: the command's help (``rosenblatt train --help``), in plain text.
 """
 
 from __future__ import annotations
