@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 
 from rosenblatt.abcd import cut_axes, process_axis
 from rosenblatt.hep.features import JET_RADIUS
-from rosenblatt.processors.binned_sums import binned_sums, binned_sums_of_values, flow_index
+from rosenblatt.processors.binned_sums import binned_sums_of_values, flow_index
 from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk_file_name
 
 __all__ = [
@@ -50,7 +50,6 @@ __all__ = [
     "PlaneBinning",
     "Variant",
     "abcd_histogram",
-    "add_to_histogram",
     "add_values_to_histogram",
     "empty_output",
     "fill_variants",
@@ -190,29 +189,6 @@ def fill_variants(
                 )
 
 
-def add_to_histogram(
-    h: hist.Hist,
-    dataset: str,
-    x_bin: NDArray[np.intp],
-    y_bin: NDArray[np.intp],
-    process: NDArray[np.int64],
-    weight: NDArray[np.float64],
-) -> None:
-    """Add weighted events to a ``(dataset, x, y, process)`` histogram of weighted storage.
-
-    ``x_bin`` and ``y_bin`` are the events' flow-bin indices along the ``x``
-    and ``y`` axes (:func:`~rosenblatt.processors.binned_sums.flow_index`).
-    The result is that of ``h.fill``: the sums of weights and of squared
-    weights of every ``(x, y)`` bin (once per process present) are added to
-    the histogram's view, without per-event work on the two category axes,
-    which are constant over a chunk.
-    """
-    shape = (len(h.axes["x"]) + 2, len(h.axes["y"]) + 2)
-    for label, mine in _process_groups(process):
-        x_mine, y_mine, weight_mine = _pick(mine, x_bin, y_bin, weight)
-        _add_sums(h, dataset, label, binned_sums(x_mine, y_mine, weight_mine, shape))
-
-
 def add_values_to_histogram(
     h: hist.Hist,
     dataset: str,
@@ -221,7 +197,16 @@ def add_values_to_histogram(
     process: NDArray[np.int64],
     weight: NDArray[np.float64],
 ) -> None:
-    """:func:`add_to_histogram` from the events' ``y`` values, their bins found on the way."""
+    """Add weighted events to a ``(dataset, x, y, process)`` histogram of weighted storage.
+
+    ``x_bin`` is the events' flow-bin index along the ``x`` axis
+    (:func:`~rosenblatt.processors.binned_sums.flow_index`), ``y`` their values
+    along the ``y`` axis, whose bins are found while the weights are summed.
+    The result is that of ``h.fill``: the sums of weights and of squared
+    weights of every ``(x, y)`` bin (once per process present) are added to
+    the histogram's view, without per-event work on the two category axes,
+    which are constant over a chunk.
+    """
     shape = (len(h.axes["x"]) + 2, len(h.axes["y"]) + 2)
     for label, mine in _process_groups(process):
         x_mine, y_mine, weight_mine = _pick(mine, x_bin, y, weight)
