@@ -7,19 +7,17 @@ that names the key and the configuration file.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from rosenblatt.processors.quantities import DEFAULT_JETS, Quantity, QuantityError, parse_quantity
+from rosenblatt.studies.abcd_cuts import AbcdCuts, as_written
 from rosenblatt.studies.abcd_datasets import DatasetConfig, parse_datasets, parse_defining
+from rosenblatt.studies.abcd_generate import MAX_WORKERS, parse_generate
 from rosenblatt.studies.config_checks import (
     ConfigError,
-    check_keys,
     file_problem,
     flag,
     folder,
@@ -56,26 +54,9 @@ TRANSFORM_KINDS = ("irgi", "gridkde", "kde")
 #: ``executor.kind`` values
 EXECUTOR_KINDS = ("iterative", "futures", "dask")
 
-#: the most cut values of one axis of the ABCD grid
-MAX_CUTS = 10_000
-#: the most worker processes
-MAX_WORKERS = 4096
 #: the most bootstrap replicas of a transform
 MAX_REPLICAS = 100_000
 #: the keys of one entry of ``generate:``
-GENERATE_KEYS = (
-    "process",
-    "events",
-    "seed",
-    "output",
-    "format",
-    "signal_events",
-    "negative_weight_fraction",
-    "workers",
-    "chunk_size",
-)
-
-#: ``schema:`` values: how the events of the files are read
 SCHEMAS = ("auto", "base", "nanoaod", "particles")
 _TRANSFORM_PARAMETERS = {
     "irgi": {"depth", "domain", "folds", "seed"},
@@ -156,201 +137,6 @@ class TransformConfig:
         return rb.KDE(**self.parameters)
 
 
-def _cut_list(value: Any, source: str, key: str) -> tuple[float, ...]:
-    """A list of at least two cut values (numbers)."""
-    if not isinstance(value, (list, tuple)) or len(value) < 2:
-        raise _fail(source, key, f"must be a list of at least two cut values, got {value!r}")
-    return tuple(_number(v, source, key) for v in value)
-
-
-def _score_cuts(value: Any, source: str, key: str) -> tuple[float, ...] | None:
-    """``abcd.score_y0``: increasing cuts on the raw score, or ``None``."""
-    if value is None:
-        return None
-    return _increasing(list(_cut_list(value, source, key)), source, key)
-
-
-def _n_cuts(value: Any, source: str, key: str) -> int:
-    return _count(value, source, key, 2, MAX_CUTS)
-
-
-def _optional_number(value: Any, source: str, key: str) -> float | None:
-    return None if value is None else _number(value, source, key)
-
-
-def _chosen_cut(value: Any, source: str, key: str) -> tuple[float, float] | None:
-    """``abcd.cut``: ``{x0, y0}`` of the cut reported, ``y0`` in (0, 1), or ``None``."""
-    if value is None:
-        return None
-    given = _mapping(value, source, key)
-    if set(given) != {"x0", "y0"}:
-        raise _fail(source, key, f"give x0 and y0, got {sorted(map(str, given))}")
-    cut = (_number(given["x0"], source, f"{key}.x0"), _number(given["y0"], source, f"{key}.y0"))
-    if not 0.0 < cut[1] < 1.0:
-        raise _fail(
-            source, f"{key}.y0", f"a cut on the transformed score lies in (0, 1), got {cut[1]!r}"
-        )
-    return cut
-
-
-def _any(value: Any, source: str, key: str) -> Any:
-    """A value read later (``abcd.x``: a quantity, parsed with the file's folder and jets)."""
-    return value
-
-
-@config_dataclass
-class AbcdCuts:
-    """The ABCD cut grid: ``x0`` and ``y0`` cut values, the observable and its upper limit.
-
-    ``x0`` and ``y0`` are lists of cut values, or ``[low, high]`` with
-    ``n_x0``/``n_y0`` cuts between them; :meth:`parse` gives the grid itself.
-    """
-
-    x: Any = option(
-        default="mjj",
-        doc="the observable x the score is decorrelated from: a quantity (branch, jet "
-        "feature, function)",
-        check=_any,
-        type="quantity",
-    )
-    x0: tuple[float, ...] = option(
-        default=(),
-        doc="the cuts on x: a list of increasing values, or [low, high] with n_x0",
-        check=_cut_list,
-        type="list of numbers",
-        default_doc="required",
-    )
-    n_x0: int | None = option(
-        default=None,
-        doc="cuts on x between x0's [low, high]",
-        check=_n_cuts,
-        type="integer in [2, 10000]",
-        default_doc="none: x0 lists every cut",
-    )
-    y0: tuple[float, ...] = option(
-        default=(),
-        doc="the cuts on the transformed score, in [0, 1]: a list, or [low, high] with n_y0",
-        check=_cut_list,
-        type="list of numbers",
-        default_doc="required",
-    )
-    n_y0: int | None = option(
-        default=None,
-        doc="cuts on the transformed score between y0's [low, high]",
-        check=_n_cuts,
-        type="integer in [2, 10000]",
-        default_doc="none: y0 lists every cut",
-    )
-    score_y0: tuple[float, ...] | None = option(
-        default=None,
-        doc="cuts on the raw score, for the ABCD closure without a transform",
-        check=_score_cuts,
-        type="list of numbers or null",
-    )
-    x_max: float | None = option(default=None, doc="the upper limit of x", check=_optional_number)
-    cut: tuple[float, float] | None = option(
-        default=None,
-        doc="the cut reported, {x0, y0} (added to the grid), y0 in (0, 1)",
-        check=_chosen_cut,
-        type="{x0: number, y0: number} or null",
-        default_doc="the cut chosen on simulation",
-    )
-    x_axis: tuple[str | None, str | None] = option(
-        default=(None, None),
-        doc='{label, unit} of x on the figures\' axes (label: "$m_{jj}$", unit: TeV), each '
-        "optional: a built-in quantity has its symbol and unit (GeV for mjj, mj1, mj2, "
-        "pt_j1), another its name and no unit",
-        check=lambda value, source, key: _x_axis(value, source),
-        type="{label: text, unit: text} (mathtext)",
-        default_doc="the quantity's own",
-    )
-
-    @property
-    def x_label(self) -> str:
-        """How ``x`` is written, for histogram axes and tables."""
-        return (
-            self.x if isinstance(self.x, str) else ", ".join(f"{k}: {v}" for k, v in self.x.items())
-        )
-
-    @property
-    def x_axis_label(self) -> str:
-        """The figures' label of ``x`` with its unit (``x_axis: {label, unit}``, else the built-in's)."""
-        from rosenblatt.plotting import quantity_label
-
-        label, unit = self.x_axis
-        return quantity_label(self.x_label, label=label, unit=unit)
-
-    @classmethod
-    def parse(cls, value: Any, source: str) -> AbcdCuts:
-        """Validate ``abcd:``; ``x0``/``y0`` are lists, or ``[low, high]`` with ``n_x0``/``n_y0``."""
-        given = _mapping(value, source, "abcd")
-        cuts: AbcdCuts = parse_dataclass(cls, given, source, "abcd")
-        return cuts.with_grid(given, source)
-
-    def with_grid(self, given: Mapping[str, Any], source: str) -> AbcdCuts:
-        """These cuts with ``x0``/``y0`` the grid itself (``n_x0``/``n_y0`` spread, the cut added).
-
-        ``given`` is ``abcd:`` as written, for the messages.
-        """
-        grids = {}
-        for axis, n in (("x0", self.n_x0), ("y0", self.n_y0)):
-            numbers = list(getattr(self, axis))
-            if not numbers:
-                raise _fail(
-                    source, f"abcd.{axis}", "must be a list of at least two cut values, got None"
-                )
-            if n is not None:
-                if len(numbers) != 2:
-                    raise _fail(
-                        source,
-                        f"abcd.{axis}",
-                        f"with n_{axis}, give [low, high], got {given[axis]!r}",
-                    )
-                numbers = list(np.linspace(numbers[0], numbers[1], n))
-            grids[axis] = _increasing(numbers, source, f"abcd.{axis}")
-        if any(not 0.0 <= v <= 1.0 for v in grids["y0"]):
-            raise _fail(
-                source,
-                "abcd.y0",
-                f"cuts on the transformed score lie in [0, 1], got {list(grids['y0'])}",
-            )
-        if self.cut is not None:
-            grids["x0"] = tuple(sorted({*grids["x0"], self.cut[0]}))
-            grids["y0"] = tuple(sorted({*grids["y0"], self.cut[1]}))
-        return dataclasses.replace(self, x0=grids["x0"], y0=grids["y0"])
-
-
-def _x_axis(value: Any, source: str) -> tuple[str | None, str | None]:
-    """``abcd.x_axis``: ``{label, unit}`` of ``x`` in the figures, each optional."""
-    if value is None:
-        return (None, None)
-    entry = dict(_mapping(value, source, "abcd.x_axis"))
-    check_keys(entry, {"label", "unit"}, source, "abcd.x_axis")
-    for key in ("label", "unit"):
-        given = entry.get(key)
-        if given is not None and not isinstance(given, str):
-            raise _fail(source, f"abcd.x_axis.{key}", f"must be text, got {given!r}")
-        if given is not None and (problem := _mathtext_problem(given)):
-            raise _fail(source, f"abcd.x_axis.{key}", f"{given!r} is no valid mathtext: {problem}")
-    return (entry.get("label"), entry.get("unit"))
-
-
-def _mathtext_problem(text: str) -> str | None:
-    """Why matplotlib cannot draw ``text`` (``$...$`` is mathtext), or None."""
-    dollars = text.count("$") - text.count(r"\$")
-    if dollars == 0 or dollars % 2:
-        return None
-    try:
-        from matplotlib.mathtext import MathTextParser
-    except ImportError:
-        return None
-    try:
-        MathTextParser("path").parse(text)
-    except ValueError as error:
-        return str(error).strip().splitlines()[-1]
-    return None
-
-
 def _executor_kind(value: Any, source: str, key: str) -> str:
     if not isinstance(value, str) or value not in EXECUTOR_KINDS:
         raise _fail(source, key, f"must be one of {list(EXECUTOR_KINDS)}, got {value!r}")
@@ -384,7 +170,7 @@ class ExecutorConfig:
         default=None,
         doc="the address of a running dask scheduler to join (tcp://host:port); "
         "none: a local cluster",
-        check=_any,
+        check=as_written,
         type="text or null",
     )
     chunksize: int = option(default=10_000, doc="events per chunk of the processors", check=_count)
@@ -483,13 +269,13 @@ class AbcdConfig:
     score: Quantity = option(
         doc="the classifier score: a branch, an element (FatJet.x[0]), a built-in feature, "
         "{column: NAME}, {function: ...}, {torchscript: FILE}, {model: FILE} or {xgboost: FILE}",
-        check=_any,
+        check=as_written,
         type="quantity",
     )
     transforms: tuple[TransformConfig, ...] = option(
         doc="the transforms compared: each {kind: irgi, gridkde or kde, name, parameters} "
         "or {name, file: a saved transform}",
-        check=_any,
+        check=as_written,
         type="non-empty list of {kind, name, ...} or {name, file}",
     )
     cuts: AbcdCuts = option(key="abcd", doc="the ABCD cut grid", check=AbcdCuts)
@@ -503,7 +289,7 @@ class AbcdConfig:
         default=(),
         doc="event files written by rosenblatt generate when missing: each {process, events, "
         "output, seed, format, signal_events, negative_weight_fraction, workers, chunk_size}",
-        check=lambda value, source, key: _generate(value, source),
+        check=lambda value, source, key: parse_generate(value, source),
         type="list of mappings",
     )
     treename: str = option(
@@ -521,7 +307,7 @@ class AbcdConfig:
         default=None,
         doc="dataset name -> {files, role: data, background, signal or defining, treename, "
         "weight, xsec}",
-        check=_any,
+        check=as_written,
         type="mapping",
         default_doc="required (or the older fileset:)",
     )
@@ -530,7 +316,7 @@ class AbcdConfig:
         key="fileset",
         doc="the older layout: {dataset: [files]} of events labelled by their label branch, "
         "with defining: {dataset: [files]}",
-        check=_any,
+        check=as_written,
         type="mapping or list of files",
     )
     defining_names: tuple[str, ...] = option(
@@ -538,7 +324,7 @@ class AbcdConfig:
         key="defining",
         doc="the datasets the transforms are fitted on: a list of names or "
         "{datasets: [...], selection: QUANTITY}",
-        check=_any,
+        check=as_written,
         type="list of names, or mapping",
         default_doc="the datasets of role defining, else every background dataset",
     )
@@ -696,13 +482,6 @@ def _quantity(value: Any, source: str, key: str, base: Path, jets: str) -> Quant
         ) from None
 
 
-def _increasing(values: list[float], source: str, key: str) -> tuple[float, ...]:
-    """Cut values, checked strictly increasing."""
-    if any(b <= a for a, b in itertools.pairwise(values)):
-        raise _fail(source, key, f"cut values must increase, got {[float(v) for v in values]}")
-    return tuple(float(v) for v in values)
-
-
 def _plane(value: Any, source: str) -> tuple[float, float] | None:
     """``plane:``: the ``[low, high]`` range of ``x`` in the figures of the plane."""
     if value is None:
@@ -713,81 +492,6 @@ def _plane(value: Any, source: str) -> tuple[float, float] | None:
     if not low < high:
         raise _fail(source, "plane", f"must be [low, high] with low < high, got {value!r}")
     return low, high
-
-
-def _generate(value: Any, source: str) -> tuple[dict[str, Any], ...]:
-    """``generate:``: the event files written when missing, each entry checked."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise _fail(source, "generate", f"must be a list of files to generate, got {value!r}")
-    entries = tuple(_generate_entry(item, source, f"generate[{i}]") for i, item in enumerate(value))
-    outputs = [str(entry["output"]) for entry in entries]
-    for i, output in enumerate(outputs):
-        if output in outputs[:i]:
-            raise _fail(source, f"generate[{i}].output", f"{output} is written by an earlier entry")
-    return entries
-
-
-def _generate_entry(item: Any, source: str, key: str) -> dict[str, Any]:
-    """One entry of ``generate:``, checked as the generation would check it."""
-    from rosenblatt.hep.pythia_settings import PROCESS_LABELS
-
-    processes = {"particles": tuple(PROCESS_LABELS), "ntuple": (*PROCESS_LABELS, "data")}
-    processes["nanoaod"] = processes["ntuple"]
-    entry = dict(_mapping(item, source, key))
-    check_keys(entry, GENERATE_KEYS, source, key)
-    for required in ("process", "events", "output"):
-        if required not in entry:
-            raise _fail(source, f"{key}.{required}", "missing")
-    file_format = entry.get("format", "particles")
-    if not isinstance(file_format, str) or file_format not in processes:
-        raise _fail(
-            source, f"{key}.format", f"must be one of {list(processes)}, got {file_format!r}"
-        )
-    process = entry["process"]
-    if not isinstance(process, str) or process not in processes[file_format]:
-        raise _fail(
-            source,
-            f"{key}.process",
-            f"must be one of {list(processes[file_format])} for {file_format}, got {process!r}",
-        )
-    _count(entry["events"], source, f"{key}.events")
-    seed(entry.get("seed", 0), source, f"{key}.seed")
-    _count(entry.get("workers", 1), source, f"{key}.workers", 1, MAX_WORKERS)
-    _count(entry.get("chunk_size", 500), source, f"{key}.chunk_size")
-    injected = _count(entry.get("signal_events", 0), source, f"{key}.signal_events", 0)
-    fraction = _number(
-        entry.get("negative_weight_fraction", 0.0), source, f"{key}.negative_weight_fraction"
-    )
-    if not 0.0 <= fraction < 1.0:
-        raise _fail(
-            source, f"{key}.negative_weight_fraction", f"must be in [0, 1), got {fraction!r}"
-        )
-    if file_format == "particles" and {"signal_events", "negative_weight_fraction"} & set(entry):
-        raise _fail(
-            source, key, "signal_events and negative_weight_fraction are for ntuple and nanoaod"
-        )
-    if injected and process != "data":
-        raise _fail(source, f"{key}.signal_events", "W' events are injected into data only")
-    if fraction and process == "data":
-        raise _fail(source, f"{key}.negative_weight_fraction", "pseudo-data have no weights")
-    _generate_output(entry["output"], file_format, source, f"{key}.output")
-    return entry
-
-
-def _generate_output(output: Any, file_format: str, source: str, key: str) -> None:
-    """The file a ``generate:`` entry writes: a name of its format, not a folder."""
-    if not isinstance(output, str) or not output.strip() or "\0" in output:
-        raise _fail(source, key, f"must be the path of a file, got {output!r}")
-    suffixes = (".root",) if file_format != "particles" else (".root", ".h5", ".hdf5")
-    if not output.lower().endswith(suffixes):
-        raise _fail(source, key, f"{file_format} files end in {'/'.join(suffixes)}, got {output!r}")
-    path = Path(output)
-    problem = file_problem(path)
-    if path.exists() and problem:
-        raise _fail(source, key, f"{output} {problem}")
-    folder(str(path.parent), source, key)
 
 
 def _load_transform(path: Path, source: str, key: str) -> None:
