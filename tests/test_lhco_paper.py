@@ -104,13 +104,13 @@ def test_the_published_report_states_one_verdict_per_claim() -> None:
     from pathlib import Path
 
     from rosenblatt.studies._common import verdict_of
-    from rosenblatt.studies.lhco.study import _claims
+    from rosenblatt.studies.lhco.claims import paper_claims
 
     folder = Path(__file__).parents[1] / "docs" / "results" / "lhco-paper"
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     report = (folder / "report.md").read_text(encoding="utf-8")
     # what is published is what today's rule decides on the published numbers
-    assert summary["claims"] == _claims(summary)
+    assert summary["claims"] == paper_claims(summary)
     assert summary["paper_comparison"] == paper_comparison(summary)
     for claim in summary["claims"]:
         assert f"- **{verdict_of(claim)}**: {claim['claim']} ({claim['value']})" in report

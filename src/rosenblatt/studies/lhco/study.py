@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,8 @@ import rosenblatt as rb
 from rosenblatt._atomic import write_text
 from rosenblatt._records import check_record, file_entries, read_record, write_record
 from rosenblatt.abcd import ClosureScan, abcd_histogram, closure_scan
-from rosenblatt.studies._common import Claim, Steps, pm, write_summary
+from rosenblatt.studies._common import Steps, write_summary
+from rosenblatt.studies.lhco.claims import paper_claims
 from rosenblatt.studies.lhco.config import CLASSES, PARTS, LhcoConfig
 from rosenblatt.studies.lhco.paper import paper_comparison
 from rosenblatt.studies.lhco.results import Closure, Decorrelation
@@ -529,7 +529,7 @@ def _summary(
         "automatic_parameters": stats["automatic"],
         "statistics_seconds": stats["timings"],
     }
-    summary["claims"] = _claims(summary)
+    summary["claims"] = paper_claims(summary)
     summary["paper_comparison"] = paper_comparison(summary)
     return summary
 
@@ -586,7 +586,7 @@ def render_again(folder: Path) -> dict[str, Any]:
     import tempfile
 
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    summary["claims"] = _claims(summary)
+    summary["claims"] = paper_claims(summary)
     summary["paper_comparison"] = paper_comparison(summary)
     old = (folder / "report.md").read_text(encoding="utf-8")
     shown = old.split("## Figures", 1)[-1].split("\n## ", 1)[0]
@@ -659,71 +659,3 @@ def _closures_in_processor(
         "max_count_difference": differences,
         "cutflow": output["cutflow"],
     }
-
-
-def _sd(*entries: tuple[dict[str, Any], str]) -> float:
-    """The bootstrap sd of a sum or difference of ``entry[key]`` (NaN where one has none)."""
-    errors = [entry.get(f"{key}_err") for entry, key in entries]
-    if any(e is None for e in errors):
-        return math.nan
-    return math.hypot(*(float(e) for e in errors if e is not None))
-
-
-def _method_claims(
-    name: str, result: dict[str, Any], base: dict[str, Any], disco: dict[str, Any] | None
-) -> list[Claim]:
-    """The paper's claims on one decorrelated score, each decided beyond 2 bootstrap sd."""
-    label = name.upper()
-    claims = []
-    if disco is not None:
-        claims.append(
-            Claim(
-                f"dCor² of {label} at or below DisCo's chosen model",
-                f"{pm(result['dcc'], result.get('dcc_err'), '.2e')} vs {pm(disco['dcc'], disco.get('dcc_err'), '.2e')}",
-                disco["dcc"] - result["dcc"],
-                _sd((result, "dcc"), (disco, "dcc")),
-            )
-        )
-    ratio = base["dcc"] / result["dcc"] if result["dcc"] > 0 else float("inf")
-    bound = max(base["dcc"] / 100, 2 * result["dcc_floor"])
-    claims.append(
-        Claim(
-            f"dCor² of {label} at least 100x below the baseline's, or within 2x of the permutation floor",
-            f"{ratio:.0f}x below baseline; {result['dcc'] / result['dcc_floor']:.2f}x the floor",
-            bound - result["dcc"],
-            _sd((result, "dcc")),
-        )
-    )
-    claims.append(
-        Claim(
-            f"AUC of {label} within 0.02 of the baseline's",
-            f"{pm(result['auc'], result.get('auc_err'), '.4f')} vs {pm(base['auc'], base.get('auc_err'), '.4f')}",
-            0.02 - abs(result["auc"] - base["auc"]),
-            _sd((result, "auc"), (base, "auc")),
-        )
-    )
-    return claims
-
-
-def _grid_claim(name: str, result: dict[str, Any], others: list[dict[str, Any]]) -> Claim:
-    """The central claim: a larger share of the cut grid closes than for the baseline and DisCo."""
-    key = "frac_eta_below_1e-2"
-    rival = max(others, key=lambda entry: float(entry[key]))
-    return Claim(
-        f"larger fraction of the (x0, y0) grid with |eta| < 1e-2 for {name.upper()} than for the baseline and DisCo",
-        f"{result[key]:.3f} vs {', '.join(f'{o[key]:.3f}' for o in others)}",
-        result[key] - rival[key],
-        _sd((result, key), (rival, key)),
-    )
-
-
-def _claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The paper's claims, checked on this sample (:func:`~rosenblatt.studies._common.decide`)."""
-    claims = []
-    base = summary["baseline"]
-    disco = summary.get("disco")
-    others = [base] + ([disco] if disco else [])
-    for name in ("irgi", "kde"):
-        claims += _method_claims(name, summary[name], base, disco)
-        claims.append(_grid_claim(name, summary[name], others))
-    return [claim.to_json() for claim in claims]
