@@ -37,48 +37,70 @@ try:
     def _helper(function: Callable[..., Any]) -> Callable[..., Any]:
         return numba.njit(cache=True, nogil=True)(function)
 
+    def _inline(function: Callable[..., Any]) -> Callable[..., Any]:
+        return numba.njit(cache=True, nogil=True, inline="always")(function)
+
 except ImportError:  # pragma: no cover - numpy path used instead
 
     def _helper(function: Callable[..., Any]) -> Callable[..., Any]:
         return function
 
+    _inline = _helper
 
-#: how :func:`_flow_bin` finds a bin: boost-histogram's arithmetic, equal spacing, a table
+
+#: the axis kinds: boost-histogram's arithmetic, equally spaced edges, any edges (a table)
 REGULAR, UNIFORM, VARIABLE = 0, 1, 2
 
 
-@_helper
-def _flow_bin(value: float, kind: int, edges: NDArray[np.float64], table: NDArray[np.intp]) -> int:
-    """Flow-bin index of one value (0: underflow, ``len(edges)``: overflow and NaN)."""
+@_inline
+def _regular_bin(
+    value: float, edges: NDArray[np.float64], table: NDArray[np.intp], low: float, scale: float
+) -> int:
+    """Flow-bin index on a regular axis, as boost-histogram computes it (``scale = bins / width``)."""
     n = len(edges)
-    low = edges[0]
+    # floor((value - low) / width * bins); the product with bins / width gives it
+    # unless the value lies within rounding of a bin edge
+    t = (value - low) * scale
+    if 0.0 < t < n - 1:
+        fraction = t - int(t)
+        if 1e-9 < fraction < 1.0 - 1e-9:
+            return int(t) + 1
     if np.isnan(value):
         return n
-    if kind == REGULAR:
-        delta = edges[n - 1] - low
-        # floor((value - low) / delta * bins); the product with bins / delta gives it
-        # unless the value lies within rounding of a bin edge
-        t = (value - low) * ((n - 1) / delta)
-        if 0.0 < t < n - 1:
-            fraction = t - int(t)
-            if 1e-9 < fraction < 1.0 - 1e-9:
-                return int(t) + 1
-        z = (value - low) / delta
-        if z < 1.0:
-            return int(z * (n - 1)) + 1 if z >= 0.0 else 0
+    z = (value - low) / (edges[n - 1] - low)
+    if z < 1.0:
+        return int(z * (n - 1)) + 1 if z >= 0.0 else 0
+    return n
+
+
+@_inline
+def _uniform_bin(
+    value: float, edges: NDArray[np.float64], table: NDArray[np.intp], low: float, scale: float
+) -> int:
+    """Flow-bin index on equally spaced edges: arithmetic, then the exact count of edges <= value."""
+    n = len(edges)
+    if np.isnan(value):
         return n
-    if kind == UNIFORM:
-        # a clamped first guess, then the exact count of edges at or below the value
-        i = int(min(max((value - low) * ((n - 1) / (edges[n - 1] - low)), -1.0), n) + 1.0)
-        i = min(i, n)
-        while i > 0 and edges[i - 1] > value:
-            i -= 1
-    elif value < low:
+    i = min(int(min(max((value - low) * scale, -1.0), n) + 1.0), n)
+    while i > 0 and edges[i - 1] > value:
+        i -= 1
+    while i < n and edges[i] <= value:
+        i += 1
+    return i
+
+
+@_inline
+def _variable_bin(
+    value: float, edges: NDArray[np.float64], table: NDArray[np.intp], low: float, scale: float
+) -> int:
+    """Flow-bin index on any edges: a lookup ``table`` over equal cells, then a step or two."""
+    n = len(edges)
+    if np.isnan(value):
+        return n
+    if value < low:
         return 0
-    else:
-        # the table's count one cell back is a lower bound of the edges at or below
-        cells = len(table) - 1
-        i = table[min(max(int((value - low) * (cells / (edges[n - 1] - low))) - 1, 0), cells)]
+    # the table's count one cell back is a lower bound of the edges at or below
+    i = table[min(max(int((value - low) * scale) - 1, 0), len(table) - 1)]
     while i < n and edges[i] <= value:
         i += 1
     return i
@@ -90,10 +112,20 @@ def _bins_loop(
     kind: int,
     edges: NDArray[np.float64],
     table: NDArray[np.intp],
+    low: float,
+    scale: float,
     out: NDArray[np.intp],
 ) -> None:
-    for k in range(len(values)):
-        out[k] = _flow_bin(values[k], kind, edges, table)
+    # one loop per kind, each with its bin function inlined: no branch on the kind per event
+    if kind == REGULAR:
+        for k in range(len(values)):
+            out[k] = _regular_bin(values[k], edges, table, low, scale)
+    elif kind == UNIFORM:
+        for k in range(len(values)):
+            out[k] = _uniform_bin(values[k], edges, table, low, scale)
+    else:
+        for k in range(len(values)):
+            out[k] = _variable_bin(values[k], edges, table, low, scale)
 
 
 @_helper
@@ -116,14 +148,17 @@ def _sums_of_values_loop(
     kind: int,
     edges: NDArray[np.float64],
     table: NDArray[np.intp],
+    low: float,
+    scale: float,
     weight: NDArray[np.float64],
     sums: NDArray[np.float64],
     squares: NDArray[np.float64],
 ) -> None:
+    y_bin = np.empty(len(y), dtype=np.intp)
+    _bins_loop(y, kind, edges, table, low, scale, y_bin)
     for k in range(len(weight)):
-        j = _flow_bin(y[k], kind, edges, table)
-        sums[x_bin[k], j] += weight[k]
-        squares[x_bin[k], j] += weight[k] * weight[k]
+        sums[x_bin[k], y_bin[k]] += weight[k]
+        squares[x_bin[k], y_bin[k]] += weight[k] * weight[k]
 
 
 def _lookup(edges: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -138,22 +173,27 @@ def _regular(axis: Any) -> bool:
 
 
 class AxisBins(NamedTuple):
-    """How the compiled loops find bins along one axis: its kind, edges and lookup table."""
+    """How the compiled loops find bins along one axis: its kind, edges, table and constants."""
 
     kind: int
     edges: NDArray[np.float64]
     table: NDArray[np.intp]
+    low: float
+    scale: float
 
 
 def axis_bins(axis: Any) -> AxisBins:
-    """The :class:`AxisBins` of a ``Regular`` or ``Variable`` axis."""
+    """The :class:`AxisBins` of a ``Regular`` or ``Variable`` axis (of two edges at least)."""
     edges = np.ascontiguousarray(axis.edges, dtype=np.float64)
+    low, width = float(edges[0]), float(edges[-1] - edges[0])
+    no_table = np.zeros(1, dtype=np.intp)
     if _regular(axis):
-        return AxisBins(REGULAR, edges, np.zeros(1, dtype=np.intp))
+        return AxisBins(REGULAR, edges, no_table, low, (len(edges) - 1) / width)
     spacing = np.diff(edges)
-    if len(spacing) and np.allclose(spacing, spacing[0], rtol=1e-9, atol=0.0):
-        return AxisBins(UNIFORM, edges, np.zeros(1, dtype=np.intp))
-    return AxisBins(VARIABLE, edges, _lookup(edges))
+    if np.allclose(spacing, spacing[0], rtol=1e-9, atol=0.0):
+        return AxisBins(UNIFORM, edges, no_table, low, (len(edges) - 1) / width)
+    table = _lookup(edges)
+    return AxisBins(VARIABLE, edges, table, low, (len(table) - 1) / width)
 
 
 def flow_index(axis: Any, values: NDArray[np.float64]) -> NDArray[np.intp]:
