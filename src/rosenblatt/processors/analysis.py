@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 
 from rosenblatt.abcd import cut_axes, process_axis
 from rosenblatt.hep.features import JET_RADIUS
-from rosenblatt.processors.binned_sums import binned_sums_of_values, flow_index
+from rosenblatt.processors.binned_sums import binned_sums, flow_index
 from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk_file_name
 
 __all__ = [
@@ -201,7 +201,7 @@ def add_values_to_histogram(
 
     ``x_bin`` is the events' flow-bin index along the ``x`` axis
     (:func:`~rosenblatt.processors.binned_sums.flow_index`), ``y`` their values
-    along the ``y`` axis, whose bins are found while the weights are summed.
+    along the ``y`` axis.
     The result is that of ``h.fill``: the sums of weights and of squared
     weights of every ``(x, y)`` bin (once per process present) are added to
     the histogram's view, without per-event work on the two category axes,
@@ -214,7 +214,7 @@ def add_values_to_histogram(
             h,
             dataset,
             label,
-            binned_sums_of_values(x_mine, h.axes["y"], y_mine, weight_mine, shape),
+            binned_sums(x_mine, flow_index(h.axes["y"], y_mine), weight_mine, shape),
         )
 
 

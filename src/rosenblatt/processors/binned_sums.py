@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from rosenblatt._jit import numba_enabled
 
-__all__ = ["AxisBins", "axis_bins", "binned_sums", "binned_sums_of_values", "flow_index"]
+__all__ = ["AxisBins", "axis_bins", "binned_sums", "flow_index"]
 
 
 try:
@@ -141,26 +141,6 @@ def _sums_loop(
         squares[x_bin[k], y_bin[k]] += weight[k] * weight[k]
 
 
-@_helper
-def _sums_of_values_loop(
-    x_bin: NDArray[np.intp],
-    y: NDArray[np.float64],
-    kind: int,
-    edges: NDArray[np.float64],
-    table: NDArray[np.intp],
-    low: float,
-    scale: float,
-    weight: NDArray[np.float64],
-    sums: NDArray[np.float64],
-    squares: NDArray[np.float64],
-) -> None:
-    y_bin = np.empty(len(y), dtype=np.intp)
-    _bins_loop(y, kind, edges, table, low, scale, y_bin)
-    for k in range(len(weight)):
-        sums[x_bin[k], y_bin[k]] += weight[k]
-        squares[x_bin[k], y_bin[k]] += weight[k] * weight[k]
-
-
 def _lookup(edges: NDArray[np.float64]) -> NDArray[np.intp]:
     """Edges at or below the starts of ``8 len(edges)`` equal cells spanning the edges."""
     cells = 8 * len(edges)
@@ -234,25 +214,3 @@ def binned_sums(
         np.asarray(counted, dtype=np.float64).reshape(shape),
         np.asarray(counted_squares, dtype=np.float64).reshape(shape),
     )
-
-
-def binned_sums_of_values(
-    x_bin: NDArray[np.intp],
-    y_axis: Any,
-    y: NDArray[np.float64],
-    weight: NDArray[np.float64],
-    shape: tuple[int, int],
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """:func:`binned_sums` with the ``y`` bins found on the way, from the values on ``y_axis``.
-
-    Equal to ``binned_sums(x_bin, flow_index(y_axis, y), weight, shape)``; with
-    numba, one loop finds each event's ``y`` bin and adds its weight, so no
-    array of bins is made.
-    """
-    weight = np.ascontiguousarray(weight, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    if not numba_enabled() or len(y_axis.edges) < 2:
-        return binned_sums(x_bin, flow_index(y_axis, y), weight, shape)
-    sums, squares = np.zeros(shape), np.zeros(shape)
-    _sums_of_values_loop(x_bin, y, *axis_bins(y_axis), weight, sums, squares)
-    return sums, squares
