@@ -31,15 +31,17 @@ def test_help_has_no_restructured_text(command: str, capsys: pytest.CaptureFixtu
 def test_run_help_lists_the_configurations_and_the_study_kinds(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from rosenblatt.config import known_configs
+    from rosenblatt.config import known_configs, study_configs
     from rosenblatt.studies import STUDIES
 
     text = " ".join(_help(capsys, "run").split())  # as one line: names are never split
-    configurations = known_configs()
+    configurations = study_configs()
     assert {"lhco-quick", "lhco-paper", "blobs", "fairness", "abcd-example"} <= set(configurations)
+    assert set(known_configs()) - set(configurations) == {"train-example"}  # read by train
     assert (
-        "configurations by name (./configs/, then those shipped with the package): "
+        "study configurations by name (./configs/, then those shipped with the package): "
         + (", ".join(configurations))
         in text
     )
+    assert "train-example" not in text
     assert "study kinds (a configuration's 'study:' key): " + ", ".join(sorted(STUDIES)) in text

@@ -13,6 +13,7 @@ from rosenblatt.studies.config import (
     find_config,
     known_configs,
     load_config,
+    study_configs,
 )
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "find_config",
     "known_configs",
     "load_config",
+    "study_configs",
 ]

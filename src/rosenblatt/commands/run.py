@@ -49,7 +49,7 @@ def _epilog() -> str:
     import textwrap
 
     from rosenblatt.studies import STUDIES
-    from rosenblatt.studies.config import known_configs
+    from rosenblatt.studies.config import study_configs
 
     def paragraph(text: str) -> str:
         return textwrap.fill(text, width=78, break_on_hyphens=False)
@@ -57,8 +57,8 @@ def _epilog() -> str:
     return "\n\n".join(
         [
             paragraph(
-                "configurations by name (./configs/, then those shipped with the package): "
-                + (", ".join(known_configs()) or "none")
+                "study configurations by name (./configs/, then those shipped with the "
+                "package): " + (", ".join(study_configs()) or "none")
             ),
             paragraph(
                 "study kinds (a configuration's 'study:' key): " + ", ".join(sorted(STUDIES))

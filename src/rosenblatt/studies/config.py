@@ -21,6 +21,7 @@ __all__ = [
     "find_config",
     "known_configs",
     "load_config",
+    "study_configs",
 ]
 
 #: configuration run by ``rosenblatt run`` without argument
@@ -64,6 +65,31 @@ def known_configs() -> list[str]:
             if path.suffix in _SUFFIXES and path.is_file()
         }
     )
+
+
+def study_configs() -> list[str]:
+    """Names of the configurations of :func:`known_configs` that ``rosenblatt run`` runs.
+
+    A study configuration is a YAML mapping with a ``study:`` key; the others
+    (``train-example``, read by ``rosenblatt train``) and files that do not parse
+    are left out.
+
+    Returns
+    -------
+    list of str
+        The names, sorted.
+    """
+    import yaml
+
+    names = []
+    for name in known_configs():
+        try:
+            content = yaml.safe_load(find_config(name).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        if isinstance(content, dict) and "study" in content:
+            names.append(name)
+    return names
 
 
 def find_config(name_or_path: str | Path) -> Path:
