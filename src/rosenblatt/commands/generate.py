@@ -58,27 +58,35 @@ def add_parser(subparsers: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
+    _add_sample_arguments(parser.add_argument_group("the events"))
+    _add_running_arguments(parser.add_argument_group("how they are made"))
+    add_lock_argument(parser)
+    parser.set_defaults(func=main)
+
+
+def _add_sample_arguments(group: argparse._ArgumentGroup) -> None:
+    """The options that say which events are made and where they are written."""
+    group.add_argument(
         "--process",
         required=True,
         choices=PROCESS_CHOICES,
         help="data: pseudo-data, QCD with --signal-events W' events (ntuple and nanoaod only)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--events",
         required=True,
         type=int,
         metavar="N",
         help="events passing the trigger (QCD events for --process data)",
     )
-    parser.add_argument("--seed", required=True, type=int, metavar="S", help="run seed (>= 0)")
-    parser.add_argument(
+    group.add_argument("--seed", required=True, type=int, metavar="S", help="run seed (>= 0)")
+    group.add_argument(
         "--output",
         required=True,
         metavar="FILE",
         help="output file (.h5, .hdf5 or .root; .root for ntuple and nanoaod)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--format",
         dest="file_format",
         choices=FORMAT_CHOICES,
@@ -86,14 +94,14 @@ def add_parser(subparsers: Any) -> None:
         help="particles: the visible particles (default); ntuple: a flat TTree 'nominal'; "
         "nanoaod: NanoAOD's Events and Runs trees",
     )
-    parser.add_argument(
+    group.add_argument(
         "--signal-events",
         type=int,
         default=0,
         metavar="M",
         help="W' events injected into pseudo-data (--process data; default: %(default)s)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--negative-weight-fraction",
         type=float,
         default=0.0,
@@ -101,7 +109,18 @@ def add_parser(subparsers: Any) -> None:
         help="fraction of simulated events with weight -1, in [0, 1) (ntuple and nanoaod; "
         "default: %(default)g)",
     )
-    parser.add_argument(
+    group.add_argument(
+        "--pthat-min",
+        type=float,
+        default=DEFAULT_PTHAT_MIN,
+        metavar="GEV",
+        help="PhaseSpace:pTHatMin of the qcd process in GeV (default: %(default)g)",
+    )
+
+
+def _add_running_arguments(group: argparse._ArgumentGroup) -> None:
+    """The options that say where the chunks run and whether a file is resumed."""
+    group.add_argument(
         "--workers",
         type=int,
         default=os.cpu_count() or 1,
@@ -109,21 +128,21 @@ def add_parser(subparsers: Any) -> None:
         help="worker processes of the local pool or of the local dask cluster "
         "(default: one per core, %(default)s here)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--executor",
         choices=EXECUTOR_CHOICES,
         default=None,
         help="where the chunks run: a local pool of processes, or a dask cluster "
         "(default: local, or dask with --scheduler)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--scheduler",
         default=None,
         metavar="ADDRESS",
         help="join the dask scheduler at ADDRESS (e.g. tcp://host:8786) instead of "
         "starting a local cluster; implies --executor dask",
     )
-    parser.add_argument(
+    group.add_argument(
         "--chunk-size",
         type=int,
         default=None,
@@ -132,21 +151,12 @@ def add_parser(subparsers: Any) -> None:
         f"depend on it (default: {DEFAULT_CHUNK_SIZE} for particles, "
         f"{_ANALYSIS_CHUNK_SIZE} for ntuple and nanoaod)",
     )
-    parser.add_argument(
-        "--pthat-min",
-        type=float,
-        default=DEFAULT_PTHAT_MIN,
-        metavar="GEV",
-        help="PhaseSpace:pTHatMin of the qcd process in GeV (default: %(default)g)",
-    )
-    parser.add_argument(
+    group.add_argument(
         "--overwrite",
         action="store_true",
         help="start over instead of resuming FILE (or of keeping a complete ntuple/nanoaod FILE)",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_lock_argument(parser)
-    parser.set_defaults(func=main)
+    group.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def main(args: argparse.Namespace) -> int:

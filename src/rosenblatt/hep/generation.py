@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import awkward as ak
 
@@ -222,21 +223,9 @@ def generate_file(
     if overwrite:
         for stale in (output, record, *leftovers):
             stale.unlink(missing_ok=True)
-    if output.exists():
-        info = complete_file(output, record, settings, info_of)
-        n_chunks = len(settings.chunk_sizes())
-        if (
-            info is not None
-            and info["n_events"] == n_events
-            and reusable_chunks(output, info, settings) == n_chunks
-        ):
-            return GenerationSummary.from_records(info["chunks"])
-        if info is not None:  # more events requested: the file is extended
-            for stale in leftovers:
-                stale.unlink(missing_ok=True)
-            os.replace(output, work)
-        record.unlink(missing_ok=True)
-        output.unlink(missing_ok=True)
+    finished = _finished_file(output, leftovers, settings, info_of)
+    if finished is not None:
+        return finished
     writer = resumed_writer(work, output, leftovers, settings, writer_class, info_of)
     if writer is None:
         writer = writer_class.create(work, settings.to_dict(), CHUNK_FIELDS)
@@ -267,3 +256,31 @@ def generate_file(
         summary = GenerationSummary.from_records(writer.chunk_records())
     finish(work, output, record, settings)
     return summary
+
+
+def _finished_file(
+    output: Path, leftovers: list[Path], settings: GenerationSettings, info_of: Any
+) -> GenerationSummary | None:
+    """The totals of a complete ``output`` of this run, or ``None`` once it is made ready to write.
+
+    A complete file of the same settings and events is kept. One of the same
+    settings with fewer events becomes the work file, to be extended; any other
+    file (and its record) is removed.
+    """
+    if not output.exists():
+        return None
+    record = record_name(output)
+    info = complete_file(output, record, settings, info_of)
+    if (
+        info is not None
+        and info["n_events"] == settings.n_events
+        and reusable_chunks(output, info, settings) == len(settings.chunk_sizes())
+    ):
+        return GenerationSummary.from_records(info["chunks"])
+    if info is not None:  # more events requested: the file is extended
+        for stale in leftovers:
+            stale.unlink(missing_ok=True)
+        os.replace(output, leftovers[0])
+    record.unlink(missing_ok=True)
+    output.unlink(missing_ok=True)
+    return None
