@@ -113,7 +113,7 @@ def test_the_methods_are_those_the_configuration_knows():
     from rosenblatt.studies.fairness_config import METHODS, ArrestsConfig
 
     methods = fairness._methods(ArrestsConfig(), seed=0)
-    assert {m["name"]: m["raw"] for m in methods} == METHODS
-    assert list(METHODS) == [m["name"] for m in methods]
+    assert {m.name: m.raw for m in methods} == METHODS
+    assert list(METHODS) == [m.name for m in methods]
     chosen = ArrestsConfig(methods=("lr", "lr_gridkde"))
-    assert [m["name"] for m in fairness._methods(chosen, seed=0)] == ["lr", "lr_gridkde"]
+    assert [m.name for m in fairness._methods(chosen, seed=0)] == ["lr", "lr_gridkde"]

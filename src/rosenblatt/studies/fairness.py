@@ -24,14 +24,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
 
 import rosenblatt as rb
 from rosenblatt._atomic import write_text
+from rosenblatt.metrics import PermutationTestResult
 from rosenblatt.studies._common import Claim, write_summary
 from rosenblatt.studies.fairness_config import ArrestsConfig, DigitsConfig, FairnessConfig
 
@@ -47,6 +49,125 @@ log = logging.getLogger("rosenblatt.fairness")
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
+
+
+class ClaimJson(TypedDict):
+    """A claim as ``summary.json`` writes it: ``held`` is true, false, or null when not decidable."""
+
+    claim: str
+    held: bool | None
+    value: list[float | list[float]]
+
+
+class _MethodRowBase(TypedDict):
+    name: str
+    label: str
+    kind: str
+    raw: str | None
+    seconds: float
+    auc: float
+    auc_sd: float
+    auc_folds: list[float]
+    dcc: float
+    dcc_sd: float
+    dcc_floor: float
+    dcc_floor_std: float
+    p_value: float
+    demographic_parity: list[float]
+    demographic_parity_sd: list[float]
+    equalised_odds: list[float]
+    equalised_odds_sd: list[float]
+    tpr: list[float]
+    tpr_sd: list[float]
+    fpr: list[float]
+    fpr_sd: list[float]
+
+
+class MethodRow(_MethodRowBase, total=False):
+    """One method's row of the arrests: its figures of merit and their bootstrap sd.
+
+    The spreads (``demographic_parity``, ``equalised_odds``, ``tpr``, ``fpr``)
+    hold one value per working point. ``auc_cost`` and its sd, against the raw
+    classifier the method starts from, are there when it has one.
+    """
+
+    auc_cost: float
+    auc_cost_sd: float
+
+
+class ArrestsJson(TypedDict):
+    """The arrests section of ``summary.json``: the data, the settings and every method's row.
+
+    ``group_rates`` holds, per method and working point (``"0.2"``), the
+    positive rate of every age group.
+    """
+
+    n_people: int
+    positive_fraction: float
+    folds: int
+    inner_cv: dict[str, int | None]
+    bootstrap: int
+    permutations: int
+    age_edges: list[float]
+    group_sizes: list[int]
+    working_points: list[float]
+    methods: list[MethodRow]
+    group_rates: dict[str, dict[str, list[float]]]
+
+
+class DigitsRow(TypedDict):
+    """A digits score: its AUC (bootstrap sd) and dCor² with the ink beside its floor."""
+
+    auc: float
+    auc_sd: float
+    dcc_negative: float
+    dcc_negative_floor: float
+    dcc_negative_floor_std: float
+    p_value_negative: float
+    dcc_all: float
+    dcc_all_floor: float
+
+
+class DigitsJson(TypedDict):
+    """The digits section of ``summary.json``: the classes, and the raw and decorrelated scores."""
+
+    classes: list[int]
+    n_images: int
+    n_negative: int
+    auc_ink: float
+    raw: DigitsRow
+    decorrelated: DigitsRow
+
+
+class FairnessSummary(TypedDict):
+    """The fairness study's ``summary.json``."""
+
+    study: str
+    name: str
+    seed: int
+    arrests: ArrestsJson
+    digits: DigitsJson
+    seconds: float
+    claims: list[ClaimJson]
+
+
+@dataclass(frozen=True, slots=True)
+class ArrestsScores:
+    """The arrests' out-of-fold score of every method, the age, the label and the age group."""
+
+    scores: dict[str, FloatArray]
+    x: FloatArray
+    y: NDArray[np.int64]
+    groups: IntArray
+
+
+@dataclass(frozen=True, slots=True)
+class DigitsScores:
+    """The digits' out-of-fold raw and decorrelated scores, the ink and the label."""
+
+    scores: dict[str, FloatArray]
+    ink: FloatArray
+    y: NDArray[np.int64]
 
 
 def arrests_table() -> tuple[Any, NDArray[np.int64]]:
@@ -227,6 +348,44 @@ METHOD_TABLE = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class _Method:
+    """A compared method: its name, label, the raw classifier it starts from, kind and factory."""
+
+    name: str
+    label: str
+    raw: str | None
+    kind: str
+    make: Callable[[], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Merit:
+    """The figures of merit of a score: AUC, dCor² with the age, and the parity spreads."""
+
+    auc: float
+    dcc: float
+    spreads: dict[str, FloatArray]
+
+
+@dataclass(frozen=True, slots=True)
+class _Draws:
+    """The figures of merit of a score over the bootstrap draws, one row per draw."""
+
+    auc: FloatArray
+    dcc: FloatArray
+    spreads: dict[str, FloatArray]
+
+    @classmethod
+    def stack(cls, merits: list[_Merit]) -> _Draws:
+        """Every draw's figures of merit stacked (spreads: draws by working points)."""
+        return cls(
+            np.asarray([m.auc for m in merits]),
+            np.asarray([m.dcc for m in merits]),
+            {key: np.asarray([m.spreads[key] for m in merits]) for key in merits[0].spreads},
+        )
+
+
 def _makers(config: ArrestsConfig, seed: int) -> dict[str, Callable[[], Any]]:
     """A factory of each method's unfitted estimator, by name."""
     from fairlearn.postprocessing import ThresholdOptimizer
@@ -285,7 +444,7 @@ def _makers(config: ArrestsConfig, seed: int) -> dict[str, Callable[[], Any]]:
     }
 
 
-def _methods(config: ArrestsConfig, seed: int) -> list[dict[str, Any]]:
+def _methods(config: ArrestsConfig, seed: int) -> list[_Method]:
     """The compared methods: name, label, the raw classifier it starts from, and a factory.
 
     Parameters
@@ -297,20 +456,20 @@ def _methods(config: ArrestsConfig, seed: int) -> list[dict[str, Any]]:
 
     Returns
     -------
-    list of dict
+    list of _Method
         The methods of ``config.methods`` (all when ``None``), in the study's order
         (:data:`METHOD_TABLE`).
     """
     makers = _makers(config, seed)
     return [
-        {"name": name, "label": label, "raw": raw, "kind": kind, "make": makers[name]}
+        _Method(name, label, raw, kind, makers[name])
         for name, label, raw, kind in METHOD_TABLE
         if config.methods is None or name in config.methods
     ]
 
 
 def _out_of_fold(
-    method: dict[str, Any],
+    method: _Method,
     X: Any,
     y: NDArray[np.int64],
     groups: IntArray,
@@ -320,8 +479,8 @@ def _out_of_fold(
     start = time.perf_counter()
     score = np.empty(len(y))
     for train, test in folds:
-        model = method["make"]()
-        if method["name"] == "threshold_optimizer":
+        model = method.make()
+        if method.name == "threshold_optimizer":
             sensitive_train = [f"q{g}" for g in groups[train]]
             model.fit(X.iloc[train], y[train], sensitive_features=sensitive_train)
             sensitive_test = [f"q{g}" for g in groups[test]]
@@ -341,13 +500,12 @@ def _figures_of_merit(
     n_groups: int,
     working_points: FloatArray,
     weight: FloatArray | None = None,
-) -> dict[str, Any]:
-    spreads = parity_spreads(score, y, groups, n_groups, working_points, weight)
-    return {
-        "auc": rb.roc_auc(y, score, weight),
-        "dcc": rb.distance_correlation_sqr(x, score, weight),
-        **{key: value.tolist() for key, value in spreads.items()},
-    }
+) -> _Merit:
+    return _Merit(
+        rb.roc_auc(y, score, weight),
+        rb.distance_correlation_sqr(x, score, weight),
+        parity_spreads(score, y, groups, n_groups, working_points, weight),
+    )
 
 
 def _bootstrap(
@@ -359,61 +517,66 @@ def _bootstrap(
     working_points: FloatArray,
     n_boot: int,
     rng: np.random.Generator,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, _Draws]:
     """Paired bootstrap over people: the same multinomial counts, as weights, for every method."""
     n = len(y)
-    draws: dict[str, list[dict[str, Any]]] = {name: [] for name in scores}
+    draws: dict[str, list[_Merit]] = {name: [] for name in scores}
     for _ in range(n_boot):
         counts = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
         for name, score in scores.items():
             draws[name].append(
                 _figures_of_merit(score, y, x, groups, n_groups, working_points, counts)
             )
-    out: dict[str, dict[str, Any]] = {}
-    for name, rows in draws.items():
-        out[name] = {key: np.asarray([row[key] for row in rows]) for key in rows[0]}
-    return out
+    return {name: _Draws.stack(merits) for name, merits in draws.items()}
 
 
-def _sd(values: FloatArray) -> Any:
-    return np.std(values, axis=0, ddof=1).tolist()
+def _sd(values: FloatArray) -> list[float]:
+    sd: list[float] = np.std(values, axis=0, ddof=1).tolist()
+    return sd
 
 
 # ----------------------------------------------------------------- the arrests
 def _method_row(
-    method: dict[str, Any],
+    method: _Method,
     score: FloatArray,
     seconds: float,
-    central: dict[str, dict[str, Any]],
-    boot: dict[str, dict[str, Any]],
-    perms: dict[str, Any],
+    central: dict[str, _Merit],
+    boot: dict[str, _Draws],
+    perms: dict[str, PermutationTestResult],
     y: IntArray,
     folds: list[tuple[IntArray, IntArray]],
-) -> dict[str, Any]:
+) -> MethodRow:
     """One method's row of the summary: figures of merit, their bootstrap sd, its AUC cost."""
-    name, raw = method["name"], method["raw"]
-    fom, draws, perm = central[name], boot[name], perms[name]
-    row = {
+    name, raw = method.name, method.raw
+    merit, draws, perm = central[name], boot[name], perms[name]
+    spread = {key: value.tolist() for key, value in merit.spreads.items()}
+    spread_sd = {key: _sd(value) for key, value in draws.spreads.items()}
+    row: MethodRow = {
         "name": name,
-        "label": method["label"],
-        "kind": method["kind"],
+        "label": method.label,
+        "kind": method.kind,
         "raw": raw,
         "seconds": seconds,
-        "auc": fom["auc"],
-        "auc_sd": float(np.std(draws["auc"], ddof=1)),
+        "auc": merit.auc,
+        "auc_sd": float(np.std(draws.auc, ddof=1)),
         "auc_folds": [rb.roc_auc(y[test], score[test]) for _, test in folds],
-        "dcc": fom["dcc"],
-        "dcc_sd": float(np.std(draws["dcc"], ddof=1)),
+        "dcc": merit.dcc,
+        "dcc_sd": float(np.std(draws.dcc, ddof=1)),
         "dcc_floor": perm.floor,
         "dcc_floor_std": perm.floor_std,
         "p_value": perm.p_value,
+        "demographic_parity": spread["demographic_parity"],
+        "demographic_parity_sd": spread_sd["demographic_parity"],
+        "equalised_odds": spread["equalised_odds"],
+        "equalised_odds_sd": spread_sd["equalised_odds"],
+        "tpr": spread["tpr"],
+        "tpr_sd": spread_sd["tpr"],
+        "fpr": spread["fpr"],
+        "fpr_sd": spread_sd["fpr"],
     }
-    for key in ("demographic_parity", "equalised_odds", "tpr", "fpr"):
-        row[key] = fom[key]
-        row[key + "_sd"] = _sd(draws[key])
     if raw is not None:
-        cost = boot[raw]["auc"] - draws["auc"]
-        row["auc_cost"] = central[raw]["auc"] - fom["auc"]
+        cost = boot[raw].auc - draws.auc
+        row["auc_cost"] = central[raw].auc - merit.auc
         row["auc_cost_sd"] = float(np.std(cost, ddof=1))
     return row
 
@@ -423,9 +586,9 @@ def _arrests_section(
     y: IntArray,
     groups: IntArray,
     edges: FloatArray,
-    rows: list[dict[str, Any]],
+    rows: list[MethodRow],
     scores: dict[str, FloatArray],
-) -> dict[str, Any]:
+) -> ArrestsJson:
     """The arrests section of the summary: the data, the settings, every method's row."""
     n_groups = cfg.age_groups
     group_rate_table = {
@@ -450,7 +613,7 @@ def _arrests_section(
     }
 
 
-def _arrests(cfg: FairnessConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+def _arrests(cfg: FairnessConfig) -> tuple[ArrestsJson, ArrestsScores]:
     """The arrests comparison: summary section and the arrays the figures need."""
     from sklearn.model_selection import StratifiedKFold
 
@@ -468,8 +631,8 @@ def _arrests(cfg: FairnessConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     scores: dict[str, FloatArray] = {}
     seconds: dict[str, float] = {}
     for method in methods:
-        scores[method["name"]], seconds[method["name"]] = _out_of_fold(method, X, y, groups, folds)
-        log.info("arrests: %s out of fold in %.1f s", method["label"], seconds[method["name"]])
+        scores[method.name], seconds[method.name] = _out_of_fold(method, X, y, groups, folds)
+        log.info("arrests: %s out of fold in %.1f s", method.label, seconds[method.name])
 
     n_perm = cfg.permutations
     central = {
@@ -495,19 +658,19 @@ def _arrests(cfg: FairnessConfig) -> tuple[dict[str, Any], dict[str, Any]]:
 
     rows = [
         _method_row(
-            method, scores[method["name"]], seconds[method["name"]], central, boot, perms, y, folds
+            method, scores[method.name], seconds[method.name], central, boot, perms, y, folds
         )
         for method in methods
     ]
 
     section = _arrests_section(cfg, y, groups, edges, rows, scores)
-    return section, {"scores": scores, "x": x, "y": y, "groups": groups}
+    return section, ArrestsScores(scores, x, y, groups)
 
 
 # ----------------------------------------------------------------- the digits
 def _digits_row(
     config: DigitsConfig, seed: int, score: FloatArray, ink: FloatArray, y: IntArray
-) -> dict[str, Any]:
+) -> DigitsRow:
     """A digits score's AUC (bootstrap sd) and dCor² with the ink, on the first class and on all."""
     rng = np.random.default_rng(seed + 2)
     counts = [
@@ -529,7 +692,7 @@ def _digits_row(
     }
 
 
-def _digits(config: DigitsConfig, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def _digits(config: DigitsConfig, seed: int) -> tuple[DigitsJson, DigitsScores]:
     """Two digit classes, the score made independent of the total ink on the first class."""
     import pandas as pd
     from sklearn.datasets import load_digits
@@ -566,28 +729,29 @@ def _digits(config: DigitsConfig, seed: int) -> tuple[dict[str, Any], dict[str, 
         scores["decorrelated"][test] = model.predict_proba(X.iloc[test])[:, 1]
 
     neg = y == 0
-    rows = {name: _digits_row(config, seed, score, ink, y) for name, score in scores.items()}
-    section = {
+    section: DigitsJson = {
         "classes": [negative, positive],
         "n_images": len(y),
         "n_negative": int(neg.sum()),
         "auc_ink": rb.roc_auc(y, ink),
-        **rows,
+        "raw": _digits_row(config, seed, scores["raw"], ink, y),
+        "decorrelated": _digits_row(config, seed, scores["decorrelated"], ink, y),
     }
-    return section, {"scores": scores, "ink": ink, "y": y}
+    return section, DigitsScores(scores, ink, y)
 
 
 # ----------------------------------------------------------------- claims and run
-def _parity_margin(row: dict[str, Any], raw: dict[str, Any]) -> float:
+def _parity_margin(row: MethodRow, raw: MethodRow) -> float:
     """The smallest margin, in sd, by which ``row``'s parity spread is below ``raw``'s."""
-    key = "demographic_parity"
-    margin = np.asarray(raw[key]) - np.asarray(row[key])
-    sd = np.hypot(np.asarray(raw[f"{key}_sd"]), np.asarray(row[f"{key}_sd"]))
+    margin = np.asarray(raw["demographic_parity"]) - np.asarray(row["demographic_parity"])
+    sd = np.hypot(
+        np.asarray(raw["demographic_parity_sd"]), np.asarray(row["demographic_parity_sd"])
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         return float(np.min(margin / sd))
 
 
-def _method_claims(row: dict[str, Any], raw: dict[str, Any], ratio: float) -> list[Claim]:
+def _method_claims(row: MethodRow, raw: MethodRow, ratio: float) -> list[Claim]:
     """The claims on one decorrelated method of the arrests data."""
     return [
         Claim(
@@ -612,7 +776,7 @@ def _method_claims(row: dict[str, Any], raw: dict[str, Any], ratio: float) -> li
     ]
 
 
-def _claims(arrests: dict[str, Any], digits: dict[str, Any], ratio: float) -> list[dict[str, Any]]:
+def _claims(arrests: ArrestsJson, digits: DigitsJson, ratio: float) -> list[ClaimJson]:
     """The study's claims, each decided beyond 2 sd (:func:`~rosenblatt.studies._common.decide`).
 
     The digits' dCor² has no bootstrap; its uncertainty is the spread of dCor² under
@@ -621,8 +785,8 @@ def _claims(arrests: dict[str, Any], digits: dict[str, Any], ratio: float) -> li
     rows = {row["name"]: row for row in arrests["methods"]}
     claims = []
     for row in arrests["methods"]:
-        if row["kind"] == "rosenblatt":
-            claims += _method_claims(row, rows[row["raw"]], ratio)
+        if row["kind"] == "rosenblatt" and (raw := row["raw"]) is not None:
+            claims += _method_claims(row, rows[raw], ratio)
     dec = digits["decorrelated"]
     claims.append(
         Claim(
@@ -632,10 +796,16 @@ def _claims(arrests: dict[str, Any], digits: dict[str, Any], ratio: float) -> li
             dec["dcc_negative_floor_std"],
         )
     )
-    return [claim.to_json() for claim in claims]
+    return [_claim_json(claim) for claim in claims]
 
 
-def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
+def _claim_json(claim: Claim) -> ClaimJson:
+    """A claim as ``summary.json`` writes it."""
+    entry = claim.to_json()
+    return {"claim": entry["claim"], "held": entry["held"], "value": entry["value"]}
+
+
+def run(config: dict[str, Any], folder: Path) -> FairnessSummary:
     """Run the fairness study of ``config`` and write ``report.md``, ``summary.json`` and figures.
 
     Parameters
@@ -648,7 +818,7 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
 
     Returns
     -------
-    dict
+    FairnessSummary
         The summary written to ``summary.json``.
 
     Raises
@@ -668,15 +838,16 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     with threadpool_limits(limits=cfg.threads):
         arrests, arrests_arrays = _arrests(cfg)
         digits, digits_arrays = _digits(cfg.digits, cfg.seed)
-    summary = {
+    seconds = time.perf_counter() - start
+    summary: FairnessSummary = {
         "study": "fairness",
         "name": cfg.name,
         "seed": cfg.seed,
         "arrests": arrests,
         "digits": digits,
-        "seconds": time.perf_counter() - start,
+        "seconds": seconds,
+        "claims": _claims(arrests, digits, cfg.dcc_floor_ratio_max),
     }
-    summary["claims"] = _claims(arrests, digits, cfg.dcc_floor_ratio_max)
     write_summary(folder, summary)
     figures = fairness_report.figures(folder, summary, arrests_arrays, digits_arrays)
     write_text(folder / "report.md", fairness_report.report(summary, figures))

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from rosenblatt.studies._common import Row, claim_lines, markdown_table, pm
+
+if TYPE_CHECKING:
+    from rosenblatt.studies.fairness import (
+        ArrestsJson,
+        ArrestsScores,
+        DigitsJson,
+        DigitsRow,
+        DigitsScores,
+        FairnessSummary,
+        MethodRow,
+    )
 
 __all__ = ["METHODS", "figures", "report", "style"]
 
@@ -27,7 +39,11 @@ METHODS = {
 }
 
 
-def style(name: str) -> dict[str, Any]:
+#: a parity spread drawn and tabulated per working point
+Spread = Literal["demographic_parity", "equalised_odds"]
+
+
+def style(name: str) -> dict[str, str]:
     """Matplotlib keywords of a method's line and markers (its decorrelation method's colour)."""
     from rosenblatt.plotting import method_style
 
@@ -44,9 +60,9 @@ def style(name: str) -> dict[str, Any]:
 
 def figures(
     folder: Path,
-    summary: dict[str, Any],
-    arrests: dict[str, Any],
-    digits: dict[str, Any],
+    summary: FairnessSummary,
+    arrests: ArrestsScores,
+    digits: DigitsScores,
 ) -> dict[str, str]:
     """Draw the study's figures into ``folder``; return ``{key: file name}``."""
     section = summary["arrests"]
@@ -58,21 +74,32 @@ def figures(
     }
 
 
-def _spread_figures(folder: Path, section: dict[str, Any]) -> dict[str, str]:
+def _spread(row: MethodRow, key: Spread) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """A method's spread at every working point, and its bootstrap sd."""
+    if key == "demographic_parity":
+        return np.asarray(row["demographic_parity"]), np.asarray(row["demographic_parity_sd"])
+    return np.asarray(row["equalised_odds"]), np.asarray(row["equalised_odds_sd"])
+
+
+#: the spread figures: the spread, its axis label and the file
+_SPREAD_FIGURES: tuple[tuple[Spread, str, str], ...] = (
+    ("demographic_parity", "positive-rate spread", "spread_demographic_parity.png"),
+    ("equalised_odds", "larger TPR/FPR spread", "spread_equalised_odds.png"),
+)
+
+
+def _spread_figures(folder: Path, section: ArrestsJson) -> dict[str, str]:
     """The spreads of demographic parity and equalised odds against the working point."""
     from rosenblatt.plotting import figure, save_figure
 
     rows = section["methods"]
     percent = 100 * np.asarray(section["working_points"])
     out: dict[str, str] = {}
-    for key, ylabel, file in (
-        ("demographic_parity", "positive-rate spread", "spread_demographic_parity.png"),
-        ("equalised_odds", "larger TPR/FPR spread", "spread_equalised_odds.png"),
-    ):
+    for key, ylabel, file in _SPREAD_FIGURES:
         fig, ax = figure(width=7.5, height=6.5, key=7.0)
         for row in rows:
             drawn = style(row["name"])
-            value, sd = np.asarray(row[key]), np.asarray(row[key + "_sd"])
+            value, sd = _spread(row, key)
             ax.plot(percent, value, label=row["label"], **drawn)
             ax.fill_between(percent, value - sd, value + sd, color=drawn["color"], alpha=0.15)
         ax.set_xlabel("working point: people rejected [%]")
@@ -84,7 +111,7 @@ def _spread_figures(folder: Path, section: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _auc_vs_dcc(folder: Path, rows: list[dict[str, Any]]) -> str:
+def _auc_vs_dcc(folder: Path, rows: list[MethodRow]) -> str:
     """AUC against dCor²(age, score), with the permutation floor."""
     from rosenblatt.plotting import figure, save_figure
 
@@ -110,7 +137,7 @@ def _auc_vs_dcc(folder: Path, rows: list[dict[str, Any]]) -> str:
     return save_figure(fig, folder / "auc_vs_dcc.png").name
 
 
-def _positive_rate_by_age(folder: Path, section: dict[str, Any]) -> str:
+def _positive_rate_by_age(folder: Path, section: ArrestsJson) -> str:
     """The positive rate per age group at a few working points."""
     from rosenblatt.plotting import figure, save_figure
 
@@ -147,12 +174,12 @@ def _positive_rate_by_age(folder: Path, section: dict[str, Any]) -> str:
     return save_figure(fig, folder / "positive_rate_by_age.png").name
 
 
-def _digits(folder: Path, summary: dict[str, Any], digits: dict[str, Any]) -> str:
+def _digits(folder: Path, summary: FairnessSummary, digits: DigitsScores) -> str:
     """The digits' score against their ink, raw and decorrelated."""
     from rosenblatt.plotting import figure, figure_key, save_figure
 
     fig, axes = figure(ncols=2, width=7.0)
-    ink, label = digits["ink"], digits["y"]
+    ink, label = digits.ink, digits.y
     negative, positive = summary["digits"]["classes"]
     for ax, name, title in zip(
         axes,
@@ -160,7 +187,7 @@ def _digits(folder: Path, summary: dict[str, Any], digits: dict[str, Any]) -> st
         ("raw classifier", "DecorrelatedClassifier (ink)"),
         strict=True,
     ):
-        score = digits["scores"][name]
+        score = digits.scores[name]
         ax.scatter(
             ink[label == 0],
             score[label == 0],
@@ -183,7 +210,7 @@ def _digits(folder: Path, summary: dict[str, Any], digits: dict[str, Any]) -> st
     return save_figure(fig, folder / "digits_score_vs_ink.png").name
 
 
-def _method_table(section: dict[str, Any]) -> str:
+def _method_table(section: ArrestsJson) -> str:
     lines = [
         "| method | AUC | AUC cost vs raw | dCor²(age, score) | permutation floor | p | max DP spread | max EO spread | time [s] |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -201,25 +228,25 @@ def _method_table(section: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _spread_table(section: dict[str, Any], key: str) -> str:
+def _spread_table(section: ArrestsJson, key: Spread) -> str:
     points = section["working_points"]
     lines = [
         "| method | " + " | ".join(f"{100 * q:g}%" for q in points) + " |",
         "|---" * (len(points) + 1) + "|",
     ]
     for row in section["methods"]:
-        cells = [f"{v:.3f} ± {s:.3f}" for v, s in zip(row[key], row[key + "_sd"], strict=True)]
+        cells = [f"{v:.3f} ± {s:.3f}" for v, s in zip(*_spread(row, key), strict=True)]
         lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def _headline(section: dict[str, Any]) -> str:
+def _headline(section: ArrestsJson) -> str:
     rows = {row["name"]: row for row in section["methods"]}
     lines = []
     for name in ("lr_gridkde", "lr_kde", "hgb_gridkde"):
-        if name not in rows:
+        if name not in rows or (raw_name := rows[name]["raw"]) is None:
             continue
-        row, raw = rows[name], rows[rows[name]["raw"]]
+        row, raw = rows[name], rows[raw_name]
         lines.append(
             f"- **{row['label']}**: AUC {pm(row['auc'], row['auc_sd'])}, a cost of "
             f"{pm(row['auc_cost'], row['auc_cost_sd'])} against {raw['label']} (paired bootstrap); "
@@ -231,7 +258,7 @@ def _headline(section: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
+def report(summary: FairnessSummary, figures: dict[str, str]) -> str:
     """The study's Markdown report."""
     figs = "\n".join(f"![{key}]({name})" for key, name in figures.items())
     return f"""# Outside physics: fairness with a continuous protected attribute ({summary["name"]})
@@ -254,7 +281,7 @@ The study ran in {summary["seconds"]:.0f} s.
 """
 
 
-def _arrests_intro(arrests: dict[str, Any]) -> str:
+def _arrests_intro(arrests: ArrestsJson) -> str:
     """The arrests data and how every method is trained, scored and compared."""
     edges = ", ".join(f"{e:g}" for e in arrests["age_edges"])
     sizes = ", ".join(str(s) for s in arrests["group_sizes"])
@@ -287,7 +314,7 @@ for demographic parity at the one working point that maximises accuracy; its sco
 probability of a positive decision."""
 
 
-def _arrests_results(summary: dict[str, Any]) -> str:
+def _arrests_results(summary: FairnessSummary) -> str:
     """The arrests results: in short, the claims, every method, the spreads."""
     arrests = summary["arrests"]
     return f"""### In short
@@ -328,7 +355,7 @@ DIGITS = (
 )
 
 
-def _digits_text(summary: dict[str, Any]) -> str:
+def _digits_text(summary: FairnessSummary) -> str:
     """The digits: the data, and the raw and decorrelated scores side by side."""
     digits = summary["digits"]
     negative, positive = digits["classes"]
@@ -336,7 +363,7 @@ def _digits_text(summary: dict[str, Any]) -> str:
     header[2] = f"dCor²(ink, score) of the '{negative}'s"
     table = markdown_table(
         header,
-        [[name, *(row.cell(digits[key]) for row in DIGITS)] for name, key in _DIGITS_SCORES],
+        [[name, *(row.cell(entry) for row in DIGITS)] for name, entry in _digits_scores(digits)],
     )
     return f"""scikit-learn's bundled digits, the {digits["n_images"]} images of '{negative}' and '{positive}';
 a logistic regression on the 64 pixels, and the same classifier wrapped in
@@ -348,5 +375,6 @@ transform. The ink alone separates the classes with AUC {digits["auc_ink"]:.3f}.
 {table}"""
 
 
-#: the digits' scores: the table's row label, the summary's key
-_DIGITS_SCORES = (("raw", "raw"), ("decorrelated", "decorrelated"))
+def _digits_scores(digits: DigitsJson) -> tuple[tuple[str, DigitsRow], ...]:
+    """The digits' scores: the table's row label, and the score's entry of the summary."""
+    return (("raw", digits["raw"]), ("decorrelated", digits["decorrelated"]))
