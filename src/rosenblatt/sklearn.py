@@ -53,6 +53,35 @@ def _is_dataframe(X: Any) -> bool:
     return hasattr(X, "columns") and hasattr(X, "iloc")
 
 
+def _binary_labels(y: Any, n_rows: int) -> tuple[NDArray[Any], NDArray[Any], NDArray[np.intp]]:
+    """``y`` as a checked column of two classes: the labels, the classes and each label's index.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not finite, has fewer or more than two classes, or not one
+        label per row of ``X``.
+    """
+    y = column_or_1d(y, warn=True)
+    if y.dtype.kind in "fc":
+        assert_all_finite(y, input_name="y")
+    check_classification_targets(y)
+    classes, y_index = np.unique(y, return_inverse=True)
+    if len(classes) != 2:
+        kind = (
+            "Only binary classification is supported" if len(classes) > 2 else "Needs two classes"
+        )
+        msg = (
+            f"{kind}: y has {len(classes)} class(es) ({classes.tolist()[:5]}); "
+            "DecorrelatedClassifier needs exactly 2"
+        )
+        raise ValueError(msg)
+    if len(y) != n_rows:
+        msg = f"X has {n_rows} rows but y has {len(y)} labels"
+        raise ValueError(msg)
+    return y, classes, y_index
+
+
 class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Binary classifier whose score is made independent of protected columns.
 
@@ -302,48 +331,13 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         """
         self._check_params()
         X = self._check_X(X, reset=True)
-        y = column_or_1d(y, warn=True)
-        if y.dtype.kind in "fc":
-            assert_all_finite(y, input_name="y")
-        check_classification_targets(y)
-        classes, y_index = np.unique(y, return_inverse=True)
-        if len(classes) != 2:
-            kind = (
-                "Only binary classification is supported"
-                if len(classes) > 2
-                else "Needs two classes"
-            )
-            msg = (
-                f"{kind}: y has {len(classes)} class(es) ({classes.tolist()[:5]}); "
-                "DecorrelatedClassifier needs exactly 2"
-            )
-            raise ValueError(msg)
-        if len(y) != X.shape[0]:
-            msg = f"X has {X.shape[0]} rows but y has {len(y)} labels"
-            raise ValueError(msg)
+        y, classes, y_index = _binary_labels(y, X.shape[0])
         self.protected_indices_ = self._resolve_protected(X)
         x = self._protected_values(X)
         weight = None if sample_weight is None else _check_sample_weight(sample_weight, X)
         fit_params = {} if weight is None else {"sample_weight": weight}
 
-        X_est = self._estimator_input(X)
-        if self.cv is None:
-            estimator = clone(self.estimator).fit(X_est, y, **fit_params)
-            score = self._score(estimator, X_est)
-        else:
-            splitter = check_cv(self.cv, y, classifier=True)
-            method = (
-                "predict_proba" if hasattr(self.estimator, "predict_proba") else "decision_function"
-            )
-            out_of_fold = np.asarray(
-                cross_val_predict(
-                    clone(self.estimator), X_est, y, cv=splitter, method=method, params=fit_params
-                ),
-                dtype=np.float64,
-            )
-            score = out_of_fold[:, 1] if out_of_fold.ndim == 2 else out_of_fold
-            estimator = clone(self.estimator).fit(X_est, y, **fit_params)
-
+        estimator, score = self._fit_estimator(self._estimator_input(X), y, fit_params)
         defining = y_index == 0 if self.defining == "negative" else np.ones(len(y), dtype=bool)
         transform = GridKDE(sigma_r="auto") if self.cdf is None else copy.deepcopy(self.cdf)
         try:
@@ -362,6 +356,31 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         self.cdf_ = transform
         self.classes_ = classes
         return self
+
+    def _fit_estimator(
+        self, X_est: Any, y: NDArray[Any], fit_params: dict[str, Any]
+    ) -> tuple[Any, NDArray[np.float64]]:
+        """The fitted estimator and the score that defines the transform.
+
+        Without ``cv`` the score is the fitted estimator's on its own training
+        events; with ``cv`` it is the out-of-fold score of :func:`cross_val_predict`,
+        and the estimator is then fitted on every event.
+        """
+        if self.cv is None:
+            estimator = clone(self.estimator).fit(X_est, y, **fit_params)
+            return estimator, self._score(estimator, X_est)
+        splitter = check_cv(self.cv, y, classifier=True)
+        method = (
+            "predict_proba" if hasattr(self.estimator, "predict_proba") else "decision_function"
+        )
+        out_of_fold = np.asarray(
+            cross_val_predict(
+                clone(self.estimator), X_est, y, cv=splitter, method=method, params=fit_params
+            ),
+            dtype=np.float64,
+        )
+        score = out_of_fold[:, 1] if out_of_fold.ndim == 2 else out_of_fold
+        return clone(self.estimator).fit(X_est, y, **fit_params), score
 
     # --------------------------------------------------------------- predict
     def predict_proba(self, X: Any) -> NDArray[np.float64]:

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -447,6 +447,56 @@ def _train_epoch(
     return train_bce / train_weight_sum, float(np.mean(train_dcor)) if train_dcor else None
 
 
+class _Stopped(NamedTuple):
+    """Where the training stopped: the epochs run, the best one and its validation loss."""
+
+    epochs: int
+    best_epoch: int
+    best_loss: float
+
+
+def _train_until_stopped(
+    network: Any,
+    optimizer: Any,
+    data: _CNNData,
+    objective: _Objective,
+    generator: Any,
+    alpha: float,
+    options: CNNOptions,
+    epochs: Iterable[int],
+    history: list[dict[str, float | None]],
+) -> _Stopped:
+    """Train epoch after epoch until the validation loss stops improving; keep the best epoch.
+
+    Each epoch's losses are appended to ``history``. Training stops after
+    ``options.patience`` epochs without an improvement larger than
+    ``options.min_delta``, and the network is left with the best epoch's weights.
+    """
+    best_loss, best_epoch, best_state = math.inf, 0, copy.deepcopy(network.state_dict())
+    epoch = 0
+    for epoch in epochs:
+        train_bce, train_dcor = _train_epoch(
+            network, optimizer, data, objective, generator, alpha, options
+        )
+        val_loss, val_dcor = _validation_loss(network, data, objective, alpha, options.batch_size)
+        history.append(
+            {
+                "epoch": epoch,
+                "train_bce": train_bce,
+                "train_batch_dcor2": train_dcor,
+                "val_loss": val_loss,
+                "val_batch_dcor2": val_dcor,
+            }
+        )
+        if val_loss < best_loss - options.min_delta:
+            best_loss, best_epoch = val_loss, epoch
+            best_state = copy.deepcopy(network.state_dict())
+        elif epoch - best_epoch >= options.patience:
+            break
+    network.load_state_dict(best_state)
+    return _Stopped(epoch, best_epoch, best_loss)
+
+
 def _train_cnn(
     train: EventArrays,
     val: EventArrays,
@@ -474,41 +524,20 @@ def _train_cnn(
         network.to(device)
         optimizer = torch.optim.Adam(network.parameters(), lr=options.learning_rate)
         generator = torch.Generator().manual_seed(seed)
-        best_loss, best_epoch, best_state = math.inf, 0, copy.deepcopy(network.state_dict())
-        epochs = range(1, options.max_epochs + 1)
+        epochs: Iterable[int] = range(1, options.max_epochs + 1)
         if progress:
             from tqdm.auto import tqdm
 
             epochs = tqdm(epochs, desc=f"CNN alpha={alpha:g} seed={seed}", unit="epoch")
-        epoch = 0
-        for epoch in epochs:
-            train_bce, train_dcor = _train_epoch(
-                network, optimizer, data, objective, generator, alpha, options
-            )
-            val_loss, val_dcor = _validation_loss(
-                network, data, objective, alpha, options.batch_size
-            )
-            history.append(
-                {
-                    "epoch": epoch,
-                    "train_bce": train_bce,
-                    "train_batch_dcor2": train_dcor,
-                    "val_loss": val_loss,
-                    "val_batch_dcor2": val_dcor,
-                }
-            )
-            if val_loss < best_loss - options.min_delta:
-                best_loss, best_epoch = val_loss, epoch
-                best_state = copy.deepcopy(network.state_dict())
-            elif epoch - best_epoch >= options.patience:
-                break
-        network.load_state_dict(best_state)
+        stop = _train_until_stopped(
+            network, optimizer, data, objective, generator, alpha, options, epochs, history
+        )
         network.eval()
     summary = {
-        "epochs": epoch,
-        "best_epoch": best_epoch,
-        "stopped_early": epoch < options.max_epochs,
-        "best_val_loss": best_loss,
+        "epochs": stop.epochs,
+        "best_epoch": stop.best_epoch,
+        "stopped_early": stop.epochs < options.max_epochs,
+        "best_val_loss": stop.best_loss,
         "device": str(device),
         "n_threads": options.n_threads
         if options.n_threads is not None
