@@ -14,10 +14,7 @@ LIMIT = 60
 
 #: functions longer than LIMIT, each with why it is not split
 EXCEPTIONS = {
-    "blobs.py::_figures": "draws every figure of the study, panel after panel",
     "lhco/report.py::_dcc_auc_plane": "draws one figure, its points, front lines and key",
-    "abcd_report.py::write_outputs": "writes every output file of the study in its order",
-    "abcd_report.py::_statistics_lines": "the report's statistics section, line by line",
 }
 
 

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,8 +22,15 @@ from scipy.stats import norm
 import rosenblatt as rb
 from rosenblatt._atomic import write_text
 from rosenblatt._extras import optional_imports
+from rosenblatt.metrics import PermutationTestResult
 from rosenblatt.studies._common import Claim, claim_lines, write_summary
-from rosenblatt.studies.blobs_config import BlobsConfig
+from rosenblatt.studies.blobs_config import BlobsConfig, FigureChoice
+from rosenblatt.transforms import ConditionalCDFTransform
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from rosenblatt.studies.peers import PeerResult
 
 with optional_imports(__name__):
     from tqdm.auto import tqdm
@@ -90,32 +97,163 @@ class _Samples:
         return np.r_[self.x_test, self.xs_test], np.r_[self.y_test, self.ys_test], label
 
 
-def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
+class ClaimJson(TypedDict):
+    """A claim as ``summary.json`` writes it: ``held`` is true, false, or null when not decidable."""
+
+    claim: str
+    held: bool | None
+    value: list[float]
+
+
+class SelectionJson(TypedDict):
+    """An automatic parameter choice: the values tried and their cross-validated Brier scores."""
+
+    values: list[float]
+    scores: list[float]
+
+
+class VariantJson(TypedDict):
+    """One estimator of the variants table: its accuracy, time, residual dCor² and choice."""
+
+    estimator: str
+    rms_exact: float
+    seconds: float
+    dcc: float
+    chosen: float | None
+    selection: SelectionJson | None
+
+
+class _ScanJsonBase(TypedDict):
+    parameter: str
+    values: list[float]
+    dcc: list[list[float]]
+    rms_exact: list[float]
+    subsamples: list[dict[str, float]]
+
+
+class ScanJson(_ScanJsonBase, total=False):
+    """One method's scan over its parameter, as ``summary.json`` writes it.
+
+    ``dcc`` holds dCor² per sub-sample (rows) and parameter value (columns);
+    each entry of ``subsamples`` holds ``best_<parameter>``, ``dcc_best``, the
+    permutation floor, its spread and the p-value; ``whole_sample`` (when
+    measured) holds the same on the whole testing sample, with ``dcc`` per value.
+    """
+
+    whole_sample: dict[str, float | list[float]]
+
+
+class _SummaryHead(TypedDict):
+    study: str
+    name: str
+    rho: float
+    n_defining: int
+    n_testing: int
+    n_subsamples: int
+    subsample_size: int
+    permutations: int
+    dcc_xy: list[float]
+    auc: dict[str, float]
+    irgi: ScanJson
+    kde: ScanJson
+
+
+class _SummaryExtras(TypedDict, total=False):
+    variants: list[VariantJson]
+    peers: dict[str, PeerResult]
+    dcc_xy_whole_sample: float
+
+
+class BlobsSummary(_SummaryHead, _SummaryExtras):
+    """The blob study's ``summary.json``: the sample, each method's scan, AUCs and the claims.
+
+    ``variants``, ``peers`` and ``dcc_xy_whole_sample`` are there when the
+    configuration asks for them.
+    """
+
+    claims: list[ClaimJson]
+
+
+#: the transform a scanned method fits
+TransformT = TypeVar("TransformT", bound=ConditionalCDFTransform)
+
+
+@dataclass(frozen=True, slots=True)
+class _Method(Generic[TransformT]):
+    """A scanned method: its name, its parameter, the values scanned and its transform at a value."""
+
+    name: str
+    parameter: str
+    values: tuple[float, ...]
+    make: Callable[[float], TransformT]
+
+
+@dataclass(frozen=True, slots=True)
+class _Best:
+    """The parameter value of lowest dCor² on some testing events, and its permutation test there."""
+
+    parameter: str
+    value: float
+    dcc_best: float
+    test: PermutationTestResult
+
+    def to_json(self) -> dict[str, float]:
+        """``best_<parameter>``, ``dcc_best``, the permutation floor, its spread and the p-value."""
+        return {
+            "best_" + self.parameter: self.value,
+            "dcc_best": self.dcc_best,
+            **_floor(self.test),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Scan(Generic[TransformT]):
+    """A method fitted at every value of its parameter and measured on the testing sample.
+
+    Attributes
+    ----------
+    method
+        The method scanned.
+    fitted
+        Its transform at each value.
+    dcc
+        dCor² per sub-sample (rows) and value (columns).
+    rms_exact
+        RMS against the exact conditional CDF at each value.
+    """
+
+    method: _Method[TransformT]
+    fitted: dict[float, TransformT]
+    dcc: NDArray[np.float64]
+    rms_exact: list[float]
+
+    def best_of_mean(self) -> float:
+        """The value of lowest mean dCor² over the sub-samples."""
+        return self.method.values[int(np.argmin(np.mean(self.dcc, axis=0)))]
+
+
+@dataclass(frozen=True, slots=True)
+class _Scans:
+    """The scans of both methods."""
+
+    irgi: _Scan[rb.IRGI]
+    kde: _Scan[rb.KDE]
+
+
+def run(config: dict[str, Any], folder: Path) -> BlobsSummary:
     """Run the blob study of ``config`` and write ``report.md``, ``summary.json`` and figures."""
     cfg = BlobsConfig.parse(config)
     data = _Samples.draw(cfg)
     subsamples = np.array_split(np.arange(len(data.x_test)), cfg.n_subsamples)
-    methods: dict[str, tuple[str, Sequence[float], Callable[[Any], Any]]] = {
-        "irgi": ("depth", cfg.depths, lambda d: rb.IRGI(depth=d)),
-        "kde": ("sigma_r", cfg.sigma_r, lambda s: rb.KDE(sigma_r=s)),
-    }
     dcc_xy = np.array(
         [rb.distance_correlation_sqr(data.x_test[i], data.y_test[i]) for i in subsamples]
     )
-    results: dict[str, Any] = {}
-    fitted: dict[str, dict[float, Any]] = {}
-    for name, method in methods.items():
-        results[name], fitted[name] = _scan(name, method, data, subsamples, cfg)
-    auc = _aucs(data, results, fitted)
-    if cfg.variants:
-        results["variants"] = _variants(
-            data.x_def, data.y_def, data.x_test, data.y_test, data.exact
-        )
-    if cfg.peers is not None:
-        results["peers"] = _peers(cfg, data, len(subsamples[0]))
-    if cfg.whole_sample:
-        results["dcc_xy_whole_sample"] = rb.distance_correlation_sqr(data.x_test, data.y_test)
-    summary = {
+    irgi = _Method("irgi", "depth", cfg.depths, lambda d: rb.IRGI(depth=int(d)))
+    kde = _Method("kde", "sigma_r", cfg.sigma_r, lambda s: rb.KDE(sigma_r=s))
+    irgi_scan, irgi_json = _scan(irgi, data, subsamples, cfg)
+    kde_scan, kde_json = _scan(kde, data, subsamples, cfg)
+    scans = _Scans(irgi_scan, kde_scan)
+    head: _SummaryHead = {
         "study": "blobs",
         "name": cfg.name,
         "rho": cfg.background.rho,
@@ -125,76 +263,127 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         "subsample_size": len(subsamples[0]),
         "permutations": cfg.permutations,
         "dcc_xy": dcc_xy.tolist(),
-        "auc": auc,
-        **results,
+        "auc": _aucs(data, scans),
+        "irgi": irgi_json,
+        "kde": kde_json,
     }
-    summary["claims"] = _claims(summary, cfg.dcc_best_max)
+    extras = _extras(cfg, data, len(subsamples[0]))
+    summary: BlobsSummary = {**head, **extras, "claims": _claims(head, cfg.dcc_best_max)}
     write_summary(folder, summary)
-    defining = (data.x_def, data.y_def, data.xs_def, data.ys_def)
-    testing = (data.x_test, data.y_test, data.xs_test, data.ys_test)
-    figures = _figures(folder, summary, fitted, defining, testing, cfg.figures)
+    figures = _figures(folder, summary, scans, data, cfg.figures)
     write_text(folder / "report.md", _report(summary, figures, folder))
     return summary
 
 
+def _extras(cfg: BlobsConfig, data: _Samples, dcc_events: int) -> _SummaryExtras:
+    """The parts of the summary the configuration asks for: variants, peers, whole-sample dCor²."""
+    extras: _SummaryExtras = {}
+    if cfg.variants:
+        extras["variants"] = _variants(data.x_def, data.y_def, data.x_test, data.y_test, data.exact)
+    if cfg.peers is not None:
+        from rosenblatt.studies import peers
+
+        rho = cfg.background.rho
+        extras["peers"] = peers.evaluate(
+            peers.default_peers(flow=cfg.peers.get("flow")),
+            defining=(data.x_def, data.y_def),
+            testing=data.labelled_testing(),
+            exact=lambda x, y: exact_gamma(x, y, rho),
+            permutations=cfg.permutations,
+            dcc_events=dcc_events,
+        )
+    if cfg.whole_sample:
+        extras["dcc_xy_whole_sample"] = rb.distance_correlation_sqr(data.x_test, data.y_test)
+    return extras
+
+
 def _scan(
-    name: str,
-    method: tuple[str, Sequence[float], Callable[[Any], Any]],
+    method: _Method[TransformT],
     data: _Samples,
     subsamples: list[NDArray[np.intp]],
     cfg: BlobsConfig,
-) -> tuple[dict[str, Any], dict[float, Any]]:
+) -> tuple[_Scan[TransformT], ScanJson]:
     """Fit a transform at every value of its parameter; dCor² per sub-sample, RMS, floors."""
-    parameter, values, make = method
     x_test, y_test = data.x_test, data.y_test
+    values = method.values
     dcc = np.empty((len(subsamples), len(values)))
     rms = []
     gammas = {}
     fitted = {}
-    for j, value in enumerate(tqdm(values, desc=f"{name} {parameter}", leave=False)):
-        transform = make(value).fit(data.x_def, data.y_def)
+    for j, value in enumerate(tqdm(values, desc=f"{method.name} {method.parameter}", leave=False)):
+        transform = method.make(value).fit(data.x_def, data.y_def)
         gamma = transform.transform(x_test, y_test)
         gammas[value] = gamma
         fitted[value] = transform
         rms.append(float(np.sqrt(np.mean((gamma - data.exact) ** 2))))
         dcc[:, j] = [rb.distance_correlation_sqr(x_test[i], gamma[i]) for i in subsamples]
-    per_sub = []
-    for s, idx in enumerate(tqdm(subsamples, desc=f"{name} permutation floors", leave=False)):
-        best = int(np.argmin(dcc[s]))
-        test = rb.permutation_test(
-            x_test[idx], gammas[values[best]][idx], n_permutations=cfg.permutations, seed=s
-        )
-        per_sub.append(
-            {"best_" + parameter: values[best], "dcc_best": float(dcc[s, best]), **_floor(test)}
-        )
-    result: dict[str, Any] = {
-        "parameter": parameter,
-        "values": list(values),
-        "dcc": dcc.tolist(),
-        "rms_exact": rms,
-        "subsamples": per_sub,
+    scan = _Scan(method, fitted, dcc, rms)
+    return scan, _scan_json(scan, gammas, x_test, subsamples, cfg)
+
+
+def _scan_json(
+    scan: _Scan[TransformT],
+    gammas: Mapping[float, NDArray[np.float64]],
+    x_test: NDArray[np.float64],
+    subsamples: list[NDArray[np.intp]],
+    cfg: BlobsConfig,
+) -> ScanJson:
+    """A method's scan in the summary, with the permutation floors of its best values."""
+    per_sub = _best_per_subsample(scan, gammas, x_test, subsamples, cfg.permutations)
+    result: ScanJson = {
+        "parameter": scan.method.parameter,
+        "values": list(scan.method.values),
+        "dcc": scan.dcc.tolist(),
+        "rms_exact": scan.rms_exact,
+        "subsamples": [best.to_json() for best in per_sub],
     }
     if cfg.whole_sample:
-        whole = [rb.distance_correlation_sqr(x_test, gammas[v]) for v in values]
-        best = int(np.argmin(whole))
-        test = rb.permutation_test(
-            x_test, gammas[values[best]], n_permutations=cfg.whole_sample_permutations, seed=99
+        result["whole_sample"] = _whole_sample(
+            scan.method, gammas, x_test, cfg.whole_sample_permutations
         )
-        result["whole_sample"] = {
-            "dcc": whole,
-            "best_" + parameter: values[best],
-            "dcc_best": float(whole[best]),
-            **_floor(test),
-        }
     log.info(
         "%s: best dCor^2 per sub-sample %s",
-        name,
-        ", ".join(f"{p['dcc_best']:.2e}" for p in per_sub),
+        scan.method.name,
+        ", ".join(f"{best.dcc_best:.2e}" for best in per_sub),
     )
-    return result, fitted
+    return result
 
 
-def _floor(test: Any) -> dict[str, float]:
+def _best_per_subsample(
+    scan: _Scan[TransformT],
+    gammas: Mapping[float, NDArray[np.float64]],
+    x_test: NDArray[np.float64],
+    subsamples: list[NDArray[np.intp]],
+    permutations: int,
+) -> list[_Best]:
+    """Each sub-sample's value of lowest dCor², with its permutation test (seeded by its index)."""
+    parameter, values = scan.method.parameter, scan.method.values
+    bests = []
+    progress = tqdm(subsamples, desc=f"{scan.method.name} permutation floors", leave=False)
+    for s, idx in enumerate(progress):
+        best = int(np.argmin(scan.dcc[s]))
+        test = rb.permutation_test(
+            x_test[idx], gammas[values[best]][idx], n_permutations=permutations, seed=s
+        )
+        bests.append(_Best(parameter, values[best], float(scan.dcc[s, best]), test))
+    return bests
+
+
+def _whole_sample(
+    method: _Method[TransformT],
+    gammas: Mapping[float, NDArray[np.float64]],
+    x_test: NDArray[np.float64],
+    permutations: int,
+) -> dict[str, float | list[float]]:
+    """dCor² of every value on the whole testing sample, and its best value's permutation test."""
+    values = method.values
+    whole = [rb.distance_correlation_sqr(x_test, gammas[v]) for v in values]
+    best = int(np.argmin(whole))
+    test = rb.permutation_test(x_test, gammas[values[best]], n_permutations=permutations, seed=99)
+    return {"dcc": whole, **_Best(method.parameter, values[best], whole[best], test).to_json()}
+
+
+def _floor(test: PermutationTestResult) -> dict[str, float]:
     """The permutation floor, its spread and the p-value of a permutation test."""
     return {
         "dcc_floor": float(test.floor),
@@ -203,37 +392,25 @@ def _floor(test: Any) -> dict[str, float]:
     }
 
 
-def _aucs(
-    data: _Samples, results: dict[str, Any], fitted: dict[str, dict[float, Any]]
-) -> dict[str, float]:
+def _aucs(data: _Samples, scans: _Scans) -> dict[str, float]:
     """AUC of the raw score and of each transform at its best parameter (mean dCor² over sub-samples)."""
     _, y_all, label = data.labelled_testing()
-    auc = {"y": rb.roc_auc(label, y_all)}
-    for name in fitted:
-        best_value = results[name]["values"][int(np.argmin(np.mean(results[name]["dcc"], axis=0)))]
-        t = fitted[name][best_value]
-        auc[name] = rb.roc_auc(
-            label,
-            np.r_[t.transform(data.x_test, data.y_test), t.transform(data.xs_test, data.ys_test)],
-        )
-    return auc
+    return {
+        "y": rb.roc_auc(label, y_all),
+        "irgi": _auc(data, label, scans.irgi.fitted[scans.irgi.best_of_mean()]),
+        "kde": _auc(data, label, scans.kde.fitted[scans.kde.best_of_mean()]),
+    }
 
 
-def _peers(cfg: BlobsConfig, data: _Samples, dcc_events: int) -> dict[str, Any]:
-    """The peers side by side on the same events (studies/peers.py)."""
-    from rosenblatt.studies import peers
-
-    options = cfg.peers or {}
-    rho = cfg.background.rho
-    result: dict[str, Any] = peers.evaluate(
-        peers.default_peers(flow=options.get("flow")),
-        defining=(data.x_def, data.y_def),
-        testing=data.labelled_testing(),
-        exact=lambda x, y: exact_gamma(x, y, rho),
-        permutations=cfg.permutations,
-        dcc_events=dcc_events,
+def _auc(data: _Samples, label: NDArray[np.float64], transform: ConditionalCDFTransform) -> float:
+    """AUC of a fitted transform's gamma on the testing background and signal."""
+    return rb.roc_auc(
+        label,
+        np.r_[
+            transform.transform(data.x_test, data.y_test),
+            transform.transform(data.xs_test, data.ys_test),
+        ],
     )
-    return result
 
 
 def _variants(
@@ -242,18 +419,18 @@ def _variants(
     x_test: NDArray[np.float64],
     y_test: NDArray[np.float64],
     exact: NDArray[np.float64],
-) -> list[dict[str, Any]]:
+) -> list[VariantJson]:
     """Automatic parameters and the bias-corrected GridKDE beside the paper's algorithms."""
     import time
 
-    candidates = {
+    candidates: dict[str, Callable[[], ConditionalCDFTransform]] = {
         "IRGI d=7 (paper)": lambda: rb.IRGI(depth=min(7, rb.IRGI.max_depth(len(x_def)))),
         "KDE sigma_r=0.05 (paper)": lambda: rb.KDE(sigma_r=0.05),
         "IRGI depth=auto": lambda: rb.IRGI(depth="auto"),
         "KDE sigma_r=auto": lambda: rb.KDE(sigma_r="auto"),
         "GridKDE degree 2, sigma_r=auto": lambda: rb.GridKDE(sigma_r="auto", degree=2),
     }
-    rows = []
+    rows: list[VariantJson] = []
     for name, make in tqdm(candidates.items(), desc="variants", leave=False):
         start = time.perf_counter()
         transform = make().fit(x_def, y_def)
@@ -275,7 +452,7 @@ def _variants(
     return rows
 
 
-def _claims(summary: dict[str, Any], bound: float) -> list[dict[str, Any]]:
+def _claims(summary: _SummaryHead, bound: float) -> list[ClaimJson]:
     """The paper's claims on the blobs; no bootstrap here, so each is decided by its value."""
     dcc_xy = np.asarray(summary["dcc_xy"])
     claims = [
@@ -285,8 +462,8 @@ def _claims(summary: dict[str, Any], bound: float) -> list[dict[str, Any]]:
             float(np.min(0.03 - np.abs(dcc_xy - 0.30))),
         )
     ]
-    for name in ("irgi", "kde"):
-        best = [s["dcc_best"] for s in summary[name]["subsamples"]]
+    for name, scan in (("irgi", summary["irgi"]), ("kde", summary["kde"])):
+        best = [s["dcc_best"] for s in scan["subsamples"]]
         claims.append(
             Claim(
                 f"best dCor^2(x, gamma) of {name.upper()} <= {bound:g} in every sub-sample",
@@ -294,100 +471,131 @@ def _claims(summary: dict[str, Any], bound: float) -> list[dict[str, Any]]:
                 bound - max(best),
             )
         )
-    return [claim.to_json() for claim in claims]
+    return [_claim_json(claim) for claim in claims]
+
+
+def _claim_json(claim: Claim) -> ClaimJson:
+    """A claim as ``summary.json`` writes it."""
+    entry = claim.to_json()
+    return {"claim": entry["claim"], "held": entry["held"], "value": entry["value"]}
+
+
+#: the plane of the figures, and its axes' labels
+_X_RANGE, _Y_RANGE = (-4.5, 4.5), (-4.5, 4.5)
+_X_LABEL, _Y_LABEL = r"$x$ (protected observable)", r"$y$ (score)"
 
 
 def _figures(
     folder: Path,
-    summary: dict[str, Any],
-    fitted: dict[str, dict[float, Any]],
-    defining: tuple[NDArray[np.float64], ...],
-    testing: tuple[NDArray[np.float64], ...],
-    options: Mapping[str, Any],
+    summary: BlobsSummary,
+    scans: _Scans,
+    data: _Samples,
+    options: FigureChoice,
 ) -> dict[str, str]:
-    from rosenblatt.plotting import (
-        figure,
-        figure_key,
-        plot_dcc_scan,
-        plot_irgi_grid,
-        plot_plane,
-        save_figure,
-    )
+    """Draw every figure of the study into ``folder``; return ``{key: file name}``."""
+    figures = {"samples": _samples_figure(folder, data)}
+    figures.update(_irgi_grid_figures(folder, scans.irgi, data, options.get("grid_depths", [3, 7])))
+    figures.update(_kde_figures(folder, scans.kde, data, options.get("kde_sigmas", [0.05, 0.5])))
+    figures.update(_dcc_scan_figures(folder, summary))
+    figures["rms_exact"] = _rms_figure(folder, summary)
+    selection = _selection_figure(folder, summary)
+    if selection is not None:
+        figures["selection"] = selection
+    return figures
 
-    x_def, y_def, xs_def, ys_def = defining
-    x_test, y_test, xs_test, ys_test = testing
-    x_range, y_range = (-4.5, 4.5), (-4.5, 4.5)
-    figures: dict[str, str] = {}
 
-    x_label, y_label = r"$x$ (protected observable)", r"$y$ (score)"
-    fig, ax = figure()
+def _defining_plane(ax: Axes, data: _Samples) -> None:
+    """The defining background and signal in the (x, y) plane."""
+    from rosenblatt.plotting import plot_plane
+
     plot_plane(
         ax,
-        x_def,
-        y_def,
-        y_range=y_range,
-        signal=(xs_def, ys_def),
-        ylabel=y_label,
-        x_range=x_range,
-        xlabel=x_label,
+        data.x_def,
+        data.y_def,
+        y_range=_Y_RANGE,
+        signal=(data.xs_def, data.ys_def),
+        ylabel=_Y_LABEL,
+        x_range=_X_RANGE,
+        xlabel=_X_LABEL,
     )
-    figure_key(fig, title="defining samples")
-    figures["samples"] = save_figure(fig, folder / "samples.png").name
 
-    for depth in options.get("grid_depths", [3, 7]):
-        if depth not in fitted["irgi"]:
+
+def _transformed_plane(
+    ax: Axes, transform: ConditionalCDFTransform, data: _Samples, ylabel: str
+) -> None:
+    """The testing background and signal in the (x, gamma) plane of a fitted transform."""
+    from rosenblatt.plotting import plot_plane
+
+    plot_plane(
+        ax,
+        data.x_test,
+        transform.transform(data.x_test, data.y_test),
+        y_range=(0, 1),
+        signal=(data.xs_test, transform.transform(data.xs_test, data.ys_test)),
+        ylabel=ylabel,
+        x_range=_X_RANGE,
+        xlabel=_X_LABEL,
+    )
+
+
+def _samples_figure(folder: Path, data: _Samples) -> str:
+    """The defining samples in the (x, y) plane."""
+    from rosenblatt.plotting import figure, figure_key, save_figure
+
+    fig, ax = figure()
+    _defining_plane(ax, data)
+    figure_key(fig, title="defining samples")
+    return save_figure(fig, folder / "samples.png").name
+
+
+def _irgi_grid_figures(
+    folder: Path, scan: _Scan[rb.IRGI], data: _Samples, depths: Sequence[int]
+) -> dict[str, str]:
+    """At each depth scanned among ``depths``: the IRGI grid on the defining samples, and gamma."""
+    from rosenblatt.plotting import figure, figure_key, plot_irgi_grid, save_figure
+
+    figures: dict[str, str] = {}
+    for depth in depths:
+        if depth not in scan.fitted:
             continue
-        t = fitted["irgi"][depth]
+        transform = scan.fitted[depth]
         fig, axes = figure(ncols=2)
-        plot_plane(
-            axes[0],
-            x_def,
-            y_def,
-            y_range=y_range,
-            signal=(xs_def, ys_def),
-            ylabel=y_label,
-            x_range=x_range,
-            xlabel=x_label,
-        )
-        plot_irgi_grid(axes[0], t, vertex_size=8.0 if depth <= 4 else 1.0)
-        axes[0].set_xlim(*x_range)
-        axes[0].set_ylim(*y_range)
-        plot_plane(
-            axes[1],
-            x_test,
-            t.transform(x_test, y_test),
-            y_range=(0, 1),
-            signal=(xs_test, t.transform(xs_test, ys_test)),
-            ylabel=rf"$\gamma_{{{depth}}}$ (IRGI-transformed)",
-            x_range=x_range,
-            xlabel=x_label,
-        )
+        _defining_plane(axes[0], data)
+        plot_irgi_grid(axes[0], transform, vertex_size=8.0 if depth <= 4 else 1.0)
+        axes[0].set_xlim(*_X_RANGE)
+        axes[0].set_ylim(*_Y_RANGE)
+        _transformed_plane(axes[1], transform, data, rf"$\gamma_{{{depth}}}$ (IRGI-transformed)")
         figure_key(
             fig,
             title=f"IRGI, d = {depth}: its grid on the defining samples (left), testing samples",
         )
         figures[f"irgi_d{depth}"] = save_figure(fig, folder / f"irgi_d{depth}.png").name
+    return figures
 
-    kde_values = summary["kde"]["values"]
-    for sigma in options.get("kde_sigmas", [0.05, 0.5]):
-        value = min(kde_values, key=lambda v: abs(np.log(v / sigma)))
-        t = fitted["kde"][value]
+
+def _kde_figures(
+    folder: Path, scan: _Scan[rb.KDE], data: _Samples, sigmas: Sequence[float]
+) -> dict[str, str]:
+    """At the scanned width nearest each of ``sigmas``: the KDE-transformed testing samples."""
+    from rosenblatt.plotting import figure, figure_key, save_figure
+
+    figures: dict[str, str] = {}
+    for sigma in sigmas:
+        value = min(scan.method.values, key=lambda v: abs(np.log(v / sigma)))
         fig, ax = figure()
-        plot_plane(
-            ax,
-            x_test,
-            t.transform(x_test, y_test),
-            y_range=(0, 1),
-            signal=(xs_test, t.transform(xs_test, ys_test)),
-            ylabel=r"$\gamma$ (KDE-transformed)",
-            x_range=x_range,
-            xlabel=x_label,
-        )
+        _transformed_plane(ax, scan.fitted[value], data, r"$\gamma$ (KDE-transformed)")
         figure_key(fig, title=rf"KDE, $\sigma_r$ = {value:g}: testing samples")
         figures[f"kde_{value:g}"] = save_figure(fig, folder / f"kde_sigma{value:g}.png").name
+    return figures
 
+
+def _dcc_scan_figures(folder: Path, summary: BlobsSummary) -> dict[str, str]:
+    """dCor² per sub-sample against each method's parameter, beside dCor²(x, y) and the floors."""
+    from rosenblatt.plotting import figure, plot_dcc_scan, save_figure
+
+    figures: dict[str, str] = {}
     for name, xlabel, log_x in (("irgi", "IRGI depth d", False), ("kde", r"KDE $\sigma_r$", True)):
-        result = summary[name]
+        result = summary["irgi"] if name == "irgi" else summary["kde"]
         fig, ax = figure()
         floor = np.array([s["dcc_floor"] for s in result["subsamples"]])
         plot_dcc_scan(
@@ -400,15 +608,10 @@ def _figures(
             log_x=log_x,
         )
         figures[f"dcc_{name}"] = save_figure(fig, folder / f"dcc_vs_{result['parameter']}.png").name
-
-    figures["rms_exact"] = _rms_figure(folder, summary)
-    selection = _selection_figure(folder, summary)
-    if selection is not None:
-        figures["selection"] = selection
     return figures
 
 
-def _rms_figure(folder: Path, summary: dict[str, Any]) -> str:
+def _rms_figure(folder: Path, summary: BlobsSummary) -> str:
     """RMS against the exact conditional CDF over each method's parameter."""
     from rosenblatt.plotting import METHOD_STYLES, figure, save_figure
 
@@ -444,25 +647,29 @@ def _rms_figure(folder: Path, summary: dict[str, Any]) -> str:
     return save_figure(fig, folder / "rms_vs_exact.png").name
 
 
-def _selection_figure(folder: Path, summary: dict[str, Any]) -> str | None:
+def _selection_figure(folder: Path, summary: BlobsSummary) -> str | None:
     """The cross-validated Brier score of each automatic parameter choice, if the study made any."""
     from rosenblatt.plotting import figure, legend_above, method_style, save_figure
 
-    automatic = [row for row in summary.get("variants", []) if row["selection"] is not None]
+    automatic = [
+        (row, selection, chosen)
+        for row in summary.get("variants", [])
+        if (selection := row["selection"]) is not None and (chosen := row["chosen"]) is not None
+    ]
     if not automatic:
         return None
     fig, axes = figure(ncols=len(automatic), width=6.0)
-    for ax, row in zip(np.atleast_1d(axes), automatic, strict=True):
+    for ax, (row, selection, chosen) in zip(np.atleast_1d(axes), automatic, strict=True):
         estimator = row["estimator"].split(" ")[0]
         style = method_style(estimator.lower())
         ax.plot(
-            row["selection"]["values"],
-            row["selection"]["scores"],
+            selection["values"],
+            selection["scores"],
             marker=style.marker,
             color=style.colour,
             label=row["estimator"],
         )
-        ax.axvline(row["chosen"], color="black", ls="--", label=f"chosen: {row['chosen']:.3g}")
+        ax.axvline(chosen, color="black", ls="--", label=f"chosen: {chosen:.3g}")
         if "IRGI" not in row["estimator"]:
             ax.set_xscale("log")
         ax.set_xlabel(f"{estimator} depth" if estimator == "IRGI" else rf"{estimator} $\sigma_r$")
@@ -471,12 +678,12 @@ def _selection_figure(folder: Path, summary: dict[str, Any]) -> str | None:
     return save_figure(fig, folder / "automatic_selection.png").name
 
 
-def _report(summary: dict[str, Any], figures: dict[str, str], folder: Path) -> str:
+def _report(summary: BlobsSummary, figures: dict[str, str], folder: Path) -> str:
     table = _summary_table(summary) if summary["n_subsamples"] > 8 else _subsample_table(summary)
     return _document(summary, figures, table, _peers_section(summary, folder))
 
 
-def _variants_table(summary: dict[str, Any]) -> str:
+def _variants_table(summary: BlobsSummary) -> str:
     rows = summary.get("variants")
     if not rows:
         return ""
@@ -498,7 +705,7 @@ def _variants_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _peers_section(summary: dict[str, Any], folder: Path) -> str:
+def _peers_section(summary: BlobsSummary, folder: Path) -> str:
     if "peers" not in summary:
         return ""
     from rosenblatt.studies.peers import section
@@ -515,7 +722,7 @@ rarity transform ignores x and keeps the dependence."""
     return section(summary["peers"], folder, intro)
 
 
-def _summary_table(summary: dict[str, Any]) -> str:
+def _summary_table(summary: BlobsSummary) -> str:
     """Many sub-samples: median and extremes over them, and the whole sample."""
     whole = "whole_sample" in summary["irgi"]
     header = "| | median | min | max |" + (" whole sample |" if whole else "")
@@ -525,9 +732,9 @@ def _summary_table(summary: dict[str, Any]) -> str:
         f"| dCor²(x, y) | {np.median(dcc_xy):.3f} | {dcc_xy.min():.3f} | {dcc_xy.max():.3f} |"
         + (f" {summary['dcc_xy_whole_sample']:.3f} |" if whole else "")
     ]
-    for name, label in (("irgi", "γ_d"), ("kde", "γ_σr")):
-        subs = summary[name]["subsamples"]
-        param = summary[name]["parameter"]
+    for scan, label in ((summary["irgi"], "γ_d"), (summary["kde"], "γ_σr")):
+        subs = scan["subsamples"]
+        param = scan["parameter"]
         for key, text in (
             ("dcc_best", f"dCor²(x, {label}), best"),
             ("dcc_floor", "&nbsp;&nbsp;permutation floor"),
@@ -537,16 +744,16 @@ def _summary_table(summary: dict[str, Any]) -> str:
             fmt = ".2f" if key == "p_value" else ".2e"
             row = f"| {text} | {np.median(values):{fmt}} | {values.min():{fmt}} | {values.max():{fmt}} |"
             if whole:
-                row += f" {summary[name]['whole_sample'][key]:{fmt}} |"
+                row += f" {scan['whole_sample'][key]:{fmt}} |"
             rows.append(row)
         if whole:
             rows.append(
-                f"| &nbsp;&nbsp;whole-sample best {param} | | | | {summary[name]['whole_sample']['best_' + param]:g} |"
+                f"| &nbsp;&nbsp;whole-sample best {param} | | | | {scan['whole_sample']['best_' + param]:g} |"
             )
     return "\n".join([header, rule, *rows])
 
 
-def _subsample_table(summary: dict[str, Any]) -> str:
+def _subsample_table(summary: BlobsSummary) -> str:
     n_sub = summary["n_subsamples"]
     size = summary["subsample_size"]
     header = (
@@ -556,9 +763,9 @@ def _subsample_table(summary: dict[str, Any]) -> str:
     )
     rule = "|---" * (n_sub + 1) + "|"
     rows = ["| dCor²(x, y) | " + " | ".join(f"{v:.3f}" for v in summary["dcc_xy"]) + " |"]
-    for name, label in (("irgi", "γ_d"), ("kde", "γ_σr")):
-        subs = summary[name]["subsamples"]
-        param = summary[name]["parameter"]
+    for scan, label in ((summary["irgi"], "γ_d"), (summary["kde"], "γ_σr")):
+        subs = scan["subsamples"]
+        param = scan["parameter"]
         rows.append(
             f"| dCor²(x, {label}), best | "
             + " | ".join(f"{s['dcc_best']:.2e}" for s in subs)
@@ -580,7 +787,7 @@ def _subsample_table(summary: dict[str, Any]) -> str:
     return "\n".join([header, rule, *rows])
 
 
-def _document(summary: dict[str, Any], figures: dict[str, str], table: str, peers: str = "") -> str:
+def _document(summary: BlobsSummary, figures: dict[str, str], table: str, peers: str = "") -> str:
     n_sub = summary["n_subsamples"]
     size = summary["subsample_size"]
 

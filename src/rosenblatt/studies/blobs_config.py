@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -30,12 +30,19 @@ from rosenblatt.studies.config_fields import (
     parse_dataclass,
 )
 
-__all__ = ["BlobsConfig", "Population"]
+__all__ = ["BlobsConfig", "FigureChoice", "Population"]
 
 #: the deepest IRGI grid (2^(2d+1) defining events beyond it)
 MAX_DEPTH = 30
 #: the most values of a geometric grid of sigma_r
 MAX_GRID = 10_000
+
+
+class FigureChoice(TypedDict, total=False):
+    """``figures:``: the IRGI depths whose grids are drawn and the KDE widths drawn."""
+
+    grid_depths: list[int]
+    kde_sigmas: list[float]
 
 
 def _rho(value: Any, source: str, key: str) -> float:
@@ -145,7 +152,7 @@ class BlobsConfig:
         type="true, false or {flow: mapping}",
         default_doc="true (every peer with its default options)",
     )
-    figures: Mapping[str, Any] = option(
+    figures: FigureChoice = option(
         default_factory=dict,
         doc="the IRGI depths (grid_depths) and KDE widths (kde_sigmas) drawn",
         check=lambda value, source, key: _figures(value, source),
@@ -198,19 +205,20 @@ def _check_depths(depths: tuple[int, ...], n_defining: int, source: str) -> None
             )
 
 
-def _figures(value: Any, source: str) -> dict[str, Any]:
+def _figures(value: Any, source: str) -> FigureChoice:
     """``figures:``: the IRGI depths and KDE widths drawn."""
-    figures = dict(mapping(value or {}, source, "figures"))
-    check_keys(figures, {"grid_depths", "kde_sigmas"}, source, "figures")
-    if "grid_depths" in figures:
-        depths = figures["grid_depths"]
+    given = mapping(value or {}, source, "figures")
+    check_keys(given, {"grid_depths", "kde_sigmas"}, source, "figures")
+    figures: FigureChoice = {}
+    if "grid_depths" in given:
+        depths = given["grid_depths"]
         if not isinstance(depths, list):
             raise fail(source, "figures.grid_depths", f"must be a list of depths, got {depths!r}")
         figures["grid_depths"] = [
             count(d, source, "figures.grid_depths", 1, MAX_DEPTH) for d in depths
         ]
-    if "kde_sigmas" in figures:
-        sigmas = numbers(figures["kde_sigmas"], source, "figures.kde_sigmas")
+    if "kde_sigmas" in given:
+        sigmas = numbers(given["kde_sigmas"], source, "figures.kde_sigmas")
         if any(v <= 0 for v in sigmas):
             raise fail(source, "figures.kde_sigmas", f"must be positive, got {list(sigmas)}")
         figures["kde_sigmas"] = list(sigmas)
