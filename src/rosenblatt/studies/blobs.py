@@ -124,6 +124,8 @@ class VariantJson(TypedDict):
 
 
 class _ScanJsonBase(TypedDict):
+    """The entries of :class:`ScanJson` that every scan has."""
+
     parameter: str
     values: list[float]
     dcc: list[list[float]]
@@ -144,6 +146,8 @@ class ScanJson(_ScanJsonBase, total=False):
 
 
 class _SummaryHead(TypedDict):
+    """The entries of :class:`BlobsSummary` that every run writes, the claims left out."""
+
     study: str
     name: str
     rho: float
@@ -159,6 +163,8 @@ class _SummaryHead(TypedDict):
 
 
 class _SummaryExtras(TypedDict, total=False):
+    """The entries of :class:`BlobsSummary` that the configuration asks for."""
+
     variants: list[VariantJson]
     peers: dict[str, PeerResult]
     dcc_xy_whole_sample: float

@@ -60,6 +60,8 @@ class ClaimJson(TypedDict):
 
 
 class _MethodRowBase(TypedDict):
+    """The entries of :class:`MethodRow` that every method has."""
+
     name: str
     label: str
     kind: str
