@@ -25,16 +25,26 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import numpy as np
 
 from rosenblatt._atomic import write_text
 from rosenblatt.studies._common import Steps
 from rosenblatt.studies.abcd_config import AbcdConfig
+from rosenblatt.studies.abcd_preflight import Preflight, SkippedFile
 
-__all__ = ["STEPS", "run"]
+if TYPE_CHECKING:
+    from hist import Hist
+
+    from rosenblatt.processors.analysis import Variant
+    from rosenblatt.studies.abcd_estimate import CutChoice
+    from rosenblatt.studies.abcd_report import AbcdSummary
+    from rosenblatt.transforms import ConditionalCDFTransform, TransformEnsemble
+
+__all__ = ["STEPS", "Ensembles", "FittedTransforms", "PassOutput", "run"]
 
 log = logging.getLogger("rosenblatt.abcd")
 
@@ -42,7 +52,71 @@ log = logging.getLogger("rosenblatt.abcd")
 STEPS = ("generate", "score", "fit", "bootstrap", "analyse", "close", "report")
 
 
-def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
+class PassOutput(TypedDict, total=False):
+    """The merged output of a pass of the study's processor over datasets.
+
+    Attributes
+    ----------
+    abcd, plane : dict
+        Per variant, its ABCD histogram and its ``(x, score)`` plane, over
+        ``dataset``, ``x``, ``y`` and ``process``.
+    replicas : dict
+        Per bootstrap replica of a transform (``<variant>#<k>``), its ABCD histogram.
+    cutflow : dict
+        Per dataset, the events through each step.
+    skim : list of str
+        The skim files written.
+    entries : dict
+        Per file read, its events.
+    skipped : dict
+        The files left out as unreadable.
+    unreadable : dict
+        Per file, the ``(start, stop, reason)`` of each chunk that could not be read.
+    """
+
+    abcd: dict[str, Hist]
+    plane: dict[str, Hist]
+    replicas: dict[str, Hist]
+    cutflow: dict[str, dict[str, int]]
+    skim: list[str]
+    entries: dict[str, int]
+    skipped: dict[str, SkippedFile]
+    unreadable: dict[str, list[tuple[int, int, str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class FittedTransforms:
+    """The transforms of the run, fitted or read, and where each came from.
+
+    Attributes
+    ----------
+    transforms : dict
+        Per name, the fitted transform.
+    routes : dict
+        Per name, where it was fitted (workers or driver) or the file it was read from.
+    """
+
+    transforms: dict[str, ConditionalCDFTransform]
+    routes: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Ensembles:
+    """The bootstrap ensembles of the transforms.
+
+    Attributes
+    ----------
+    notes : dict
+        Per transform, the file its ensemble was saved in, or why there is none.
+    made : dict
+        Per transform with one, its ensemble.
+    """
+
+    notes: dict[str, str]
+    made: dict[str, TransformEnsemble]
+
+
+def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
     """Run the ABCD analysis of ``config``; write its outputs to ``folder``."""
     from rosenblatt.processors.analysis import Variant
     from rosenblatt.processors.runner import make_executor, map_items
@@ -76,14 +150,14 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
             return map_items(pool, list(paths), function, description)
 
         with steps.timed("fit"):
-            transforms, routes = _fit_transforms(cfg, skims, run_pass, folder)
+            fitted = _fit_transforms(cfg, skims, run_pass, folder)
             score_y0, score_range = _score_cuts(cfg, skims, run_pass)
         with steps.timed("bootstrap"):
-            ensembles, replicas = _ensembles(cfg, skims, folder)
-        variants = _variants(cfg, transforms, score_y0, score_range)
+            ensembles = _ensembles(cfg, skims, folder)
+        variants = _variants(cfg, fitted.transforms, score_y0, score_range)
         replica_variants = [
             Variant(f"{name}#{k}", "score", cfg.cuts.y0, transform=member, replica_of=name)
-            for name, ensemble in replicas.items()
+            for name, ensemble in ensembles.made.items()
             for k, member in enumerate(ensemble.replicas_)
         ]
         output, choices = _analyse(cfg, passes, variants, replica_variants, score_y0, steps)
@@ -94,9 +168,9 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
             cfg,
             output,
             defining,
-            routes,
+            fitted.routes,
             timings,
-            ensembles,
+            ensembles.notes,
             checked=checked,
             choices=choices,
         )
@@ -107,11 +181,11 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
 def _analyse(
     cfg: AbcdConfig,
     passes: _Passes,
-    variants: Sequence[Any],
-    replica_variants: Sequence[Any],
+    variants: Sequence[Variant],
+    replica_variants: Sequence[Variant],
     score_y0: tuple[float, ...],
     steps: Steps,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[PassOutput, dict[str, CutChoice]]:
     """Fill the simulation, choose each variant's cut on it, then fill the data (blinded).
 
     With data, the simulation is also filled with every bootstrap replica of
@@ -132,18 +206,22 @@ def _analyse(
     with steps.timed("choose cuts"):
         choices = choose_cuts(cfg, output["abcd"], score_y0, output.get("replicas"))
     for variant, choice in choices.items():
-        log.info("variant %s: cut %s", variant, choice.get("how"))
-    blind = {v: (c["x0"], c["y0"]) for v, c in choices.items() if "x0" in c} if cfg.blind else None
+        log.info("variant %s: cut %s", variant, choice.how)
+    blind = (
+        {v: (c.cut.x0, c.cut.y0) for v, c in choices.items() if c.cut is not None}
+        if cfg.blind
+        else None
+    )
     with steps.timed("analyse data"):
         observed = passes.run(data, variants=variants, blind=blind)
     return _merge(output, observed), choices
 
 
-def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+def _merge(first: PassOutput, second: PassOutput) -> PassOutput:
     """Two passes' outputs as one: histograms added, cut flows and file records joined."""
     from coffea import processor
 
-    merged = dict(processor.accumulate([first, second]))
+    merged = cast(PassOutput, dict(processor.accumulate([first, second])))
     merged["entries"] = {**first.get("entries", {}), **second.get("entries", {})}
     merged["skipped"] = {**first.get("skipped", {}), **second.get("skipped", {})}
     return merged
@@ -151,10 +229,10 @@ def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
 
 def _variants(
     cfg: AbcdConfig,
-    transforms: dict[str, Any],
+    transforms: dict[str, ConditionalCDFTransform],
     score_y0: tuple[float, ...],
     score_range: tuple[float, float],
-) -> list[Any]:
+) -> list[Variant]:
     """The raw score and every transform of it, as variants of the histograms."""
     from rosenblatt.processors.analysis import Variant
 
@@ -168,11 +246,11 @@ def _fit_transforms(
     skims: Sequence[str],
     run_pass: Callable[[Sequence[str], Callable[[str], Any], str], Any],
     folder: Path,
-) -> tuple[dict[str, Any], dict[str, str]]:
+) -> FittedTransforms:
     """Every transform fitted on the skims (or read from its file), saved in ``folder``."""
     from rosenblatt.processors.fitting import fit_on_skims, mergeable
 
-    transforms: dict[str, Any] = {}
+    transforms: dict[str, ConditionalCDFTransform] = {}
     routes: dict[str, str] = {}
     for spec in cfg.transforms:
         transform = spec.build()
@@ -188,13 +266,13 @@ def _fit_transforms(
         transform.save(folder / f"{spec.name}.json")
         transforms[spec.name] = transform
         log.info("transform %s: %r fitted (%s)", spec.name, transform, routes[spec.name])
-    return transforms, routes
+    return FittedTransforms(transforms, routes)
 
 
 class _Passes:
     """The passes of the study's processor over datasets, on one executor."""
 
-    def __init__(self, cfg: AbcdConfig, checked: Any, skim_dir: Path) -> None:
+    def __init__(self, cfg: AbcdConfig, checked: Preflight, skim_dir: Path) -> None:
         from rosenblatt.processors.analysis import PlaneBinning
 
         self.cfg = cfg
@@ -210,10 +288,10 @@ class _Passes:
         self,
         files: dict[str, list[str]],
         *,
-        variants: Sequence[Any],
+        variants: Sequence[Variant],
         skim: bool = False,
         blind: dict[str, tuple[float, float]] | None = None,
-    ) -> dict[str, Any]:
+    ) -> PassOutput:
         """One pass over ``files``: histograms of ``variants``, skims of every chunk with ``skim``."""
         cfg = self.cfg
         processes = {name: d.process for name, d in cfg.datasets.items() if d.process is not None}
@@ -225,11 +303,11 @@ class _Passes:
     def _particles(
         self,
         files: dict[str, list[str]],
-        variants: Sequence[Any],
+        variants: Sequence[Variant],
         processes: dict[str, int],
         skim_dir: str | None,
         blind: dict[str, tuple[float, float]] | None,
-    ) -> dict[str, Any]:
+    ) -> PassOutput:
         """A pass of the particle-level processor (events with jets' constituents)."""
         from rosenblatt.ml.scoring import make_scorer
         from rosenblatt.processors.analysis import AnalysisProcessor
@@ -250,22 +328,24 @@ class _Passes:
             blind=blind,
             skip_bad_chunks=cfg.skip_bad_files,
         )
-        return run_processor(
+        output = run_processor(
             files,
             analysis,
             self.pool,
             chunksize=cfg.executor.chunksize,
             skip_bad_files=cfg.skip_bad_files,
         )
+        # the keys of PassOutput, as the processor's accumulator holds them
+        return cast(PassOutput, output)
 
     def _columnar(
         self,
         files: dict[str, list[str]],
-        variants: Sequence[Any],
+        variants: Sequence[Variant],
         processes: dict[str, int],
         skim_dir: str | None,
         blind: dict[str, tuple[float, float]] | None,
-    ) -> dict[str, Any]:
+    ) -> PassOutput:
         """A pass of the columnar processor (flat ntuples, NanoAOD)."""
         from rosenblatt.processors.columnar import ColumnarAnalysisProcessor
         from rosenblatt.processors.runner import run_columnar
@@ -289,7 +369,7 @@ class _Passes:
             skip_bad_chunks=cfg.skip_bad_files,
         )
         trees = {name: cfg.datasets[name].treename for name in files}
-        output = run_columnar(
+        merged = run_columnar(
             self.checked.readable(files),
             trees,
             columnar,
@@ -299,6 +379,8 @@ class _Passes:
             chunksize=cfg.executor.chunksize,
             skip_bad_files=cfg.skip_bad_files,
         )
+        # the keys of PassOutput, as the processor's accumulator holds them
+        output = cast(PassOutput, merged)
         output["skipped"] = {
             path: info
             for path, info in self.checked.skipped.items()
@@ -314,31 +396,32 @@ def _generate(cfg: AbcdConfig) -> None:
     from rosenblatt.hep.generation import generate_file
 
     for entry in cfg.generate:
-        path = Path(str(entry["output"]))
+        path = Path(entry.output)
         path.parent.mkdir(parents=True, exist_ok=True)
-        log.info("generating %s events into %s (kept for later runs)", entry["process"], path)
-        if entry.get("format", "particles") != "particles":
+        log.info("generating %s events into %s (kept for later runs)", entry.process, path)
+        workers = cfg.executor.workers if entry.workers is None else entry.workers
+        if entry.file_format != "particles":
             from rosenblatt.hep.analysis_files import generate_analysis_file
 
             generate_analysis_file(
                 path,
-                str(entry["process"]),
-                int(entry["events"]),
-                int(entry.get("seed", 0)),
-                file_format=str(entry["format"]),
-                signal_events=int(entry.get("signal_events", 0)),
-                negative_weight_fraction=float(entry.get("negative_weight_fraction", 0.0)),
-                workers=int(entry.get("workers", cfg.executor.workers)),
-                chunk_size=int(entry.get("chunk_size", 500)),
+                entry.process,
+                entry.events,
+                entry.seed,
+                file_format=entry.file_format,
+                signal_events=entry.signal_events,
+                negative_weight_fraction=entry.negative_weight_fraction,
+                workers=workers,
+                chunk_size=entry.chunk_size,
             )
             continue
         generate_file(
             path,
-            str(entry["process"]),
-            int(entry["events"]),
-            int(entry.get("seed", 0)),
-            chunk_size=int(entry.get("chunk_size", 500)),
-            workers=int(entry.get("workers", cfg.executor.workers)),
+            entry.process,
+            entry.events,
+            entry.seed,
+            chunk_size=entry.chunk_size,
+            workers=workers,
         )
     missing = [
         p
@@ -352,9 +435,7 @@ def _generate(cfg: AbcdConfig) -> None:
         )
 
 
-def _ensembles(
-    cfg: AbcdConfig, skims: Sequence[str], folder: Path
-) -> tuple[dict[str, str], dict[str, Any]]:
+def _ensembles(cfg: AbcdConfig, skims: Sequence[str], folder: Path) -> Ensembles:
     """A bootstrap ensemble of each fitted transform, saved as ``<name>_ensemble.json``.
 
     Fitted on the gathered skims of the defining sample; its nominal is the
@@ -367,7 +448,7 @@ def _ensembles(
 
     n_boot, seed = cfg.statistics.n_boot, cfg.statistics.seed
     notes: dict[str, str] = {}
-    made: dict[str, Any] = {}
+    made: dict[str, TransformEnsemble] = {}
     sample: tuple[Any, Any, Any] | None = None
     for spec in cfg.transforms:
         if n_boot == 0:
@@ -389,7 +470,7 @@ def _ensembles(
         notes[spec.name] = path.name
         made[spec.name] = ensemble
         log.info("transform %s: %d bootstrap replicas saved in %s", spec.name, n_boot, path.name)
-    return notes, made
+    return Ensembles(notes, made)
 
 
 def _score_cuts(

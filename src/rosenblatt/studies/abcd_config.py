@@ -15,7 +15,7 @@ from typing import Any
 from rosenblatt.processors.quantities import DEFAULT_JETS, Quantity, QuantityError, parse_quantity
 from rosenblatt.studies.abcd_cuts import AbcdCuts, as_written
 from rosenblatt.studies.abcd_datasets import DatasetConfig, parse_datasets, parse_defining
-from rosenblatt.studies.abcd_generate import MAX_WORKERS, parse_generate
+from rosenblatt.studies.abcd_generate import MAX_WORKERS, GenerateEntry, parse_generate
 from rosenblatt.studies.config_checks import (
     ConfigError,
     file_problem,
@@ -285,7 +285,7 @@ class AbcdConfig:
         check=plain_name,
         default_doc="the configuration file's name without its suffix",
     )
-    generate: tuple[dict[str, Any], ...] = option(
+    generate: tuple[GenerateEntry, ...] = option(
         default=(),
         doc="event files written by rosenblatt generate when missing: each {process, events, "
         "output, seed, format, signal_events, negative_weight_fraction, workers, chunk_size}",
@@ -453,10 +453,10 @@ def _transforms(value: Any, source: str, base: Path) -> tuple[TransformConfig, .
 
 
 def _check_files_exist(
-    datasets: Mapping[str, DatasetConfig], generate: tuple[dict[str, Any], ...], source: str
+    datasets: Mapping[str, DatasetConfig], generate: tuple[GenerateEntry, ...], source: str
 ) -> None:
     """Refuse a dataset file that does not exist and that no ``generate:`` entry writes."""
-    written = {Path(str(entry["output"])).resolve() for entry in generate}
+    written = {Path(entry.output).resolve() for entry in generate}
     for dataset in datasets.values():
         for path in dataset.files:
             problem = file_problem(Path(path))

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,12 +38,123 @@ from rosenblatt._atomic import write_text
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_testing import ClosureTest
 
-__all__ = ["CLOSURE_P_MIN", "choose_cut", "choose_cuts", "closure_tests", "estimate", "strict_json"]
+if TYPE_CHECKING:
+    from hist import Hist
+
+    from rosenblatt.studies.abcd_config import AbcdConfig
+
+__all__ = [
+    "CLOSURE_P_MIN",
+    "CutChoice",
+    "EstimateJson",
+    "GridCut",
+    "NonclosureJson",
+    "RegionCounts",
+    "choose_cut",
+    "choose_cuts",
+    "closure_tests",
+    "estimate",
+    "strict_json",
+    "summed_over_datasets",
+]
 
 #: below this p-value of the closure test, a variant's estimate is not valid
 CLOSURE_P_MIN = 0.05
 
 FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class GridCut:
+    """A cut of the grid: where it lies and what simulation expects there.
+
+    Attributes
+    ----------
+    i, j : int
+        Its indices on the grid of ``x0`` and of ``y0``.
+    x0, y0 : float
+        Its values, in the variant's own units.
+    expected_z_a : float
+        The expected significance ``Z_A`` of the signal simulation in A.
+    closes_within_2sd : bool
+        Whether the background simulation closes there within two standard deviations.
+    """
+
+    i: int
+    j: int
+    x0: float
+    y0: float
+    expected_z_a: float
+    closes_within_2sd: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CutChoice:
+    """A variant's cut, fixed on simulation before any data event is read.
+
+    Attributes
+    ----------
+    how : str
+        How it was found (given, chosen), or why there is none.
+    cut : GridCut or None
+        The cut; ``None`` where no cut was found.
+    """
+
+    how: str
+    cut: GridCut | None = None
+
+
+class RegionCounts(TypedDict):
+    """Events in each region of a cut (the ``signal_expected`` of ``estimate.json``)."""
+
+    A: float
+    B: float
+    C: float
+    D: float
+
+
+class NonclosureJson(TypedDict):
+    """The background simulation's non-closure at the cut (the ``nonclosure`` of ``estimate.json``)."""
+
+    relative: float
+    relative_error: float
+    background_simulation_A: float
+    background_simulation_BC_over_D: float
+
+
+class EstimateJson(TypedDict, total=False):
+    """One variant's data-driven estimate, as ``estimate.json`` and ``summary.json`` hold it.
+
+    A variant without a closure test holds ``valid`` and ``note`` only; one
+    without a cut lacks the counts and the likelihood's keys; a failed or
+    skipped likelihood says why in ``likelihood_note``.
+    """
+
+    x0: float | None
+    y0: float | None
+    cut: str
+    blind: bool
+    closure_p_value: float
+    closure_includes_transform_statistics: bool
+    valid: bool
+    note: str
+    B: float
+    C: float
+    D: float
+    predicted_A: float
+    predicted_A_stat: float
+    nonclosure: NonclosureJson
+    predicted_A_syst: float
+    signal_expected_A: float
+    signal_expected: RegionCounts
+    observed_A: float | None
+    expected_significance: float
+    expected_upper_limit: float
+    observed_significance: float | None
+    observed_upper_limit: float | None
+    likelihood_note: str
+    workspace: str
+    workspace_note: str
 
 
 def strict_json(value: Any) -> Any:
@@ -82,7 +194,7 @@ def _index(edges: FloatArray, value: float) -> int:
 
 def choose_cut(
     test: ClosureTest, signal_a: FloatArray, given: tuple[float, float] | None
-) -> dict[str, Any]:
+) -> CutChoice:
     """The variant's cut: given, or the best expected significance where the background closes.
 
     Parameters
@@ -104,29 +216,37 @@ def choose_cut(
     else:
         candidates = np.where(closes & np.isfinite(z), z, -np.inf)
         if not np.isfinite(candidates).any():
-            return {
-                "how": "none: no cut of the grid both closes on background simulation and "
+            return CutChoice(
+                "none: no cut of the grid both closes on background simulation and "
                 "holds signal in A"
-            }
+            )
         i, j = (int(k) for k in np.unravel_index(int(np.argmax(candidates)), candidates.shape))
         how = "chosen on simulation: largest expected Z_A among the cuts that close within 2 sd"
-    return {
-        "i": int(i),
-        "j": int(j),
-        "x0": float(test.x0[i]),
-        "y0": float(test.y0[j]),
-        "how": how,
-        "expected_z_a": float(z[i, j]),
-        "closes_within_2sd": bool(closes[i, j]),
-    }
+    cut = GridCut(
+        i=int(i),
+        j=int(j),
+        x0=float(test.x0[i]),
+        y0=float(test.y0[j]),
+        expected_z_a=float(z[i, j]),
+        closes_within_2sd=bool(closes[i, j]),
+    )
+    return CutChoice(how, cut)
 
 
-def _summed(h: Any) -> Any:
-    return h[{"dataset": sum}] if "dataset" in h.axes.name else h
+def summed_over_datasets(h: Hist) -> Hist:
+    """``h`` summed over its ``dataset`` axis."""
+    # hist's type hints do not take the builtin ``sum`` as an index
+    histogram: Any = h
+    summed: Hist = histogram[{"dataset": sum}]
+    return summed
+
+
+def _summed(h: Hist) -> Hist:
+    return summed_over_datasets(h) if "dataset" in h.axes.name else h
 
 
 def closure_tests(
-    histograms: dict[str, Any], *, seed: int = 0, replicas: dict[str, Any] | None = None
+    histograms: dict[str, Hist], *, seed: int = 0, replicas: dict[str, Hist] | None = None
 ) -> dict[str, ClosureTest | str]:
     """Per variant, the closure test of its simulation summed over datasets (or why none).
 
@@ -153,17 +273,17 @@ def closure_tests(
 
 
 def choose_cuts(
-    cfg: Any,
-    histograms: dict[str, Any],
+    cfg: AbcdConfig,
+    histograms: dict[str, Hist],
     score_y0: tuple[float, ...],
-    replicas: dict[str, Any] | None = None,
-) -> dict[str, dict[str, Any]]:
+    replicas: dict[str, Hist] | None = None,
+) -> dict[str, CutChoice]:
     """Per variant, its cut from simulation alone (:func:`choose_cut`), before data are read."""
-    choices: dict[str, dict[str, Any]] = {}
+    choices: dict[str, CutChoice] = {}
     tests = closure_tests(histograms, seed=cfg.statistics.seed, replicas=replicas)
     for variant, test in tests.items():
         if isinstance(test, str):
-            choices[variant] = {"how": f"none: {test}"}
+            choices[variant] = CutChoice(f"none: {test}")
             continue
         given = cfg.cuts.cut
         if given is not None and variant == "score":
@@ -175,12 +295,12 @@ def choose_cuts(
     return choices
 
 
-def _regions(histogram: Any, process: int, i: int, j: int) -> tuple[list[float], list[float]]:
+def _regions(histogram: Hist, process: int, i: int, j: int) -> tuple[list[float], list[float]]:
     """Sums and variances of A, B, C, D of one ``process`` bin at cut ``(i, j)``."""
     axis = histogram.axes["process"]
     if process not in axis:
         return [0.0] * 4, [0.0] * 4
-    view = histogram.view(flow=True)
+    view: Any = histogram.view(flow=True)
     k = axis.index(process)
     sums = [float(r[i, j]) for r in region_sums(view.value[..., k])]
     variances = [float(r[i, j]) for r in region_sums(view.variance[..., k])]
@@ -190,12 +310,12 @@ def _regions(histogram: Any, process: int, i: int, j: int) -> tuple[list[float],
 def estimate(
     folder: Path,
     variant: str,
-    histogram: Any,
+    histogram: Hist,
     test: ClosureTest,
-    cut: dict[str, Any],
+    choice: CutChoice,
     *,
     blind: bool,
-) -> dict[str, Any]:
+) -> EstimateJson:
     """The data-driven estimate of one variant at its cut; writes ``workspace_<variant>.json``.
 
     Parameters
@@ -209,15 +329,16 @@ def estimate(
         signal (1) simulation, data (2).
     test
         The closure test of its background simulation.
-    cut
+    choice
         From :func:`choose_cut`.
     blind
         Whether region A of the data is blinded (never filled).
     """
-    out: dict[str, Any] = {
-        "x0": cut.get("x0"),
-        "y0": cut.get("y0"),
-        "cut": cut.get("how"),
+    cut = choice.cut
+    out: EstimateJson = {
+        "x0": None if cut is None else cut.x0,
+        "y0": None if cut is None else cut.y0,
+        "cut": choice.how,
         "blind": blind,
         "closure_p_value": test.p_value,
         "closure_includes_transform_statistics": test.transform_replicas,
@@ -228,12 +349,29 @@ def estimate(
             f"estimate not valid here: the background non-closure is beyond statistics "
             f"(closure test p = {test.p_value:.2g} < {CLOSURE_P_MIN})"
         )
-    if "i" not in cut:
+    if cut is None:
         return out
-    i, j = cut["i"], cut["j"]
-    data, _ = _regions(histogram, 2, i, j)
+    data, _ = _regions(histogram, 2, cut.i, cut.j)
+    signal, _ = _regions(histogram, 1, cut.i, cut.j)
+    out.update(_counts(histogram, test, cut, data, signal, blind=blind))
+    relative = abs(out["nonclosure"]["relative"])
+    predicted = out["predicted_A"]
+    out.update(_likelihood(folder, variant, data, signal, predicted, relative, blind))
+    return out
+
+
+def _counts(
+    histogram: Hist,
+    test: ClosureTest,
+    cut: GridCut,
+    data: list[float],
+    signal: list[float],
+    *,
+    blind: bool,
+) -> EstimateJson:
+    """The data's B, C, D at ``cut``, the prediction of A and the simulation's non-closure there."""
+    i, j = cut.i, cut.j
     background, _ = _regions(histogram, 0, i, j)
-    signal, _ = _regions(histogram, 1, i, j)
     _, n_b, n_c, n_d = data
     predicted = n_b * n_c / n_d if n_d > 0 else float("nan")
     stat = (
@@ -244,27 +382,23 @@ def estimate(
     b_sim = float(test.background_estimate[i, j])
     relative = float(test.nonclosure[i, j]) / b_sim if b_sim > 0 else float("nan")
     relative_error = float(test.nonclosure_error[i, j]) / b_sim if b_sim > 0 else float("nan")
-    out.update(
-        {
-            "B": n_b,
-            "C": n_c,
-            "D": n_d,
-            "predicted_A": predicted,
-            "predicted_A_stat": stat,
-            "nonclosure": {
-                "relative": relative,
-                "relative_error": relative_error,
-                "background_simulation_A": background[0],
-                "background_simulation_BC_over_D": b_sim,
-            },
-            "predicted_A_syst": abs(relative) * predicted,
-            "signal_expected_A": signal[0],
-            "signal_expected": dict(zip("ABCD", signal, strict=True)),
-            "observed_A": None if blind else data[0],
-        }
-    )
-    out.update(_likelihood(folder, variant, data, signal, predicted, abs(relative), blind))
-    return out
+    return {
+        "B": n_b,
+        "C": n_c,
+        "D": n_d,
+        "predicted_A": predicted,
+        "predicted_A_stat": stat,
+        "nonclosure": {
+            "relative": relative,
+            "relative_error": relative_error,
+            "background_simulation_A": background[0],
+            "background_simulation_BC_over_D": b_sim,
+        },
+        "predicted_A_syst": abs(relative) * predicted,
+        "signal_expected_A": signal[0],
+        "signal_expected": {"A": signal[0], "B": signal[1], "C": signal[2], "D": signal[3]},
+        "observed_A": None if blind else data[0],
+    }
 
 
 def _likelihood(
@@ -275,7 +409,7 @@ def _likelihood(
     predicted: float,
     relative: float,
     blind: bool,
-) -> dict[str, Any]:
+) -> EstimateJson:
     """The pyhf workspace of the data at the cut, its expected and (unblinded) observed results."""
     try:
         import pyhf
@@ -295,7 +429,7 @@ def _likelihood(
         return {"likelihood_note": "a data control region is empty or A holds no signal"}
     relative = min(relative, MAX_NONCLOSURE) if math.isfinite(relative) else 0.0
     observed_a = predicted if blind else n_a
-    out: dict[str, Any] = {}
+    out: EstimateJson = {}
     with quiet_pyhf():
         s_a, s_b, s_c, s_d = signal
         workspace = pyhf_workspace(

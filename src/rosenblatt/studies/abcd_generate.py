@@ -6,6 +6,7 @@ and output), checked before any event is generated.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from rosenblatt.studies.config_checks import fail as _fail
 from rosenblatt.studies.config_checks import mapping as _mapping
 from rosenblatt.studies.config_checks import number as _number
 
-__all__ = ["GENERATE_KEYS", "MAX_WORKERS", "parse_generate"]
+__all__ = ["GENERATE_KEYS", "MAX_WORKERS", "GenerateEntry", "parse_generate"]
 
 #: the most worker processes
 MAX_WORKERS = 4096
@@ -37,24 +38,59 @@ GENERATE_KEYS = (
     "chunk_size",
 )
 
-#: ``schema:`` values: how the events of the files are read
+
+@dataclass(frozen=True, slots=True)
+class GenerateEntry:
+    """One checked entry of ``generate:``: an event file written when it is missing.
+
+    Attributes
+    ----------
+    process : str
+        The process generated (``qcd``, ``wprime``, ... or ``data``).
+    events : int
+        Events written.
+    output : str
+        The file written.
+    file_format : str
+        ``particles``, ``ntuple`` or ``nanoaod`` (the key ``format``).
+    seed : int
+        Seed of the generation.
+    signal_events : int
+        W' events injected into pseudo-data.
+    negative_weight_fraction : float
+        Fraction of the events of negative weight.
+    workers : int or None
+        Worker processes; ``None``: those of the executor.
+    chunk_size : int
+        Events per chunk of the generation.
+    """
+
+    process: str
+    events: int
+    output: str
+    file_format: str = "particles"
+    seed: int = 0
+    signal_events: int = 0
+    negative_weight_fraction: float = 0.0
+    workers: int | None = None
+    chunk_size: int = 500
 
 
-def parse_generate(value: Any, source: str) -> tuple[dict[str, Any], ...]:
+def parse_generate(value: Any, source: str) -> tuple[GenerateEntry, ...]:
     """``generate:``: the event files written when missing, each entry checked."""
     if value is None:
         return ()
     if not isinstance(value, list):
         raise _fail(source, "generate", f"must be a list of files to generate, got {value!r}")
     entries = tuple(_generate_entry(item, source, f"generate[{i}]") for i, item in enumerate(value))
-    outputs = [str(entry["output"]) for entry in entries]
+    outputs = [entry.output for entry in entries]
     for i, output in enumerate(outputs):
         if output in outputs[:i]:
             raise _fail(source, f"generate[{i}].output", f"{output} is written by an earlier entry")
     return entries
 
 
-def _generate_entry(item: Any, source: str, key: str) -> dict[str, Any]:
+def _generate_entry(item: Any, source: str, key: str) -> GenerateEntry:
     """One entry of ``generate:``, checked as the generation would check it."""
     from rosenblatt.hep.pythia_settings import PROCESS_LABELS
 
@@ -77,10 +113,10 @@ def _generate_entry(item: Any, source: str, key: str) -> dict[str, Any]:
             f"{key}.process",
             f"must be one of {list(processes[file_format])} for {file_format}, got {process!r}",
         )
-    _count(entry["events"], source, f"{key}.events")
-    seed(entry.get("seed", 0), source, f"{key}.seed")
-    _count(entry.get("workers", 1), source, f"{key}.workers", 1, MAX_WORKERS)
-    _count(entry.get("chunk_size", 500), source, f"{key}.chunk_size")
+    events = _count(entry["events"], source, f"{key}.events")
+    generation_seed = seed(entry.get("seed", 0), source, f"{key}.seed")
+    workers = _count(entry.get("workers", 1), source, f"{key}.workers", 1, MAX_WORKERS)
+    chunk_size = _count(entry.get("chunk_size", 500), source, f"{key}.chunk_size")
     injected = _count(entry.get("signal_events", 0), source, f"{key}.signal_events", 0)
     fraction = _number(
         entry.get("negative_weight_fraction", 0.0), source, f"{key}.negative_weight_fraction"
@@ -98,7 +134,17 @@ def _generate_entry(item: Any, source: str, key: str) -> dict[str, Any]:
     if fraction and process == "data":
         raise _fail(source, f"{key}.negative_weight_fraction", "pseudo-data have no weights")
     _generate_output(entry["output"], file_format, source, f"{key}.output")
-    return entry
+    return GenerateEntry(
+        process=process,
+        events=events,
+        output=str(entry["output"]),
+        file_format=file_format,
+        seed=generation_seed,
+        signal_events=injected,
+        negative_weight_fraction=fraction,
+        workers=workers if "workers" in entry else None,
+        chunk_size=chunk_size,
+    )
 
 
 def _generate_output(output: Any, file_format: str, source: str, key: str) -> None:

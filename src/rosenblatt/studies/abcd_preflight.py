@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from rosenblatt.exceptions import PreflightError, UnreadableFileError
 from rosenblatt.processors.quantities import Quantity, closest
 from rosenblatt.studies.abcd_datasets import DatasetConfig
 
-__all__ = ["NANOAOD_EVENT_IDS", "Preflight", "PreflightError", "preflight"]
+__all__ = ["NANOAOD_EVENT_IDS", "Preflight", "PreflightError", "SkippedFile", "preflight"]
 
 #: the branches coffea's NanoAODSchema needs in every file
 NANOAOD_EVENT_IDS = ("run", "luminosityBlock", "event")
@@ -39,6 +39,24 @@ def _error(
 ) -> PreflightError:
     """The error for ``key`` of the configuration ``source``."""
     return kind(f"{source}: {key}: {reason}", reason)
+
+
+class SkippedFile(TypedDict):
+    """A file that cannot be read, left out with ``skip_bad_files`` (as ``cutflow.json`` holds it).
+
+    Attributes
+    ----------
+    dataset : str
+        The dataset of the file.
+    reason : str
+        Why it cannot be read.
+    entries : int or None
+        Its events, where known.
+    """
+
+    dataset: str
+    reason: str
+    entries: int | None
 
 
 @dataclass(frozen=True)
@@ -64,7 +82,7 @@ class Preflight:
     entries: dict[str, dict[str, int]]
     sum_weights: dict[str, float]
     scales: dict[str, float]
-    skipped: dict[str, dict[str, Any]]
+    skipped: dict[str, SkippedFile]
 
     def readable(self, files: dict[str, list[str]]) -> dict[str, list[str]]:
         """``files`` without those left out as unreadable."""
@@ -211,7 +229,7 @@ def preflight(cfg: Any) -> Preflight:
     entries: dict[str, dict[str, int]] = {}
     sum_weights: dict[str, float] = {}
     schemas: dict[str, str] = {}
-    skipped: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, SkippedFile] = {}
     for dataset in cfg.datasets.values():
         needs: dict[str, Quantity | None] = {
             "abcd.x": cfg.x,

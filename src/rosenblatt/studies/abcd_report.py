@@ -5,18 +5,130 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import numpy as np
 
 from rosenblatt._atomic import atomic_write, write_text
 from rosenblatt.abcd import ClosureScan, closure_scan
 from rosenblatt.abcd.closure import region_sums
+from rosenblatt.studies.abcd_estimate import summed_over_datasets
 
-__all__ = ["closure_summary", "write_likelihoods", "write_outputs", "write_root_histograms"]
+if TYPE_CHECKING:
+    from hist import Hist
+
+    from rosenblatt.processors.quantities import Quantity
+    from rosenblatt.studies.abcd import PassOutput
+    from rosenblatt.studies.abcd_config import AbcdConfig
+    from rosenblatt.studies.abcd_estimate import CutChoice, EstimateJson
+    from rosenblatt.studies.abcd_preflight import Preflight, SkippedFile
+
+__all__ = [
+    "AbcdSummary",
+    "ClosureJson",
+    "ClosureNumbers",
+    "CutflowJson",
+    "DatasetJson",
+    "LikelihoodJson",
+    "closure_summary",
+    "write_likelihoods",
+    "write_outputs",
+    "write_root_histograms",
+]
+
+#: the numbers of one variant's closure over the cut grid, as ``summary.json`` holds them
+ClosureNumbers = TypedDict(
+    "ClosureNumbers",
+    {
+        "best": dict[str, float] | None,
+        "frac_eta_below_1e-2": float,
+        "frac_eta_below_1e-3": float,
+        "pull_mean": float | None,
+        "pull_std": float | None,
+        "valid_cuts": int,
+    },
+)
 
 
-def write_root_histograms(path: Path, histograms: dict[str, Any]) -> list[str]:
+class ClosureJson(ClosureNumbers):
+    """One variant's closure over the cut grid, as ``closure.json`` holds it.
+
+    The numbers of :data:`ClosureNumbers` with the grid and ``eta`` over it
+    (``NaN`` where a cut leaves a region empty).
+    """
+
+    x0: list[float]
+    y0: list[float]
+    eta: list[list[float]]
+    eta_error: list[list[float]]
+
+
+class LikelihoodJson(TypedDict, total=False):
+    """One variant's ABCD likelihood at its cut (the ``likelihood`` of ``summary.json``).
+
+    With data, the cut and workspace of the estimate; without, the cut of
+    smallest ``|eta_A|`` with the expected results of :func:`write_likelihoods`,
+    or a ``likelihood_note`` saying why there are none.
+    """
+
+    x0: float
+    y0: float
+    significance: float
+    upper_limit: float
+    nonclosure: float
+    workspace: str
+    likelihood_note: str
+
+
+class CutflowJson(TypedDict):
+    """The events through each step per dataset, and what was left out (``cutflow.json``)."""
+
+    fileset: dict[str, dict[str, int]]
+    defining: dict[str, dict[str, int]]
+    skipped_files: dict[str, SkippedFile]
+    unreadable_chunks: dict[str, list[tuple[int, int, str]]]
+
+
+class DatasetJson(TypedDict):
+    """One dataset of the run: its role, files, events and normalisation."""
+
+    role: str
+    files: list[str]
+    events: int
+    xsec: float | None
+    sum_weights: float | None
+    scale: float
+
+
+class AbcdSummaryCore(TypedDict):
+    """The keys of the ABCD study's ``summary.json`` that every run writes."""
+
+    study: str
+    name: str
+    configuration: str
+    histograms: list[str]
+    transforms: dict[str, str]
+    closure: dict[str, ClosureNumbers]
+    ensembles: dict[str, str]
+    likelihood: dict[str, LikelihoodJson]
+    cutflow: CutflowJson
+    timings: dict[str, float]
+
+
+class AbcdSummary(AbcdSummaryCore, total=False):
+    """The ABCD study's ``summary.json``.
+
+    ``datasets``, ``lumi`` and ``schema`` come with the checks of the files;
+    ``estimate`` with data.
+    """
+
+    datasets: dict[str, DatasetJson]
+    lumi: float | None
+    schema: str
+    estimate: dict[str, EstimateJson]
+
+
+def write_root_histograms(path: Path, histograms: dict[str, Hist]) -> list[str]:
     """Write one weighted TH2D per dataset and variant, named ``<dataset>_<variant>``.
 
     Flow bins are kept: the under- and overflow of ``x`` and ``y`` hold the
@@ -27,26 +139,27 @@ def write_root_histograms(path: Path, histograms: dict[str, Any]) -> list[str]:
     names = []
     with atomic_write(path) as temporary, uproot.recreate(temporary) as handle:
         for variant, h in sorted(histograms.items()):
+            histogram: Any = h
             for dataset in sorted(h.axes["dataset"]):
                 name = f"{dataset}_{variant}"
-                handle[name] = h[{"dataset": dataset, "process": sum}]
+                handle[name] = histogram[{"dataset": dataset, "process": sum}]
                 names.append(name)
     return names
 
 
-def write_histograms_json(path: Path, output: dict[str, Any]) -> None:
+def write_histograms_json(path: Path, output: PassOutput) -> None:
     """Write the ABCD and plane histograms in the UHI JSON serialisation of ``hist``."""
     import uhi.io.json
     from hist import serialization
 
     document = {
-        kind: {variant: serialization.to_uhi(h) for variant, h in output[kind].items()}
-        for kind in ("abcd", "plane")
+        "abcd": {variant: serialization.to_uhi(h) for variant, h in output["abcd"].items()},
+        "plane": {variant: serialization.to_uhi(h) for variant, h in output["plane"].items()},
     }
     write_text(path, json.dumps(document, default=uhi.io.json.default))
 
 
-def closure_summary(scan: ClosureScan) -> dict[str, Any]:
+def closure_summary(scan: ClosureScan) -> ClosureJson:
     """The numbers of one variant's closure over the cut grid."""
     pulls = scan.pull[scan.valid]
     return {
@@ -63,9 +176,21 @@ def closure_summary(scan: ClosureScan) -> dict[str, Any]:
     }
 
 
+def _closure_numbers(closure: ClosureJson) -> ClosureNumbers:
+    """The numbers of ``closure`` that ``summary.json`` holds (the grid left out)."""
+    return {
+        "best": closure["best"],
+        "frac_eta_below_1e-2": closure["frac_eta_below_1e-2"],
+        "frac_eta_below_1e-3": closure["frac_eta_below_1e-3"],
+        "pull_mean": closure["pull_mean"],
+        "pull_std": closure["pull_std"],
+        "valid_cuts": closure["valid_cuts"],
+    }
+
+
 def write_likelihoods(
-    folder: Path, histograms: dict[str, Any], scans: dict[str, ClosureScan]
-) -> dict[str, Any]:
+    folder: Path, histograms: dict[str, Hist], scans: dict[str, ClosureScan]
+) -> dict[str, LikelihoodJson]:
     """Per variant, the ABCD likelihood at its best cut as ``workspace_<variant>.json``.
 
     The expectation is the file set's background (process 0) and signal
@@ -76,8 +201,6 @@ def write_likelihoods(
     workspace's file name (or a note when pyhf is missing or the cut holds
     no signal in A or no background in a control region).
     """
-    from rosenblatt.studies.lhco.statistics import likelihood_at_cut
-
     try:
         import pyhf  # noqa: F401
     except ImportError:
@@ -85,122 +208,95 @@ def write_likelihoods(
             variant: {"likelihood_note": "pyhf is not installed (pip install 'rosenblatt[stats]')"}
             for variant in scans
         }
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, LikelihoodJson] = {}
     for variant, scan in scans.items():
         if not scan.valid.any():
             results[variant] = {"likelihood_note": "no cut populates every region"}
             continue
-        abs_eta = np.where(scan.valid, np.abs(scan.eta), np.inf)
-        i, j = np.unravel_index(int(np.argmin(abs_eta)), abs_eta.shape)
-        h = histograms[variant][{"dataset": sum}]
-        values = np.moveaxis(h.view(flow=True).value, -1, 0)
-        process = h.axes["process"]
-        regions = {
-            label: [float(r[i, j]) for r in region_sums(values[process.index(label)])]
-            if label in process
-            else [0.0] * 4
-            for label in (0, 1)
-        }
-        n_a, n_b, n_c, n_d = regions[0]
-        relative = (
-            abs(n_a - n_b * n_c / n_d) / (n_b * n_c / n_d)
-            if min(n_b, n_c, n_d) > 0
-            else float("nan")
-        )
-        cut: dict[str, Any] = {"x0": float(scan.x0[i]), "y0": float(scan.y0[j])}
-        results[variant] = {
-            **cut,
-            **likelihood_at_cut(folder, variant, regions[0], regions[1], relative),
-        }
+        results[variant] = _likelihood_at_best_cut(folder, variant, histograms[variant], scan)
     return results
+
+
+def _likelihood_at_best_cut(
+    folder: Path, variant: str, histogram: Hist, scan: ClosureScan
+) -> LikelihoodJson:
+    """The likelihood of one variant at its cut of smallest ``|eta_A|`` (:func:`write_likelihoods`)."""
+    from rosenblatt.studies.lhco.statistics import likelihood_at_cut
+
+    abs_eta = np.where(scan.valid, np.abs(scan.eta), np.inf)
+    i, j = np.unravel_index(int(np.argmin(abs_eta)), abs_eta.shape)
+    h = summed_over_datasets(histogram)
+    view: Any = h.view(flow=True)
+    values = np.moveaxis(view.value, -1, 0)
+    process = h.axes["process"]
+    regions = {
+        label: [float(r[i, j]) for r in region_sums(values[process.index(label)])]
+        if label in process
+        else [0.0] * 4
+        for label in (0, 1)
+    }
+    n_a, n_b, n_c, n_d = regions[0]
+    relative = (
+        abs(n_a - n_b * n_c / n_d) / (n_b * n_c / n_d) if min(n_b, n_c, n_d) > 0 else float("nan")
+    )
+    found = likelihood_at_cut(folder, variant, regions[0], regions[1], relative)
+    # likelihood_at_cut gives the keys of LikelihoodJson besides the cut
+    return cast("LikelihoodJson", {"x0": float(scan.x0[i]), "y0": float(scan.y0[j]), **found})
 
 
 def write_outputs(
     folder: Path,
-    cfg: Any,
-    output: dict[str, Any],
-    defining: dict[str, Any],
+    cfg: AbcdConfig,
+    output: PassOutput,
+    defining: PassOutput,
     routes: dict[str, str],
     timings: dict[str, float],
     ensembles: dict[str, str] | None = None,
     *,
-    checked: Any = None,
-    choices: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Write every output of the study to ``folder``; return the summary."""
+    checked: Preflight | None = None,
+    choices: dict[str, CutChoice] | None = None,
+) -> AbcdSummary:
+    """Write every output of the study to ``folder``; return the summary.
+
+    ``timings`` gains the time of the likelihoods.
+    """
     from rosenblatt.studies._common import write_summary
     from rosenblatt.studies.abcd_estimate import strict_json
 
     names = write_root_histograms(folder / "abcd.root", output["abcd"])
     write_histograms_json(folder / "histograms.json", output)
-    order = sorted(output["abcd"], key=lambda variant: (variant != "score", variant))
-    scans = {variant: closure_scan(output["abcd"][variant][{"dataset": sum}]) for variant in order}
-    closure = {variant: closure_summary(scan) for variant, scan in scans.items()}
-    write_text(
-        folder / "closure.json", json.dumps(strict_json(closure), allow_nan=False, default=float)
-    )
-    cutflow = {
-        "fileset": output["cutflow"],
-        "defining": defining["cutflow"],
-        "skipped_files": {**defining.get("skipped", {}), **output.get("skipped", {})},
-        "unreadable_chunks": {**defining.get("unreadable", {}), **output.get("unreadable", {})},
-    }
+    scans, closure = _write_closure(folder, output["abcd"])
+    cutflow = _cutflow(output, defining)
     write_text(folder / "cutflow.json", json.dumps(cutflow, indent=2))
     clock = time.perf_counter()
     estimates = _estimates(folder, cfg, output, choices) if choices else {}
     if estimates:
-        likelihood = {
-            v: {k: e[k] for k in ("x0", "y0", "workspace") if e.get(k) is not None}
-            for v, e in estimates.items()
-        }
+        likelihood = {variant: _estimate_cut(e) for variant, e in estimates.items()}
     else:
         likelihood = write_likelihoods(folder, output["abcd"], scans)
     timings["likelihood (in close and report)"] = time.perf_counter() - clock
-    chosen = {
-        v: (float(c["x0"]), float(c["y0"]))
-        for v, c in likelihood.items()
-        if c.get("x0") is not None and c.get("y0") is not None
-    }
     figures = draw_figures(
-        folder, output, scans, cfg.cuts.x_axis_label, chosen, _raw_score_label(cfg.score)
+        folder,
+        output,
+        scans,
+        cfg.cuts.x_axis_label,
+        _chosen_cuts(likelihood),
+        _raw_score_label(cfg.score),
     )
-    summary = {
+    summary: AbcdSummary = {
         "study": "abcd",
         "name": cfg.name,
         "configuration": cfg.source,
         "histograms": names,
         "transforms": routes,
-        "closure": {
-            v: {
-                k: c[k]
-                for k in (
-                    "best",
-                    "frac_eta_below_1e-2",
-                    "frac_eta_below_1e-3",
-                    "pull_mean",
-                    "pull_std",
-                    "valid_cuts",
-                )
-            }
-            for v, c in closure.items()
-        },
+        "closure": {variant: _closure_numbers(c) for variant, c in closure.items()},
         "ensembles": ensembles or {},
         "likelihood": likelihood,
         "cutflow": cutflow,
         "timings": timings,
     }
     if checked is not None:
-        summary["datasets"] = {
-            name: {
-                "role": d.role,
-                "files": list(d.files),
-                "events": checked.events(name),
-                "xsec": d.xsec,
-                "sum_weights": checked.sum_weights.get(name),
-                "scale": checked.scales.get(name, 1.0),
-            }
-            for name, d in cfg.datasets.items()
-        }
+        summary["datasets"] = _datasets(cfg, checked)
         summary["lumi"] = cfg.lumi
         summary["schema"] = checked.schema
     if estimates:
@@ -213,15 +309,76 @@ def write_outputs(
     return summary
 
 
+def _write_closure(
+    folder: Path, histograms: dict[str, Hist]
+) -> tuple[dict[str, ClosureScan], dict[str, ClosureJson]]:
+    """Each variant's closure over the cut grid (the raw score first), written as ``closure.json``."""
+    from rosenblatt.studies.abcd_estimate import strict_json
+
+    order = sorted(histograms, key=lambda variant: (variant != "score", variant))
+    scans = {variant: closure_scan(summed_over_datasets(histograms[variant])) for variant in order}
+    closure = {variant: closure_summary(scan) for variant, scan in scans.items()}
+    write_text(
+        folder / "closure.json", json.dumps(strict_json(closure), allow_nan=False, default=float)
+    )
+    return scans, closure
+
+
+def _cutflow(output: PassOutput, defining: PassOutput) -> CutflowJson:
+    """The cut flows of the file set and of the defining sample, with the files and chunks left out."""
+    return {
+        "fileset": output["cutflow"],
+        "defining": defining["cutflow"],
+        "skipped_files": {**defining.get("skipped", {}), **output.get("skipped", {})},
+        "unreadable_chunks": {**defining.get("unreadable", {}), **output.get("unreadable", {})},
+    }
+
+
+def _estimate_cut(estimate: EstimateJson) -> LikelihoodJson:
+    """The cut and workspace of a variant's estimate, as the ``likelihood`` of the summary."""
+    found: LikelihoodJson = {}
+    if (x0 := estimate.get("x0")) is not None:
+        found["x0"] = x0
+    if (y0 := estimate.get("y0")) is not None:
+        found["y0"] = y0
+    if (workspace := estimate.get("workspace")) is not None:
+        found["workspace"] = workspace
+    return found
+
+
+def _chosen_cuts(likelihood: dict[str, LikelihoodJson]) -> dict[str, tuple[float, float]]:
+    """Per variant with a cut, its ``(x0, y0)``."""
+    return {
+        variant: (float(x0), float(y0))
+        for variant, cut in likelihood.items()
+        if (x0 := cut.get("x0")) is not None and (y0 := cut.get("y0")) is not None
+    }
+
+
+def _datasets(cfg: AbcdConfig, checked: Preflight) -> dict[str, DatasetJson]:
+    """Per dataset, its role, files, events and normalisation."""
+    return {
+        name: {
+            "role": d.role,
+            "files": list(d.files),
+            "events": checked.events(name),
+            "xsec": d.xsec,
+            "sum_weights": checked.sum_weights.get(name),
+            "scale": checked.scales.get(name, 1.0),
+        }
+        for name, d in cfg.datasets.items()
+    }
+
+
 def _estimates(
-    folder: Path, cfg: Any, output: dict[str, Any], choices: dict[str, Any]
-) -> dict[str, Any]:
+    folder: Path, cfg: AbcdConfig, output: PassOutput, choices: dict[str, CutChoice]
+) -> dict[str, EstimateJson]:
     """Per variant, the data-driven estimate at its cut (:func:`abcd_estimate.estimate`)."""
     from rosenblatt.studies.abcd_estimate import closure_tests, estimate
 
-    histograms = {v: h[{"dataset": sum}] for v, h in output["abcd"].items()}
+    histograms = {v: summed_over_datasets(h) for v, h in output["abcd"].items()}
     tests = closure_tests(histograms, seed=cfg.statistics.seed, replicas=output.get("replicas"))
-    results: dict[str, Any] = {}
+    results: dict[str, EstimateJson] = {}
     for variant, test in tests.items():
         if isinstance(test, str):
             results[variant] = {"valid": False, "note": test}
@@ -234,7 +391,7 @@ def _estimates(
 
 def draw_figures(
     folder: Path,
-    output: dict[str, Any],
+    output: PassOutput,
     scans: dict[str, ClosureScan],
     x_label: str,
     cuts: dict[str, tuple[float, float]] | None = None,
@@ -257,7 +414,7 @@ def draw_figures(
 
     names = {}
     for variant, scan in scans.items():
-        plane = output["plane"][variant][{"dataset": sum}]
+        plane: Any = summed_over_datasets(output["plane"][variant])
         fig, axes = figure(ncols=2, width=7.5)
         processes = list(plane.axes["process"])
         background = plane[{"process": processes.index(0)}] if 0 in processes else None
@@ -288,7 +445,7 @@ def draw_figures(
     return names
 
 
-def _raw_score_label(score: Any) -> str:
+def _raw_score_label(score: Quantity) -> str:
     """The axis label of the raw score: a branch or built-in feature by name and unit."""
     from rosenblatt.plotting import quantity_label
 
@@ -302,7 +459,7 @@ def _score_label(variant: str, method: str) -> str:
     return "raw score" if variant == "score" else f"{method}-transformed score"
 
 
-def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
+def report(summary: AbcdSummary, figures: dict[str, str]) -> str:
     """The study's ``report.md``."""
     lines = [
         f"# ABCD analysis: {summary['name']}",
@@ -358,38 +515,48 @@ def report(summary: dict[str, Any], figures: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _statistics_lines(summary: dict[str, Any]) -> list[str]:
+def _statistics_lines(summary: AbcdSummary) -> list[str]:
     """The report's sections on the bootstrap ensembles and the pyhf workspaces, with how to use them."""
-    lines = ["", "## Bootstrap ensembles of the transforms", ""]
-    made = {
-        name: note for name, note in summary["ensembles"].items() if note.endswith("_ensemble.json")
-    }
-    for name, note in summary["ensembles"].items():
-        lines.append(f"- `{name}`: " + (f"`{note}`" if name in made else note))
-    if made:
-        name, file = next(iter(made.items()))
-        lines += [
-            "",
-            "Each file holds the nominal transform (equal to `<name>.json`) and its replicas refitted with",
-            "Poisson(1) event weights on the defining sample: the transform's statistical uncertainty.",
-            "",
-            "```python",
-            "import rosenblatt as rb",
-            f'ens = rb.load("{file}")',
-            "gamma = ens.transform(x, score)                    # the nominal",
-            'gamma_up = ens.transform(x, score, variation="up")  # "down": the per-event ±1 sd envelope; "replica_<k>"',
-            "spread = ens.std(x, score)                         # per event; ens.variations(x, score): every replica",
-            "```",
-            "",
-            f"`rosenblatt export {file} --correctionlib {name}_ensemble_correction.json` writes it for",
-            "correctionlib (grid transforms) with a string input `variation`; a closure test that also",
-            "refits the transform passes the replicas' scores to",
-            "`rosenblatt.abcd.closure_test(..., replica_scores=ens.variations(x, score))`.",
-        ]
+    lines = _ensemble_lines(summary["ensembles"])
     if "estimate" in summary:
         return lines
-    lines += ["", "## ABCD likelihood (pyhf) at each variant's best cut", ""]
-    written = {variant: r for variant, r in summary["likelihood"].items() if r.get("workspace")}
+    return lines + _likelihood_lines(summary["likelihood"])
+
+
+def _ensemble_lines(ensembles: dict[str, str]) -> list[str]:
+    """The bootstrap ensemble of each transform (or why there is none), and how to use one."""
+    lines = ["", "## Bootstrap ensembles of the transforms", ""]
+    made = {name: note for name, note in ensembles.items() if note.endswith("_ensemble.json")}
+    for name, note in ensembles.items():
+        lines.append(f"- `{name}`: " + (f"`{note}`" if name in made else note))
+    if not made:
+        return lines
+    name, file = next(iter(made.items()))
+    lines += [
+        "",
+        "Each file holds the nominal transform (equal to `<name>.json`) and its replicas refitted with",
+        "Poisson(1) event weights on the defining sample: the transform's statistical uncertainty.",
+        "",
+        "```python",
+        "import rosenblatt as rb",
+        f'ens = rb.load("{file}")',
+        "gamma = ens.transform(x, score)                    # the nominal",
+        'gamma_up = ens.transform(x, score, variation="up")  # "down": the per-event ±1 sd envelope; "replica_<k>"',
+        "spread = ens.std(x, score)                         # per event; ens.variations(x, score): every replica",
+        "```",
+        "",
+        f"`rosenblatt export {file} --correctionlib {name}_ensemble_correction.json` writes it for",
+        "correctionlib (grid transforms) with a string input `variation`; a closure test that also",
+        "refits the transform passes the replicas' scores to",
+        "`rosenblatt.abcd.closure_test(..., replica_scores=ens.variations(x, score))`.",
+    ]
+    return lines
+
+
+def _likelihood_lines(likelihood: dict[str, LikelihoodJson]) -> list[str]:
+    """The ABCD likelihood at each variant's best cut, its notes, and how to read a workspace."""
+    lines = ["", "## ABCD likelihood (pyhf) at each variant's best cut", ""]
+    written = {variant: r for variant, r in likelihood.items() if r.get("workspace")}
     if written:
         lines += [
             "| variant | x0 | y0 | expected significance (Asimov) | expected 95% CLs limit on μ | non-closure normsys | workspace |",
@@ -402,33 +569,37 @@ def _statistics_lines(summary: dict[str, Any]) -> list[str]:
             )
     notes = [
         f"`{variant}`: {r['likelihood_note']}"
-        for variant, r in summary["likelihood"].items()
+        for variant, r in likelihood.items()
         if r.get("likelihood_note")
     ]
     if notes:
         lines += ["", "Notes: " + "; ".join(notes) + "."]
     if written:
-        variant, r = next(iter(written.items()))
-        lines += [
-            "",
-            "Four single-bin channels A, B, C, D; the background is D = n, B = n τ_x, C = n τ_y,",
-            "A = n τ_x τ_y (free normfactors), the signal enters every region with strength `mu`, and",
-            "the background's measured relative non-closure enters A as the normsys `nonclosure`. The",
-            "observations are the file set's expected counts: put the data's counts in A to D to fit data.",
-            "",
-            "```python",
-            "import json, pyhf",
-            f'ws = pyhf.Workspace(json.load(open("{r["workspace"]}")))',
-            "model = ws.model()",
-            "data = ws.data(model)                                # or the data's [A, B, C, D] + model.config.auxdata",
-            "pars = pyhf.infer.mle.fit(data, model)               # best fit; A's background is B C / D",
-            'cls_obs = pyhf.infer.hypotest(1.0, data, model, test_stat="qtilde")',
-            "```",
-        ]
+        lines += _workspace_usage_lines(next(iter(written.values()))["workspace"])
     return lines
 
 
-def _estimate_lines(summary: dict[str, Any]) -> list[str]:
+def _workspace_usage_lines(workspace: str) -> list[str]:
+    """How to read the pyhf workspace ``workspace`` and fit it."""
+    return [
+        "",
+        "Four single-bin channels A, B, C, D; the background is D = n, B = n τ_x, C = n τ_y,",
+        "A = n τ_x τ_y (free normfactors), the signal enters every region with strength `mu`, and",
+        "the background's measured relative non-closure enters A as the normsys `nonclosure`. The",
+        "observations are the file set's expected counts: put the data's counts in A to D to fit data.",
+        "",
+        "```python",
+        "import json, pyhf",
+        f'ws = pyhf.Workspace(json.load(open("{workspace}")))',
+        "model = ws.model()",
+        "data = ws.data(model)                                # or the data's [A, B, C, D] + model.config.auxdata",
+        "pars = pyhf.infer.mle.fit(data, model)               # best fit; A's background is B C / D",
+        'cls_obs = pyhf.infer.hypotest(1.0, data, model, test_stat="qtilde")',
+        "```",
+    ]
+
+
+def _estimate_lines(summary: AbcdSummary) -> list[str]:
     """The data-driven estimate per variant, with the variants whose closure fails flagged."""
     estimates = summary.get("estimate")
     if not estimates:
@@ -448,7 +619,12 @@ def _estimate_lines(summary: dict[str, Any]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for variant, e in estimates.items():
-        nonclosure = e.get("nonclosure") or {}
+        nonclosure = e.get("nonclosure")
+        relative, relative_error = (
+            (None, None)
+            if nonclosure is None
+            else (nonclosure["relative"], nonclosure["relative_error"])
+        )
         valid = e.get("valid")
         cells = [
             _fmt_num(e.get("x0"), ".4g"),
@@ -457,7 +633,7 @@ def _estimate_lines(summary: dict[str, Any]) -> list[str]:
             _fmt_num(e.get("C"), ".6g"),
             _fmt_num(e.get("D"), ".6g"),
             f"{_fmt_num(e.get('predicted_A'), '.1f')} ± {_fmt_num(e.get('predicted_A_stat'), '.1f')} (stat) ± {_fmt_num(e.get('predicted_A_syst'), '.1f')} (syst)",
-            f"{_fmt_num(nonclosure.get('relative'), '+.3f')} ± {_fmt_num(nonclosure.get('relative_error'), '.3f')}",
+            f"{_fmt_num(relative, '+.3f')} ± {_fmt_num(relative_error, '.3f')}",
         ]
         shown = valid is True
         for key in (
@@ -494,7 +670,7 @@ def _number(value: float) -> str:
     return f"{value:.2f}" if np.isfinite(value) else "–"
 
 
-def _steps(summary: dict[str, Any]) -> list[str]:
+def _steps(summary: AbcdSummary) -> list[str]:
     from rosenblatt.processors.analysis import CUTFLOW_STEPS
     from rosenblatt.processors.columnar import COLUMNAR_CUTFLOW_STEPS
 
