@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypedDict, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -276,7 +276,10 @@ def run(config: dict[str, Any], folder: Path) -> BlobsSummary:
     extras = _extras(cfg, data, len(subsamples[0]))
     summary: BlobsSummary = {**head, **extras, "claims": _claims(head, cfg.dcc_best_max)}
     write_summary(folder, summary)
-    figures = _figures(folder, summary, scans, data, cfg.figures)
+    fitted: _Fitted = {"irgi": scans.irgi.fitted, "kde": scans.kde.fitted}
+    defining = _Events(data.x_def, data.y_def, data.xs_def, data.ys_def)
+    testing = _Events(data.x_test, data.y_test, data.xs_test, data.ys_test)
+    figures = _figures(folder, summary, fitted, defining, testing, cfg.figures)
     write_text(folder / "report.md", _report(summary, figures, folder))
     return summary
 
@@ -491,17 +494,36 @@ _X_RANGE, _Y_RANGE = (-4.5, 4.5), (-4.5, 4.5)
 _X_LABEL, _Y_LABEL = r"$x$ (protected observable)", r"$y$ (score)"
 
 
+class _Fitted(TypedDict):
+    """The transforms the figures draw: each method's, by the value of its parameter."""
+
+    irgi: dict[float, rb.IRGI]
+    kde: dict[float, rb.KDE]
+
+
+class _Events(NamedTuple):
+    """The background and signal events of one sample."""
+
+    x: NDArray[np.float64]
+    y: NDArray[np.float64]
+    x_signal: NDArray[np.float64]
+    y_signal: NDArray[np.float64]
+
+
 def _figures(
     folder: Path,
     summary: BlobsSummary,
-    scans: _Scans,
-    data: _Samples,
+    fitted: _Fitted,
+    defining: _Events,
+    testing: _Events,
     options: FigureChoice,
 ) -> dict[str, str]:
     """Draw every figure of the study into ``folder``; return ``{key: file name}``."""
-    figures = {"samples": _samples_figure(folder, data)}
-    figures.update(_irgi_grid_figures(folder, scans.irgi, data, options.get("grid_depths", [3, 7])))
-    figures.update(_kde_figures(folder, scans.kde, data, options.get("kde_sigmas", [0.05, 0.5])))
+    depths, sigmas = options.get("grid_depths", [3, 7]), options.get("kde_sigmas", [0.05, 0.5])
+    figures = {"samples": _samples_figure(folder, defining)}
+    figures.update(_irgi_grid_figures(folder, fitted["irgi"], defining, testing, depths))
+    kde_values = summary["kde"]["values"]
+    figures.update(_kde_figures(folder, fitted["kde"], kde_values, testing, sigmas))
     figures.update(_dcc_scan_figures(folder, summary))
     figures["rms_exact"] = _rms_figure(folder, summary)
     selection = _selection_figure(folder, summary)
@@ -510,16 +532,17 @@ def _figures(
     return figures
 
 
-def _defining_plane(ax: Axes, data: _Samples) -> None:
+def _defining_plane(ax: Axes, defining: _Events) -> None:
     """The defining background and signal in the (x, y) plane."""
     from rosenblatt.plotting import plot_plane
 
+    x, y, x_signal, y_signal = defining
     plot_plane(
         ax,
-        data.x_def,
-        data.y_def,
+        x,
+        y,
         y_range=_Y_RANGE,
-        signal=(data.xs_def, data.ys_def),
+        signal=(x_signal, y_signal),
         ylabel=_Y_LABEL,
         x_range=_X_RANGE,
         xlabel=_X_LABEL,
@@ -527,50 +550,56 @@ def _defining_plane(ax: Axes, data: _Samples) -> None:
 
 
 def _transformed_plane(
-    ax: Axes, transform: ConditionalCDFTransform, data: _Samples, ylabel: str
+    ax: Axes, transform: ConditionalCDFTransform, testing: _Events, ylabel: str
 ) -> None:
     """The testing background and signal in the (x, gamma) plane of a fitted transform."""
     from rosenblatt.plotting import plot_plane
 
+    x, y, x_signal, y_signal = testing
     plot_plane(
         ax,
-        data.x_test,
-        transform.transform(data.x_test, data.y_test),
+        x,
+        transform.transform(x, y),
         y_range=(0, 1),
-        signal=(data.xs_test, transform.transform(data.xs_test, data.ys_test)),
+        signal=(x_signal, transform.transform(x_signal, y_signal)),
         ylabel=ylabel,
         x_range=_X_RANGE,
         xlabel=_X_LABEL,
     )
 
 
-def _samples_figure(folder: Path, data: _Samples) -> str:
+def _samples_figure(folder: Path, defining: _Events) -> str:
     """The defining samples in the (x, y) plane."""
     from rosenblatt.plotting import figure, figure_key, save_figure
 
     fig, ax = figure()
-    _defining_plane(ax, data)
+    _defining_plane(ax, defining)
     figure_key(fig, title="defining samples")
     return save_figure(fig, folder / "samples.png").name
 
 
 def _irgi_grid_figures(
-    folder: Path, scan: _Scan[rb.IRGI], data: _Samples, depths: Sequence[int]
+    folder: Path,
+    fitted: Mapping[float, rb.IRGI],
+    defining: _Events,
+    testing: _Events,
+    depths: Sequence[int],
 ) -> dict[str, str]:
-    """At each depth scanned among ``depths``: the IRGI grid on the defining samples, and gamma."""
+    """At each fitted depth among ``depths``: the IRGI grid on the defining samples, and gamma."""
     from rosenblatt.plotting import figure, figure_key, plot_irgi_grid, save_figure
 
     figures: dict[str, str] = {}
     for depth in depths:
-        if depth not in scan.fitted:
+        if depth not in fitted:
             continue
-        transform = scan.fitted[depth]
+        transform = fitted[depth]
         fig, axes = figure(ncols=2)
-        _defining_plane(axes[0], data)
+        _defining_plane(axes[0], defining)
         plot_irgi_grid(axes[0], transform, vertex_size=8.0 if depth <= 4 else 1.0)
         axes[0].set_xlim(*_X_RANGE)
         axes[0].set_ylim(*_Y_RANGE)
-        _transformed_plane(axes[1], transform, data, rf"$\gamma_{{{depth}}}$ (IRGI-transformed)")
+        ylabel = rf"$\gamma_{{{depth}}}$ (IRGI-transformed)"
+        _transformed_plane(axes[1], transform, testing, ylabel)
         figure_key(
             fig,
             title=f"IRGI, d = {depth}: its grid on the defining samples (left), testing samples",
@@ -580,16 +609,20 @@ def _irgi_grid_figures(
 
 
 def _kde_figures(
-    folder: Path, scan: _Scan[rb.KDE], data: _Samples, sigmas: Sequence[float]
+    folder: Path,
+    fitted: Mapping[float, rb.KDE],
+    values: Sequence[float],
+    testing: _Events,
+    sigmas: Sequence[float],
 ) -> dict[str, str]:
-    """At the scanned width nearest each of ``sigmas``: the KDE-transformed testing samples."""
+    """At the width of ``values`` nearest each of ``sigmas``: the KDE-transformed testing samples."""
     from rosenblatt.plotting import figure, figure_key, save_figure
 
     figures: dict[str, str] = {}
     for sigma in sigmas:
-        value = min(scan.method.values, key=lambda v: abs(np.log(v / sigma)))
+        value = min(values, key=lambda v: abs(np.log(v / sigma)))
         fig, ax = figure()
-        _transformed_plane(ax, scan.fitted[value], data, r"$\gamma$ (KDE-transformed)")
+        _transformed_plane(ax, fitted[value], testing, r"$\gamma$ (KDE-transformed)")
         figure_key(fig, title=rf"KDE, $\sigma_r$ = {value:g}: testing samples")
         figures[f"kde_{value:g}"] = save_figure(fig, folder / f"kde_sigma{value:g}.png").name
     return figures
