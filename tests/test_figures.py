@@ -467,3 +467,37 @@ def test_every_blob_figure_stays_on_the_canvas(drawn: list[Any], tmp_path: Path)
     for fig in drawn:
         assert all(ax.get_xlabel() for ax in fig.axes if ax.get_label() != "<colorbar>")
         assert all(ax.get_ylabel() for ax in fig.axes if ax.get_label() == "<colorbar>")
+
+
+def test_lhco_sensitivity_leaves_out_and_names_a_classifier_without_a_map(
+    drawn: list[Any], tmp_path: Path
+) -> None:
+    from rosenblatt.abcd import SensitivityMap
+    from rosenblatt.studies.lhco import report
+
+    x0, y0 = np.linspace(2000.0, 3700.0, 4), np.linspace(0.1, 0.85, 3)
+    computed = np.arange(12.0).reshape(4, 3) / 4
+    computed[0, 0] = np.nan
+
+    def sensitivity(significance: Any) -> SensitivityMap:
+        return SensitivityMap(x0, y0, significance, significance, seconds=0.0)
+
+    maps = {
+        "baseline": sensitivity(computed),
+        "disco": sensitivity(np.full((4, 3), np.nan)),
+        "irgi": sensitivity(computed),
+    }
+    assert report._sensitivity(tmp_path, maps) == "sensitivity_map.png"
+    nothing = {name: sensitivity(np.full((4, 3), np.nan)) for name in ("baseline", "kde")}
+    assert report._sensitivity(tmp_path, nothing) == "sensitivity_map.png"
+    partial, empty = drawn
+    panels = [ax for ax in partial.axes if ax.get_label() != "<colorbar>"]
+    assert [ax.get_title() for ax in panels] == ["Baseline", "IRGI"]
+    assert all(len(ax.collections[0].get_offsets()) == 11 for ax in panels)
+    assert "DisCo: not computable" in partial._suptitle.get_text()
+    # no classifier with a map: one panel holding the message, no data
+    (message,) = empty.axes
+    assert not message.axison
+    assert not message.collections
+    (text,) = message.texts
+    assert text.get_text().splitlines()[1:] == ["Baseline: not computable", "KDE: not computable"]

@@ -13,9 +13,7 @@ STUDIES = Path(__file__).parents[1] / "src" / "rosenblatt" / "studies"
 LIMIT = 60
 
 #: functions longer than LIMIT, each with why it is not split
-EXCEPTIONS = {
-    "lhco/report.py::_dcc_auc_plane": "draws one figure, its points, front lines and key",
-}
+EXCEPTIONS: dict[str, str] = {}
 
 
 def _bodies(path: Path) -> dict[str, int]:

@@ -17,8 +17,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,9 +27,16 @@ from numpy.typing import NDArray
 import rosenblatt as rb
 from rosenblatt.transforms import ConditionalCDFTransform
 
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+
 __all__ = [
     "LABELS",
     "WORKING_POINTS",
+    "AbcdFigures",
+    "EfficiencySpread",
+    "PeerFigures",
+    "PeerResult",
     "default_peers",
     "efficiency_spread",
     "evaluate",
@@ -44,6 +52,74 @@ Maker = Callable[[], ConditionalCDFTransform]
 
 #: background efficiencies at which the flatness in x is measured
 WORKING_POINTS = (0.1, 0.5, 0.9)
+
+#: a parameter a fitted transform evaluates with, as JSON data
+ParamValue = float | str | list[float]
+
+
+class EfficiencySpread(TypedDict):
+    """The background efficiency across ``x`` bins at one working point (:func:`efficiency_spread`).
+
+    Attributes
+    ----------
+    sd : float
+        Standard deviation of the per-bin efficiencies.
+    range : float
+        Largest minus smallest per-bin efficiency.
+    expected : float
+        The binomial standard deviation of an efficiency at this point with the events of a bin.
+    ratio : float
+        ``sd / expected``: about 1 for a flat efficiency.
+    per_bin : list of float
+        The efficiency of each bin.
+    """
+
+    sd: float
+    range: float
+    expected: float
+    ratio: float
+    per_bin: list[float]
+
+
+#: the ABCD closure figures of one score, as the caller's ``abcd`` function gives them
+AbcdFigures = dict[str, float]
+
+
+class PeerFigures(TypedDict):
+    """What :func:`evaluate` measures of one score on the testing sample, before the fit's entries.
+
+    ``rms_exact`` is ``None`` without an exact conditional CDF (and for
+    scores that are not CDFs); ``auc`` is ``None`` without signal events;
+    ``efficiency_spread`` is keyed by the working point written with ``:g``.
+    """
+
+    rms_exact: float | None
+    dcc: float
+    dcc_floor: float
+    dcc_floor_std: float
+    dcc_p_value: float
+    dcc_events: int
+    auc: float | None
+    efficiency_spread: dict[str, EfficiencySpread]
+
+
+class _PeerAbcd(TypedDict, total=False):
+    abcd: AbcdFigures
+
+
+class PeerResult(PeerFigures, _PeerAbcd):
+    """One method's entry of :func:`evaluate`'s result (and of ``summary.json``'s ``peers``).
+
+    Its :class:`PeerFigures`, then ``fit_seconds``, ``transform_seconds_per_1e6``,
+    ``params`` (what the fit chose), ``kind`` (``raw``, ``given`` or
+    ``transform``) and, where an ABCD closure was asked for, ``abcd``.
+    """
+
+    fit_seconds: float
+    transform_seconds_per_1e6: float
+    params: dict[str, ParamValue]
+    kind: str
+
 
 LABELS = {
     "raw": "raw score",
@@ -113,7 +189,7 @@ def default_peers(
 
 def efficiency_spread(
     x: Array, score: Array, efficiency: float, n_bins: int = 10, weight: Array | None = None
-) -> dict[str, float]:
+) -> EfficiencySpread:
     """Spread of the background efficiency across equal-occupancy bins of ``x`` at one working point.
 
     The cut keeps the share ``efficiency`` of all events (the score's
@@ -132,7 +208,7 @@ def efficiency_spread(
 
     Returns
     -------
-    dict
+    EfficiencySpread
         ``sd`` (standard deviation of the per-bin efficiencies), ``range``
         (largest minus smallest), ``expected`` (the binomial standard deviation
         of an efficiency at this point with the events of a bin) and
@@ -169,13 +245,13 @@ def evaluate(
     testing: tuple[Array, Array, NDArray[Any]],
     exact: Callable[[Array, Array], Array] | None = None,
     scores: Mapping[str, Array] | None = None,
-    abcd: Callable[[Array], dict[str, float]] | None = None,
+    abcd: Callable[[Array], AbcdFigures] | None = None,
     working_points: Sequence[float] = WORKING_POINTS,
     n_bins: int = 10,
     permutations: int = 100,
     dcc_events: int | None = None,
     seed: int = 0,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, PeerResult]:
     """Fit each method on the defining sample and measure it on the testing sample.
 
     Parameters
@@ -209,37 +285,23 @@ def evaluate(
 
     Returns
     -------
-    dict
+    dict of PeerResult
         ``{name: figures}``: ``rms_exact``, ``dcc``, ``dcc_floor``,
         ``dcc_floor_std``, ``dcc_p_value``, ``auc``, ``efficiency_spread``
         (per working point), ``abcd``, ``fit_seconds``,
         ``transform_seconds_per_1e6`` and ``params`` (what the fit chose).
     """
-    x_def, y_def = defining
     x_test, y_test, label = testing
     bkg = np.asarray(label) == 0
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, PeerResult] = {}
     entries: list[tuple[str, Maker | None, Array | None]] = [(n, m, None) for n, m in peers.items()]
     entries += [(n, None, np.asarray(s, dtype=np.float64)) for n, s in (scores or {}).items()]
     for name, make, given in entries:
-        fit_seconds = transform_seconds = 0.0
-        params: dict[str, Any] = {}
-        if given is not None:
-            score = given
-        elif make is None:
-            score = y_test
-        else:
-            start = time.perf_counter()
-            transform = make().fit(x_def, y_def)
-            fit_seconds = time.perf_counter() - start
-            start = time.perf_counter()
-            score = transform.transform(x_test, y_test)
-            transform_seconds = time.perf_counter() - start
-            params = _chosen(transform)
+        scored = _score(make, given, defining, x_test, y_test)
         # only a fitted transform estimates the conditional CDF: the raw and given scores have no RMS
         cdf = exact if make is not None else None
-        row = _figures(
-            score,
+        figures = _figures(
+            scored.score,
             (x_test, y_test, label),
             bkg,
             cdf,
@@ -249,16 +311,15 @@ def evaluate(
             dcc_events,
             seed,
         )
-        row.update(
-            {
-                "fit_seconds": fit_seconds,
-                "transform_seconds_per_1e6": transform_seconds * 1e6 / len(x_test),
-                "params": params,
-                "kind": "given" if given is not None else ("raw" if make is None else "transform"),
-            }
-        )
+        row: PeerResult = {
+            **figures,
+            "fit_seconds": scored.fit_seconds,
+            "transform_seconds_per_1e6": scored.transform_seconds * 1e6 / len(x_test),
+            "params": scored.params,
+            "kind": scored.kind,
+        }
         if abcd is not None:
-            row["abcd"] = abcd(score)
+            row["abcd"] = abcd(scored.score)
         results[name] = row
         log.info(
             "%s: dCor2 %.2e (floor %.2e), AUC %.4f, fit %.2f s%s",
@@ -266,15 +327,59 @@ def evaluate(
             row["dcc"],
             row["dcc_floor"],
             row["auc"],
-            fit_seconds,
+            scored.fit_seconds,
             "" if row["rms_exact"] is None else f", RMS {row['rms_exact']:.4f}",
         )
     return results
 
 
-def _chosen(transform: ConditionalCDFTransform) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    """One method's testing score, with what its fit took and chose.
+
+    Attributes
+    ----------
+    score : ndarray
+        The score of every testing event.
+    kind : str
+        ``given`` (a score taken as it is), ``raw`` (the score itself) or ``transform``.
+    fit_seconds, transform_seconds : float
+        Wall time of the fit and of transforming the testing sample (0 without a fit).
+    params : dict
+        What the fitted transform evaluates with (empty without a fit).
+    """
+
+    score: Array
+    kind: str
+    fit_seconds: float = 0.0
+    transform_seconds: float = 0.0
+    params: dict[str, ParamValue] = field(default_factory=dict)
+
+
+def _score(
+    make: Maker | None,
+    given: Array | None,
+    defining: tuple[Array, Array],
+    x_test: Array,
+    y_test: Array,
+) -> _Scored:
+    """The testing score of a given score, of the raw score, or of a transform fitted on ``defining``."""
+    if given is not None:
+        return _Scored(given, "given")
+    if make is None:
+        return _Scored(y_test, "raw")
+    start = time.perf_counter()
+    transform = make().fit(*defining)
+    fit_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    score = transform.transform(x_test, y_test)
+    transform_seconds = time.perf_counter() - start
+    return _Scored(score, "transform", fit_seconds, transform_seconds, _chosen(transform))
+
+
+def _chosen(transform: ConditionalCDFTransform) -> dict[str, ParamValue]:
     """What a fitted transform evaluates with, as JSON data (chosen parameters, training)."""
-    params = {
+    params: dict[str, ParamValue] = {
         k: v for k, v in transform.fitted_params().items() if isinstance(v, (int, float, str, list))
     }
     history = getattr(transform, "history_", None)
@@ -297,7 +402,8 @@ def _figures(
     permutations: int,
     dcc_events: int | None,
     seed: int,
-) -> dict[str, Any]:
+) -> PeerFigures:
+    """dCor² with its permutation floor, AUC, efficiency spread and (with ``exact``) RMS of one score."""
     x, y, label = testing
     x_b, y_b, s_b = x[bkg], y[bkg], score[bkg]
     n = len(x_b) if dcc_events is None else min(int(dcc_events), len(x_b))
@@ -369,7 +475,7 @@ def plot(peers: Mapping[str, Mapping[str, Any]], path: Path) -> str:
         panels.insert(0, "rms_exact")
     fig, axes = figure(ncols=len(panels), width=6.5, key=4.5)
     axes = np.atleast_1d(axes)
-    key: dict[str, Any] = {}
+    key: dict[str, Artist] = {}
     for ax, quantity in zip(axes, panels, strict=True):
         for name, row in peers.items():
             value = row.get(quantity)

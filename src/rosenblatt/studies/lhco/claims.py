@@ -8,23 +8,34 @@ DisCo's, and is decided beyond 2 bootstrap standard deviations
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Final
 
 from rosenblatt.studies._common import Claim, pm
+from rosenblatt.studies.lhco.summary import ClaimJson, ClassifierJson, LhcoSummary
 
 __all__ = ["paper_claims"]
 
 
-def _sd(*entries: tuple[dict[str, Any], str]) -> float:
+def _sd(*entries: tuple[ClassifierJson, str]) -> float:
     """The bootstrap sd of a sum or difference of ``entry[key]`` (NaN where one has none)."""
-    errors = [entry.get(f"{key}_err") for entry, key in entries]
+    errors = [_err(entry, key) for entry, key in entries]
     if any(e is None for e in errors):
         return math.nan
     return math.hypot(*(float(e) for e in errors if e is not None))
 
 
+def _err(entry: ClassifierJson, key: str) -> float | None:
+    """The bootstrap sd of ``entry[key]`` (``None`` where the entry has none)."""
+    errors = {
+        "auc": entry.get("auc_err"),
+        "dcc": entry.get("dcc_err"),
+        "frac_eta_below_1e-2": entry.get("frac_eta_below_1e-2_err"),
+    }
+    return errors[key]
+
+
 def _method_claims(
-    name: str, result: dict[str, Any], base: dict[str, Any], disco: dict[str, Any] | None
+    name: str, result: ClassifierJson, base: ClassifierJson, disco: ClassifierJson | None
 ) -> list[Claim]:
     """The paper's claims on one decorrelated score, each decided beyond 2 bootstrap sd."""
     label = name.upper()
@@ -59,9 +70,9 @@ def _method_claims(
     return claims
 
 
-def _grid_claim(name: str, result: dict[str, Any], others: list[dict[str, Any]]) -> Claim:
+def _grid_claim(name: str, result: ClassifierJson, others: list[ClassifierJson]) -> Claim:
     """The central claim: a larger share of the cut grid closes than for the baseline and DisCo."""
-    key = "frac_eta_below_1e-2"
+    key: Final = "frac_eta_below_1e-2"
     rival = max(others, key=lambda entry: float(entry[key]))
     return Claim(
         f"larger fraction of the (x0, y0) grid with |eta| < 1e-2 for {name.upper()} than for the baseline and DisCo",
@@ -71,13 +82,19 @@ def _grid_claim(name: str, result: dict[str, Any], others: list[dict[str, Any]])
     )
 
 
-def paper_claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def _claim_json(claim: Claim) -> ClaimJson:
+    """A claim as ``summary.json`` writes it (:meth:`Claim.to_json`)."""
+    written = claim.to_json()
+    return {"claim": written["claim"], "held": written["held"], "value": written["value"]}
+
+
+def paper_claims(summary: LhcoSummary) -> list[ClaimJson]:
     """The paper's claims, checked on this sample (:func:`~rosenblatt.studies._common.decide`)."""
     claims = []
     base = summary["baseline"]
     disco = summary.get("disco")
     others = [base] + ([disco] if disco else [])
-    for name in ("irgi", "kde"):
-        claims += _method_claims(name, summary[name], base, disco)
-        claims.append(_grid_claim(name, summary[name], others))
-    return [claim.to_json() for claim in claims]
+    for name, result in (("irgi", summary["irgi"]), ("kde", summary["kde"])):
+        claims += _method_claims(name, result, base, disco)
+        claims.append(_grid_claim(name, result, others))
+    return [_claim_json(claim) for claim in claims]

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rosenblatt.abcd import ClosureScan
+from rosenblatt.abcd import ClosureScan, SensitivityMap
 from rosenblatt.studies._common import Row, claim_lines, markdown_table, pm, rows_table
 from rosenblatt.studies.lhco.paper import paper_table
-from rosenblatt.studies.lhco.results import Closure, Decorrelation
+from rosenblatt.studies.lhco.results import ChosenModels, Closure, Decorrelation, TrainedModel
+from rosenblatt.studies.lhco.summary import (
+    AutomaticChoice,
+    ClassifierJson,
+    ContaminationRow,
+    LhcoSummary,
+    classifier_entries,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["figures", "report"]
 
@@ -28,63 +39,77 @@ def _style(name: str) -> Any:
 
 def figures(
     folder: Path,
-    summary: dict[str, Any],
-    models: list[dict[str, Any]],
-    chosen_models: tuple[dict[str, Any], dict[str, Any] | None],
+    summary: LhcoSummary,
+    models: list[TrainedModel],
+    chosen: ChosenModels,
     fits: Decorrelation,
     closure: Closure,
     mjj: NDArray[np.float64],
     label: NDArray[np.int64],
 ) -> dict[str, str]:
     """Draw every figure of the study into ``folder``; return ``{key: file name}``."""
+    entries = classifier_entries(summary)
     out = {
-        "dcc_auc": _dcc_auc_plane(folder, models, chosen_models, fits),
-        "roc": _roc(folder, summary, label, closure.scores),
+        "dcc_auc": _dcc_auc_plane(folder, models, chosen, fits),
+        "roc": _roc(folder, entries, label, closure.scores),
     }
     for name in closure.closures:
-        out[f"plane_{name}"] = _plane(folder, name, summary[name], closure, mjj, label)
+        out[f"plane_{name}"] = _plane(folder, name, entries[name], closure, mjj, label)
     out["eta_lines"] = _eta_lines(folder, closure.closures)
     out["eta_hist"] = _eta_histograms(folder, closure.closures)
     out["irgi_grid"] = _irgi_grid(folder, fits)
     if summary.get("contamination"):
         out["contamination"] = _contamination_figure(folder, summary["contamination"])
-    if closure.statistics.get("maps"):
-        out["sensitivity"] = _sensitivity(folder, closure.statistics["maps"])
+    if closure.statistics.maps:
+        out["sensitivity"] = _sensitivity(folder, closure.statistics.maps)
     return out
 
 
 def _dcc_auc_plane(
-    folder: Path,
-    models: list[dict[str, Any]],
-    chosen_models: tuple[dict[str, Any], dict[str, Any] | None],
-    fits: Decorrelation,
+    folder: Path, models: list[TrainedModel], chosen: ChosenModels, fits: Decorrelation
 ) -> str:
     """Every trained model and the IRGI and KDE scans in the dCor²-AUC plane of the optimisation sample."""
     from rosenblatt.plotting import figure, save_figure
 
-    best, disco = chosen_models
     fig, ax = figure(width=8.5, key=4.5)
+    _plot_models(fig, ax, models)
+    _plot_scans(ax, fits)
+    _circle_chosen(ax, chosen)
+    ax.set_xscale("log")
+    ax.set_xlabel(r"dCor$^2$($m_{jj}$, score), background")
+    ax.set_ylabel("AUC")
+    fig.legend(loc="outside right upper", fontsize="small", frameon=False)
+    fig.suptitle("optimisation sample", fontsize="medium")
+    return save_figure(fig, folder / "dcc_auc_plane.png").name
+
+
+def _plot_models(fig: Figure, ax: Axes, models: list[TrainedModel]) -> None:
+    """The baselines over seeds, and the DisCo models coloured by their strength."""
     raw, disco_style = _style("baseline"), _style("disco")
-    base = [m for m in models if m["name"].startswith(("baseline", "gbdt"))]
+    base = [m for m in models if m.is_baseline]
     ax.scatter(
-        [m["opt_dcc"] for m in base],
-        [m["opt_auc"] for m in base],
+        [m.opt_dcc for m in base],
+        [m.opt_auc for m in base],
         color=raw.colour,
         marker=raw.marker,
         label="baseline (seeds)",
     )
-    dm = [m for m in models if m["name"].startswith("disco")]
-    if dm:
-        sc = ax.scatter(
-            [m["opt_dcc"] for m in dm],
-            [m["opt_auc"] for m in dm],
-            c=[m["alpha"] for m in dm],
+    disco_models = [m for m in models if m.is_disco]
+    if disco_models:
+        points = ax.scatter(
+            [m.opt_dcc for m in disco_models],
+            [m.opt_auc for m in disco_models],
+            c=[m.alpha for m in disco_models],
             cmap="Blues",
             marker=disco_style.marker,
             edgecolors=disco_style.colour,
             label=r"DisCo ($\alpha$ x seeds)",
         )
-        fig.colorbar(sc, ax=ax, label=r"DisCo strength $\alpha$")
+        fig.colorbar(points, ax=ax, label=r"DisCo strength $\alpha$")
+
+
+def _plot_scans(ax: Axes, fits: Decorrelation) -> None:
+    """The IRGI and KDE scans over their parameter, the chosen value circled."""
     parameters = {"irgi": "depth d", "kde": r"$\sigma_r$"}
     for name in ("irgi", "kde"):
         scan, style = fits.scans[name], _style(name)
@@ -96,43 +121,26 @@ def _dcc_auc_plane(
             label=f"{LABELS[name]} ({parameters[name]} scan)",
         )
         pick = next(s for s in scan if s["value"] == fits.chosen[name])
-        ax.scatter(
-            pick["dcc"],
-            pick["auc"],
-            s=400,
-            facecolors="none",
-            edgecolors=style.colour,
-            linewidths=2,
-        )
-    ax.scatter(
-        best["opt_dcc"],
-        best["opt_auc"],
-        s=400,
-        facecolors="none",
-        edgecolors=raw.colour,
-        linewidths=2,
-        label="chosen (circled)",
+        _circle(ax, pick["dcc"], pick["auc"], style.colour)
+
+
+def _circle_chosen(ax: Axes, chosen: ChosenModels) -> None:
+    """Circle the best baseline and DisCo's representative."""
+    _circle(
+        ax, chosen.best.opt_dcc, chosen.best.opt_auc, _style("baseline").colour, "chosen (circled)"
     )
-    if disco is not None:
-        ax.scatter(
-            disco["opt_dcc"],
-            disco["opt_auc"],
-            s=400,
-            facecolors="none",
-            edgecolors=disco_style.colour,
-            linewidths=2,
-        )
-    ax.set_xscale("log")
-    ax.set_xlabel(r"dCor$^2$($m_{jj}$, score), background")
-    ax.set_ylabel("AUC")
-    fig.legend(loc="outside right upper", fontsize="small", frameon=False)
-    fig.suptitle("optimisation sample", fontsize="medium")
-    return save_figure(fig, folder / "dcc_auc_plane.png").name
+    if chosen.disco is not None:
+        _circle(ax, chosen.disco.opt_dcc, chosen.disco.opt_auc, _style("disco").colour)
+
+
+def _circle(ax: Axes, x: float, y: float, colour: Any, label: str | None = None) -> None:
+    """A large open circle around the point ``(x, y)``."""
+    ax.scatter(x, y, s=400, facecolors="none", edgecolors=colour, linewidths=2, label=label)
 
 
 def _roc(
     folder: Path,
-    summary: dict[str, Any],
+    entries: dict[str, ClassifierJson],
     label: NDArray[np.int64],
     scores: dict[str, NDArray[np.float64]],
 ) -> str:
@@ -152,7 +160,7 @@ def _roc(
             marker=style.marker,
             markevery=0.1,
             markersize=7,
-            label=f"{LABELS[name]} (AUC {pm(summary[name]['auc'], summary[name].get('auc_err'), '.3f')})",
+            label=f"{LABELS[name]} (AUC {pm(entries[name]['auc'], entries[name].get('auc_err'), '.3f')})",
         )
     ax.set_yscale("log")
     ax.set_xlim(0, 1)
@@ -165,7 +173,7 @@ def _roc(
 def _plane(
     folder: Path,
     name: str,
-    entry: dict[str, Any],
+    entry: ClassifierJson,
     closure: Closure,
     mjj: NDArray[np.float64],
     label: NDArray[np.int64],
@@ -274,41 +282,89 @@ def _irgi_grid(folder: Path, fits: Decorrelation) -> str:
         xlabel=r"$m_{jj}$ [GeV]",
         ylabel="baseline score",
     )
-    plot_irgi_grid(ax, fits.transform("irgi"), vertex_size=4.0)
+    plot_irgi_grid(ax, fits.irgi(), vertex_size=4.0)
     legend_above(ax)
     fig.suptitle(f"IRGI grid, d = {fits.chosen['irgi']}, defining background", fontsize="medium")
     return save_figure(fig, folder / "irgi_grid.png").name
 
 
-def _sensitivity(folder: Path, maps: dict[str, Any]) -> str:
-    """The expected significance over the coarse cut grid, per classifier."""
+#: the title of the sensitivity figure
+SENSITIVITY_TITLE = (
+    "expected discovery significance of the ABCD likelihood\n(blank: not computable)"
+)
+
+
+def _sensitivity(folder: Path, maps: dict[str, SensitivityMap]) -> str:
+    """The expected significance over the coarse cut grid, one panel per classifier where computed.
+
+    A classifier whose map holds no finite significance has no panel: the
+    title names it, a line each (``DisCo: not computable``). Where no
+    classifier has one, the figure is a single panel saying so.
+    """
     from rosenblatt.plotting import figure, save_figure
 
-    fig, axes = figure(ncols=len(maps), width=6.0)
-    for ax, (name, smap) in zip(np.atleast_1d(axes), maps.items(), strict=True):
-        rows, columns = np.nonzero(np.isfinite(smap.significance))
-        points = ax.scatter(
-            smap.x0[rows] / 1000,
-            smap.y0[columns],
-            c=smap.significance[rows, columns],
-            cmap="viridis",
-            s=400,
-            marker="s",
-        )
-        fig.colorbar(points, ax=ax, label=r"expected $Z$ (Asimov)")
-        ax.set_xlim(smap.x0[0] / 1000 - 0.1, smap.x0[-1] / 1000 + 0.1)
-        ax.set_ylim(smap.y0[0] - 0.05, smap.y0[-1] + 0.05)
-        ax.set_xlabel(r"cut $x_0$ on $m_{jj}$ [TeV]")
-        ax.set_title(LABELS[name], fontsize="medium")
-    np.atleast_1d(axes)[0].set_ylabel(r"cut $y_0$ on the score")
-    fig.suptitle(
-        "expected discovery significance of the ABCD likelihood (blank: not computable)",
+    computed = {name: m for name, m in maps.items() if np.isfinite(m.significance).any()}
+    left_out = [
+        f"{LABELS.get(name, name)}: not computable" for name in maps if name not in computed
+    ]
+    if not computed:
+        return _sensitivity_message(folder, left_out)
+    fig, axes = figure(ncols=len(computed), width=6.0)
+    panels = np.atleast_1d(axes)
+    for ax, (name, smap) in zip(panels, computed.items(), strict=True):
+        _sensitivity_panel(fig, ax, name, smap)
+    panels[0].set_ylabel(r"cut $y_0$ on the score")
+    fig.suptitle("\n".join([SENSITIVITY_TITLE, *left_out]), fontsize="medium")
+    return save_figure(fig, folder / "sensitivity_map.png").name
+
+
+def _sensitivity_message(folder: Path, left_out: list[str]) -> str:
+    """The sensitivity figure when no classifier's map could be computed: one panel saying so."""
+    from rosenblatt.plotting import figure, save_figure
+
+    fig, ax = figure(width=10.0, height=1.0 + 0.6 * len(left_out))
+    ax.set_axis_off()
+    ax.text(
+        0.5,
+        0.5,
+        "\n".join(["expected discovery significance of the ABCD likelihood", *left_out]),
+        ha="center",
+        va="center",
         fontsize="medium",
+        transform=ax.transAxes,
     )
     return save_figure(fig, folder / "sensitivity_map.png").name
 
 
-def _contamination_figure(folder: Path, rows: list[dict[str, Any]]) -> str:
+def _sensitivity_panel(fig: Figure, ax: Axes, name: str, smap: SensitivityMap) -> None:
+    """One classifier's expected significance at each cut where it was computed."""
+    rows, columns = np.nonzero(np.isfinite(smap.significance))
+    points = ax.scatter(
+        smap.x0[rows] / 1000,
+        smap.y0[columns],
+        c=smap.significance[rows, columns],
+        cmap="viridis",
+        s=400,
+        marker="s",
+    )
+    fig.colorbar(points, ax=ax, label=r"expected $Z$ (Asimov)")
+    ax.set_xlim(smap.x0[0] / 1000 - 0.1, smap.x0[-1] / 1000 + 0.1)
+    ax.set_ylim(smap.y0[0] - 0.05, smap.y0[-1] + 0.05)
+    ax.set_xlabel(r"cut $x_0$ on $m_{jj}$ [TeV]")
+    ax.set_title(LABELS.get(name, name), fontsize="medium")
+
+
+def _contamination_series(rows: list[ContaminationRow]) -> list[tuple[list[float], list[float]]]:
+    """Signal bias, AUC and dCor² of the rows, each with its bootstrap sd (NaN where absent)."""
+    nan = float("nan")
+    return [
+        ([r["signal_bias"] for r in rows], [r.get("signal_bias_err", nan) for r in rows]),
+        ([r["auc"] for r in rows], [r.get("auc_err", nan) for r in rows]),
+        ([r["dcc"] for r in rows], [r.get("dcc_err", nan) for r in rows]),
+    ]
+
+
+def _contamination_figure(folder: Path, rows: list[ContaminationRow]) -> str:
     """Bias of the ABCD signal estimate, AUC and dCor² against the injected signal fraction."""
     from rosenblatt.plotting import figure, save_figure
 
@@ -320,12 +376,12 @@ def _contamination_figure(folder: Path, rows: list[dict[str, Any]]) -> str:
         zero_at = min(nonzero) / 10 if nonzero else 1e-4
         fraction = np.array([r["fraction"] or zero_at for r in mine]) * 100
         style = _style(name)
-        for i, (ax, key) in enumerate(zip(axes, ("signal_bias", "auc", "dcc"), strict=True)):
-            err = np.array([r.get(f"{key}_err", np.nan) for r in mine], dtype=float)
+        series = _contamination_series(mine)
+        for i, (ax, (values, errors)) in enumerate(zip(axes, series, strict=True)):
             ax.errorbar(
                 fraction,
-                [r[key] for r in mine],
-                yerr=err,
+                values,
+                yerr=np.array(errors, dtype=float),
                 marker=style.marker,
                 capsize=3,
                 color=style.colour,
@@ -489,19 +545,19 @@ the defining sample) beside the paper's rule; testing sample.
 """
 
 
-def _names(summary: dict[str, Any]) -> list[str]:
+def _names(summary: LhcoSummary) -> list[str]:
     """The classifiers of the summary, in the report's order."""
-    return [n for n in ("baseline", "disco", "irgi", "kde") if n in summary]
+    return list(classifier_entries(summary))
 
 
-def _header(summary: dict[str, Any], names: Sequence[str]) -> list[str]:
+def _header(summary: LhcoSummary, names: Sequence[str]) -> list[str]:
     return ["", *(_title(summary, n) for n in names)]
 
 
-def report(summary: dict[str, Any], figs: dict[str, str]) -> str:
+def report(summary: LhcoSummary, figs: dict[str, str]) -> str:
     """The Markdown report."""
     names = _names(summary)
-    entries = [summary[n] for n in names]
+    entries = [classifier_entries(summary)[n] for n in names]
     header = _header(summary, names)
     best_cut = ["best cut (x0 [GeV], y0)", *(f"({e['x0']:.0f}, {e['y0']:.3f})" for e in entries)]
     path = summary["processor_path"]
@@ -526,7 +582,7 @@ def report(summary: dict[str, Any], figs: dict[str, str]) -> str:
     )
 
 
-def _run_section(summary: dict[str, Any]) -> str:
+def _run_section(summary: LhcoSummary) -> str:
     """Provenance and the wall time of each step."""
     seconds = summary.get("step_seconds", {})
     steps = "\n".join(f"| {name} | {value / 60:.1f} min |" for name, value in seconds.items())
@@ -546,13 +602,13 @@ def _optional(value: Any, fmt: str) -> str:
     return "–" if value is None or not np.isfinite(value) else format(value, fmt)
 
 
-def _closure_test_cell(entry: dict[str, Any]) -> str:
+def _closure_test_cell(entry: ClassifierJson) -> str:
     if entry["closure_chi2_ndf"] is None:
         return "–"
     return f"{entry['closure_chi2_ndf']:.2f} / {entry['closure_ndof']} dof (p = {entry['closure_pvalue']:.2f})"
 
 
-def _sensitivity_cell(entry: dict[str, Any]) -> str:
+def _sensitivity_cell(entry: ClassifierJson) -> str:
     cut = entry.get("sensitivity_best")
     if not cut:
         return "–"
@@ -560,7 +616,7 @@ def _sensitivity_cell(entry: dict[str, Any]) -> str:
 
 
 #: the statistics of the study after :data:`STATISTICS`: (label, the cell of one classifier)
-_STATISTICS_CELLS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
+_STATISTICS_CELLS: tuple[tuple[str, Callable[[ClassifierJson], str]], ...] = (
     ("closure test χ²/ndf (p-value)", _closure_test_cell),
     (
         "grid fraction with background non-closure within 2σ of 0",
@@ -580,9 +636,10 @@ _STATISTICS_CELLS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
 )
 
 
-def _statistics_table(summary: dict[str, Any], names: Sequence[str]) -> str:
+def _statistics_table(summary: LhcoSummary, names: Sequence[str]) -> str:
     """Every classifier's figures of merit with their uncertainties, the closure test and the likelihood."""
-    entries = [summary[n] for n in names]
+    by_name = classifier_entries(summary)
+    entries = [by_name[n] for n in names]
     rows: list[Row | list[str]] = list(STATISTICS)
     rows += [[label, *(cell(e) for e in entries)] for label, cell in _STATISTICS_CELLS]
     if any("sensitivity_best" in e for e in entries):
@@ -590,9 +647,9 @@ def _statistics_table(summary: dict[str, Any], names: Sequence[str]) -> str:
         rows.append([label, *(_sensitivity_cell(e) for e in entries)])
     table = rows_table(_header(summary, names), rows, entries)
     unusable = [
-        f"{summary[n]['n_boot_unusable']} of {_title(summary, n)}"
+        f"{by_name[n].get('n_boot_unusable')} of {_title(summary, n)}"
         for n in names
-        if summary[n].get("n_boot_unusable")
+        if by_name[n].get("n_boot_unusable")
     ]
     if unusable:
         table += (
@@ -604,7 +661,7 @@ def _statistics_table(summary: dict[str, Any], names: Sequence[str]) -> str:
     return table
 
 
-def _contamination_section(rows: list[dict[str, Any]]) -> str:
+def _contamination_section(rows: list[ContaminationRow]) -> str:
     """The signal bias, AUC and dCor² of IRGI and KDE refitted on a contaminated defining sample."""
     table = markdown_table(
         [
@@ -630,15 +687,18 @@ def _contamination_section(rows: list[dict[str, Any]]) -> str:
     return _CONTAMINATION + table
 
 
-def _automatic_section(summary: dict[str, Any], automatic: dict[str, Any]) -> str:
+def _automatic_section(summary: LhcoSummary, automatic: dict[str, AutomaticChoice]) -> str:
     """The paper's parameter rule beside the cross-validated choice on the defining sample."""
     rows = []
-    for name, key, symbol, fmt in (("irgi", "depth", "d", "d"), ("kde", "sigma_r", "σ_r", "g")):
-        paper, auto = summary[name], automatic[name]
+    for name, paper, value, symbol, fmt in (
+        ("irgi", summary["irgi"], summary["irgi"]["depth"], "d", "d"),
+        ("kde", summary["kde"], summary["kde"]["sigma_r"], "σ_r", "g"),
+    ):
+        auto = automatic[name]
         rows.append(
             [
                 LABELS[name],
-                f"{symbol} = {format(paper[key], fmt)}: AUC {paper['auc']:.4f}, dCor² {paper['dcc']:.2e} (floor {paper['dcc_floor']:.2e})",
+                f"{symbol} = {format(value, fmt)}: AUC {paper['auc']:.4f}, dCor² {paper['dcc']:.2e} (floor {paper['dcc_floor']:.2e})",
                 f"{symbol} = {format(auto['value'], fmt)}: AUC {auto['auc']:.4f}, dCor² {auto['dcc']:.2e} (floor {auto['dcc_floor']:.2e})",
             ]
         )
@@ -650,28 +710,30 @@ def _automatic_section(summary: dict[str, Any], automatic: dict[str, Any]) -> st
     return _AUTOMATIC + markdown_table(header, rows)
 
 
-def _headline(summary: dict[str, Any], names: Sequence[str]) -> str:
+def _headline(summary: LhcoSummary, names: Sequence[str]) -> str:
     """The statistics of the study: uncertainties, closure test, likelihood, contamination."""
+    by_name = classifier_entries(summary)
     notes = [
-        f"{_title(summary, n)}: {summary[n]['likelihood_note']}"
+        f"{_title(summary, n)}: {by_name[n].get('likelihood_note')}"
         for n in names
-        if summary[n].get("likelihood_note")
+        if by_name[n].get("likelihood_note")
     ]
     workspaces = ", ".join(
-        f"`{summary[n]['workspace']}`" for n in names if summary[n].get("workspace")
+        f"`{by_name[n].get('workspace')}`" for n in names if by_name[n].get("workspace")
     )
     sections = [
         _UNCERTAINTIES.format(
             table=_statistics_table(summary, names),
-            n_boot=summary[names[0]].get("n_boot", 0),
+            n_boot=by_name[names[0]].get("n_boot", 0),
             workspaces=workspaces or "not written",
             note=("\n\nLikelihood notes: " + "; ".join(notes) + ".") if notes else "",
         )
     ]
     if summary.get("contamination"):
         sections.append(_contamination_section(summary["contamination"]))
-    if summary.get("automatic_parameters"):
-        sections.append(_automatic_section(summary, summary["automatic_parameters"]))
+    automatic = summary.get("automatic_parameters")
+    if automatic:
+        sections.append(_automatic_section(summary, automatic))
     timings = summary.get("statistics_seconds", {})
     if timings:
         sections.append(
@@ -682,11 +744,12 @@ def _headline(summary: dict[str, Any], names: Sequence[str]) -> str:
     return "\n\n".join(sections)
 
 
-def _title(summary: dict[str, Any], name: str) -> str:
+def _title(summary: LhcoSummary, name: str) -> str:
     if name == "irgi":
         return f"IRGI d={summary['irgi']['depth']}"
     if name == "kde":
         return f"KDE σ_r={summary['kde']['sigma_r']:g}"
-    if name == "disco" and "alpha" in summary["disco"]:
-        return f"DisCo α={summary['disco']['alpha']:g}"
+    disco = summary.get("disco")
+    if name == "disco" and disco is not None and "alpha" in disco:
+        return f"DisCo α={disco['alpha']:g}"
     return LABELS[name]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from rosenblatt._atomic import write_text
+from rosenblatt.studies.lhco.summary_2d import Dependence, Lhco2dSummary
 
 __all__ = ["findings", "table", "write_report"]
 
@@ -30,18 +30,18 @@ _TEX = {
 }
 
 
-def _targets(summary: dict[str, Any]) -> list[str]:
+def _targets(summary: Lhco2dSummary) -> list[str]:
     """The keys of the dCor² entries: each observable, then all of them jointly."""
     return [*summary["protected"], _JOINT]
 
 
-def _target_name(summary: dict[str, Any], target: str) -> str:
+def _target_name(summary: Lhco2dSummary, target: str) -> str:
     if target == _JOINT:
         return "(" + ", ".join(_SYMBOLS[p] for p in summary["protected"]) + ")"
     return _SYMBOLS[target]
 
 
-def table(summary: dict[str, Any]) -> str:
+def table(summary: Lhco2dSummary) -> str:
     """The markdown table of AUC, AUC cost and dCor² (floor) per method."""
     targets = _targets(summary)
     head = ["method", "AUC", "AUC cost"] + [
@@ -57,12 +57,12 @@ def table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _ratio(dcc: dict[str, float]) -> str:
+def _ratio(dcc: Dependence) -> str:
     """dCor² in units of its permutation floor."""
     return f"{dcc['value'] / dcc['floor']:.1f}x" if dcc["floor"] > 0 else "inf x"
 
 
-def findings(summary: dict[str, Any]) -> list[str]:
+def findings(summary: Lhco2dSummary) -> list[str]:
     """One sentence per estimator: what the 1-d transform leaves behind and what the joint one removes."""
     methods = summary["methods"]
     first, *others = summary["protected"]
@@ -86,7 +86,7 @@ def findings(summary: dict[str, Any]) -> list[str]:
     return sentences
 
 
-def _dcor_figure(folder: Path, summary: dict[str, Any]) -> str:
+def _dcor_figure(folder: Path, summary: Lhco2dSummary) -> str:
     """dCor² of every method with each observable and with all of them, floors as black bars."""
     from rosenblatt.plotting import figure, legend_above, save_figure
 
@@ -111,7 +111,7 @@ def _dcor_figure(folder: Path, summary: dict[str, Any]) -> str:
     return save_figure(fig, folder / "dcor2.png").name
 
 
-def _profile_figure(folder: Path, summary: dict[str, Any]) -> str:
+def _profile_figure(folder: Path, summary: Lhco2dSummary) -> str:
     """Mean score against the second observable in slices of the first, for the first estimator's methods."""
     from rosenblatt.plotting import QUANTITIES, figure, quantity_label, save_figure
 
@@ -140,11 +140,11 @@ def _profile_figure(folder: Path, summary: dict[str, Any]) -> str:
     return save_figure(fig, folder / "profiles.png").name
 
 
-def _first_estimator(summary: dict[str, Any]) -> str:
+def _first_estimator(summary: Lhco2dSummary) -> str:
     return next(k for k in summary["methods"] if k != "baseline").rsplit("_", 1)[0]
 
 
-def write_report(folder: Path, summary: dict[str, Any]) -> None:
+def write_report(folder: Path, summary: Lhco2dSummary) -> None:
     """Write the figures and ``report.md`` of the study into ``folder``."""
     dcor = _dcor_figure(folder, summary)
     profile = _profile_figure(folder, summary)

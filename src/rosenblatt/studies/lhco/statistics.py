@@ -42,9 +42,9 @@ import logging
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -53,6 +53,7 @@ import rosenblatt as rb
 from rosenblatt._atomic import write_text
 from rosenblatt.abcd import (
     ClosureScan,
+    ClosureTest,
     SensitivityMap,
     closure_test,
     expected_significance,
@@ -62,10 +63,15 @@ from rosenblatt.abcd import (
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_testing import thinned_indices
 from rosenblatt.studies._common import Steps
+from rosenblatt.studies.lhco.config import LhcoConfig
+from rosenblatt.studies.lhco.summary import AutomaticChoice, ClassifierStatistics, ContaminationRow
 
 __all__ = [
     "CONTAMINATION_FRACTIONS",
+    "Likelihood",
     "StatisticsInput",
+    "StatisticsResult",
+    "StatisticsSettings",
     "likelihood_at_cut",
     "quiet_pyhf",
     "statistics",
@@ -115,7 +121,7 @@ class StatisticsInput:
     label: NDArray[np.int64]
     scores: dict[str, FloatArray]
     baseline: FloatArray
-    chosen: dict[str, Any]
+    chosen: dict[str, float]
     x_def: FloatArray
     y_def: FloatArray
     x_sig: FloatArray
@@ -126,9 +132,90 @@ class StatisticsInput:
     mjj_max: float
 
 
-def statistics(config: dict[str, Any], folder: Path, data: StatisticsInput) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class StatisticsSettings:
+    """The statistics stage's settings (the ``statistics:`` section and ``permutations``).
+
+    Attributes
+    ----------
+    n_boot : int
+        Bootstrap replicas of the figures of merit.
+    seed : int
+        Seed of the replicas' weights.
+    closure_n_boot : int
+        Replicas of every classifier's closure test.
+    closure_thin : int
+        Resolution of the closure test's sub-grid of cuts.
+    sensitivity_thin : int
+        Resolution of the sensitivity map's sub-grid (0: no map).
+    contamination : tuple of float
+        Injected W' events as fractions of the defining background.
+    auto_parameters : bool
+        Whether IRGI and KDE are also fitted with their automatic parameter.
+    permutations : int
+        Permutations of the dCor² floor of the automatic parameters.
+    """
+
+    n_boot: int = 30
+    seed: int = 0
+    closure_n_boot: int = 200
+    closure_thin: int = 5
+    sensitivity_thin: int = 0
+    contamination: tuple[float, ...] = CONTAMINATION_FRACTIONS
+    auto_parameters: bool = True
+    permutations: int = 100
+
+    @classmethod
+    def of(cls, cfg: LhcoConfig) -> StatisticsSettings:
+        """The settings of a validated configuration (defaults where its section is silent)."""
+        section = cfg.statistics
+        return cls(
+            n_boot=int(section.get("n_boot", 30)),
+            seed=int(section.get("seed", 0)),
+            closure_n_boot=int(section.get("closure_n_boot", 200)),
+            closure_thin=int(section.get("closure_thin", 5)),
+            sensitivity_thin=int(section.get("sensitivity_thin") or 0),
+            contamination=tuple(
+                float(f) for f in section.get("contamination", CONTAMINATION_FRACTIONS)
+            ),
+            auto_parameters=bool(section.get("auto_parameters", True)),
+            permutations=cfg.permutations,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StatisticsResult:
+    """What the statistics stage found.
+
+    Attributes
+    ----------
+    classifiers : dict of ClassifierStatistics
+        Per classifier, the entries it adds to the summary's.
+    contamination : list of ContaminationRow
+        IRGI and KDE refitted on a contaminated defining sample.
+    automatic : dict of AutomaticChoice or None
+        IRGI and KDE with their automatic parameter (``None`` when not asked for).
+    maps : dict of SensitivityMap
+        Per classifier, the expected significance over a thinned grid of cuts (when asked for).
+    eta_error : dict of ndarray
+        Per classifier, the bootstrap standard deviation of ``eta_A`` at each cut.
+    timings : dict of float
+        Wall time of each part of the stage, in seconds.
+    """
+
+    classifiers: dict[str, ClassifierStatistics]
+    contamination: list[ContaminationRow]
+    automatic: dict[str, AutomaticChoice] | None
+    maps: dict[str, SensitivityMap] = field(default_factory=dict)
+    eta_error: dict[str, FloatArray] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def statistics(
+    settings: StatisticsSettings, folder: Path, data: StatisticsInput
+) -> StatisticsResult:
     """Run the statistics stage; return per-classifier results, the contamination list and timings."""
-    stage = _Stage(config, data)
+    stage = _Stage(settings, data)
     timer = Steps()
     with timer.timed("bootstrap"):
         stage.bootstrap()
@@ -136,34 +223,34 @@ def statistics(config: dict[str, Any], folder: Path, data: StatisticsInput) -> d
         stage.closure_tests()
     with timer.timed("likelihood"):
         stage.likelihoods(folder)
-    if stage.cfg.get("sensitivity_thin") and not stage.pyhf_missing:
+    if settings.sensitivity_thin and not stage.pyhf_missing:
         with timer.timed("sensitivity_map"):
             stage.sensitivity_maps()
     with timer.timed("contamination"):
         contamination = _contamination(stage)
     automatic = None
-    if stage.cfg.get("auto_parameters", True):
+    if settings.auto_parameters:
         with timer.timed("auto_parameters"):
-            automatic = _automatic(config, stage)
+            automatic = _automatic(stage)
     log.info("statistics stage: %s", ", ".join(f"{k} {v:.1f} s" for k, v in timer.seconds.items()))
-    return {
-        "classifiers": stage.results,
-        "contamination": contamination,
-        "automatic": automatic,
-        "maps": stage.maps,
-        "eta_error": stage.eta_error,
-        "timings": timer.seconds,
-    }
+    return StatisticsResult(
+        classifiers=stage.results,
+        contamination=contamination,
+        automatic=automatic,
+        maps=stage.maps,
+        eta_error=stage.eta_error,
+        timings=timer.seconds,
+    )
 
 
 class _Stage:
     """The state the parts of the statistics stage share: settings, replicas' weights, results."""
 
-    def __init__(self, config: dict[str, Any], data: StatisticsInput) -> None:
-        self.cfg: dict[str, Any] = config.get("statistics", {})
+    def __init__(self, settings: StatisticsSettings, data: StatisticsInput) -> None:
+        self.settings = settings
         self.data = data
-        self.n_boot = int(self.cfg.get("n_boot", 30))
-        self.seed = int(self.cfg.get("seed", 0))
+        self.n_boot = settings.n_boot
+        self.seed = settings.seed
         self.keep = data.mjj < data.mjj_max
         self.bkg = data.label == 0
         rng = np.random.default_rng([self.seed, 1])
@@ -174,13 +261,13 @@ class _Stage:
             "irgi": lambda: rb.IRGI(depth=int(data.chosen["irgi"])),
             "kde": lambda: rb.KDE(sigma_r=float(data.chosen["kde"])),
         }
-        self.results: dict[str, dict[str, Any]] = {}
+        self.results: dict[str, ClassifierStatistics] = {}
         self.eta_error: dict[str, FloatArray] = {}
         self.replica_scores: dict[str, list[FloatArray]] = {}
         self.ensembles: dict[str, rb.TransformEnsemble] = {}
-        self.tests: dict[str, Any] = {}
-        self.background_regions: dict[str, Any] = {}
-        self.signal_regions: dict[str, Any] = {}
+        self.tests: dict[str, ClosureTest | None] = {}
+        self.background_regions: dict[str, tuple[FloatArray, ...]] = {}
+        self.signal_regions: dict[str, tuple[FloatArray, ...]] = {}
         self.maps: dict[str, SensitivityMap] = {}
         self.pyhf_missing: str | None = None
 
@@ -262,8 +349,8 @@ class _Stage:
     def closure_tests(self) -> None:
         """The closure test of every classifier, with the transform's refits for IRGI and KDE."""
         data, keep = self.data, self.keep
-        n_closure = int(self.cfg.get("closure_n_boot", 200))
-        thin = int(self.cfg.get("closure_thin", 5))
+        n_closure = self.settings.closure_n_boot
+        thin = self.settings.closure_thin
         for name, score in data.scores.items():
             replicas = (
                 _closure_replicas(
@@ -297,7 +384,7 @@ class _Stage:
             self.tests[name] = test
             self.results[name].update(self._closure_numbers(name, test))
 
-    def _closure_numbers(self, name: str, test: Any) -> dict[str, Any]:
+    def _closure_numbers(self, name: str, test: ClosureTest | None) -> ClassifierStatistics:
         scan = self.data.closures[name]
         with np.errstate(invalid="ignore"):
             significant = (np.abs(scan.eta) < 1e-2) & (np.abs(scan.eta) < 2 * self.eta_error[name])
@@ -364,7 +451,7 @@ class _Stage:
                 nonclosure,
                 data.x0,
                 data.y0,
-                int(self.cfg["sensitivity_thin"]),
+                self.settings.sensitivity_thin,
             )
             computed = np.isfinite(self.maps[name].significance).any()
             self.results[name]["sensitivity_best"] = self.maps[name].best() if computed else None
@@ -469,9 +556,27 @@ def _std(replicas: FloatArray) -> FloatArray:
     return np.where(2 * count >= max(len(replicas), 2), np.sqrt(variance), np.nan)
 
 
+class _LikelihoodNotes(TypedDict, total=False):
+    likelihood_note: str
+    workspace: str
+
+
+class Likelihood(_LikelihoodNotes):
+    """The ABCD likelihood at one cut (:func:`likelihood_at_cut`).
+
+    ``significance`` and ``upper_limit`` are NaN where not computed;
+    ``nonclosure`` is the relative non-closure given; ``workspace`` names the
+    file written and ``likelihood_note`` says what was left out or failed.
+    """
+
+    significance: float
+    upper_limit: float
+    nonclosure: float
+
+
 def likelihood_at_cut(
     folder: Path, name: str, background: list[float], signal: list[float], relative: float
-) -> dict[str, Any]:
+) -> Likelihood:
     """Asimov significance and expected limit of the ABCD likelihood at one cut.
 
     Parameters
@@ -486,12 +591,12 @@ def likelihood_at_cut(
 
     Returns
     -------
-    dict
+    Likelihood
         ``significance``, ``upper_limit`` (NaN where not computed),
         ``nonclosure``, ``workspace`` (the file's name, when written) and a
         ``likelihood_note`` saying what was left out or failed.
     """
-    out: dict[str, Any] = {
+    out: Likelihood = {
         "significance": float("nan"),
         "upper_limit": float("nan"),
         "nonclosure": relative,
@@ -566,7 +671,7 @@ def _sensitivity_map(
     )
 
 
-def _contamination(stage: _Stage) -> list[dict[str, Any]]:
+def _contamination(stage: _Stage) -> list[ContaminationRow]:
     """IRGI and KDE refitted on the defining background with W' events injected."""
     data, keep, bkg, grid = stage.data, stage.keep, stage.bkg, stage.grid
     mjj, label, x_def, y_def, x_sig, y_sig = (
@@ -577,9 +682,9 @@ def _contamination(stage: _Stage) -> list[dict[str, Any]]:
         data.x_sig,
         data.y_sig,
     )
-    fractions = [float(f) for f in stage.cfg.get("contamination", CONTAMINATION_FRACTIONS)]
+    fractions = stage.settings.contamination
     order = np.random.default_rng([stage.seed, 2]).permutation(len(x_sig))  # nested injected sets
-    rows = []
+    rows: list[ContaminationRow] = []
     for name, make in stage.makers.items():
         i, j = stage.best_index[name]
         for fraction in fractions:
@@ -615,12 +720,12 @@ def _contamination(stage: _Stage) -> list[dict[str, Any]]:
     return rows
 
 
-def _automatic(config: dict[str, Any], stage: _Stage) -> dict[str, Any]:
+def _automatic(stage: _Stage) -> dict[str, AutomaticChoice]:
     """IRGI and KDE with their parameter chosen by cross-validation on the defining sample alone."""
     data, bkg = stage.data, stage.bkg
     mjj, label, baseline, x_def, y_def = data.mjj, data.label, data.baseline, data.x_def, data.y_def
-    n_perm = int(config.get("permutations", 100))
-    out = {}
+    n_perm = stage.settings.permutations
+    out: dict[str, AutomaticChoice] = {}
     for name, transform, attribute in (
         ("irgi", rb.IRGI(depth="auto"), "depth_"),
         ("kde", rb.KDE(sigma_r="auto"), "sigma_r_"),

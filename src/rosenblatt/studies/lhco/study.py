@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,7 +31,29 @@ from rosenblatt.studies._common import Steps, write_summary
 from rosenblatt.studies.lhco.claims import paper_claims
 from rosenblatt.studies.lhco.config import CLASSES, PARTS, LhcoConfig
 from rosenblatt.studies.lhco.paper import paper_comparison
-from rosenblatt.studies.lhco.results import Closure, Decorrelation
+from rosenblatt.studies.lhco.results import (
+    ChosenModels,
+    Closure,
+    Decorrelation,
+    Samples,
+    TrainedModel,
+)
+from rosenblatt.studies.lhco.summary import (
+    ClassifierEntries,
+    ClassifierJson,
+    JsonValue,
+    LhcoSummary,
+    ProcessorPath,
+    Provenance,
+    ScanPoint,
+)
+from rosenblatt.studies.peers import AbcdFigures, PeerResult
+from rosenblatt.transforms import ConditionalCDFTransform
+
+if TYPE_CHECKING:
+    from hist import Hist
+
+    from rosenblatt.studies.lhco.statistics import StatisticsInput
 
 __all__ = [
     "CLASSIFIERS",
@@ -39,6 +61,7 @@ __all__ = [
     "choose_models",
     "feature_table",
     "generate_events",
+    "measure_models",
     "partition_samples",
     "render_again",
     "run",
@@ -132,7 +155,22 @@ def feature_table(cfg: LhcoConfig, paths: dict[str, Path]) -> Any:
     return ak.Array(table)
 
 
-def _feature_inputs(paths: dict[str, Path]) -> dict[str, Any]:
+class FeatureInputs(TypedDict):
+    """What the feature table is computed from, as its record keeps it.
+
+    Attributes
+    ----------
+    columns : list of str
+        The table's columns.
+    events : dict
+        Per process, the size and content hash of its event file.
+    """
+
+    columns: list[str]
+    events: dict[str, dict[str, int | str]]
+
+
+def _feature_inputs(paths: dict[str, Path]) -> FeatureInputs:
     """What the feature table is computed from: the columns, each event file's size and hash.
 
     The size and hash come from the event file's own record, written when it
@@ -141,7 +179,7 @@ def _feature_inputs(paths: dict[str, Path]) -> dict[str, Any]:
     from rosenblatt.hep.features import TABLE_COLUMNS
     from rosenblatt.hep.generation import record_name
 
-    events = {}
+    events: dict[str, dict[str, int | str]] = {}
     for name, path in sorted(paths.items()):
         document = read_record(record_name(path))
         entry = None if document is None else document["files"].get(path.name)
@@ -149,14 +187,14 @@ def _feature_inputs(paths: dict[str, Path]) -> dict[str, Any]:
     return {"columns": sorted(TABLE_COLUMNS), "events": events}
 
 
-def partition_samples(table: Any, cfg: LhcoConfig) -> dict[str, Any]:
+def partition_samples(table: Any, cfg: LhcoConfig) -> Samples:
     """Split the table into the paper's four samples, per class, at random.
 
     Returns
     -------
-    dict
-        ``"train"``, ``"validation"``, ``"optimisation"`` and ``"testing"``:
-        the rows of each, as sized in ``cfg.partition``.
+    Samples
+        ``train``, ``validation``, ``optimisation`` and ``testing``: the rows
+        of each, as sized in ``cfg.partition``.
     """
     rng = np.random.default_rng(cfg.seed)
     label = np.asarray(table["label"])
@@ -174,19 +212,17 @@ def partition_samples(table: Any, cfg: LhcoConfig) -> dict[str, Any]:
             stop = start + cfg.sizes[part][cls]
             parts[part].append(index[start:stop])
             start = stop
-    return {part: table[np.sort(np.concatenate(chunks))] for part, chunks in parts.items()}
+    return Samples(*(table[np.sort(np.concatenate(parts[part]))] for part in PARTS))
 
 
-def train_classifiers(
-    cfg: LhcoConfig, samples: dict[str, Any]
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def train_classifiers(cfg: LhcoConfig, samples: Samples) -> tuple[Samples, list[TrainedModel]]:
     """Train (or reuse, model by model) the classifier scan and score every sample.
 
     Returns
     -------
-    samples : dict
+    samples : Samples
         The samples with one score column per model.
-    models : list of dict
+    models : list of TrainedModel
         Each model's name, column, alpha, seed and training record.
     """
     from rosenblatt.ml import run_scan
@@ -195,7 +231,7 @@ def train_classifiers(
     # models are cached per training setting: a changed configuration trains anew
     scan_dir = cfg.data.folder / f"scan-{cfg.scan_key()}"
     result = run_scan(
-        samples,
+        {part: getattr(samples, part) for part in PARTS},
         scan_dir,
         train="train",
         validation="validation",
@@ -211,81 +247,88 @@ def train_classifiers(
         len(result.models) - len(result.trained),
     )
     suffix = ".npz" if cfg.classifier.kind == "gbdt" else ".pt"
-    for model in result.models:
-        model["path"] = str(model_file(scan_dir / "models" / model["name"], suffix))
-    return result.samples, result.models
+    models = [
+        TrainedModel.from_record(
+            record, str(model_file(scan_dir / "models" / record["name"], suffix))
+        )
+        for record in result.models
+    ]
+    return Samples(*(result.samples[part] for part in PARTS)), models
 
 
 def _scores(sample: Any, column: str) -> NDArray[np.float64]:
     return np.asarray(sample[column], dtype=np.float64)
 
 
-def _evaluate(sample: Any, score: NDArray[np.float64]) -> dict[str, float]:
+def _evaluate(sample: Any, score: NDArray[np.float64]) -> tuple[float, float]:
     """AUC on the sample and dCor^2(mjj, score) on its background."""
     label = np.asarray(sample["label"])
     mjj = np.asarray(sample["mjj"], dtype=np.float64)
     bkg = label == 0
-    return {
-        "auc": rb.roc_auc(label, score),
-        "dcc": rb.distance_correlation_sqr(mjj[bkg], score[bkg]),
-    }
+    return rb.roc_auc(label, score), rb.distance_correlation_sqr(mjj[bkg], score[bkg])
 
 
-def choose_models(
-    cfg: LhcoConfig, models: list[dict[str, Any]], opt: Any
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """The best baseline and DisCo's representative, judged on the optimisation sample ``opt``.
+def _scan_point(value: float, sample: Any, score: NDArray[np.float64]) -> ScanPoint:
+    """A transform's parameter ``value`` with the AUC and dCor² of its score on ``sample``."""
+    auc, dcc = _evaluate(sample, score)
+    return {"value": value, "auc": auc, "dcc": dcc}
 
-    The best baseline has the highest AUC; DisCo's representative the lowest
-    dCor² among the DisCo models above the AUC floor (``None`` without one).
+
+def measure_models(models: list[TrainedModel], opt: Any) -> list[TrainedModel]:
+    """Every model with its AUC and dCor² on the optimisation sample ``opt``."""
+    return [m.measured(*_evaluate(opt, _scores(opt, m.column))) for m in models]
+
+
+def choose_models(cfg: LhcoConfig, models: list[TrainedModel]) -> ChosenModels:
+    """The best baseline and DisCo's representative, judged on the optimisation sample.
+
+    ``models`` are measured there (:func:`measure_models`). The best baseline
+    has the highest AUC; DisCo's representative the lowest dCor² among the
+    DisCo models above the AUC floor (``None`` without one).
     """
-    for model in models:
-        model.update(
-            {f"opt_{k}": v for k, v in _evaluate(opt, _scores(opt, model["column"])).items()}
-        )
-    baselines = [m for m in models if m["name"].startswith(("baseline", "gbdt"))]
-    best = max(baselines, key=lambda m: m["opt_auc"])
-    disco_models = [m for m in models if m["name"].startswith("disco") and float(m["alpha"]) > 0]
-    eligible = [m for m in disco_models if m["opt_auc"] > cfg.classifier.min_auc]
+    baselines = [m for m in models if m.is_baseline]
+    best = max(baselines, key=lambda m: m.opt_auc)
+    disco_models = [m for m in models if m.is_disco and m.alpha > 0]
+    eligible = [m for m in disco_models if m.opt_auc > cfg.classifier.min_auc]
     disco = None
     if eligible:
-        disco = min(eligible, key=lambda m: m["opt_dcc"])
+        disco = min(eligible, key=lambda m: m.opt_dcc)
     elif disco_models:
-        disco = max(disco_models, key=lambda m: m["opt_auc"])
+        disco = max(disco_models, key=lambda m: m.opt_auc)
     log.info(
         "best baseline %s (AUC %.3f); DisCo representative %s",
-        best["name"],
-        best["opt_auc"],
-        None if disco is None else disco["name"],
+        best.name,
+        best.opt_auc,
+        None if disco is None else disco.name,
     )
-    return best, disco
+    return ChosenModels(best, disco)
 
 
 def _decorrelate(
-    cfg: LhcoConfig, samples: dict[str, Any], best: dict[str, Any], folder: Path
+    cfg: LhcoConfig, samples: Samples, best: TrainedModel, folder: Path
 ) -> Decorrelation:
     """Fit IRGI and KDE on the validation background; pick each parameter on the optimisation sample."""
-    val, opt = samples["validation"], samples["optimisation"]
+    val, opt = samples.validation, samples.optimisation
     val_bkg = np.asarray(val["label"]) == 0
     x_def = np.asarray(val["mjj"], dtype=np.float64)[val_bkg]
-    y_def = _scores(val, best["column"])[val_bkg]
+    y_def = _scores(val, best.column)[val_bkg]
     opt_mjj = np.asarray(opt["mjj"], dtype=np.float64)
-    opt_base = _scores(opt, best["column"])
+    opt_base = _scores(opt, best.column)
     depths = [d for d in cfg.selection.depths if d <= rb.IRGI.max_depth(len(x_def))]
-    candidates: dict[str, list[tuple[float, Any]]] = {
+    candidates: dict[str, list[tuple[float, ConditionalCDFTransform]]] = {
         "irgi": [(d, rb.IRGI(depth=d)) for d in depths],
         "kde": [(s, rb.KDE(sigma_r=s)) for s in cfg.selection.sigma_r],
     }
-    scans: dict[str, list[dict[str, Any]]] = {"irgi": [], "kde": []}
-    fitted: dict[str, dict[float, Any]] = {"irgi": {}, "kde": {}}
-    chosen: dict[str, Any] = {}
+    scans: dict[str, list[ScanPoint]] = {"irgi": [], "kde": []}
+    fitted: dict[str, dict[float, ConditionalCDFTransform]] = {"irgi": {}, "kde": {}}
+    chosen: dict[str, float] = {}
     for name, pairs in candidates.items():
         for value, transform in pairs:
             fitted[name][value] = transform.fit(x_def, y_def)
             gamma = transform.transform(opt_mjj, opt_base)
-            scans[name].append({"value": value, **_evaluate(opt, gamma)})
+            scans[name].append(_scan_point(value, opt, gamma))
         near = [
-            s for s in scans[name] if s["auc"] >= best["opt_auc"] - cfg.selection.auc_tolerance
+            s for s in scans[name] if s["auc"] >= best.opt_auc - cfg.selection.auc_tolerance
         ] or scans[name]
         chosen[name] = min(near, key=lambda s: s["dcc"])["value"]
         fitted[name][chosen[name]].save(folder / f"{name}.json")
@@ -294,19 +337,19 @@ def _decorrelate(
 
 
 def _testing_scores(
-    samples: dict[str, Any], best: dict[str, Any], disco: dict[str, Any] | None, fits: Decorrelation
+    samples: Samples, chosen: ChosenModels, fits: Decorrelation
 ) -> dict[str, NDArray[np.float64]]:
     """The four classifiers' scores on the testing sample."""
-    test = samples["testing"]
+    test = samples.testing
     mjj = np.asarray(test["mjj"], dtype=np.float64)
-    base = _scores(test, best["column"])
+    base = _scores(test, chosen.best.column)
     scores = {
         "baseline": base,
         "irgi": fits.transform("irgi").transform(mjj, base),
         "kde": fits.transform("kde").transform(mjj, base),
     }
-    if disco is not None:
-        scores["disco"] = _scores(test, disco["column"])
+    if chosen.disco is not None:
+        scores["disco"] = _scores(test, chosen.disco.column)
     return scores
 
 
@@ -316,7 +359,7 @@ def _figures_of_merit(
     label: NDArray[np.int64],
     score: NDArray[np.float64],
     scan: ClosureScan,
-) -> dict[str, Any]:
+) -> ClassifierJson:
     """One classifier's point estimates on the testing sample: AUC, dCor² with its floor, R50, closure."""
     bkg = label == 0
     perm = rb.permutation_test(mjj[bkg], score[bkg], n_permutations=cfg.permutations, seed=1)
@@ -345,29 +388,27 @@ def _close(
     cfg: LhcoConfig,
     folder: Path,
     paths: dict[str, Path],
-    samples: dict[str, Any],
-    models: tuple[dict[str, Any], dict[str, Any] | None],
+    samples: Samples,
+    chosen: ChosenModels,
     fits: Decorrelation,
 ) -> Closure:
     """ABCD closure of every classifier on the testing sample, then uncertainties and likelihoods."""
-    from rosenblatt.studies.lhco.statistics import StatisticsInput, statistics
+    from rosenblatt.studies.lhco.statistics import StatisticsSettings, statistics
 
-    best, disco = models
-    test, val = samples["testing"], samples["validation"]
+    test = samples.testing
     mjj = np.asarray(test["mjj"], dtype=np.float64)
     label = np.asarray(test["label"])
-    scores = _testing_scores(samples, best, disco, fits)
-    x0, y0, mjj_max = cfg.cuts.x0, cfg.cuts.y0, cfg.cuts.mjj_max
-    keep = mjj < mjj_max
+    scores = _testing_scores(samples, chosen, fits)
+    keep = mjj < cfg.cuts.mjj_max
     in_memory = {
-        name: abcd_histogram(mjj[keep], score[keep], label[keep], x0=x0, y0=y0)
+        name: abcd_histogram(mjj[keep], score[keep], label[keep], x0=cfg.cuts.x0, y0=cfg.cuts.y0)
         for name, score in scores.items()
     }
     closures, agreement = _closures_in_processor(
         cfg,
         paths,
         test,
-        {"baseline": best, "disco": disco},
+        {"baseline": chosen.best, "disco": chosen.disco},
         {"irgi": fits.transform("irgi"), "kde": fits.transform("kde")},
         in_memory,
     )
@@ -376,49 +417,67 @@ def _close(
         for name in CLASSIFIERS
         if name in scores
     }
-    val_label = np.asarray(val["label"])
-    stats = statistics(
-        dict(cfg.raw),
-        folder,
-        StatisticsInput(
-            mjj=mjj,
-            label=label,
-            scores=scores,
-            baseline=scores["baseline"],
-            chosen=fits.chosen,
-            x_def=fits.x_def,
-            y_def=fits.y_def,
-            x_sig=np.asarray(val["mjj"], dtype=np.float64)[val_label == 1],
-            y_sig=_scores(val, best["column"])[val_label == 1],
-            closures=closures,
-            x0=x0,
-            y0=y0,
-            mjj_max=mjj_max,
-        ),
-    )
-    for name, values in stats["classifiers"].items():
+    data = _statistics_input(cfg, samples, chosen.best, fits, scores, closures)
+    stats = statistics(StatisticsSettings.of(cfg), folder, data)
+    for name, values in stats.classifiers.items():
         classifiers[name].update(values)
-    classifiers["irgi"]["depth"] = fits.chosen["irgi"]
+    _name_classifiers(classifiers, chosen, fits)
+    return Closure(scores, closures, agreement, int(keep.sum()), classifiers, stats)
+
+
+def _statistics_input(
+    cfg: LhcoConfig,
+    samples: Samples,
+    best: TrainedModel,
+    fits: Decorrelation,
+    scores: dict[str, NDArray[np.float64]],
+    closures: dict[str, ClosureScan],
+) -> StatisticsInput:
+    """What the statistics stage works on: the testing sample, the defining and validation signal."""
+    from rosenblatt.studies.lhco.statistics import StatisticsInput
+
+    test, val = samples.testing, samples.validation
+    val_label = np.asarray(val["label"])
+    return StatisticsInput(
+        mjj=np.asarray(test["mjj"], dtype=np.float64),
+        label=np.asarray(test["label"]),
+        scores=scores,
+        baseline=scores["baseline"],
+        chosen=fits.chosen,
+        x_def=fits.x_def,
+        y_def=fits.y_def,
+        x_sig=np.asarray(val["mjj"], dtype=np.float64)[val_label == 1],
+        y_sig=_scores(val, best.column)[val_label == 1],
+        closures=closures,
+        x0=cfg.cuts.x0,
+        y0=cfg.cuts.y0,
+        mjj_max=cfg.cuts.mjj_max,
+    )
+
+
+def _name_classifiers(
+    classifiers: dict[str, ClassifierJson], chosen: ChosenModels, fits: Decorrelation
+) -> None:
+    """Say what each classifier is: the chosen depth and sigma_r, the trained models and DisCo's alpha."""
+    classifiers["irgi"]["depth"] = int(fits.chosen["irgi"])
     classifiers["kde"]["sigma_r"] = fits.chosen["kde"]
-    classifiers["baseline"]["model"] = best["name"]
-    if disco is not None:
-        classifiers["disco"]["model"] = disco["name"]
-        classifiers["disco"]["alpha"] = disco.get("alpha")
-    agreement["n_testing_after_mjj_cut"] = int(keep.sum())
-    return Closure(scores, closures, agreement, classifiers, stats)
+    classifiers["baseline"]["model"] = chosen.best.name
+    if chosen.disco is not None:
+        classifiers["disco"]["model"] = chosen.disco.name
+        classifiers["disco"]["alpha"] = chosen.disco.alpha
 
 
 def _peers(
-    cfg: LhcoConfig, samples: dict[str, Any], fits: Decorrelation, closure: Closure
-) -> dict[str, Any]:
+    cfg: LhcoConfig, samples: Samples, fits: Decorrelation, closure: Closure
+) -> dict[str, PeerResult]:
     """Every decorrelation method of :mod:`rosenblatt.studies.peers` on the testing sample, beside DisCo."""
     from rosenblatt.studies import peers
 
-    test = samples["testing"]
+    test = samples.testing
     mjj, label = np.asarray(test["mjj"], dtype=np.float64), np.asarray(test["label"])
     keep = mjj < cfg.cuts.mjj_max
 
-    def abcd(score: NDArray[np.float64]) -> dict[str, float]:
+    def abcd(score: NDArray[np.float64]) -> AbcdFigures:
         scan = closure_scan(
             abcd_histogram(mjj[keep], score[keep], label[keep], x0=cfg.cuts.x0, y0=cfg.cuts.y0)
         )
@@ -429,7 +488,7 @@ def _peers(
         }
 
     makers = peers.default_peers(
-        irgi=lambda: rb.IRGI(depth=fits.chosen["irgi"]),
+        irgi=lambda: rb.IRGI(depth=int(fits.chosen["irgi"])),
         kde=lambda: rb.KDE(sigma_r=fits.chosen["kde"]),
         flow={"max_seconds": 60.0},
         n_defining=len(fits.x_def),
@@ -447,7 +506,7 @@ def _peers(
     )
 
 
-def _provenance(cfg: LhcoConfig) -> dict[str, Any]:
+def _provenance(cfg: LhcoConfig) -> Provenance:
     """The configuration as read, the package version and the source's git commit (where it is a checkout)."""
     import subprocess
 
@@ -467,8 +526,9 @@ def _provenance(cfg: LhcoConfig) -> dict[str, Any]:
         dirty = bool(status.stdout.strip())
     except (OSError, subprocess.CalledProcessError):
         log.info("the package source is not a git checkout: no commit recorded")
+    configuration: dict[str, JsonValue] = {k: v for k, v in cfg.raw.items() if k != "_path"}
     return {
-        "configuration": {k: v for k, v in cfg.raw.items() if k != "_path"},
+        "configuration": configuration,
         "configuration_file": cfg.source,
         "rosenblatt_version": rb.__version__,
         "commit": commit,
@@ -476,7 +536,7 @@ def _provenance(cfg: LhcoConfig) -> dict[str, Any]:
     }
 
 
-def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
+def run(config: dict[str, Any], folder: Path) -> LhcoSummary:
     """Run the LHCO study of ``config``; write the report, summary, figures and transforms.
 
     The steps (:data:`STEPS`) each reuse what an earlier run cached in
@@ -490,44 +550,56 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     table = steps.run("features", feature_table, cfg, paths)
     samples = steps.run("partition", partition_samples, table, cfg)
     samples, models = steps.run("train", train_classifiers, cfg, samples)
-    best, disco = choose_models(cfg, models, samples["optimisation"])
-    fits = steps.run("decorrelate", _decorrelate, cfg, samples, best, folder)
-    closure = steps.run("close", _close, cfg, folder, paths, samples, (best, disco), fits)
+    models = measure_models(models, samples.optimisation)
+    chosen = choose_models(cfg, models)
+    fits = steps.run("decorrelate", _decorrelate, cfg, samples, chosen.best, folder)
+    closure = steps.run("close", _close, cfg, folder, paths, samples, chosen, fits)
     peers = steps.run("peers", _peers, cfg, samples, fits, closure)
     summary = _summary(cfg, models, fits, closure)
     summary["peers"] = peers
     summary["step_seconds"] = steps.seconds
-    steps.run(
-        "report", _write_report, folder, summary, models, (best, disco), fits, samples, closure
-    )
+    steps.run("report", _write_report, folder, summary, models, chosen, fits, samples, closure)
     summary["step_seconds"] = steps.seconds
     write_summary(folder, summary)
     return summary
 
 
+def _classifier_entries(classifiers: dict[str, ClassifierJson]) -> ClassifierEntries:
+    """The classifiers' entries of the summary, DisCo's where it was trained."""
+    if "disco" in classifiers:
+        return {
+            "baseline": classifiers["baseline"],
+            "disco": classifiers["disco"],
+            "irgi": classifiers["irgi"],
+            "kde": classifiers["kde"],
+        }
+    return {
+        "baseline": classifiers["baseline"],
+        "irgi": classifiers["irgi"],
+        "kde": classifiers["kde"],
+    }
+
+
 def _summary(
-    cfg: LhcoConfig, models: list[dict[str, Any]], fits: Decorrelation, closure: Closure
-) -> dict[str, Any]:
+    cfg: LhcoConfig, models: list[TrainedModel], fits: Decorrelation, closure: Closure
+) -> LhcoSummary:
     """The study's summary: sizes, provenance, per-classifier figures, scans and the paper's claims."""
     stats = closure.statistics
-    summary: dict[str, Any] = {
+    summary: LhcoSummary = {
         "study": "lhco",
         "name": cfg.name,
         "sizes": cfg.sizes,
         **_provenance(cfg),
-        "n_testing_after_mjj_cut": closure.agreement.pop("n_testing_after_mjj_cut"),
+        "n_testing_after_mjj_cut": closure.n_after_mjj_cut,
         "processor_path": closure.agreement,
-        **closure.classifiers,
-        "depth": fits.chosen["irgi"],
+        **_classifier_entries(closure.classifiers),
+        "depth": int(fits.chosen["irgi"]),
         "sigma_r": fits.chosen["kde"],
-        "models": [
-            {k: v for k, v in m.items() if isinstance(v, (int, float, str, type(None)))}
-            for m in models
-        ],
+        "models": [m.to_json() for m in models],
         "scans": fits.scans,
-        "contamination": stats["contamination"],
-        "automatic_parameters": stats["automatic"],
-        "statistics_seconds": stats["timings"],
+        "contamination": stats.contamination,
+        "automatic_parameters": stats.automatic,
+        "statistics_seconds": stats.timings,
     }
     summary["claims"] = paper_claims(summary)
     summary["paper_comparison"] = paper_comparison(summary)
@@ -536,23 +608,23 @@ def _summary(
 
 def _write_report(
     folder: Path,
-    summary: dict[str, Any],
-    models: list[dict[str, Any]],
-    chosen_models: tuple[dict[str, Any], dict[str, Any] | None],
+    summary: LhcoSummary,
+    models: list[TrainedModel],
+    chosen: ChosenModels,
     fits: Decorrelation,
-    samples: dict[str, Any],
+    samples: Samples,
     closure: Closure,
 ) -> None:
     """Figures and ``report.md``."""
     from rosenblatt.studies.lhco.report import figures
 
-    test = samples["testing"]
+    test = samples.testing
     mjj, label = np.asarray(test["mjj"], dtype=np.float64), np.asarray(test["label"])
-    figs = figures(folder, summary, models, chosen_models, fits, closure, mjj, label)
+    figs = figures(folder, summary, models, chosen, fits, closure, mjj, label)
     write_text(folder / "report.md", _report_text(summary, figs, folder))
 
 
-def _report_text(summary: dict[str, Any], figs: dict[str, str], peers_folder: Path) -> str:
+def _report_text(summary: LhcoSummary, figs: dict[str, str], peers_folder: Path) -> str:
     """``report.md``: the report of ``summary`` showing ``figs``, the peers' figure drawn into ``peers_folder``."""
     from rosenblatt.studies.lhco.report import report
 
@@ -564,7 +636,7 @@ def _report_text(summary: dict[str, Any], figs: dict[str, str], peers_folder: Pa
     return text
 
 
-def render_again(folder: Path) -> dict[str, Any]:
+def render_again(folder: Path) -> LhcoSummary:
     """Decide a finished run's claims again and write its ``report.md`` and ``summary.json``.
 
     Only the run's ``summary.json`` is read: no step runs again and no figure is
@@ -579,13 +651,13 @@ def render_again(folder: Path) -> dict[str, Any]:
 
     Returns
     -------
-    dict
+    LhcoSummary
         The summary as written again.
     """
     import re
     import tempfile
 
-    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    summary: LhcoSummary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     summary["claims"] = paper_claims(summary)
     summary["paper_comparison"] = paper_comparison(summary)
     old = (folder / "report.md").read_text(encoding="utf-8")
@@ -602,10 +674,10 @@ def _closures_in_processor(
     cfg: LhcoConfig,
     paths: dict[str, Path],
     test: Any,
-    models: dict[str, dict[str, Any] | None],
-    transforms: dict[str, Any],
-    in_memory: dict[str, Any],
-) -> tuple[dict[str, ClosureScan], dict[str, Any]]:
+    models: dict[str, TrainedModel | None],
+    transforms: dict[str, ConditionalCDFTransform],
+    in_memory: dict[str, Hist],
+) -> tuple[dict[str, ClosureScan], ProcessorPath]:
     """The testing sample's ABCD closure, computed by the analysis processor from the event files.
 
     The processor reads the events of the testing sample again, computes their
@@ -619,7 +691,7 @@ def _closures_in_processor(
     from rosenblatt.processors.runner import make_executor, run_processor
 
     scorers = {
-        name: make_scorer({"model": model["path"]})
+        name: make_scorer({"model": model.path})
         for name, model in models.items()
         if model is not None
     }
@@ -645,9 +717,9 @@ def _closures_in_processor(
     closures = {name: closure_scan(h[{"dataset": sum}]) for name, h in output["abcd"].items()}
     differences = {}
     for name, h in output["abcd"].items():
-        got = h[{"dataset": sum}].view(flow=True)
-        expected = in_memory[name].view(flow=True)
-        differences[name] = float(np.max(np.abs(got["value"] - expected["value"])))
+        got = h[{"dataset": sum}].values(flow=True)
+        expected = in_memory[name].values(flow=True)
+        differences[name] = float(np.max(np.abs(got - expected)))
     analysed = sum(counts["in ABCD"] for counts in output["cutflow"].values())
     log.info(
         "testing sample through the analysis processor: %d events in ABCD; largest count difference from memory %s",

@@ -34,13 +34,25 @@ from numpy.typing import NDArray
 import rosenblatt as rb
 from rosenblatt.studies._common import Steps, write_summary
 from rosenblatt.studies.lhco.config_2d import Lhco2dConfig
+from rosenblatt.studies.lhco.results import Samples, TrainedModel
 from rosenblatt.studies.lhco.study import (
     choose_models,
     feature_table,
     generate_events,
+    measure_models,
     partition_samples,
     train_classifiers,
 )
+from rosenblatt.studies.lhco.summary_2d import (
+    Dependence,
+    FittedParams,
+    Lhco2dSummary,
+    MethodJson,
+    MethodMeasurement,
+    Profiles,
+    SliceProfile,
+)
+from rosenblatt.transforms import ConditionalCDFTransform
 
 __all__ = ["JOINT", "STEPS", "Method", "run"]
 
@@ -53,7 +65,7 @@ STEPS = ("generate", "features", "partition", "train", "decorrelate", "measure",
 JOINT = "joint"
 
 #: the estimators, each with its automatic parameter
-_MAKERS: dict[str, Callable[[], Any]] = {
+_MAKERS: dict[str, Callable[[], ConditionalCDFTransform]] = {
     "gridkde": lambda: rb.GridKDE("auto"),
     "irgi": lambda: rb.IRGI("auto"),
     "kde": lambda: rb.KDE(sigma_r="auto"),
@@ -75,7 +87,7 @@ class Method:
         Its name in the report.
     mode : str
         ``baseline``, ``1d``, ``sequential`` or ``joint``.
-    transform : ConditionalCDFTransform or None
+    transform : ConditionalCDFTransform or SequentialTransform or None
         The fitted transform (``None`` for the baseline).
     fit_seconds : float
         Wall time of its fit.
@@ -84,7 +96,7 @@ class Method:
     key: str
     label: str
     mode: str
-    transform: Any = None
+    transform: ConditionalCDFTransform | rb.SequentialTransform | None = None
     fit_seconds: float = 0.0
 
     def score(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -95,11 +107,11 @@ class Method:
             return np.asarray(self.transform.transform(x[:, 0], y), dtype=np.float64)
         return np.asarray(self.transform.transform(x, y), dtype=np.float64)
 
-    def params(self) -> Any:
+    def params(self) -> FittedParams | list[FittedParams] | None:
         """The parameters the fitted transform evaluates with (per step for a sequence)."""
         if self.transform is None:
             return None
-        if self.mode == "sequential":
+        if isinstance(self.transform, rb.SequentialTransform):
             return [step.fitted_params() for step in self.transform.steps_]
         return self.transform.fitted_params()
 
@@ -121,6 +133,8 @@ def _labels(estimator: str, protected: tuple[str, ...]) -> dict[str, str]:
 
 def _fit(method: Method, x: NDArray[np.float64], y: NDArray[np.float64]) -> Method:
     """Fit ``method.transform`` on the defining sample and time it."""
+    if method.transform is None:
+        return method
     start = time.perf_counter()
     method.transform.fit(x[:, 0] if method.mode == "1d" else x, y)
     method.fit_seconds = round(time.perf_counter() - start, 3)
@@ -129,15 +143,15 @@ def _fit(method: Method, x: NDArray[np.float64], y: NDArray[np.float64]) -> Meth
 
 
 def _decorrelate(
-    cfg: Lhco2dConfig, samples: dict[str, Any], best: dict[str, Any]
+    cfg: Lhco2dConfig, samples: Samples, best: TrainedModel
 ) -> tuple[list[Method], int]:
     """Fit every estimator in 1-d, sequentially and jointly on the validation background."""
     protected = cfg.decorrelation.protected
-    val = samples["validation"]
+    val = samples.validation
     background = np.asarray(val["label"]) == 0
     x_def = _observables(val, protected)[background]
-    y_def = np.asarray(val[best["column"]], dtype=np.float64)[background]
-    methods = [Method("baseline", f"baseline ({best['name']})", "baseline")]
+    y_def = np.asarray(val[best.column], dtype=np.float64)[background]
+    methods = [Method("baseline", f"baseline ({best.name})", "baseline")]
     for estimator in cfg.decorrelation.estimators:
         make = _MAKERS[estimator]
         labels = _labels(estimator, protected)
@@ -160,7 +174,7 @@ def _decorrelate(
 
 def _dependence(
     x: NDArray[np.float64], score: NDArray[np.float64], permutations: int, seed: int
-) -> dict[str, float]:
+) -> Dependence:
     """dCor² of ``score`` with ``x`` (one observable or several), its permutation floor and p-value."""
     test = rb.permutation_test(x, score, n_permutations=permutations, seed=seed)
     return {
@@ -172,46 +186,56 @@ def _dependence(
 
 
 def _measure(
-    cfg: Lhco2dConfig, samples: dict[str, Any], best: dict[str, Any], methods: list[Method]
-) -> dict[str, dict[str, Any]]:
+    cfg: Lhco2dConfig, samples: Samples, best: TrainedModel, methods: list[Method]
+) -> dict[str, MethodJson]:
     """AUC and the background's dCor² with each observable and with all of them, per method."""
-    protected = cfg.decorrelation.protected
-    permutations, seed = cfg.decorrelation.permutations, cfg.decorrelation.seed
-    test = samples["testing"]
-    x = _observables(test, protected)
+    test = samples.testing
+    x = _observables(test, cfg.decorrelation.protected)
     label = np.asarray(test["label"])
+    base = np.asarray(test[best.column], dtype=np.float64)
+    measured = {method.key: _measure_method(cfg, method, x, base, label) for method in methods}
+    baseline_auc = measured["baseline"]["auc"]
+    return {
+        key: {**entry, "auc_cost": baseline_auc - entry["auc"]} for key, entry in measured.items()
+    }
+
+
+def _measure_method(
+    cfg: Lhco2dConfig,
+    method: Method,
+    x: NDArray[np.float64],
+    base: NDArray[np.float64],
+    label: NDArray[Any],
+) -> MethodMeasurement:
+    """One method's AUC and its background dCor² with each observable and with all of them."""
+    permutations, seed = cfg.decorrelation.permutations, cfg.decorrelation.seed
     background = label == 0
-    base = np.asarray(test[best["column"]], dtype=np.float64)
-    results: dict[str, dict[str, Any]] = {}
-    for method in methods:
-        score = method.score(x, base)
-        dcc = {
-            name: _dependence(x[background, i], score[background], permutations, seed)
-            for i, name in enumerate(protected)
-        }
-        dcc[JOINT] = _dependence(x[background], score[background], permutations, seed)
-        results[method.key] = {
-            "label": method.label,
-            "mode": method.mode,
-            "auc": rb.roc_auc(label, score),
-            "dcc": dcc,
-            "fit_seconds": method.fit_seconds,
-            "params": method.params(),
-        }
-        log.info(
-            "%s: AUC %.4f, dCor² %s",
-            method.label,
-            results[method.key]["auc"],
-            ", ".join(f"{k} {v['value']:.2e} (floor {v['floor']:.1e})" for k, v in dcc.items()),
-        )
-    for entry in results.values():
-        entry["auc_cost"] = results["baseline"]["auc"] - entry["auc"]
-    return results
+    score = method.score(x, base)
+    dcc = {
+        name: _dependence(x[background, i], score[background], permutations, seed)
+        for i, name in enumerate(cfg.decorrelation.protected)
+    }
+    dcc[JOINT] = _dependence(x[background], score[background], permutations, seed)
+    entry: MethodMeasurement = {
+        "label": method.label,
+        "mode": method.mode,
+        "auc": rb.roc_auc(label, score),
+        "dcc": dcc,
+        "fit_seconds": method.fit_seconds,
+        "params": method.params(),
+    }
+    log.info(
+        "%s: AUC %.4f, dCor² %s",
+        method.label,
+        entry["auc"],
+        ", ".join(f"{k} {v['value']:.2e} (floor {v['floor']:.1e})" for k, v in dcc.items()),
+    )
+    return entry
 
 
 def _slice_profile(
     second: NDArray[np.float64], score: NDArray[np.float64], n_bins: int
-) -> dict[str, list[float]]:
+) -> SliceProfile:
     """Mean score and its standard error in equal-occupancy bins of ``second``, at each bin's mean."""
     order = np.argsort(second, kind="stable")
     bins = np.array_split(order, n_bins)
@@ -223,17 +247,17 @@ def _slice_profile(
 
 
 def _profiles(
-    cfg: Lhco2dConfig, samples: dict[str, Any], best: dict[str, Any], methods: list[Method]
-) -> dict[str, Any]:
+    cfg: Lhco2dConfig, samples: Samples, best: TrainedModel, methods: list[Method]
+) -> Profiles:
     """Mean score of the testing background against the second observable, in three slices of the first."""
     protected = cfg.decorrelation.protected
-    test = samples["testing"]
+    test = samples.testing
     background = np.asarray(test["label"]) == 0
     x = _observables(test, protected)[background]
-    base = np.asarray(test[best["column"]], dtype=np.float64)[background]
+    base = np.asarray(test[best.column], dtype=np.float64)[background]
     slice_edges = np.quantile(x[:, 0], [0.0, 1 / 3, 2 / 3, 1.0])
     slices = np.clip(np.searchsorted(slice_edges, x[:, 0], side="right") - 1, 0, 2)
-    profiles: dict[str, list[dict[str, list[float]]]] = {}
+    profiles: dict[str, list[SliceProfile]] = {}
     for method in methods:
         score = method.score(x, base)
         profiles[method.key] = [
@@ -242,7 +266,7 @@ def _profiles(
     return {"slice_edges": slice_edges.tolist(), "profiles": profiles}
 
 
-def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
+def run(config: dict[str, Any], folder: Path) -> Lhco2dSummary:
     """Run the study of ``config``; write ``report.md``, ``summary.json`` and the figures into ``folder``.
 
     The generation, feature and training steps reuse what an LHCO study with
@@ -258,19 +282,19 @@ def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     table = steps.run("features", feature_table, base, paths)
     samples = steps.run("partition", partition_samples, table, base)
     samples, models = steps.run("train", train_classifiers, base, samples)
-    best, _ = choose_models(base, models, samples["optimisation"])
+    best = choose_models(base, measure_models(models, samples.optimisation)).best
     methods, n_defining = steps.run("decorrelate", _decorrelate, cfg, samples, best)
     results = steps.run("measure", _measure, cfg, samples, best, methods)
-    summary: dict[str, Any] = {
+    summary: Lhco2dSummary = {
         "study": "lhco-2d",
         "name": cfg.name,
         "configuration_file": cfg.source,
         "protected": list(cfg.decorrelation.protected),
         "sizes": base.sizes,
         "scan": f"scan-{base.scan_key()}",
-        "best_model": best["name"],
+        "best_model": best.name,
         "n_defining": n_defining,
-        "n_testing_background": int(np.sum(np.asarray(samples["testing"]["label"]) == 0)),
+        "n_testing_background": int(np.sum(np.asarray(samples.testing["label"]) == 0)),
         "permutations": cfg.decorrelation.permutations,
         "methods": results,
         "profiles": _profiles(cfg, samples, best, methods),
