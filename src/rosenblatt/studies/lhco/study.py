@@ -61,7 +61,6 @@ __all__ = [
     "choose_models",
     "feature_table",
     "generate_events",
-    "measure_models",
     "partition_samples",
     "render_again",
     "run",
@@ -282,7 +281,7 @@ def measure_models(models: list[TrainedModel], opt: Any) -> list[TrainedModel]:
 def choose_models(cfg: LhcoConfig, models: list[TrainedModel]) -> ChosenModels:
     """The best baseline and DisCo's representative, judged on the optimisation sample.
 
-    ``models`` are measured there (:func:`measure_models`). The best baseline
+    ``models`` are measured there (``measure_models``). The best baseline
     has the highest AUC; DisCo's representative the lowest dCor² among the
     DisCo models above the AUC floor (``None`` without one).
     """
