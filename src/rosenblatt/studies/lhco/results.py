@@ -3,24 +3,40 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rosenblatt.abcd import ClosureScan
+from rosenblatt.abcd import ClosureScan, SensitivityMap
+from rosenblatt.studies.lhco.config import LhcoConfig
 from rosenblatt.studies.lhco.summary import (
+    AutomaticChoice,
     ClassifierJson,
+    ClassifierStatistics,
+    ContaminationRow,
     ModelFields,
     ProcessorPath,
     ScanPoint,
 )
 from rosenblatt.transforms import IRGI, ConditionalCDFTransform
 
-if TYPE_CHECKING:
-    from rosenblatt.studies.lhco.statistics import StatisticsResult
+__all__ = [
+    "CONTAMINATION_FRACTIONS",
+    "ChosenModels",
+    "Closure",
+    "Decorrelation",
+    "Samples",
+    "StatisticsInput",
+    "StatisticsResult",
+    "StatisticsSettings",
+    "TrainedModel",
+]
 
-__all__ = ["ChosenModels", "Closure", "Decorrelation", "Samples", "TrainedModel"]
+FloatArray = NDArray[np.float64]
+
+#: injected W' events as fractions of the defining background
+CONTAMINATION_FRACTIONS = (0.0, 0.001, 0.01, 0.05, 0.1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +157,112 @@ class Decorrelation:
             msg = f"the chosen irgi fit is a {type(fit).__name__}"
             raise TypeError(msg)
         return fit
+
+
+@dataclass
+class StatisticsInput:
+    """What the statistics stage works on.
+
+    ``mjj``, ``label``, ``scores`` (per classifier) and ``baseline`` are the
+    testing sample's; ``x_def``, ``y_def`` the defining background (m_jj,
+    baseline score), ``x_sig``, ``y_sig`` the validation signal; ``closures``
+    the testing sample's closure scans (from the analysis processor),
+    ``chosen`` the IRGI depth and KDE sigma_r, ``x0``, ``y0`` the cut grid and
+    ``mjj_max`` the upper limit of the dijet mass.
+    """
+
+    mjj: FloatArray
+    label: NDArray[np.int64]
+    scores: dict[str, FloatArray]
+    baseline: FloatArray
+    chosen: dict[str, float]
+    x_def: FloatArray
+    y_def: FloatArray
+    x_sig: FloatArray
+    y_sig: FloatArray
+    closures: dict[str, ClosureScan]
+    x0: FloatArray
+    y0: FloatArray
+    mjj_max: float
+
+
+@dataclass(frozen=True, slots=True)
+class StatisticsSettings:
+    """The statistics stage's settings (the ``statistics:`` section and ``permutations``).
+
+    Attributes
+    ----------
+    n_boot : int
+        Bootstrap replicas of the figures of merit.
+    seed : int
+        Seed of the replicas' weights.
+    closure_n_boot : int
+        Replicas of every classifier's closure test.
+    closure_thin : int
+        Resolution of the closure test's sub-grid of cuts.
+    sensitivity_thin : int
+        Resolution of the sensitivity map's sub-grid (0: no map).
+    contamination : tuple of float
+        Injected W' events as fractions of the defining background.
+    auto_parameters : bool
+        Whether IRGI and KDE are also fitted with their automatic parameter.
+    permutations : int
+        Permutations of the dCor² floor of the automatic parameters.
+    """
+
+    n_boot: int = 30
+    seed: int = 0
+    closure_n_boot: int = 200
+    closure_thin: int = 5
+    sensitivity_thin: int = 0
+    contamination: tuple[float, ...] = CONTAMINATION_FRACTIONS
+    auto_parameters: bool = True
+    permutations: int = 100
+
+    @classmethod
+    def of(cls, cfg: LhcoConfig) -> StatisticsSettings:
+        """The settings of a validated configuration (defaults where its section is silent)."""
+        section = cfg.statistics
+        return cls(
+            n_boot=int(section.get("n_boot", 30)),
+            seed=int(section.get("seed", 0)),
+            closure_n_boot=int(section.get("closure_n_boot", 200)),
+            closure_thin=int(section.get("closure_thin", 5)),
+            sensitivity_thin=int(section.get("sensitivity_thin") or 0),
+            contamination=tuple(
+                float(f) for f in section.get("contamination", CONTAMINATION_FRACTIONS)
+            ),
+            auto_parameters=bool(section.get("auto_parameters", True)),
+            permutations=cfg.permutations,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StatisticsResult:
+    """What the statistics stage found.
+
+    Attributes
+    ----------
+    classifiers : dict of ClassifierStatistics
+        Per classifier, the entries it adds to the summary's.
+    contamination : list of ContaminationRow
+        IRGI and KDE refitted on a contaminated defining sample.
+    automatic : dict of AutomaticChoice or None
+        IRGI and KDE with their automatic parameter (``None`` when not asked for).
+    maps : dict of SensitivityMap
+        Per classifier, the expected significance over a thinned grid of cuts (when asked for).
+    eta_error : dict of ndarray
+        Per classifier, the bootstrap standard deviation of ``eta_A`` at each cut.
+    timings : dict of float
+        Wall time of each part of the stage, in seconds.
+    """
+
+    classifiers: dict[str, ClassifierStatistics]
+    contamination: list[ContaminationRow]
+    automatic: dict[str, AutomaticChoice] | None
+    maps: dict[str, SensitivityMap] = field(default_factory=dict)
+    eta_error: dict[str, FloatArray] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

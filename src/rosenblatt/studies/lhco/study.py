@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,11 +31,14 @@ from rosenblatt.studies._common import Steps, write_summary
 from rosenblatt.studies.lhco.claims import paper_claims
 from rosenblatt.studies.lhco.config import CLASSES, PARTS, LhcoConfig
 from rosenblatt.studies.lhco.paper import paper_comparison
+from rosenblatt.studies.lhco.processor_closure import closures_in_processor
 from rosenblatt.studies.lhco.results import (
     ChosenModels,
     Closure,
     Decorrelation,
     Samples,
+    StatisticsInput,
+    StatisticsSettings,
     TrainedModel,
 )
 from rosenblatt.studies.lhco.summary import (
@@ -43,17 +46,11 @@ from rosenblatt.studies.lhco.summary import (
     ClassifierJson,
     JsonValue,
     LhcoSummary,
-    ProcessorPath,
     Provenance,
     ScanPoint,
 )
 from rosenblatt.studies.peers import AbcdFigures, PeerResult
 from rosenblatt.transforms import ConditionalCDFTransform
-
-if TYPE_CHECKING:
-    from hist import Hist
-
-    from rosenblatt.studies.lhco.statistics import StatisticsInput
 
 __all__ = [
     "CLASSIFIERS",
@@ -392,7 +389,7 @@ def _close(
     fits: Decorrelation,
 ) -> Closure:
     """ABCD closure of every classifier on the testing sample, then uncertainties and likelihoods."""
-    from rosenblatt.studies.lhco.statistics import StatisticsSettings, statistics
+    from rosenblatt.studies.lhco.statistics import statistics
 
     test = samples.testing
     mjj = np.asarray(test["mjj"], dtype=np.float64)
@@ -403,7 +400,7 @@ def _close(
         name: abcd_histogram(mjj[keep], score[keep], label[keep], x0=cfg.cuts.x0, y0=cfg.cuts.y0)
         for name, score in scores.items()
     }
-    closures, agreement = _closures_in_processor(
+    closures, agreement = closures_in_processor(
         cfg,
         paths,
         test,
@@ -433,8 +430,6 @@ def _statistics_input(
     closures: dict[str, ClosureScan],
 ) -> StatisticsInput:
     """What the statistics stage works on: the testing sample, the defining and validation signal."""
-    from rosenblatt.studies.lhco.statistics import StatisticsInput
-
     test, val = samples.testing, samples.validation
     val_label = np.asarray(val["label"])
     return StatisticsInput(
@@ -667,66 +662,3 @@ def render_again(folder: Path) -> LhcoSummary:
     write_text(folder / "report.md", text)
     write_summary(folder, summary)
     return summary
-
-
-def _closures_in_processor(
-    cfg: LhcoConfig,
-    paths: dict[str, Path],
-    test: Any,
-    models: dict[str, TrainedModel | None],
-    transforms: dict[str, ConditionalCDFTransform],
-    in_memory: dict[str, Hist],
-) -> tuple[dict[str, ClosureScan], ProcessorPath]:
-    """The testing sample's ABCD closure, computed by the analysis processor from the event files.
-
-    The processor reads the events of the testing sample again, computes their
-    features, scores them with the saved models (TorchScript), applies the
-    fitted transforms and fills the ABCD histograms; the closure comes from
-    those. The counts are compared with the in-memory histograms of the same
-    events, cut by cut.
-    """
-    from rosenblatt.ml.scoring import make_scorer
-    from rosenblatt.processors.analysis import AnalysisProcessor, Variant
-    from rosenblatt.processors.runner import make_executor, run_processor
-
-    scorers = {
-        name: make_scorer({"model": model.path})
-        for name, model in models.items()
-        if model is not None
-    }
-    y0 = tuple(cfg.cuts.y0)
-    variants = [Variant(name, name, y0) for name in scorers]
-    variants += [Variant(name, "baseline", y0, transform=t) for name, t in transforms.items()]
-    files = np.asarray(test["file"], dtype=str)
-    entries = np.asarray(test["entry"], dtype=np.int64)
-    selection = {path: np.sort(entries[files == path]) for path in np.unique(files)}
-    with make_executor(cfg.features.executor, cfg.features.workers) as pool:
-        output = run_processor(
-            {name: [str(p)] for name, p in paths.items()},
-            AnalysisProcessor(
-                scorers=scorers,
-                variants=tuple(variants),
-                x0=tuple(cfg.cuts.x0),
-                x_max=cfg.cuts.mjj_max,
-                entries=selection,
-            ),
-            pool,
-            chunksize=cfg.features.chunksize,
-        )
-    closures = {name: closure_scan(h[{"dataset": sum}]) for name, h in output["abcd"].items()}
-    differences = {}
-    for name, h in output["abcd"].items():
-        got = h[{"dataset": sum}].values(flow=True)
-        expected = in_memory[name].values(flow=True)
-        differences[name] = float(np.max(np.abs(got - expected)))
-    analysed = sum(counts["in ABCD"] for counts in output["cutflow"].values())
-    log.info(
-        "testing sample through the analysis processor: %d events in ABCD; largest count difference from memory %s",
-        analysed,
-        differences,
-    )
-    return closures, {
-        "events_in_abcd": int(analysed),
-        "max_count_difference": differences,
-        "cutflow": output["cutflow"],
-    }
