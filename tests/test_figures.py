@@ -372,7 +372,7 @@ def test_fairness_methods_take_their_decorrelation_methods_style(
 def test_blob_figures_stay_on_the_canvas_in_their_methods_colours(
     drawn: list[Any], tmp_path: Path
 ) -> None:
-    from rosenblatt.studies import blobs
+    from rosenblatt.studies import blobs_report
 
     summary = {
         "irgi": {"values": [1, 2, 3, 4], "rms_exact": [0.2, 0.1, 0.05, 0.03]},
@@ -390,8 +390,8 @@ def test_blob_figures_stay_on_the_canvas_in_their_methods_colours(
             )
         ],
     }
-    assert blobs._rms_figure(tmp_path, summary) == "rms_vs_exact.png"
-    assert blobs._selection_figure(tmp_path, summary) == "automatic_selection.png"
+    assert blobs_report._rms_figure(tmp_path, summary) == "rms_vs_exact.png"
+    assert blobs_report._selection_figure(tmp_path, summary) == "automatic_selection.png"
     rms, selection = drawn
     colours = {
         line.get_label().split(" ")[0]: rgba(line.get_color())
@@ -436,7 +436,7 @@ def test_lhco_2d_figures_name_the_observables_with_units(drawn: list[Any], tmp_p
 
 def test_every_blob_figure_stays_on_the_canvas(drawn: list[Any], tmp_path: Path) -> None:
     import rosenblatt as rb
-    from rosenblatt.studies import blobs
+    from rosenblatt.studies import blobs, blobs_report
 
     rng = np.random.default_rng(2)
     x, y = blobs.sample_background(4000, 0.6, rng)
@@ -455,12 +455,12 @@ def test_every_blob_figure_stays_on_the_canvas(drawn: list[Any], tmp_path: Path)
         "kde": {"values": [0.1, 0.5], "parameter": "sigma_r", **scan},
         "dcc_xy": [0.3, 0.3],
     }
-    names = blobs._figures(
+    names = blobs_report.draw_figures(
         tmp_path,
         summary,
         fitted,
-        (x[:2000], y[:2000], xs[:250], ys[:250]),
-        (x[2000:], y[2000:], xs[250:], ys[250:]),
+        blobs_report.Events(x[:2000], y[:2000], xs[:250], ys[:250]),
+        blobs_report.Events(x[2000:], y[2000:], xs[250:], ys[250:]),
         {"grid_depths": [3], "kde_sigmas": [0.1]},
     )
     assert len(drawn) == len(names) == 6

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from rosenblatt._atomic import write_text
 from rosenblatt._interrupt import step as interrupt_step
@@ -32,6 +32,7 @@ __all__ = [
     "ALPHA",
     "SIGNIFICANCE",
     "Claim",
+    "ClaimJson",
     "Row",
     "Steps",
     "Verdict",
@@ -98,6 +99,18 @@ def verdict_reason(margin: float, sd: float | None, held: str, failed: str) -> s
     return f"difference {margin:+.3g} is {abs(z):.1f} sd, within {SIGNIFICANCE:g} sd"
 
 
+class ClaimJson(TypedDict):
+    """A claim as ``summary.json`` writes it: ``held`` is true, false, or null when not decidable.
+
+    ``value`` holds the numbers behind the claim as the study gives them: text as its
+    report prints them (lhco) or numbers (blobs, fairness).
+    """
+
+    claim: str
+    held: bool | None
+    value: Any
+
+
 @dataclass(frozen=True)
 class Claim:
     """A claim of a study checked on its sample, its verdict by :func:`decide`.
@@ -124,7 +137,7 @@ class Claim:
         """``held``, ``did not hold`` or ``not decidable``."""
         return decide(self.margin, self.uncertainty)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ClaimJson:
         """``{claim, held, value}``: ``held`` is true, false, or null when not decidable."""
         return {"claim": self.claim, "held": _HELD[self.verdict], "value": self.value}
 

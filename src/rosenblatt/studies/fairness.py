@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,8 +34,18 @@ from numpy.typing import NDArray
 import rosenblatt as rb
 from rosenblatt._atomic import write_text
 from rosenblatt.metrics import PermutationTestResult
-from rosenblatt.studies._common import Claim, write_summary
+from rosenblatt.studies._common import Claim, ClaimJson, write_summary
 from rosenblatt.studies.fairness_config import ArrestsConfig, DigitsConfig, FairnessConfig
+from rosenblatt.studies.fairness_parity import age_groups, group_rates, parity_spreads
+from rosenblatt.studies.fairness_summary import (
+    ArrestsJson,
+    ArrestsScores,
+    DigitsJson,
+    DigitsRow,
+    DigitsScores,
+    FairnessSummary,
+    MethodRow,
+)
 
 __all__ = [
     "age_groups",
@@ -49,127 +59,6 @@ log = logging.getLogger("rosenblatt.fairness")
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
-
-
-class ClaimJson(TypedDict):
-    """A claim as ``summary.json`` writes it: ``held`` is true, false, or null when not decidable."""
-
-    claim: str
-    held: bool | None
-    value: list[float | list[float]]
-
-
-class _MethodRowBase(TypedDict):
-    """The entries of :class:`MethodRow` that every method has."""
-
-    name: str
-    label: str
-    kind: str
-    raw: str | None
-    seconds: float
-    auc: float
-    auc_sd: float
-    auc_folds: list[float]
-    dcc: float
-    dcc_sd: float
-    dcc_floor: float
-    dcc_floor_std: float
-    p_value: float
-    demographic_parity: list[float]
-    demographic_parity_sd: list[float]
-    equalised_odds: list[float]
-    equalised_odds_sd: list[float]
-    tpr: list[float]
-    tpr_sd: list[float]
-    fpr: list[float]
-    fpr_sd: list[float]
-
-
-class MethodRow(_MethodRowBase, total=False):
-    """One method's row of the arrests: its figures of merit and their bootstrap sd.
-
-    The spreads (``demographic_parity``, ``equalised_odds``, ``tpr``, ``fpr``)
-    hold one value per working point. ``auc_cost`` and its sd, against the raw
-    classifier the method starts from, are there when it has one.
-    """
-
-    auc_cost: float
-    auc_cost_sd: float
-
-
-class ArrestsJson(TypedDict):
-    """The arrests section of ``summary.json``: the data, the settings and every method's row.
-
-    ``group_rates`` holds, per method and working point (``"0.2"``), the
-    positive rate of every age group.
-    """
-
-    n_people: int
-    positive_fraction: float
-    folds: int
-    inner_cv: dict[str, int | None]
-    bootstrap: int
-    permutations: int
-    age_edges: list[float]
-    group_sizes: list[int]
-    working_points: list[float]
-    methods: list[MethodRow]
-    group_rates: dict[str, dict[str, list[float]]]
-
-
-class DigitsRow(TypedDict):
-    """A digits score: its AUC (bootstrap sd) and dCor² with the ink beside its floor."""
-
-    auc: float
-    auc_sd: float
-    dcc_negative: float
-    dcc_negative_floor: float
-    dcc_negative_floor_std: float
-    p_value_negative: float
-    dcc_all: float
-    dcc_all_floor: float
-
-
-class DigitsJson(TypedDict):
-    """The digits section of ``summary.json``: the classes, and the raw and decorrelated scores."""
-
-    classes: list[int]
-    n_images: int
-    n_negative: int
-    auc_ink: float
-    raw: DigitsRow
-    decorrelated: DigitsRow
-
-
-class FairnessSummary(TypedDict):
-    """The fairness study's ``summary.json``."""
-
-    study: str
-    name: str
-    seed: int
-    arrests: ArrestsJson
-    digits: DigitsJson
-    seconds: float
-    claims: list[ClaimJson]
-
-
-@dataclass(frozen=True, slots=True)
-class ArrestsScores:
-    """The arrests' out-of-fold score of every method, the age, the label and the age group."""
-
-    scores: dict[str, FloatArray]
-    x: FloatArray
-    y: NDArray[np.int64]
-    groups: IntArray
-
-
-@dataclass(frozen=True, slots=True)
-class DigitsScores:
-    """The digits' out-of-fold raw and decorrelated scores, the ink and the label."""
-
-    scores: dict[str, FloatArray]
-    ink: FloatArray
-    y: NDArray[np.int64]
 
 
 def arrests_table() -> tuple[Any, NDArray[np.int64]]:
@@ -201,141 +90,6 @@ def arrests_table() -> tuple[Any, NDArray[np.int64]]:
     return X, (df["released"] == "Yes").to_numpy().astype(np.int64)
 
 
-def age_groups(values: FloatArray, n_groups: int = 5) -> tuple[IntArray, FloatArray]:
-    """Quantile groups of a protected attribute: group ``g`` holds ``edges[g-1] <= v < edges[g]``.
-
-    Parameters
-    ----------
-    values
-        The protected attribute of every person.
-    n_groups
-        Number of groups (5: quintiles).
-
-    Returns
-    -------
-    groups : ndarray of int
-        Group of every person, 0 to ``n_groups - 1``.
-    edges : ndarray
-        The inner edges, the ``k / n_groups`` quantiles (tied values share a group,
-        so the groups are only as even as the ties allow).
-    """
-    edges = np.quantile(values, np.arange(1, n_groups) / n_groups)
-    return np.searchsorted(edges, values, side="right").astype(np.intp), edges
-
-
-def group_rates(
-    score: FloatArray,
-    groups: IntArray,
-    n_groups: int,
-    rejected: float,
-    weight: FloatArray | None = None,
-    subset: NDArray[np.bool_] | None = None,
-) -> FloatArray:
-    """Fraction of each group above the cut that rejects a fraction ``rejected`` of everyone.
-
-    Events tied at the cut pass with the probability that makes the overall
-    passing fraction exactly ``1 - rejected`` (a randomised cut), so scores
-    with ties or few distinct values (a thresholded classifier) are compared
-    at the same working point as continuous ones.
-
-    Parameters
-    ----------
-    score
-        Score of every person; higher means positive.
-    groups
-        Group of every person, 0 to ``n_groups - 1``.
-    n_groups
-        Number of groups.
-    rejected
-        Fraction of all (weighted) people below the cut, in [0, 1].
-    weight
-        Optional non-negative weights (bootstrap counts).
-    subset
-        Optional mask: the passing fractions are those of the people in it
-        (the positives for a true-positive rate), at the cut set on everyone.
-
-    Returns
-    -------
-    ndarray of shape (n_groups,)
-        Passing fraction of every group (NaN for an empty group).
-    """
-    w = np.ones(len(score)) if weight is None else np.asarray(weight, dtype=np.float64)
-    passing = _passing(score, np.argsort(-score, kind="stable"), w, rejected)
-    if subset is not None:
-        w = w * subset
-    total = np.bincount(groups, weights=w, minlength=n_groups)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.bincount(groups, weights=w * passing, minlength=n_groups) / total
-
-
-def _passing(score: FloatArray, order: IntArray, w: FloatArray, rejected: float) -> FloatArray:
-    """Probability that each event passes the randomised cut rejecting a fraction ``rejected``.
-
-    ``order`` sorts ``score`` from the highest down.
-    """
-    cumulative = np.cumsum(w[order])
-    target = (1.0 - rejected) * cumulative[-1]
-    k = min(int(np.searchsorted(cumulative, target, side="left")), len(score) - 1)
-    cut = score[order[k]]
-    above = score > cut
-    at = score == cut
-    w_at = w[at].sum()
-    fraction = float(np.clip((target - w[above].sum()) / w_at, 0.0, 1.0)) if w_at > 0 else 0.0
-    return above + fraction * at
-
-
-def parity_spreads(
-    score: FloatArray,
-    label: NDArray[np.int64],
-    groups: IntArray,
-    n_groups: int,
-    working_points: FloatArray,
-    weight: FloatArray | None = None,
-) -> dict[str, FloatArray]:
-    """Spread across groups of the positive, true- and false-positive rates at each working point.
-
-    The cut at working point ``q`` rejects a fraction ``q`` of everyone
-    (:func:`group_rates`); the true- and false-positive rates are the passing
-    fractions of the positives and negatives of each group at that same cut.
-
-    Parameters
-    ----------
-    score, label, groups
-        Score, binary label and group of every person.
-    n_groups
-        Number of groups.
-    working_points
-        Fractions rejected, e.g. 0.1 to 0.9.
-    weight
-        Optional non-negative weights (bootstrap counts).
-
-    Returns
-    -------
-    dict
-        ``demographic_parity`` (spread of the positive rate), ``tpr`` and
-        ``fpr`` (spreads of the true- and false-positive rates) and
-        ``equalised_odds`` (the larger of the two), one value per working point.
-    """
-    w = np.ones(len(score)) if weight is None else np.asarray(weight, dtype=np.float64)
-    order = np.argsort(-score, kind="stable")
-    positive = label == 1
-    subsets = {"demographic_parity": w, "tpr": w * positive, "fpr": w * ~positive}
-    totals = {
-        key: np.bincount(groups, weights=ws, minlength=n_groups) for key, ws in subsets.items()
-    }
-    out: dict[str, list[float]] = {key: [] for key in subsets}
-    for q in working_points:
-        passing = _passing(score, order, w, float(q))
-        for key, ws in subsets.items():
-            with np.errstate(invalid="ignore", divide="ignore"):
-                rates = np.bincount(groups, weights=ws * passing, minlength=n_groups) / totals[key]
-            out[key].append(float(np.nanmax(rates) - np.nanmin(rates)))
-    result = {key: np.asarray(values) for key, values in out.items()}
-    result["equalised_odds"] = np.maximum(result["tpr"], result["fpr"])
-    return result
-
-
-# ----------------------------------------------------------------- methods
 #: the compared methods, in the study's order: name, label, the raw classifier it starts from, kind
 METHOD_TABLE = (
     ("lr", "LogisticRegression", None, "raw"),
@@ -798,13 +552,7 @@ def _claims(arrests: ArrestsJson, digits: DigitsJson, ratio: float) -> list[Clai
             dec["dcc_negative_floor_std"],
         )
     )
-    return [_claim_json(claim) for claim in claims]
-
-
-def _claim_json(claim: Claim) -> ClaimJson:
-    """A claim as ``summary.json`` writes it."""
-    entry = claim.to_json()
-    return {"claim": entry["claim"], "held": entry["held"], "value": entry["value"]}
+    return [claim.to_json() for claim in claims]
 
 
 def run(config: dict[str, Any], folder: Path) -> FairnessSummary:
