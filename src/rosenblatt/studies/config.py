@@ -70,24 +70,26 @@ def known_configs() -> list[str]:
 def study_configs() -> list[str]:
     """Names of the configurations of :func:`known_configs` that ``rosenblatt run`` runs.
 
-    A study configuration is a YAML mapping with a ``study:`` key; the others
-    (``train-example``, read by ``rosenblatt train``) and files that do not parse
-    are left out.
+    A study configuration has a top-level ``study:`` key; the others
+    (``train-example``, read by ``rosenblatt train``) are left out. The files are
+    scanned for that line, not parsed, so that the list needs no YAML parser (it is
+    shown by ``run --help`` on the core install).
 
     Returns
     -------
     list of str
         The names, sorted.
     """
-    import yaml
+    import re
 
+    study_key = re.compile(r"^study\s*:", flags=re.MULTILINE)
     names = []
     for name in known_configs():
         try:
-            content = yaml.safe_load(find_config(name).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            text = find_config(name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
             continue
-        if isinstance(content, dict) and "study" in content:
+        if study_key.search(text):
             names.append(name)
     return names
 
