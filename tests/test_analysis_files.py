@@ -555,6 +555,7 @@ def test_cli_errors(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_cli_writes_pseudo_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     output = tmp_path / "data.root"
     command = [

@@ -25,6 +25,7 @@ def fixed_points() -> tuple[np.ndarray, np.ndarray]:
     return x.ravel(), y.ravel()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "estimator",
     [rb.IRGI(depth=4), rb.KDE(sigma_r=0.1), rb.GridKDE(sigma_r=0.3, y_levels=128)],

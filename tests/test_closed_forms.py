@@ -133,6 +133,7 @@ def test_irgi_converges_with_depth(blob_sample: dict[str, np.ndarray]) -> None:
     assert errors[0] > errors[1] > errors[2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma_r", [0.005, 0.05, 0.3, 2.0])
 def test_kde_fast_equals_direct(blob_sample: dict[str, np.ndarray], sigma_r: float) -> None:
     x, y = blob_sample["x_def"][:20_000], blob_sample["y_def"][:20_000]

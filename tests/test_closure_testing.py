@@ -25,6 +25,7 @@ def cuts(x: np.ndarray, y: np.ndarray, n_cuts: int = 30) -> dict[str, np.ndarray
     return {"x0": np.quantile(x, levels), "y0": np.quantile(y, levels)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 def test_p_value_is_uniform_for_independent_x_and_y(weighted: bool) -> None:
     p_values = []
@@ -128,6 +129,7 @@ def test_replica_scores_equal_to_the_nominal_give_the_testing_bootstrap(weighted
     np.testing.assert_array_equal(replicas.eta_error, alone.eta_error)
 
 
+@pytest.mark.slow
 def test_transform_replicas_account_for_the_fit_of_the_transform() -> None:
     """IRGI fitted on 2000 events, tested on 20000: its fit noise fails the testing-only test.
 

@@ -95,6 +95,7 @@ def test_two_runs_on_one_folder_write_one_after_the_other(config: Path, tmp_path
     assert summary["name"] == "tiny"
 
 
+@pytest.mark.slow
 def test_refusing_when_the_folder_is_being_written(config: Path, tmp_path: Path) -> None:
     output = tmp_path / "results"
     with folder_lock(output):

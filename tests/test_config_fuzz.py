@@ -735,6 +735,7 @@ def test_base_configurations_start(
         assert outcome(write_case(files, dump(config)), files) == (0, ""), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("study", STUDIES)
 @_settings(REGULAR)
 @given(
@@ -770,6 +771,7 @@ def test_mutated_configurations_at_length(
     fuzz_case(files, bases, study, label, tree_ops, text_ops)
 
 
+@pytest.mark.slow
 @_settings(REGULAR)
 @given(data=st.binary(max_size=200))
 @example(data=b"")
@@ -821,6 +823,7 @@ def edit_bytes(text: bytes, edits: list[tuple[int, bytes, int]]) -> bytes:
     return text
 
 
+@pytest.mark.slow
 @_settings(REGULAR)
 @given(which=st.sampled_from(_SHIPPED_FILES), edits=BYTE_EDITS)
 def test_edited_files(files: Files, validate_only: None, which: str, edits: Any) -> None:

@@ -96,6 +96,7 @@ def test_the_core_job_has_no_extra() -> None:
     assert installed == []
 
 
+@pytest.mark.slow
 def test_the_library_examples(tmp_path: Path) -> None:
     """README's "The library" without an extra: fit, transform, save, load and the metrics."""
     result = _python(
@@ -140,6 +141,7 @@ def test_help_and_version(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_the_console_script(tmp_path: Path) -> None:
     """The installed ``rosenblatt`` script: help and version."""
     script = Path(sys.executable).with_name("rosenblatt")
@@ -160,6 +162,7 @@ def _assert_one_line(result: subprocess.CompletedProcess[str], expected: str, fo
     assert list(folder.iterdir()) == [], "the command left something behind"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "extra"), COMMAND_CASES, ids=[c[0][0] for c in COMMAND_CASES])
 def test_a_command_names_its_extra(tmp_path: Path, args: list[str], extra: str) -> None:
     """One line naming the extra, status 1, no traceback, nothing written."""
@@ -168,6 +171,7 @@ def test_a_command_names_its_extra(tmp_path: Path, args: list[str], extra: str) 
     assert f'pip install "rosenblatt[{extra}]"' in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("config", "extras"), sorted(RUN_CASES.items()))
 def test_run_names_every_extra_of_the_study(tmp_path: Path, config: str, extras: list[str]) -> None:
     result = _cli("run", config, cwd=tmp_path)
@@ -201,6 +205,7 @@ def test_export_works_without_extras(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "c.json").read_text())["corrections"]
 
 
+@pytest.mark.slow
 def test_every_module_imports_or_names_its_extra(tmp_path: Path) -> None:
     """``import rosenblatt.<anything>`` works, or fails with a MissingExtraError naming the extra."""
     result = _python(

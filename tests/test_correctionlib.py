@@ -199,6 +199,7 @@ def test_written_numbers_are_read_exactly_by_correctionlib() -> None:
 
 
 # ------------------------------------------------------------------- KDE
+@pytest.mark.slow
 def test_kde_file_within_its_documented_bound(kde_exported: Exported) -> None:
     kde, kde_file = kde_exported.transform, kde_exported.path
     metadata = read_correctionlib(kde_file).metadata_
@@ -210,6 +211,7 @@ def test_kde_file_within_its_documented_bound(kde_exported: Exported) -> None:
     assert np.all((gamma >= 0) & (gamma <= 1))
 
 
+@pytest.mark.slow
 def test_kde_tolerance_sets_the_table_size(kde_exported: Exported, tmp_path: Path) -> None:
     kde, kde_file = kde_exported.transform, kde_exported.path
     coarse = write_correctionlib(kde, tmp_path / "coarse.json", tolerance=1e-2)
@@ -222,6 +224,7 @@ def test_kde_tolerance_sets_the_table_size(kde_exported: Exported, tmp_path: Pat
 
 
 # ------------------------------------------------------- file and reading
+@pytest.mark.slow
 def test_correction_command_line_accepts_the_files(exports) -> None:
     cases = [exports(case) for case in ("irgi-plain", "irgi-saturated", "kde")]
     paths = [str(case.path) for case in cases]
@@ -380,6 +383,7 @@ def cpp_evaluator(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return program
 
 
+@pytest.mark.slow
 def test_cpp_gives_the_same_numbers(
     exported: Exported, cpp_evaluator: Path, tmp_path: Path
 ) -> None:

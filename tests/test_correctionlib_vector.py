@@ -82,6 +82,7 @@ def test_grid_kde_exact_in_correctionlib(grid_kde: rb.GridKDE, tmp_path: Path) -
     assert np.all(got[above] == 1.0)
 
 
+@pytest.mark.slow
 def test_document_validates(grid_kde: rb.GridKDE) -> None:
     import correctionlib.schemav2 as cs
 
@@ -127,6 +128,7 @@ def test_scalar_export_unchanged() -> None:
         assert "rosenblatt-correctionlib-vector" not in correction["description"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("k", "depth"), [(2, (2, 3)), (2, (0, 3)), (3, (1, 2, 1))])
 def test_irgi_exact_in_correctionlib(k: int, depth: tuple[int, ...], tmp_path: Path) -> None:
     import correctionlib.schemav2 as cs
@@ -179,6 +181,7 @@ def test_irgi_nested_max_bins() -> None:
         correctionlib_document(rb.IRGI(4).fit(x, y), max_bins=10, n_check=100)
 
 
+@pytest.mark.slow
 def test_reader_refuses_several_observables(grid_kde: rb.GridKDE, tmp_path: Path) -> None:
     path = tmp_path / "gamma.json"
     write_correctionlib(grid_kde, path, n_check=100)

@@ -17,6 +17,7 @@ def _sample(n: int, k: int, seed: int, dependence: float = 1.0) -> tuple[np.ndar
     return x, y
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("n", "k"), [(50, 2), (2000, 2), (3000, 3), (1500, 5)])
 def test_exact_equals_dcor(n: int, k: int) -> None:
     x, y = _sample(n, k, seed=n + k)
@@ -60,6 +61,7 @@ def test_independent_vector_gives_the_permutation_floor() -> None:
     assert dependent.statistic > 10 * dependent.floor
 
 
+@pytest.mark.slow
 def test_projection_tracks_exact_within_its_error() -> None:
     x, y = _sample(4000, 3, seed=10)
     exact = rb.distance_correlation_sqr(x, y, method="exact")

@@ -158,6 +158,7 @@ def _config(files: Path, name: str, score: object) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_abcd_run_scored_by_a_torchscript_module(files: Path) -> None:
     score = {"torchscript": "tagger.pt", "features": ["tau21", "d2"]}
     out = files / "results-torch"

@@ -69,6 +69,7 @@ def test_all_executors_give_the_same_table(
             assert ak.to_list(table[name]) == ak.to_list(reference[name]), (executor, name)
 
 
+@pytest.mark.slow
 def test_lhco_input_gives_the_features_of_the_same_events_in_root(
     event_files: dict[str, Path], tmp_path: Path
 ) -> None:

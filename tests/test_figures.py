@@ -139,6 +139,7 @@ def peers_rows() -> dict[str, dict[str, Any]]:
     return rows
 
 
+@pytest.mark.slow
 def test_peers_figure_draws_each_method_in_its_colour(drawn: list[Any], tmp_path: Path) -> None:
     from rosenblatt.studies import peers
 
@@ -191,6 +192,7 @@ def abcd_output(x_label: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return output, scans
 
 
+@pytest.mark.slow
 def test_abcd_figures_have_units_labelled_colour_bars_and_the_cut(
     drawn: list[Any], tmp_path: Path
 ) -> None:
@@ -276,6 +278,7 @@ def test_lhco_roc_curves_in_their_methods_colours_with_the_key_off_the_curves(
     assert all(np.isfinite(line.get_ydata()).all() for line in ax.lines)
 
 
+@pytest.mark.slow
 def test_lhco_eta_lines_have_a_key_for_their_cut(drawn: list[Any], tmp_path: Path) -> None:
     from rosenblatt.studies.lhco import report
 
@@ -294,6 +297,7 @@ def test_lhco_eta_lines_have_a_key_for_their_cut(drawn: list[Any], tmp_path: Pat
         assert rgba(line.get_color()) == rgba(colorbar.cmap(colorbar.norm(value)))
 
 
+@pytest.mark.slow
 def test_lhco_contamination_and_histograms_stay_on_the_canvas(
     drawn: list[Any], tmp_path: Path
 ) -> None:
@@ -322,6 +326,7 @@ def test_lhco_contamination_and_histograms_stay_on_the_canvas(
             assert handle_colour(handle) == rgba(plotting.method_style(method).colour)
 
 
+@pytest.mark.slow
 def test_fairness_methods_take_their_decorrelation_methods_style(
     drawn: list[Any], tmp_path: Path
 ) -> None:
@@ -369,6 +374,7 @@ def test_fairness_methods_take_their_decorrelation_methods_style(
     assert points["lr_gridkde"].get_fillstyle() != points["hgb_gridkde"].get_fillstyle()
 
 
+@pytest.mark.slow
 def test_blob_figures_stay_on_the_canvas_in_their_methods_colours(
     drawn: list[Any], tmp_path: Path
 ) -> None:
@@ -405,6 +411,7 @@ def test_blob_figures_stay_on_the_canvas_in_their_methods_colours(
         assert rgba(ax.lines[0].get_color()) == rgba(plotting.METHOD_STYLES[method].colour)
 
 
+@pytest.mark.slow
 def test_lhco_2d_figures_name_the_observables_with_units(drawn: list[Any], tmp_path: Path) -> None:
     from rosenblatt.studies.lhco import report_2d
 

@@ -269,6 +269,7 @@ def test_loads_survives_byte_mutations(saved_transforms, which: str, seed: int) 
 
 
 # huge tampered KDE values overflow sigma_a (see test_kde_huge_x_is_fitted_or_refused_clearly)
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 @pytest.mark.parametrize("which", TRANSFORM_FILES)
 @FUZZ
@@ -394,6 +395,7 @@ def test_tiny_saved_kernel_width_is_refused_or_evaluated(saved_transforms) -> No
     check_loaded(loaded)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("suffix", "seed", "library"),
     [(".h5", 569, "HDF5"), (".parquet", 25_200_468_344, "Arrow parquet")],

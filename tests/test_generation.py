@@ -342,6 +342,7 @@ def test_file_holds_the_events_and_counts_and_grows_on_request(
         generate_file(path, "wprime", 20, **options)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_resuming_with_other_settings_is_refused_unless_overwriting(tmp_path: Path) -> None:
     path = tmp_path / "run.h5"
     generate_file(path, "wprime", 5, seed=3, chunk_size=5, progress=False)

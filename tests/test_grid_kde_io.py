@@ -13,6 +13,7 @@ import rosenblatt as rb
 pytest.importorskip("correctionlib")
 
 
+@pytest.mark.slow
 def test_grid_kde_save_load_and_correctionlib(tmp_path: Path) -> None:
     from rosenblatt.correctionlib import write_correctionlib
 

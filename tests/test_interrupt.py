@@ -77,6 +77,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 def test_stop_workers_ends_every_child_but_the_interpreters_helpers(tmp_path: Path) -> None:
     script = tmp_path / "workers.py"

@@ -53,6 +53,7 @@ def expected_rows(events: ak.Array) -> np.ndarray:
     return rows
 
 
+@pytest.mark.slow
 def test_pandas_reads_the_public_layout(lhco_file: Path, events: ak.Array) -> None:
     frame = pd.read_hdf(lhco_file)
     assert frame.shape == (len(events), 2101)
@@ -126,6 +127,7 @@ def test_a_file_without_labels_gives_label_minus_one(tmp_path: Path, events: ak.
     assert ak.to_list(back.pt) == ak.to_list(events.pt)
 
 
+@pytest.mark.slow
 def test_generated_file_keeps_counts_and_settings(tmp_path: Path) -> None:
     path = tmp_path / "wprime.h5"
     summary = generate_file(path, "wprime", 4, seed=21, chunk_size=3, workers=1, progress=False)

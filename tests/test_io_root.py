@@ -38,6 +38,7 @@ def root_file(tmp_path_factory: pytest.TempPathFactory, events: ak.Array) -> Pat
     return path
 
 
+@pytest.mark.slow
 def test_uproot_opens_a_ttree_with_nanoaod_like_branches(root_file: Path, events: ak.Array) -> None:
     with uproot.open(root_file) as handle:
         assert handle.classname_of("Events") == "TTree"
@@ -77,6 +78,7 @@ def test_chunks_concatenate_to_the_whole_file(root_file: Path, chunk_size: int) 
     assert ak.to_list(part.entry) == [3, 4, 5]
 
 
+@pytest.mark.slow
 def test_generated_file_keeps_counts_and_settings(tmp_path: Path) -> None:
     path = tmp_path / "qcd.root"
     summary = generate_file(path, "qcd", 3, seed=32, chunk_size=2, workers=1, progress=False)

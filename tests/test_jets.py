@@ -46,6 +46,7 @@ def particles_from_rows(rows: list[list[tuple[float, float, float]]]) -> ak.Arra
 # --- jets ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_jets_match_a_direct_fastjet_call(pythia_particles: ak.Array) -> None:
     particles = pythia_particles
     momenta = ak.zip(

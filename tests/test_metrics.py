@@ -71,6 +71,7 @@ def dependent_sample(n: int, seed: int, ties: bool) -> tuple[np.ndarray, np.ndar
 # --- distance correlation: exact agreement --------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [2, 3, 4, 11, 64, 65, 500, 3000])
 @pytest.mark.parametrize("ties", [False, True])
 def test_dcor_sqr_equals_dcor_package(backend: str, n: int, ties: bool) -> None:

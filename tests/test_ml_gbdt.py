@@ -86,6 +86,7 @@ def test_save_and_load_round_trip(tmp_path) -> None:
     np.testing.assert_array_equal(loaded.predict(features), ensemble.predict(features))
 
 
+@pytest.mark.slow
 def test_gbdt_scan_runs_without_torch(tmp_path) -> None:
     """The light classifier needs no torch: train, score and save with torch unimportable."""
     script = textwrap.dedent(

@@ -94,6 +94,7 @@ def samples(tmp_path) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_scan_saves_models_and_writes_scores_back(samples, tmp_path) -> None:
     output = tmp_path / "scan"
     result = run_scan(samples, output, seeds=[0, 1], alphas=[2.5], options=FAST, progress=False)
@@ -118,6 +119,7 @@ def test_scan_saves_models_and_writes_scores_back(samples, tmp_path) -> None:
     assert len(testing) == 60
 
 
+@pytest.mark.slow
 def test_finished_scan_trains_nothing_again(samples, tmp_path) -> None:
     output = tmp_path / "scan"
     run_scan(samples, output, seeds=[0], alphas=[1.0], options=FAST, progress=False)
@@ -131,6 +133,7 @@ def test_finished_scan_trains_nothing_again(samples, tmp_path) -> None:
     assert [m["name"] for m in again.models] == ["baseline_s0", "disco_a1_s0"]
 
 
+@pytest.mark.slow
 def test_interrupted_scan_retrains_only_unfinished_models(samples, tmp_path) -> None:
     output = tmp_path / "scan"
     first = run_scan(samples, output, seeds=[0, 1], alphas=[], options=FAST, progress=False)
@@ -143,6 +146,7 @@ def test_interrupted_scan_retrains_only_unfinished_models(samples, tmp_path) -> 
     assert resumed.models[0] == first.models[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damaged", [".pt", ".torchscript.pt", ".scores.npz", ".json"])
 def test_a_damaged_model_file_is_named_and_the_model_trained_again(
     samples, tmp_path, damaged, caplog

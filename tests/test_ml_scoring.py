@@ -114,6 +114,7 @@ def test_saving_a_cnn_writes_its_torchscript_file_and_records_it(cnn_path) -> No
     assert metadata["torchscript"] == scripted.name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("regular", [False, True])
 def test_torchscript_and_weights_agree_with_the_project_prediction(cnn_path, regular) -> None:
     records = make_records(N_EVENTS, seed=11, regular=regular)
@@ -139,6 +140,7 @@ def test_the_wrapper_returns_awkward_scores_as_coffea_does(cnn_path, records) ->
     np.testing.assert_array_equal(ak.to_numpy(scores), scorer(records))
 
 
+@pytest.mark.slow
 def test_a_model_without_torchscript_is_scored_and_exported(cnn_path, tmp_path, records) -> None:
     weights = tmp_path / "baseline_s0.pt"
     shutil.copy(cnn_path, weights)
@@ -185,6 +187,7 @@ def _score_in_worker(payload: bytes, records: ak.Array) -> list[np.ndarray]:
     return [scorer(records) for scorer in pickle.loads(payload)]
 
 
+@pytest.mark.slow
 def test_scorers_are_pickled_without_their_models_and_score_in_a_fresh_process(
     cnn_path, gbdt_path, records
 ) -> None:

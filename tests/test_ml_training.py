@@ -58,6 +58,7 @@ def test_balanced_weights_equalise_the_classes() -> None:
         balanced_weights(np.zeros(3, dtype=np.int64), np.ones(3), "t")
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_weights_and_scores(tables) -> None:
     train, val = tables
     first = train_classifier(train, val, seed=3, options=FAST)

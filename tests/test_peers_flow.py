@@ -103,6 +103,7 @@ def test_bad_input() -> None:
         ConditionalFlow(hidden=()).fit(x, y)
 
 
+@pytest.mark.slow
 def test_loaded_without_importing_the_flow_module(flow: ConditionalFlow, tmp_path: Path) -> None:
     """``rb.load`` imports the module of an optional kind when it reads one."""
     flow.save(tmp_path / "flow.json")

@@ -161,6 +161,7 @@ def test_fit_never_gives_nan_and_output_is_in_unit_interval(transform, sample, s
     np.testing.assert_array_equal(transform.transform(xq[:2], far), [0.0, 1.0])
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(transform=estimators(), sample=samples(), seed=st.integers(0, 2**32 - 1))
 def test_monotone_in_y_at_fixed_x(transform, sample, seed) -> None:
@@ -193,6 +194,7 @@ def test_tied_scores_at_one_x_share_one_value(transform, sample) -> None:
     assert np.all(gamma == gamma[:, :1])
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(
     transform=estimators(),

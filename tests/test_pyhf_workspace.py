@@ -90,6 +90,7 @@ def test_background_uncertainty_and_nonclosure_lower_the_significance() -> None:
     assert known > measured > with_nonclosure > 0
 
 
+@pytest.mark.slow
 def test_expected_limit_agrees_with_pyhf_upper_limit() -> None:
     workspace = pyhf_workspace(120, 400, 500, 2000, 30.0, 3.0, 5.0, 1.0, nonclosure=0.05)
     model = workspace.model()
@@ -108,6 +109,7 @@ def test_expected_limit_is_searched_beyond_the_bound_of_mu() -> None:
     assert wide > 0.2
 
 
+@pytest.mark.slow
 def test_sensitivity_map() -> None:
     rng = np.random.default_rng(1)
     n_bkg, n_sig = 20_000, 400

@@ -220,6 +220,7 @@ def test_kde_width_is_near_the_best_in_hindsight() -> None:
     assert rms(auto.transform(x_test, y_test), exact) <= 1.1 * min(errors)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["heteroscedastic", "skewed"])
 def test_grid_width_is_near_the_best_in_hindsight(name: str) -> None:
     case = CASES[name]

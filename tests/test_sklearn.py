@@ -36,6 +36,7 @@ def _spread(score: np.ndarray, x: np.ndarray, threshold: float, groups: int = 5)
     return float(max(rates) - min(rates))
 
 
+@pytest.mark.slow
 @parametrize_with_checks(
     [
         DecorrelatedClassifier(LogisticRegression(), protected=0, cdf=rb.GridKDE(sigma_r=0.5)),
@@ -77,6 +78,7 @@ def test_negative_class_score_is_independent_of_age(cdf):
         assert _spread(gamma, age, t) < _spread(raw_score, age, np.quantile(raw_score, t))
 
 
+@pytest.mark.slow
 def test_two_protected_columns_with_a_vector_transform():
     X, y = _population(6000)
     X_test, y_test = _population(6000, seed=1)
@@ -189,6 +191,7 @@ def test_the_given_transform_is_copied_not_fitted():
     assert model.cdf_.is_fitted()
 
 
+@pytest.mark.slow
 def test_clone_pipeline_and_grid_search_round_trip():
     X, y = _population(1500)
     model = DecorrelatedClassifier(

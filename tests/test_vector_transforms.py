@@ -145,6 +145,7 @@ def test_negative_weights_keep_gamma_a_cdf(sample) -> None:
     assert _rms(t, TWO, xt, yt) < 0.05
 
 
+@pytest.mark.slow
 def test_save_load_round_trip(fitted, tmp_path) -> None:
     path = tmp_path / "t.json"
     fitted.save(path)
@@ -209,6 +210,7 @@ def test_bad_input_is_refused(sample, fitted) -> None:
         rb.GridKDE(0.3, degree=3).fit(x, y)
 
 
+@pytest.mark.slow
 def test_automatic_width_on_three_observables() -> None:
     x, y = THREE.sample(10_000, seed=10)
     xt, yt = THREE.sample(4000, seed=11)
@@ -284,6 +286,7 @@ def test_sequential_removes_the_last_observable_only(sample, testing) -> None:
         rb.SequentialTransform([rb.GridKDE(0.2)]).fit(x[:, 0], y)
 
 
+@pytest.mark.slow
 def test_irgi_cells_automatic_depth_and_numpy_blend(monkeypatch, sample, testing) -> None:
     from rosenblatt.transforms import _irgi_nested
 
