@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from rosenblatt.studies._common import Claim, pm
-from rosenblatt.studies.lhco.summary import ClaimJson, ClassifierJson, LhcoSummary
+from rosenblatt.studies._common import Claim, ClaimJson, pm
+from rosenblatt.studies.lhco.summary import ClassifierJson, LhcoSummary
 
 __all__ = ["paper_claims"]
 
@@ -82,12 +82,6 @@ def _grid_claim(name: str, result: ClassifierJson, others: list[ClassifierJson])
     )
 
 
-def _claim_json(claim: Claim) -> ClaimJson:
-    """A claim as ``summary.json`` writes it (:meth:`Claim.to_json`)."""
-    written = claim.to_json()
-    return {"claim": written["claim"], "held": written["held"], "value": written["value"]}
-
-
 def paper_claims(summary: LhcoSummary) -> list[ClaimJson]:
     """The paper's claims, checked on this sample (:func:`~rosenblatt.studies._common.decide`)."""
     claims = []
@@ -97,4 +91,4 @@ def paper_claims(summary: LhcoSummary) -> list[ClaimJson]:
     for name, result in (("irgi", summary["irgi"]), ("kde", summary["kde"])):
         claims += _method_claims(name, result, base, disco)
         claims.append(_grid_claim(name, result, others))
-    return [_claim_json(claim) for claim in claims]
+    return [claim.to_json() for claim in claims]

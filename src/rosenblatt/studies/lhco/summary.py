@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from rosenblatt.studies._common import ClaimJson
 from rosenblatt.studies.peers import PeerResult
 
 __all__ = [
     "AutomaticChoice",
-    "ClaimJson",
     "ClassifierEntries",
     "ClassifierJson",
     "ClassifierStatistics",
@@ -176,14 +176,6 @@ class ProcessorPath(TypedDict):
     events_in_abcd: int
     max_count_difference: dict[str, float]
     cutflow: dict[str, dict[str, int]]
-
-
-class ClaimJson(TypedDict):
-    """A claim as ``summary.json`` writes it: ``held`` is true, false, or null when not decidable."""
-
-    claim: str
-    held: bool | None
-    value: str
 
 
 class _RequiredClassifiers(TypedDict):
