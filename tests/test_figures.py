@@ -254,7 +254,7 @@ def closures() -> dict[str, Any]:
 def test_lhco_roc_curves_in_their_methods_colours_with_the_key_off_the_curves(
     drawn: list[Any], tmp_path: Path
 ) -> None:
-    from rosenblatt.studies.lhco import report
+    from rosenblatt.studies.lhco import report_figures as report
 
     rng = np.random.default_rng(5)
     label = np.r_[np.zeros(5000, dtype=np.int64), np.ones(500, dtype=np.int64)]
@@ -280,7 +280,7 @@ def test_lhco_roc_curves_in_their_methods_colours_with_the_key_off_the_curves(
 
 @pytest.mark.slow
 def test_lhco_eta_lines_have_a_key_for_their_cut(drawn: list[Any], tmp_path: Path) -> None:
-    from rosenblatt.studies.lhco import report
+    from rosenblatt.studies.lhco import report_figures as report
 
     scans = closures()
     assert report._eta_lines(tmp_path, scans) == "eta_vs_y0.png"
@@ -301,7 +301,7 @@ def test_lhco_eta_lines_have_a_key_for_their_cut(drawn: list[Any], tmp_path: Pat
 def test_lhco_contamination_and_histograms_stay_on_the_canvas(
     drawn: list[Any], tmp_path: Path
 ) -> None:
-    from rosenblatt.studies.lhco import report
+    from rosenblatt.studies.lhco import report_figures as report
 
     rows = [
         {
@@ -480,7 +480,7 @@ def test_lhco_sensitivity_leaves_out_and_names_a_classifier_without_a_map(
     drawn: list[Any], tmp_path: Path
 ) -> None:
     from rosenblatt.abcd import SensitivityMap
-    from rosenblatt.studies.lhco import report
+    from rosenblatt.studies.lhco import report_figures as report
 
     x0, y0 = np.linspace(2000.0, 3700.0, 4), np.linspace(0.1, 0.85, 3)
     computed = np.arange(12.0).reshape(4, 3) / 4

@@ -112,6 +112,7 @@ def test_the_smoke_study_reports_dcor_with_floors_per_observable_and_jointly(
     assert set(summary["step_seconds"]) >= {"features", "train", "decorrelate", "measure"}
 
 
+@pytest.mark.slow
 def test_the_summary_keeps_its_keys(smoke_summary: tuple[Path, dict[str, Any]]) -> None:
     """summary.json is a public format: the key set recorded in tests/summary_keys.json."""
     from summary_keys import assert_same_keys
