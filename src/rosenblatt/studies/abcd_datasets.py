@@ -29,13 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from rosenblatt.processors.quantities import Quantity, QuantityError, parse_quantity
+from rosenblatt.studies.abcd_cuts import as_written
 from rosenblatt.studies.config_checks import check_keys, fail, mapping, plain_name, resolve
+from rosenblatt.studies.config_fields import config_dataclass, config_keys, option, parse_dataclass
 
 __all__ = [
     "DATASET_KEYS",
     "PROCESS_OF_ROLE",
     "ROLES",
     "DatasetConfig",
+    "DatasetEntry",
     "parse_datasets",
     "parse_defining",
 ]
@@ -45,9 +48,6 @@ ROLES = ("data", "background", "signal", "defining")
 
 #: the ``process`` bin each role fills (``labelled`` datasets: the file's labels)
 PROCESS_OF_ROLE = {"background": 0, "signal": 1, "data": 2, "defining": 0}
-
-#: the keys of one dataset
-DATASET_KEYS = ("files", "role", "treename", "weight", "xsec")
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,8 @@ class DatasetConfig:
         return self.role != "data"
 
 
-def _files(value: Any, source: str, key: str, base: Path) -> tuple[str, ...]:
+def _file_names(value: Any, source: str, key: str) -> tuple[str, ...]:
+    """One file or a list of files, each named once."""
     paths = [value] if isinstance(value, str) else value
     if not isinstance(paths, (list, tuple)) or not paths:
         raise fail(source, key, f"must name at least one file, got {value!r}")
@@ -106,57 +107,109 @@ def _files(value: Any, source: str, key: str, base: Path) -> tuple[str, ...]:
             raise fail(source, key, f"must be paths of files, got {path!r}")
     if len(set(paths)) != len(paths):
         raise fail(source, key, f"names a file twice: {list(paths)}")
-    return tuple(str(resolve(p, base)) for p in paths)
+    return tuple(paths)
+
+
+def _files(value: Any, source: str, key: str, base: Path) -> tuple[str, ...]:
+    return tuple(str(resolve(p, base)) for p in _file_names(value, source, key))
+
+
+def _role(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or value not in ROLES:
+        raise fail(source, key, f"must be one of {list(ROLES)}, got {value!r}")
+    return value
+
+
+def _tree(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise fail(source, key, f"must be a tree name, got {value!r}")
+    return value
+
+
+def _cross_section(value: Any, source: str, key: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(float(value))
+        or value <= 0
+    ):
+        raise fail(source, key, f"must be a positive number, got {value!r}")
+    return float(value)
+
+
+@config_dataclass
+class DatasetEntry:
+    """One entry of ``datasets:`` as written; :func:`parse_datasets` makes it a :class:`DatasetConfig`."""
+
+    files: tuple[str, ...] = option(
+        doc="its files (relative to the configuration's folder)",
+        check=_file_names,
+        type="file or list of files",
+    )
+    role: str = option(doc="data, background, signal or defining", check=_role)
+    treename: str | None = option(
+        default=None,
+        doc="the tree holding its events",
+        check=_tree,
+        default_doc="the top-level treename",
+    )
+    weight: Any = option(
+        default=None,
+        doc="the weight of simulated events: a branch, an element or a function",
+        check=as_written,
+        type="quantity",
+        default_doc="unit weights",
+    )
+    xsec: float | None = option(
+        default=None,
+        doc="its cross section: simulation normalised to xsec * lumi * w / sum(w)",
+        check=_cross_section,
+        type="positive number",
+        default_doc="weights used as they are",
+    )
+
+
+#: the keys of one dataset
+DATASET_KEYS = tuple(k.key for k in config_keys(DatasetEntry))
+
+
+def _weight(entry: DatasetEntry, source: str, key: str, base: Path, jets: str) -> Quantity | None:
+    """The weight quantity of a simulated dataset (``None``: unit weights)."""
+    if entry.weight is None:
+        return None
+    if entry.role == "data":
+        raise fail(source, f"{key}.weight", "data are not weighted: leave weight out")
+    try:
+        weight = parse_quantity(entry.weight, key=f"{key}.weight", base=base, jets=jets)
+    except QuantityError as err:
+        raise fail(source, f"{key}.weight", str(err).split(": ", 1)[-1]) from None
+    if weight.kind not in ("name", "element", "function"):
+        raise fail(source, f"{key}.weight", "must be a branch, an element or a function")
+    return weight
 
 
 def _dataset(
     name: str, value: Any, source: str, base: Path, treename: str, jets: str
 ) -> DatasetConfig:
     key = f"datasets.{name}"
-    entry = mapping(value, source, key)
-    check_keys(entry, DATASET_KEYS, source, key)
-    if "files" not in entry:
-        raise fail(source, f"{key}.files", "missing")
-    role = entry.get("role")
-    if not isinstance(role, str) or role not in ROLES:
-        raise fail(source, f"{key}.role", f"must be one of {list(ROLES)}, got {role!r}")
-    weight = None
-    if entry.get("weight") is not None:
-        if role == "data":
-            raise fail(source, f"{key}.weight", "data are not weighted: leave weight out")
-        try:
-            weight = parse_quantity(entry["weight"], key=f"{key}.weight", base=base, jets=jets)
-        except QuantityError as err:
-            raise fail(source, f"{key}.weight", str(err).split(": ", 1)[-1]) from None
-        if weight.kind not in ("name", "element", "function"):
-            raise fail(source, f"{key}.weight", "must be a branch, an element or a function")
-    xsec = entry.get("xsec")
-    if xsec is not None:
-        if role == "data":
+    entry: DatasetEntry = parse_dataclass(DatasetEntry, mapping(value, source, key), source, key)
+    weight = _weight(entry, source, key, base, jets)
+    if entry.xsec is not None:
+        if entry.role == "data":
             raise fail(source, f"{key}.xsec", "data have no cross section: leave xsec out")
-        if (
-            isinstance(xsec, bool)
-            or not isinstance(xsec, (int, float))
-            or not math.isfinite(float(xsec))
-            or xsec <= 0
-        ):
-            raise fail(source, f"{key}.xsec", f"must be a positive number, got {xsec!r}")
         if weight is not None and weight.kind == "function":
             raise fail(
                 source,
                 f"{key}.weight",
                 "normalising to xsec sums the weight over every event: give a branch",
             )
-    tree = entry.get("treename", treename)
-    if not isinstance(tree, str) or not tree:
-        raise fail(source, f"{key}.treename", f"must be a tree name, got {tree!r}")
     return DatasetConfig(
         name=name,
-        files=_files(entry["files"], source, f"{key}.files", base),
-        role=str(role),
-        treename=tree,
+        files=tuple(str(resolve(p, base)) for p in entry.files),
+        role=entry.role,
+        treename=entry.treename or treename,
         weight=weight,
-        xsec=None if xsec is None else float(xsec),
+        xsec=entry.xsec,
         key=f"{key}.files",
     )
 

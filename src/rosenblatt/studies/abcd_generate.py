@@ -6,74 +6,109 @@ and output), checked before any event is generated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rosenblatt.studies.config_checks import count as _count
+from rosenblatt.studies.config_checks import fail as _fail
 from rosenblatt.studies.config_checks import (
-    check_keys,
     file_problem,
     folder,
     seed,
 )
-from rosenblatt.studies.config_checks import count as _count
-from rosenblatt.studies.config_checks import fail as _fail
 from rosenblatt.studies.config_checks import mapping as _mapping
 from rosenblatt.studies.config_checks import number as _number
+from rosenblatt.studies.config_fields import (
+    config_dataclass,
+    config_keys,
+    option,
+    parse_dataclass,
+)
 
 __all__ = ["GENERATE_KEYS", "MAX_WORKERS", "GenerateEntry", "parse_generate"]
 
 #: the most worker processes
 MAX_WORKERS = 4096
 
-GENERATE_KEYS = (
-    "process",
-    "events",
-    "seed",
-    "output",
-    "format",
-    "signal_events",
-    "negative_weight_fraction",
-    "workers",
-    "chunk_size",
-)
+
+#: the formats ``rosenblatt generate`` writes
+FORMATS = ("particles", "ntuple", "nanoaod")
 
 
-@dataclass(frozen=True, slots=True)
+def _text(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        raise _fail(source, key, f"must be a non-empty text, got {value!r}")
+    return value
+
+
+def _output(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        raise _fail(source, key, f"must be the path of a file, got {value!r}")
+    return value
+
+
+def _file_format(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or value not in FORMATS:
+        raise _fail(source, key, f"must be one of {list(FORMATS)}, got {value!r}")
+    return value
+
+
+def _workers(value: Any, source: str, key: str) -> int:
+    return _count(value, source, key, 1, MAX_WORKERS)
+
+
+def _injected(value: Any, source: str, key: str) -> int:
+    return _count(value, source, key, 0)
+
+
+def _fraction(value: Any, source: str, key: str) -> float:
+    fraction = _number(value, source, key)
+    if not 0.0 <= fraction < 1.0:
+        raise _fail(source, key, f"must be in [0, 1), got {fraction!r}")
+    return fraction
+
+
+@config_dataclass
 class GenerateEntry:
     """One checked entry of ``generate:``: an event file written when it is missing.
 
-    Attributes
-    ----------
-    process : str
-        The process generated (``qcd``, ``wprime``, ... or ``data``).
-    events : int
-        Events written.
-    output : str
-        The file written.
-    file_format : str
-        ``particles``, ``ntuple`` or ``nanoaod`` (the key ``format``).
-    seed : int
-        Seed of the generation.
-    signal_events : int
-        W' events injected into pseudo-data.
-    negative_weight_fraction : float
-        Fraction of the events of negative weight.
-    workers : int or None
-        Worker processes; ``None``: those of the executor.
-    chunk_size : int
-        Events per chunk of the generation.
+    Each field is one key of the entry, read by
+    :func:`~rosenblatt.studies.config_fields.parse_dataclass`.
     """
 
-    process: str
-    events: int
-    output: str
-    file_format: str = "particles"
-    seed: int = 0
-    signal_events: int = 0
-    negative_weight_fraction: float = 0.0
-    workers: int | None = None
-    chunk_size: int = 500
+    process: str = option(
+        doc="the process generated: qcd or wprime, or data (QCD with W' events injected; "
+        "ntuple and nanoaod)",
+        check=_text,
+    )
+    events: int = option(doc="events written", check=_count)
+    output: str = option(doc="the file written (.root; .h5 or .hdf5 for particles)", check=_output)
+    file_format: str = option(
+        key="format",
+        default="particles",
+        doc="particles, ntuple (a flat tree nominal) or nanoaod",
+        check=_file_format,
+    )
+    seed: int = option(default=0, doc="seed of the generation", check=seed)
+    signal_events: int = option(
+        default=0, doc="W' events injected into pseudo-data (process data)", check=_injected
+    )
+    negative_weight_fraction: float = option(
+        default=0.0,
+        doc="fraction of simulated events of weight -1, in [0, 1) (ntuple and nanoaod)",
+        check=_fraction,
+    )
+    workers: int | None = option(
+        default=None,
+        doc="worker processes of the generation",
+        check=_workers,
+        default_doc="those of executor",
+    )
+    chunk_size: int = option(default=500, doc="events per chunk of the generation", check=_count)
+
+
+#: the keys of one entry of ``generate:``
+GENERATE_KEYS = tuple(k.key for k in config_keys(GenerateEntry))
 
 
 def parse_generate(value: Any, source: str) -> tuple[GenerateEntry, ...]:
@@ -94,57 +129,25 @@ def _generate_entry(item: Any, source: str, key: str) -> GenerateEntry:
     """One entry of ``generate:``, checked as the generation would check it."""
     from rosenblatt.hep.pythia_settings import PROCESS_LABELS
 
-    processes = {"particles": tuple(PROCESS_LABELS), "ntuple": (*PROCESS_LABELS, "data")}
-    processes["nanoaod"] = processes["ntuple"]
-    entry = dict(_mapping(item, source, key))
-    check_keys(entry, GENERATE_KEYS, source, key)
-    for required in ("process", "events", "output"):
-        if required not in entry:
-            raise _fail(source, f"{key}.{required}", "missing")
-    file_format = entry.get("format", "particles")
-    if not isinstance(file_format, str) or file_format not in processes:
-        raise _fail(
-            source, f"{key}.format", f"must be one of {list(processes)}, got {file_format!r}"
-        )
-    process = entry["process"]
-    if not isinstance(process, str) or process not in processes[file_format]:
+    entry: GenerateEntry = parse_dataclass(GenerateEntry, _mapping(item, source, key), source, key)
+    processes = (*PROCESS_LABELS, "data") if entry.file_format != "particles" else PROCESS_LABELS
+    if entry.process not in processes:
         raise _fail(
             source,
             f"{key}.process",
-            f"must be one of {list(processes[file_format])} for {file_format}, got {process!r}",
+            f"must be one of {list(processes)} for {entry.file_format}, got {entry.process!r}",
         )
-    events = _count(entry["events"], source, f"{key}.events")
-    generation_seed = seed(entry.get("seed", 0), source, f"{key}.seed")
-    workers = _count(entry.get("workers", 1), source, f"{key}.workers", 1, MAX_WORKERS)
-    chunk_size = _count(entry.get("chunk_size", 500), source, f"{key}.chunk_size")
-    injected = _count(entry.get("signal_events", 0), source, f"{key}.signal_events", 0)
-    fraction = _number(
-        entry.get("negative_weight_fraction", 0.0), source, f"{key}.negative_weight_fraction"
-    )
-    if not 0.0 <= fraction < 1.0:
-        raise _fail(
-            source, f"{key}.negative_weight_fraction", f"must be in [0, 1), got {fraction!r}"
-        )
-    if file_format == "particles" and {"signal_events", "negative_weight_fraction"} & set(entry):
+    given = set(_mapping(item, source, key))
+    if entry.file_format == "particles" and {"signal_events", "negative_weight_fraction"} & given:
         raise _fail(
             source, key, "signal_events and negative_weight_fraction are for ntuple and nanoaod"
         )
-    if injected and process != "data":
+    if entry.signal_events and entry.process != "data":
         raise _fail(source, f"{key}.signal_events", "W' events are injected into data only")
-    if fraction and process == "data":
+    if entry.negative_weight_fraction and entry.process == "data":
         raise _fail(source, f"{key}.negative_weight_fraction", "pseudo-data have no weights")
-    _generate_output(entry["output"], file_format, source, f"{key}.output")
-    return GenerateEntry(
-        process=process,
-        events=events,
-        output=str(entry["output"]),
-        file_format=file_format,
-        seed=generation_seed,
-        signal_events=injected,
-        negative_weight_fraction=fraction,
-        workers=workers if "workers" in entry else None,
-        chunk_size=chunk_size,
-    )
+    _generate_output(entry.output, entry.file_format, source, f"{key}.output")
+    return entry
 
 
 def _generate_output(output: Any, file_format: str, source: str, key: str) -> None:
