@@ -18,7 +18,7 @@ OLD_HOMES = {
     "MissingExtraError": ["rosenblatt._extras"],
     "ConfigError": ["rosenblatt.studies.config_checks"],
     "EventFileError": ["rosenblatt.io"],
-    "TreeFileError": ["rosenblatt.io.branches"],
+    "TreeFileError": ["rosenblatt.processors.branches"],
     "PreflightError": ["rosenblatt.studies.abcd_preflight"],
     "UnreadableFileError": ["rosenblatt.studies.abcd_preflight"],
 }

@@ -158,7 +158,7 @@ def _write(
     """Write the friend tree of ``source`` to ``temporary``, one chunk at a time."""
     import uproot
 
-    from rosenblatt.io.branches import EVENT_IDS, iter_chunks
+    from rosenblatt.processors.branches import EVENT_IDS, iter_chunks
 
     ids = list(EVENT_IDS) if source.has_event_ids else []
     types: dict[str, Any] = {branch: np.float64}
@@ -191,7 +191,7 @@ def _write(
 
 
 def _describe(path: Path, source: Any, written: _Written, quantities: dict[str, Any]) -> str:
-    from rosenblatt.io.branches import missing_reason
+    from rosenblatt.processors.branches import missing_reason
 
     text = (
         f"{path}: tree {source.treename!r} with {written.entries:,} entries (as {source.path}), "
@@ -216,7 +216,7 @@ def _describe(path: Path, source: Any, written: _Written, quantities: dict[str, 
 def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt apply``; return the exit status."""
     import rosenblatt as rb
-    from rosenblatt.io.branches import check_tree, require, require_for, temporary_beside
+    from rosenblatt.processors.branches import check_tree, require, require_for, temporary_beside
 
     temporaries: list[Path] = []
     created: Path | None = None

@@ -76,7 +76,7 @@ def positive_int(text: str) -> int:
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """The input options shared with ``rosenblatt apply``: files, tree, jets, chunk size."""
-    from rosenblatt.io.branches import DEFAULT_STEP
+    from rosenblatt.processors.branches import DEFAULT_STEP
     from rosenblatt.processors.quantities import DEFAULT_JETS
 
     parser.add_argument("files", nargs="+", metavar="FILE", help="ROOT files with the tree")
@@ -153,7 +153,7 @@ def quantities_from_args(
     QuantityError
         If one is none of the forms.
     """
-    from rosenblatt.io.branches import option_quantity
+    from rosenblatt.processors.branches import option_quantity
     from rosenblatt.processors.quantities import QuantityError
 
     quantities = {}
@@ -193,7 +193,7 @@ class _Sample:
 
 
 def _read(sources: list[Any], quantities: dict[str, Any], step: int) -> _Sample:
-    from rosenblatt.io.branches import iter_chunks
+    from rosenblatt.processors.branches import iter_chunks
 
     sample = _Sample(lacking=dict.fromkeys(quantities, 0))
     for source in sources:
@@ -221,7 +221,7 @@ def _check_output(path: str) -> Path:
 
 def _save(transform: Any, output: Path) -> None:
     """Save through a temporary file beside ``output``, moved into place when complete."""
-    from rosenblatt.io.branches import temporary_beside
+    from rosenblatt.processors.branches import temporary_beside
 
     temporary = temporary_beside(output)
     try:
@@ -239,7 +239,7 @@ def _summary(
     quantities: dict[str, Any],
     weights: NDArray[np.float64] | None,
 ) -> str:
-    from rosenblatt.io.branches import missing_reason
+    from rosenblatt.processors.branches import missing_reason
 
     n_used = sample.read - sample.left_out
     files = f"{len(args.files)} file{'s' if len(args.files) > 1 else ''}"
@@ -281,7 +281,7 @@ def _summary(
 
 def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt fit``; return the exit status."""
-    from rosenblatt.io.branches import check_tree, require, require_for
+    from rosenblatt.processors.branches import check_tree, require, require_for
 
     try:
         require("uproot", "io", "rosenblatt fit")

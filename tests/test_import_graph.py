@@ -1,0 +1,174 @@
+"""The package's imports: no cycle, and every import points down DESIGN.md's layers.
+
+Every ``import`` of a ``rosenblatt`` module counts, those inside functions included;
+imports under ``if TYPE_CHECKING:`` are left out (they never run).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.core
+
+PACKAGE = Path(__file__).parents[1] / "src" / "rosenblatt"
+
+#: DESIGN.md's layers, top first, by the first name below ``rosenblatt`` ("" is the package)
+LAYERS = (
+    ("cli", "commands"),
+    ("studies", "config"),
+    ("processors",),
+    (
+        "",
+        "hep",
+        "ml",
+        "abcd",
+        "io",
+        "plotting",
+        "sklearn",
+        "serialization",
+        "correctionlib",
+        "closed_forms",
+        "testing",
+    ),
+    ("transforms", "metrics"),
+    (
+        "_validation",
+        "_schema",
+        "exceptions",
+        "_atomic",
+        "_awkward",
+        "_deprecation",
+        "_extras",
+        "_interrupt",
+        "_jit",
+        "_lock",
+        "_records",
+        "_version",
+    ),
+)
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING"
+
+
+def imported(name: str, path: Path) -> set[str]:
+    """The package's modules that ``name`` (its file ``path``) imports, anywhere in it."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _type_checking(child):
+                for other in child.orelse:
+                    visit_one(other)
+                continue
+            visit_one(child)
+
+    def visit_one(node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            module = ".".join([*base, node.module or ""]) if node.level else node.module or ""
+            module = module.rstrip(".")
+            for alias in node.names:
+                found.add(
+                    f"{module}.{alias.name}" if f"{module}.{alias.name}" in MODULES else module
+                )
+        visit(node)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return {m for m in found if m in MODULES and m != name}
+
+
+GRAPH = {name: imported(name, path) for name, path in MODULES.items()}
+
+
+def layer(module: str) -> int:
+    """The index in :data:`LAYERS` of ``module``'s layer."""
+    top = module.split(".")[1] if "." in module else ""
+    return next(i for i, names in enumerate(LAYERS) if top in names)
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return found
+
+
+def test_a_cycle_is_found() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_imports_inside_functions_count(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from rosenblatt import studies\n"
+        "def f():\n    from rosenblatt.transforms import irgi\n"
+    )
+    assert imported("rosenblatt.m", source) == {"rosenblatt.transforms.irgi"}
+
+
+def test_no_import_cycle() -> None:
+    assert cycles(GRAPH) == []
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in MODULES:
+        assert layer(module) >= 0, module
+
+
+def test_imports_point_down_the_layers() -> None:
+    upward = sorted(
+        f"{module} -> {other}"
+        for module, others in GRAPH.items()
+        for other in others
+        if layer(other) < layer(module)
+    )
+    assert upward == []
