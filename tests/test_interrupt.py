@@ -113,6 +113,15 @@ def command_line(pid: int) -> str:
         return ""
 
 
+#: runs the command given after it with SIGINT by its default action, as a terminal's command
+#: has it: a test run started in the background of a shell (``pytest &``) ignores SIGINT, and
+#: an ignored signal stays ignored in every child, which the command under test must not inherit
+SIGINT_AS_IN_A_TERMINAL = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 def interrupt_when_working(
     command: list[str], workers: str, written: Path
 ) -> tuple[int, str, list[str]]:
@@ -124,7 +133,7 @@ def interrupt_when_working(
     processes of the session still there 10 s after the command ended.
     """
     process = subprocess.Popen(
-        command,
+        [sys.executable, "-c", SIGINT_AS_IN_A_TERMINAL, *command],
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
