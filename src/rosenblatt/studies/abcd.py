@@ -27,18 +27,17 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from rosenblatt._atomic import write_text
 from rosenblatt.studies._common import Steps
 from rosenblatt.studies.abcd_config import AbcdConfig
-from rosenblatt.studies.abcd_preflight import Preflight, SkippedFile
+from rosenblatt.studies.abcd_preflight import Preflight
+from rosenblatt.studies.abcd_report import PassOutput
 
 if TYPE_CHECKING:
-    from hist import Hist
-
     from rosenblatt.processors.analysis import Variant
     from rosenblatt.studies.abcd_estimate import CutChoice
     from rosenblatt.studies.abcd_report import AbcdSummary
@@ -50,38 +49,6 @@ log = logging.getLogger("rosenblatt.abcd")
 
 #: the steps of the study, in order
 STEPS = ("generate", "score", "fit", "bootstrap", "analyse", "close", "report")
-
-
-class PassOutput(TypedDict, total=False):
-    """The merged output of a pass of the study's processor over datasets.
-
-    Attributes
-    ----------
-    abcd, plane : dict
-        Per variant, its ABCD histogram and its ``(x, score)`` plane, over
-        ``dataset``, ``x``, ``y`` and ``process``.
-    replicas : dict
-        Per bootstrap replica of a transform (``<variant>#<k>``), its ABCD histogram.
-    cutflow : dict
-        Per dataset, the events through each step.
-    skim : list of str
-        The skim files written.
-    entries : dict
-        Per file read, its events.
-    skipped : dict
-        The files left out as unreadable.
-    unreadable : dict
-        Per file, the ``(start, stop, reason)`` of each chunk that could not be read.
-    """
-
-    abcd: dict[str, Hist]
-    plane: dict[str, Hist]
-    replicas: dict[str, Hist]
-    cutflow: dict[str, dict[str, int]]
-    skim: list[str]
-    entries: dict[str, int]
-    skipped: dict[str, SkippedFile]
-    unreadable: dict[str, list[tuple[int, int, str]]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from hist import Hist
 
     from rosenblatt.processors.quantities import Quantity
-    from rosenblatt.studies.abcd import PassOutput
     from rosenblatt.studies.abcd_config import AbcdConfig
     from rosenblatt.studies.abcd_estimate import CutChoice, EstimateJson
     from rosenblatt.studies.abcd_preflight import Preflight, SkippedFile
@@ -30,11 +29,45 @@ __all__ = [
     "CutflowJson",
     "DatasetJson",
     "LikelihoodJson",
+    "PassOutput",
     "closure_summary",
     "write_likelihoods",
     "write_outputs",
     "write_root_histograms",
 ]
+
+
+class PassOutput(TypedDict, total=False):
+    """The merged output of a pass of the study's processor over datasets.
+
+    Attributes
+    ----------
+    abcd, plane : dict
+        Per variant, its ABCD histogram and its ``(x, score)`` plane, over
+        ``dataset``, ``x``, ``y`` and ``process``.
+    replicas : dict
+        Per bootstrap replica of a transform (``<variant>#<k>``), its ABCD histogram.
+    cutflow : dict
+        Per dataset, the events through each step.
+    skim : list of str
+        The skim files written.
+    entries : dict
+        Per file read, its events.
+    skipped : dict
+        The files left out as unreadable.
+    unreadable : dict
+        Per file, the ``(start, stop, reason)`` of each chunk that could not be read.
+    """
+
+    abcd: dict[str, Hist]
+    plane: dict[str, Hist]
+    replicas: dict[str, Hist]
+    cutflow: dict[str, dict[str, int]]
+    skim: list[str]
+    entries: dict[str, int]
+    skipped: dict[str, SkippedFile]
+    unreadable: dict[str, list[tuple[int, int, str]]]
+
 
 #: the numbers of one variant's closure over the cut grid, as ``summary.json`` holds them
 ClosureNumbers = TypedDict(
