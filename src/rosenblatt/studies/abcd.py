@@ -35,12 +35,12 @@ from rosenblatt._atomic import write_text
 from rosenblatt.studies._common import Steps
 from rosenblatt.studies.abcd_config import AbcdConfig
 from rosenblatt.studies.abcd_preflight import Preflight
-from rosenblatt.studies.abcd_report import PassOutput
+from rosenblatt.studies.abcd_summary import PassOutput
 
 if TYPE_CHECKING:
     from rosenblatt.processors.analysis import Variant
     from rosenblatt.studies.abcd_estimate import CutChoice
-    from rosenblatt.studies.abcd_report import AbcdSummary
+    from rosenblatt.studies.abcd_summary import AbcdSummary
     from rosenblatt.transforms import ConditionalCDFTransform, TransformEnsemble
 
 __all__ = ["STEPS", "Ensembles", "FittedTransforms", "PassOutput", "run"]

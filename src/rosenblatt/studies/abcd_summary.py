@@ -1,0 +1,146 @@
+"""The ABCD analysis study's data: a pass's merged output and ``summary.json``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from hist import Hist
+
+    from rosenblatt.studies.abcd_estimate import EstimateJson
+    from rosenblatt.studies.abcd_preflight import SkippedFile
+
+__all__ = [
+    "AbcdSummary",
+    "AbcdSummaryCore",
+    "ClosureJson",
+    "ClosureNumbers",
+    "CutflowJson",
+    "DatasetJson",
+    "LikelihoodJson",
+    "PassOutput",
+]
+
+
+class PassOutput(TypedDict, total=False):
+    """The merged output of a pass of the study's processor over datasets.
+
+    Attributes
+    ----------
+    abcd, plane : dict
+        Per variant, its ABCD histogram and its ``(x, score)`` plane, over
+        ``dataset``, ``x``, ``y`` and ``process``.
+    replicas : dict
+        Per bootstrap replica of a transform (``<variant>#<k>``), its ABCD histogram.
+    cutflow : dict
+        Per dataset, the events through each step.
+    skim : list of str
+        The skim files written.
+    entries : dict
+        Per file read, its events.
+    skipped : dict
+        The files left out as unreadable.
+    unreadable : dict
+        Per file, the ``(start, stop, reason)`` of each chunk that could not be read.
+    """
+
+    abcd: dict[str, Hist]
+    plane: dict[str, Hist]
+    replicas: dict[str, Hist]
+    cutflow: dict[str, dict[str, int]]
+    skim: list[str]
+    entries: dict[str, int]
+    skipped: dict[str, SkippedFile]
+    unreadable: dict[str, list[tuple[int, int, str]]]
+
+
+#: the numbers of one variant's closure over the cut grid, as ``summary.json`` holds them
+ClosureNumbers = TypedDict(
+    "ClosureNumbers",
+    {
+        "best": dict[str, float] | None,
+        "frac_eta_below_1e-2": float,
+        "frac_eta_below_1e-3": float,
+        "pull_mean": float | None,
+        "pull_std": float | None,
+        "valid_cuts": int,
+    },
+)
+
+
+class ClosureJson(ClosureNumbers):
+    """One variant's closure over the cut grid, as ``closure.json`` holds it.
+
+    The numbers of :data:`ClosureNumbers` with the grid and ``eta`` over it
+    (``NaN`` where a cut leaves a region empty).
+    """
+
+    x0: list[float]
+    y0: list[float]
+    eta: list[list[float]]
+    eta_error: list[list[float]]
+
+
+class LikelihoodJson(TypedDict, total=False):
+    """One variant's ABCD likelihood at its cut (the ``likelihood`` of ``summary.json``).
+
+    With data, the cut and workspace of the estimate; without, the cut of
+    smallest ``|eta_A|`` with the expected results of :func:`write_likelihoods`,
+    or a ``likelihood_note`` saying why there are none.
+    """
+
+    x0: float
+    y0: float
+    significance: float
+    upper_limit: float
+    nonclosure: float
+    workspace: str
+    likelihood_note: str
+
+
+class CutflowJson(TypedDict):
+    """The events through each step per dataset, and what was left out (``cutflow.json``)."""
+
+    fileset: dict[str, dict[str, int]]
+    defining: dict[str, dict[str, int]]
+    skipped_files: dict[str, SkippedFile]
+    unreadable_chunks: dict[str, list[tuple[int, int, str]]]
+
+
+class DatasetJson(TypedDict):
+    """One dataset of the run: its role, files, events and normalisation."""
+
+    role: str
+    files: list[str]
+    events: int
+    xsec: float | None
+    sum_weights: float | None
+    scale: float
+
+
+class AbcdSummaryCore(TypedDict):
+    """The keys of the ABCD study's ``summary.json`` that every run writes."""
+
+    study: str
+    name: str
+    configuration: str
+    histograms: list[str]
+    transforms: dict[str, str]
+    closure: dict[str, ClosureNumbers]
+    ensembles: dict[str, str]
+    likelihood: dict[str, LikelihoodJson]
+    cutflow: CutflowJson
+    timings: dict[str, float]
+
+
+class AbcdSummary(AbcdSummaryCore, total=False):
+    """The ABCD study's ``summary.json``.
+
+    ``datasets``, ``lumi`` and ``schema`` come with the checks of the files;
+    ``estimate`` with data.
+    """
+
+    datasets: dict[str, DatasetJson]
+    lumi: float | None
+    schema: str
+    estimate: dict[str, EstimateJson]
