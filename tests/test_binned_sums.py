@@ -77,3 +77,30 @@ def test_compiled_and_numpy_sums_are_identical(
     for a, b in zip(compiled, plain, strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(flow_index(x_axis, x[:3]), len(x_axis.edges))
+
+
+@pytest.mark.parametrize(
+    "edges",
+    [
+        np.linspace(2200.0, 3800.0, 41),  # equally spaced within rounding
+        np.linspace(0.05, 0.95, 40) * (1.0 + 1e-12 * np.sin(np.arange(40))),  # nearly so
+        np.array([0.0, 0.1, 0.15, 0.7, 3.0]),  # any edges
+    ],
+)
+def test_flow_index_is_boost_histograms_index(edges: np.ndarray) -> None:
+    import boost_histogram as bh
+
+    rng = np.random.default_rng(5)
+    width = edges[-1] - edges[0]
+    values = np.concatenate(
+        [
+            rng.uniform(edges[0] - width, edges[-1] + width, 100_000),
+            edges,
+            np.nextafter(edges, -np.inf),
+            np.nextafter(edges, np.inf),
+            [np.inf, -np.inf, np.nan, 1e300, -1e300],
+        ]
+    )
+    for axis in (bh.axis.Variable(edges), bh.axis.Regular(len(edges) - 1, edges[0], edges[-1])):
+        expected = axis.index(values) + 1
+        np.testing.assert_array_equal(flow_index(axis, values), expected)

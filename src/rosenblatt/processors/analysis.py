@@ -171,21 +171,23 @@ def fill_variants(
         for name in ("abcd", "plane", "replicas")
         for h in list(output.get(name, {}).values())[:1]
     }
+    groups = _process_groups(process)
     for variant in variants:
         values = scores[variant.score]
         if variant.transform is not None:
             values = np.asarray(variant.transform.transform(x, values), dtype=np.float64)
-        keep: NDArray[np.bool_] | None = None
         box = None if blind is None else blind.get(variant.name)
-        if box is not None:
-            keep = ~((process == DATA) & (x >= box[0]) & (values >= box[1]))
+        keep = None if box is None else ~((process == DATA) & (x >= box[0]) & (values >= box[1]))
         for name in ("abcd", "plane") if variant.replica_of is None else ("replicas",):
             h = output[name][variant.name]
             if keep is None:
-                add_values_to_histogram(h, dataset, x_bins[name], values, process, weight)
+                _add_groups(h, dataset, groups, x_bins[name], values, weight)
             else:
-                add_values_to_histogram(
-                    h, dataset, x_bins[name][keep], values[keep], process[keep], weight[keep]
+                _add_groups(
+                    h,
+                    dataset,
+                    _process_groups(process[keep]),
+                    *_pick(keep, x_bins[name], values, weight),
                 )
 
 
@@ -207,15 +209,23 @@ def add_values_to_histogram(
     the histogram's view, without per-event work on the two category axes,
     which are constant over a chunk.
     """
+    _add_groups(h, dataset, _process_groups(process), x_bin, y, weight)
+
+
+def _add_groups(
+    h: hist.Hist,
+    dataset: str,
+    groups: list[tuple[int, NDArray[np.bool_] | None]],
+    x_bin: NDArray[np.intp],
+    y: NDArray[np.float64],
+    weight: NDArray[np.float64],
+) -> None:
+    """:func:`add_values_to_histogram` with the events' process groups already found."""
     shape = (len(h.axes["x"]) + 2, len(h.axes["y"]) + 2)
-    for label, mine in _process_groups(process):
+    for label, mine in groups:
         x_mine, y_mine, weight_mine = _pick(mine, x_bin, y, weight)
-        _add_sums(
-            h,
-            dataset,
-            label,
-            binned_sums(x_mine, flow_index(h.axes["y"], y_mine), weight_mine, shape),
-        )
+        sums = binned_sums(x_mine, flow_index(h.axes["y"], y_mine), weight_mine, shape)
+        _add_sums(h, dataset, label, sums)
 
 
 def _process_groups(process: NDArray[np.int64]) -> list[tuple[int, NDArray[np.bool_] | None]]:

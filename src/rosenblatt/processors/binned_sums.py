@@ -51,22 +51,46 @@ except ImportError:  # pragma: no cover - numpy path used instead
 #: the axis kinds: boost-histogram's arithmetic, equally spaced edges, any edges (a table)
 REGULAR, UNIFORM, VARIABLE = 0, 1, 2
 
+#: within this distance from an edge, in bins, the arithmetic bin is checked exactly
+ROUNDING = 1e-9
+
+
+@_inline
+def _near_edge(
+    value: float, low: float, scale: float, n: int, tolerance: float
+) -> tuple[int, bool]:
+    """The flow-bin index from arithmetic alone, and whether the value lies within rounding of an edge.
+
+    ``(value - low) * scale`` is clamped between ``-0.5`` and ``n - 0.5``
+    (``n`` edges), so under- and overflow come out without a branch: values
+    below, inside and above the edges are interleaved in real data, and a
+    branch on which one it is would be mispredicted at random. A clamped value
+    lies half a bin from any edge.
+    """
+    u = min(max((value - low) * scale, -0.5), n - 0.5)
+    i = int(u + 1.0)
+    fraction = u - (i - 1)
+    return i, fraction < tolerance or fraction > 1.0 - tolerance
+
 
 @_inline
 def _regular_bin(
-    value: float, edges: NDArray[np.float64], table: NDArray[np.intp], low: float, scale: float
+    value: float,
+    edges: NDArray[np.float64],
+    table: NDArray[np.intp],
+    low: float,
+    scale: float,
+    tolerance: float,
 ) -> int:
     """Flow-bin index on a regular axis, as boost-histogram computes it (``scale = bins / width``)."""
     n = len(edges)
-    # floor((value - low) / width * bins); the product with bins / width gives it
-    # unless the value lies within rounding of a bin edge
-    t = (value - low) * scale
-    if 0.0 < t < n - 1:
-        fraction = t - int(t)
-        if 1e-9 < fraction < 1.0 - 1e-9:
-            return int(t) + 1
     if np.isnan(value):
         return n
+    # floor((value - low) / width * bins); the product with bins / width gives it
+    # unless the value lies within rounding of a bin edge
+    i, near = _near_edge(value, low, scale, n, tolerance)
+    if not near:
+        return i
     z = (value - low) / (edges[n - 1] - low)
     if z < 1.0:
         return int(z * (n - 1)) + 1 if z >= 0.0 else 0
@@ -75,23 +99,34 @@ def _regular_bin(
 
 @_inline
 def _uniform_bin(
-    value: float, edges: NDArray[np.float64], table: NDArray[np.intp], low: float, scale: float
+    value: float,
+    edges: NDArray[np.float64],
+    table: NDArray[np.intp],
+    low: float,
+    scale: float,
+    tolerance: float,
 ) -> int:
-    """Flow-bin index on equally spaced edges: arithmetic, then the exact count of edges <= value."""
+    """Flow-bin index on equally spaced edges: arithmetic, then near an edge the exact count of edges <= value."""
     n = len(edges)
     if np.isnan(value):
         return n
-    i = min(int(min(max((value - low) * scale, -1.0), n) + 1.0), n)
-    while i > 0 and edges[i - 1] > value:
-        i -= 1
-    while i < n and edges[i] <= value:
-        i += 1
+    i, near = _near_edge(value, low, scale, n, tolerance)
+    if near:
+        while i > 0 and edges[i - 1] > value:
+            i -= 1
+        while i < n and edges[i] <= value:
+            i += 1
     return i
 
 
 @_inline
 def _variable_bin(
-    value: float, edges: NDArray[np.float64], table: NDArray[np.intp], low: float, scale: float
+    value: float,
+    edges: NDArray[np.float64],
+    table: NDArray[np.intp],
+    low: float,
+    scale: float,
+    tolerance: float,
 ) -> int:
     """Flow-bin index on any edges: a lookup ``table`` over equal cells, then a step or two."""
     n = len(edges)
@@ -114,18 +149,19 @@ def _bins_loop(
     table: NDArray[np.intp],
     low: float,
     scale: float,
+    tolerance: float,
     out: NDArray[np.intp],
 ) -> None:
     # one loop per kind, each with its bin function inlined: no branch on the kind per event
     if kind == REGULAR:
         for k in range(len(values)):
-            out[k] = _regular_bin(values[k], edges, table, low, scale)
+            out[k] = _regular_bin(values[k], edges, table, low, scale, tolerance)
     elif kind == UNIFORM:
         for k in range(len(values)):
-            out[k] = _uniform_bin(values[k], edges, table, low, scale)
+            out[k] = _uniform_bin(values[k], edges, table, low, scale, tolerance)
     else:
         for k in range(len(values)):
-            out[k] = _variable_bin(values[k], edges, table, low, scale)
+            out[k] = _variable_bin(values[k], edges, table, low, scale, tolerance)
 
 
 @_helper
@@ -153,13 +189,18 @@ def _regular(axis: Any) -> bool:
 
 
 class AxisBins(NamedTuple):
-    """How the compiled loops find bins along one axis: its kind, edges, table and constants."""
+    """How the compiled loops find bins along one axis: its kind, edges, table and constants.
+
+    ``tolerance`` is the distance from an edge, in bins, within which the
+    arithmetic bin of a regular or equally spaced axis is checked exactly.
+    """
 
     kind: int
     edges: NDArray[np.float64]
     table: NDArray[np.intp]
     low: float
     scale: float
+    tolerance: float = 0.0
 
 
 def axis_bins(axis: Any) -> AxisBins:
@@ -167,11 +208,14 @@ def axis_bins(axis: Any) -> AxisBins:
     edges = np.ascontiguousarray(axis.edges, dtype=np.float64)
     low, width = float(edges[0]), float(edges[-1] - edges[0])
     no_table = np.zeros(1, dtype=np.intp)
+    scale = (len(edges) - 1) / width
     if _regular(axis):
-        return AxisBins(REGULAR, edges, no_table, low, (len(edges) - 1) / width)
+        return AxisBins(REGULAR, edges, no_table, low, scale, ROUNDING)
     spacing = np.diff(edges)
     if np.allclose(spacing, spacing[0], rtol=1e-9, atol=0.0):
-        return AxisBins(UNIFORM, edges, no_table, low, (len(edges) - 1) / width)
+        # how far, in bins, the edges lie from those of the arithmetic
+        offset = float(np.max(np.abs((edges - low) * scale - np.arange(len(edges)))))
+        return AxisBins(UNIFORM, edges, no_table, low, scale, ROUNDING + 2.0 * offset)
     table = _lookup(edges)
     return AxisBins(VARIABLE, edges, table, low, (len(table) - 1) / width)
 

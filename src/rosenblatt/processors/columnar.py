@@ -114,7 +114,7 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
             if not self.skip_bad_chunks:
                 raise QuantityError(f"{filename} (dataset {dataset}): {err}") from None
             return unreadable_chunk(dataset, filename, start, stop, err)
-        x, scores, weight, selected, present, entry = columns
+        x, scores, weight, selected, present = columns
         n_read = len(x)
         usable = selected & present
         inside = usable.copy()
@@ -155,7 +155,7 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
                     {k: v[usable] for k, v in scores.items()},
                     process[usable],
                     weight[usable],
-                    entry[usable],
+                    start + np.flatnonzero(usable),
                 )
             ]
         return output
@@ -168,11 +168,9 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
         NDArray[np.float64],
         NDArray[np.bool_],
         NDArray[np.bool_],
-        NDArray[np.int64],
     ]:
-        """``x``, the scores, the weight, selected, present and entry of every event."""
+        """``x``, the scores, the weight, selected and present of every event."""
         n = len(events)
-        entry = start + np.arange(n, dtype=np.int64)
         selected = np.ones(n, dtype=bool)
         applies = self.selected_datasets is None or dataset in self.selected_datasets
         if self.selection is not None and applies:
@@ -190,15 +188,16 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
             present &= ok
         if self.scales is not None:
             weight = weight * self.scales.get(dataset, 1.0)
-        used = selected & present
         for what, values in (("x", x), *scores.items(), ("weight", weight)):
-            bad = used & ~np.isfinite(values)
+            if np.isfinite(values).all():
+                continue
+            bad = selected & present & ~np.isfinite(values)
             if bad.any():
                 raise QuantityError(
                     f"{what}: {int(bad.sum())} NaN or infinite value(s) "
-                    f"(first at entry {int(entry[bad][0])})"
+                    f"(first at entry {start + int(np.flatnonzero(bad)[0])})"
                 )
-        return x, scores, weight, selected, present, entry
+        return x, scores, weight, selected, present
 
     def postprocess(self, accumulator: dict[str, Any]) -> dict[str, Any]:
         """Return the merged accumulator unchanged."""

@@ -31,11 +31,13 @@ __all__ = ["column_grid_evaluate", "count_le_indexed", "gauss_expansion", "group
 
 @_helper
 def _cell(value: float, lo: float, scale: float, n_cells: int) -> int:
-    """Cell of ``value`` among ``n_cells`` equal cells from ``lo`` (clamped; monotone in ``value``)."""
-    u = (value - lo) * scale
-    if u > 0.0:
-        return int(u) if u < n_cells else n_cells
-    return 0
+    """Cell of ``value`` among ``n_cells`` equal cells from ``lo`` (clamped; monotone in ``value``).
+
+    Written as selects, not branches: the queries come in random order, and a
+    branch on which side of the range a value falls would be mispredicted.
+    """
+    u = max(0.0, (value - lo) * scale)  # NaN: 0
+    return int(min(u, float(n_cells)))
 
 
 @_helper
@@ -48,6 +50,27 @@ def _count_le_between(row: NDArray[Any], start: int, low: int, high: int, value:
         else:
             high = middle
     return low
+
+
+@_helper
+def _count_le_near(row: NDArray[Any], start: int, low: int, high: int, value: float) -> int:
+    """:func:`_count_le_between` in two branch-free steps when ``high - low`` is at most 3.
+
+    A cell index leaves a query a few candidates, a different number for each
+    query; a search whose loop ends after a varying number of steps is then
+    mispredicted at random. Two steps of a fixed search (by 2, then by 1)
+    settle up to three candidates; wider ranges are rare and searched as before.
+    """
+    if high - low > 3:
+        searched: int = _count_le_between(row, start, low, high, value)
+        return searched
+    count = low
+    for step in (2, 1):
+        j = count + step
+        # row[start + j - 1] read only where it is a candidate; elsewhere a harmless entry
+        ok = (j <= high) & (row[start + max(min(j, high) - 1, 0)] <= value)
+        count = j if ok else count
+    return count
 
 
 def count_le_indexed(
@@ -92,20 +115,19 @@ def group_by_key(
 def _interpolate(grid: NDArray[np.float64], start: int, n_edge: int, count: int, y: float) -> float:
     """The column's piecewise-linear CDF at ``y``, given the number of its edges <= ``y``.
 
-    ``grid[start + j]`` holds the column's ``j``-th edge and its CDF value.
+    ``grid[start + j]`` holds the column's ``j``-th edge and its CDF value. The
+    CDF is 0 below the first edge and 1 at and above the last; those cases are
+    selected after the interpolation, which is computed for every query.
     """
-    if count == 0:
-        return 0.0
-    if count == n_edge:
-        return 1.0
-    lower = start + count - 1
+    lower = start + min(max(count - 1, 0), n_edge - 2)
     e0 = grid[lower, 0]
     width = grid[lower + 1, 0] - e0
     frac = (y - e0) / width if width > 0 else 0.0
     frac = min(max(frac, 0.0), 1.0)
     c0 = grid[lower, 1]
     value: float = c0 + (grid[lower + 1, 1] - c0) * frac
-    return value
+    value = 0.0 if count == 0 else value
+    return 1.0 if count == n_edge else value
 
 
 def column_grid_evaluate(
@@ -130,7 +152,7 @@ def column_grid_evaluate(
     for i in prange(len(x)):
         xi = x[i]
         k = _cell(xi, x_lo, x_scale, x_cells)
-        column = _count_le_between(centres, 0, np.intp(x_table[k]), np.intp(x_table[k + 1]), xi) - 1
+        column = _count_le_near(centres, 0, np.intp(x_table[k]), np.intp(x_table[k + 1]), xi) - 1
         column = min(max(column, 0), n_col - 2)
         left = centres[column]
         t = (xi - left) / (centres[column + 1] - left)
@@ -139,10 +161,10 @@ def column_grid_evaluate(
         k = _cell(yi, y_lo, y_scale, y_cells)
         start0 = column * n_edge
         start1 = start0 + n_edge
-        count0 = _count_le_between(
+        count0 = _count_le_near(
             edges, start0, np.intp(y_table[column, k]), np.intp(y_table[column, k + 1]), yi
         )
-        count1 = _count_le_between(
+        count1 = _count_le_near(
             edges, start1, np.intp(y_table[column + 1, k]), np.intp(y_table[column + 1, k + 1]), yi
         )
         g0 = _interpolate(grid, start0, n_edge, count0, yi)
