@@ -277,6 +277,11 @@ def test_configuration_errors_name_the_key(event_files: dict[str, Path], tmp_pat
     with pytest.raises(ValueError, match=r"statistics: unknown key"):
         AbcdConfig.parse({**good, "statistics": {"replicas": 10}})
     assert AbcdConfig.parse({**good, "statistics": {"n_boot": 0, "seed": 4}}).statistics.n_boot == 0
+    # chunks: given, or left to the file layout (none)
+    assert AbcdConfig.parse({**good, "executor": {"kind": "iterative"}}).executor.chunksize is None
+    assert AbcdConfig.parse({**good, "executor": {"chunksize": None}}).executor.chunksize is None
+    with pytest.raises(ValueError, match=r"executor\.chunksize"):
+        AbcdConfig.parse({**good, "executor": {"chunksize": 0}})
 
 
 def test_the_summary_keeps_its_keys(iterative_run: Path) -> None:

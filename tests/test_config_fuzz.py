@@ -202,6 +202,20 @@ def _write_nanoaod(path: Path, rng: np.random.Generator, n: int) -> None:
     writer.close()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def own_working_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Run the cases in a folder of their own.
+
+    The shipped configurations keep their events in folders relative to the
+    working folder (``data/lhco-paper``): a run of one of them on this machine
+    holds that folder's lock, which a case started from the same folder would
+    wait for.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path_factory.mktemp("working-folder"))
+        yield
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Files:
     """Small ntuples, NanoAOD files, a saved transform and a user's function."""

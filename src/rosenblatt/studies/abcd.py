@@ -33,7 +33,7 @@ import numpy as np
 
 from rosenblatt._atomic import write_text
 from rosenblatt.studies._common import Steps
-from rosenblatt.studies.abcd_config import AbcdConfig
+from rosenblatt.studies.abcd_config import COLUMNAR_CHUNKSIZE, PARTICLE_CHUNKSIZE, AbcdConfig
 from rosenblatt.studies.abcd_preflight import Preflight
 from rosenblatt.studies.abcd_summary import PassOutput
 
@@ -299,7 +299,7 @@ class _Passes:
             files,
             analysis,
             self.pool,
-            chunksize=cfg.executor.chunksize,
+            chunksize=cfg.executor.chunksize or PARTICLE_CHUNKSIZE,
             skip_bad_files=cfg.skip_bad_files,
         )
         # the keys of PassOutput, as the processor's accumulator holds them
@@ -343,7 +343,7 @@ class _Passes:
             self.pool,
             schema=self.checked.schema,
             entries=self.checked.entries,
-            chunksize=cfg.executor.chunksize,
+            chunksize=cfg.executor.chunksize or COLUMNAR_CHUNKSIZE,
             skip_bad_files=cfg.skip_bad_files,
         )
         # the keys of PassOutput, as the processor's accumulator holds them

@@ -150,6 +150,18 @@ def _workers(value: Any, source: str, key: str) -> int:
     return _count(value, source, key, 1, MAX_WORKERS)
 
 
+#: events per chunk where ``executor.chunksize`` is not given: particle-level files are
+#: clustered event by event, flat ntuples and NanoAOD are read column by column, and a
+#: chunk of those costs coffea some milliseconds of its own whatever its size
+PARTICLE_CHUNKSIZE = 10_000
+COLUMNAR_CHUNKSIZE = 200_000
+
+
+def _chunksize(value: Any, source: str, key: str) -> int | None:
+    """``executor.chunksize``: a count of events, or none for the default of the file layout."""
+    return None if value is None else _count(value, source, key)
+
+
 @config_dataclass
 class ExecutorConfig:
     """Where the processors run: ``kind``, ``workers``, ``scheduler`` and ``chunksize``."""
@@ -173,7 +185,14 @@ class ExecutorConfig:
         check=as_written,
         type="text or null",
     )
-    chunksize: int = option(default=10_000, doc="events per chunk of the processors", check=_count)
+    chunksize: int | None = option(
+        default=None,
+        doc="events per chunk of the processors",
+        check=_chunksize,
+        type="integer >= 1 or null",
+        default_doc=f"{PARTICLE_CHUNKSIZE:,} for particle-level files, "
+        f"{COLUMNAR_CHUNKSIZE:,} for flat ntuples and NanoAOD",
+    )
 
     @classmethod
     def parse(cls, value: Any, source: str) -> ExecutorConfig:
