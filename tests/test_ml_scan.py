@@ -223,3 +223,34 @@ def test_parallel_workers_give_the_in_process_models(samples, tmp_path) -> None:
 def test_unknown_sample_roles_are_named(samples, tmp_path) -> None:
     with pytest.raises(KeyError, match="validation sample 'val' is not among"):
         run_scan(samples, tmp_path, validation="val", seeds=[0], alphas=[], options=FAST)
+
+
+def test_the_progress_bar_counts_each_model_as_it_ends(monkeypatch) -> None:
+    """In a pool, a model that ends early is counted then, not when the slowest one ends."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rosenblatt.ml import scan
+
+    slow_may_end = threading.Event()
+
+    def train(spec, *args):
+        if spec.seed == 0:  # the slow one
+            assert slow_may_end.wait(timeout=20), "the fast model was never counted"
+        return {"name": spec.name}
+
+    class Bar:
+        def __init__(self) -> None:
+            self.n = 0
+
+        def update(self) -> None:
+            self.n += 1
+            slow_may_end.set()  # the fast model is counted while the slow one still runs
+
+    monkeypatch.setattr(scan, "_train_in_worker", train)
+    specs = [ModelSpec("cnn", 0), ModelSpec("cnn", 1)]
+    bar = Bar()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = scan._collect(pool, specs, [], "", ("train", "validation", FAST, None), bar)
+    assert sorted(results) == ["baseline_s0", "baseline_s1"]
+    assert bar.n == 2

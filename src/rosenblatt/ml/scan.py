@@ -26,7 +26,7 @@ import math
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -617,7 +617,7 @@ def _collect(
         }
     remaining = set(futures)
     while remaining:
-        done, remaining = wait(remaining, return_when=FIRST_EXCEPTION)
+        done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
         for future in done:
             error = future.exception()
             if error is not None:

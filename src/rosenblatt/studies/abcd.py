@@ -365,7 +365,10 @@ def _generate(cfg: AbcdConfig) -> None:
     for entry in cfg.generate:
         path = Path(entry.output)
         path.parent.mkdir(parents=True, exist_ok=True)
-        log.info("generating %s events into %s (kept for later runs)", entry.process, path)
+        if path.exists():
+            log.info("found %s: kept if it holds these %s events", path, entry.process)
+        else:
+            log.info("generating %s events into %s (kept for later runs)", entry.process, path)
         workers = cfg.executor.workers if entry.workers is None else entry.workers
         if entry.file_format != "particles":
             from rosenblatt.hep.analysis_files import generate_analysis_file

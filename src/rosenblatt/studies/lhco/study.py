@@ -97,7 +97,12 @@ def generate_events(cfg: LhcoConfig) -> dict[str, Path]:
     for offset, (process, cls) in enumerate((("qcd", "background"), ("wprime", "signal"))):
         path = cfg.data.folder / f"{process}.root"
         n_events = int(np.ceil(cfg.needed(cls) * (1 + cfg.data.margin)))
-        log.info("generating %d %s events into %s (cached for later runs)", n_events, process, path)
+        if path.exists():
+            log.info("found %s: kept if it holds these %d %s events", path, n_events, process)
+        else:
+            log.info(
+                "generating %d %s events into %s (kept for later runs)", n_events, process, path
+            )
         summary = generate_file(
             path,
             process,
