@@ -137,3 +137,20 @@ def test_a_path_that_is_no_file_says_what_it_is(tmp_path: Path, kind: str) -> No
     what = {"folder": "is a folder", "device": "not a regular file", "missing": "no such file"}
     with pytest.raises(OSError, match=f"^{path}: {what[kind]}"):
         load_config(path)
+
+
+def test_summaries_name_a_configuration_the_same_on_every_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rosenblatt.studies.config import config_label
+
+    work = tmp_path / "work"
+    (work / "configs").mkdir(parents=True)
+    mine = work / "configs" / "mine.yaml"
+    mine.write_text("study: blobs\n", encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere.yaml"
+    elsewhere.write_text("study: blobs\n", encoding="utf-8")
+    monkeypatch.chdir(work)
+    assert config_label(find_config("lhco-paper")) == "rosenblatt/configs/lhco-paper.yaml"
+    assert config_label(find_config("mine")) == "configs/mine.yaml"
+    assert config_label(elsewhere) == elsewhere.resolve().as_posix()

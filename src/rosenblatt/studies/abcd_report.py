@@ -22,6 +22,7 @@ from rosenblatt.studies.abcd_summary import (
     LikelihoodJson,
     PassOutput,
 )
+from rosenblatt.studies.config import config_label
 
 if TYPE_CHECKING:
     from hist import Hist
@@ -197,7 +198,7 @@ def write_outputs(
     summary: AbcdSummary = {
         "study": "abcd",
         "name": cfg.name,
-        "configuration": cfg.source,
+        "configuration": config_label(cfg.source),
         "histograms": names,
         "transforms": routes,
         "closure": {variant: _closure_numbers(c) for variant, c in closure.items()},

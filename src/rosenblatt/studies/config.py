@@ -18,6 +18,7 @@ __all__ = [
     "MAX_BYTES",
     "MAX_VALUES",
     "config_dirs",
+    "config_label",
     "find_config",
     "known_configs",
     "load_config",
@@ -92,6 +93,21 @@ def study_configs() -> list[str]:
         if study_key.search(text):
             names.append(name)
     return names
+
+
+def config_label(path: str | Path) -> str:
+    """How a summary names the configuration file ``path``, the same on every machine.
+
+    A shipped configuration is named by its place in the package
+    (``rosenblatt/configs/lhco-paper.yaml``), a file under the current folder by
+    its path from there; any other file by its absolute path.
+    """
+    resolved = Path(path).resolve()
+    packaged = _packaged_dir()
+    for root, prefix in ((packaged, Path("rosenblatt/configs")), (Path.cwd(), Path())):
+        if root is not None and resolved.is_relative_to(root.resolve()):
+            return (prefix / resolved.relative_to(root.resolve())).as_posix()
+    return resolved.as_posix()
 
 
 def find_config(name_or_path: str | Path) -> Path:

@@ -28,6 +28,7 @@ from rosenblatt._atomic import write_text
 from rosenblatt._records import check_record, file_entries, read_record, write_record
 from rosenblatt.abcd import ClosureScan, abcd_histogram, closure_scan
 from rosenblatt.studies._common import Steps, write_summary
+from rosenblatt.studies.config import config_label
 from rosenblatt.studies.lhco.claims import paper_claims
 from rosenblatt.studies.lhco.config import CLASSES, PARTS, LhcoConfig
 from rosenblatt.studies.lhco.paper import paper_comparison
@@ -528,7 +529,7 @@ def _provenance(cfg: LhcoConfig) -> Provenance:
     configuration: dict[str, JsonValue] = {k: v for k, v in cfg.raw.items() if k != "_path"}
     return {
         "configuration": configuration,
-        "configuration_file": cfg.source,
+        "configuration_file": config_label(cfg.source),
         "rosenblatt_version": rb.__version__,
         "commit": commit,
         "uncommitted_changes": dirty,

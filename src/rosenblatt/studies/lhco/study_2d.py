@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 import rosenblatt as rb
 from rosenblatt.studies._common import Steps, write_summary
+from rosenblatt.studies.config import config_label
 from rosenblatt.studies.lhco.config_2d import Lhco2dConfig
 from rosenblatt.studies.lhco.results import Samples, TrainedModel
 from rosenblatt.studies.lhco.study import (
@@ -288,7 +289,7 @@ def run(config: dict[str, Any], folder: Path) -> Lhco2dSummary:
     summary: Lhco2dSummary = {
         "study": "lhco-2d",
         "name": cfg.name,
-        "configuration_file": cfg.source,
+        "configuration_file": config_label(cfg.source),
         "protected": list(cfg.decorrelation.protected),
         "sizes": base.sizes,
         "scan": f"scan-{base.scan_key()}",
