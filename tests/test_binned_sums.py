@@ -104,3 +104,8 @@ def test_flow_index_is_boost_histograms_index(edges: np.ndarray) -> None:
     for axis in (bh.axis.Variable(edges), bh.axis.Regular(len(edges) - 1, edges[0], edges[-1])):
         expected = axis.index(values) + 1
         np.testing.assert_array_equal(flow_index(axis, values), expected)
+        # every short length: values on an edge in the last, partial group of eight
+        edgy = np.concatenate([rng.uniform(edges[0], edges[-1], 24), edges])
+        for n in range(1, 25):
+            part = edgy[-n:]
+            np.testing.assert_array_equal(flow_index(axis, part), axis.index(part) + 1)

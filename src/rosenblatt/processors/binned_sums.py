@@ -142,6 +142,70 @@ def _variable_bin(
 
 
 @_helper
+def _arithmetic_bins(
+    values: NDArray[np.float64],
+    low: float,
+    scale: float,
+    n: int,
+    tolerance: float,
+    out: NDArray[np.intp],
+    near: NDArray[np.bool_],
+) -> int:
+    """Every value's flow-bin index from arithmetic alone, and how many lie within rounding of an edge.
+
+    Only selects, no branch: the loop runs on the processor's vector units.
+    ``(value - low) * scale`` is clamped between ``-0.5`` and ``n - 0.5``
+    (``n`` edges; NaN to the overflow), so under- and overflow need no
+    branch and lie half a bin from any edge. ``near[k]`` marks the values
+    whose index :func:`_exact_bins` settles.
+    """
+    top = n - 0.5
+    n_near = 0
+    for k in range(len(values)):
+        value = values[k]
+        u = (value - low) * scale
+        u = max(min(u, top), -0.5)
+        u = top if np.isnan(value) else u
+        i = np.intp(u + 1.0)
+        fraction = u - (i - 1)
+        close = (fraction < tolerance) | (fraction > 1.0 - tolerance)
+        near[k] = close
+        n_near += close
+        out[k] = i
+    return n_near
+
+
+@_helper
+def _exact_bins(
+    values: NDArray[np.float64],
+    kind: int,
+    edges: NDArray[np.float64],
+    table: NDArray[np.intp],
+    low: float,
+    scale: float,
+    tolerance: float,
+    out: NDArray[np.intp],
+    near: NDArray[np.bool_],
+) -> None:
+    """The exact flow-bin index of the values marked ``near`` an edge.
+
+    ``near`` is read eight flags at a time (its length is a multiple of 8):
+    the values near an edge are few, and most words of flags are zero.
+    """
+    words = near.view(np.uint64)
+    for w in range(len(words)):
+        if words[w] == 0:
+            continue
+        for k in range(8 * w, min(8 * w + 8, len(values))):
+            if not near[k]:
+                continue
+            if kind == REGULAR:
+                out[k] = _regular_bin(values[k], edges, table, low, scale, tolerance)
+            else:
+                out[k] = _uniform_bin(values[k], edges, table, low, scale, tolerance)
+
+
+@_helper
 def _bins_loop(
     values: NDArray[np.float64],
     kind: int,
@@ -152,16 +216,15 @@ def _bins_loop(
     tolerance: float,
     out: NDArray[np.intp],
 ) -> None:
-    # one loop per kind, each with its bin function inlined: no branch on the kind per event
-    if kind == REGULAR:
-        for k in range(len(values)):
-            out[k] = _regular_bin(values[k], edges, table, low, scale, tolerance)
-    elif kind == UNIFORM:
-        for k in range(len(values)):
-            out[k] = _uniform_bin(values[k], edges, table, low, scale, tolerance)
-    else:
+    if kind == VARIABLE:
         for k in range(len(values)):
             out[k] = _variable_bin(values[k], edges, table, low, scale, tolerance)
+        return
+    # arithmetic for every value, then the exact bin of the few near an edge
+    near = np.empty(-(-len(values) // 8) * 8, dtype=np.bool_)
+    near[len(values) :] = False
+    if _arithmetic_bins(values, low, scale, len(edges), tolerance, out, near):
+        _exact_bins(values, kind, edges, table, low, scale, tolerance, out, near)
 
 
 @_helper
