@@ -231,7 +231,8 @@ def _add_groups(
 def _process_groups(process: NDArray[np.int64]) -> list[tuple[int, NDArray[np.bool_] | None]]:
     """Each process label present, with the mask of its events (``None``: all of them)."""
     first = int(process[0]) if len(process) else 0
-    if not len(process) or (process == first).all():
+    # a view of one value (stride 0) holds one label without looking at every event
+    if not len(process) or process.strides[0] == 0 or (process == first).all():
         return [(first, None)]
     return [(int(label), process == label) for label in np.unique(process)]
 

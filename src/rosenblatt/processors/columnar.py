@@ -130,7 +130,8 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
                 "in ABCD": int(np.count_nonzero(inside)),
             }
         }
-        process = np.full(n_read, self.processes.get(dataset, 0), dtype=np.int64)
+        # one process per dataset: a read-only view of one value, not an array per chunk
+        process = np.broadcast_to(np.int64(self.processes.get(dataset, 0)), (n_read,))
         n_inside = output["cutflow"][dataset]["in ABCD"]
 
         def kept(values: NDArray[Any]) -> NDArray[Any]:
