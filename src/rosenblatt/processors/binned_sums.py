@@ -64,13 +64,15 @@ def _near_edge(
     ``(value - low) * scale`` is clamped between ``-0.5`` and ``n - 0.5``
     (``n`` edges), so under- and overflow come out without a branch: values
     below, inside and above the edges are interleaved in real data, and a
-    branch on which one it is would be mispredicted at random. A clamped value
-    lies half a bin from any edge.
+    branch on which one it is would be mispredicted at random. A clamped value,
+    and NaN (the overflow), lies half a bin from any edge.
     """
-    u = min(max((value - low) * scale, -0.5), n - 0.5)
-    i = int(u + 1.0)
+    top = n - 0.5
+    u = max(min((value - low) * scale, top), -0.5)
+    u = top if np.isnan(value) else u
+    i = np.intp(u + 1.0)
     fraction = u - (i - 1)
-    return i, fraction < tolerance or fraction > 1.0 - tolerance
+    return i, (fraction < tolerance) | (fraction > 1.0 - tolerance)
 
 
 @_inline
@@ -84,8 +86,6 @@ def _regular_bin(
 ) -> int:
     """Flow-bin index on a regular axis, as boost-histogram computes it (``scale = bins / width``)."""
     n = len(edges)
-    if np.isnan(value):
-        return n
     # floor((value - low) / width * bins); the product with bins / width gives it
     # unless the value lies within rounding of a bin edge
     i, near = _near_edge(value, low, scale, n, tolerance)
@@ -108,8 +108,6 @@ def _uniform_bin(
 ) -> int:
     """Flow-bin index on equally spaced edges: arithmetic, then near an edge the exact count of edges <= value."""
     n = len(edges)
-    if np.isnan(value):
-        return n
     i, near = _near_edge(value, low, scale, n, tolerance)
     if near:
         while i > 0 and edges[i - 1] > value:
@@ -151,27 +149,16 @@ def _arithmetic_bins(
     out: NDArray[np.intp],
     near: NDArray[np.bool_],
 ) -> int:
-    """Every value's flow-bin index from arithmetic alone, and how many lie within rounding of an edge.
+    """Every value's flow-bin index from arithmetic alone (:func:`_near_edge`), and how many lie within rounding of an edge.
 
     Only selects, no branch: the loop runs on the processor's vector units.
-    ``(value - low) * scale`` is clamped between ``-0.5`` and ``n - 0.5``
-    (``n`` edges; NaN to the overflow), so under- and overflow need no
-    branch and lie half a bin from any edge. ``near[k]`` marks the values
-    whose index :func:`_exact_bins` settles.
+    ``near[k]`` marks the values whose index :func:`_exact_bins` settles.
     """
-    top = n - 0.5
     n_near = 0
     for k in range(len(values)):
-        value = values[k]
-        u = (value - low) * scale
-        u = max(min(u, top), -0.5)
-        u = top if np.isnan(value) else u
-        i = np.intp(u + 1.0)
-        fraction = u - (i - 1)
-        close = (fraction < tolerance) | (fraction > 1.0 - tolerance)
+        out[k], close = _near_edge(values[k], low, scale, n, tolerance)
         near[k] = close
         n_near += close
-        out[k] = i
     return n_near
 
 
