@@ -54,3 +54,21 @@ def test_unknown_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     config.write_text("study: cifar\n")
     assert main(["run", str(config)]) == 2
     assert "unknown study 'cifar'" in capsys.readouterr().err
+
+
+def test_a_name_with_line_breaks_is_said_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file name holding a carriage return or a newline is escaped, not printed raw."""
+    config = tmp_path / "breaks.yaml"
+    config.write_text(
+        'study: abcd\ndatasets: {bkg: {files: ["0\\r", "a\\nb"], role: background}}\nscore: s\n'
+        "transforms: [{kind: irgi}]\nabcd: {x: x, x0: [1.0, 2.0], y0: [0.2, 0.5]}\n",
+        encoding="utf-8",
+    )
+    status = main(["run", str(config), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1, err
+    assert "file 0\\r does not exist" in err
+    assert not (tmp_path / "out").exists()

@@ -21,6 +21,7 @@ from rosenblatt._extras import MissingExtraError, extra_for, needs_message, requ
 from rosenblatt._interrupt import INTERRUPTED_STATUS, interrupted_message, stop_workers
 from rosenblatt._lock import FolderLockedError
 from rosenblatt._version import __version__
+from rosenblatt.commands._errors import print_error
 
 __all__ = [
     "COMMANDS",
@@ -113,12 +114,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 signal.signal(signal.SIGINT, previous)
         return INTERRUPTED_STATUS
     except FolderLockedError as err:
-        print(f"{_invocation(args)}: error: {err}", file=sys.stderr)
+        print_error(_invocation(args), err)
         return LOCKED_STATUS
     except OSError as err:
         if not is_disk_full(err):
             raise
-        print(f"{_invocation(args)}: error: {_disk_full_line(err)}", file=sys.stderr)
+        print_error(_invocation(args), _disk_full_line(err))
         return DISK_FULL_STATUS
     except ModuleNotFoundError as err:
         # a missing optional module, wherever it was imported: one line naming its extra

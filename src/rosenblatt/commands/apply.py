@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt.commands._errors import print_error
 from rosenblatt.commands.fit import add_common_arguments, quantities_from_args
 
 __all__ = ["MISSING_GAMMA", "add_parser", "main", "output_paths"]
@@ -246,7 +246,7 @@ def main(args: argparse.Namespace) -> int:
             os.replace(temporary, output)
         temporaries.clear()
     except (OSError, ValueError, TypeError) as err:
-        print(f"rosenblatt apply: error: {err}", file=sys.stderr)
+        print_error("rosenblatt apply", err)
         return 2
     finally:
         for temporary in temporaries:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
+
+from rosenblatt.commands._errors import print_error
 
 __all__ = ["add_parser", "main"]
 
@@ -97,7 +98,7 @@ def main(args: argparse.Namespace) -> int:
             **_grid_options(args),
         )
     except (OSError, ValueError, TypeError) as err:
-        print(f"rosenblatt export: error: {err}", file=sys.stderr)
+        print_error("rosenblatt export", err)
         return 2
     size = Path(args.correctionlib).stat().st_size
     print(

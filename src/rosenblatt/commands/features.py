@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rosenblatt.commands._errors import print_error
 from rosenblatt.commands._locking import add_lock_argument, holding_locks
 
 __all__ = ["EXECUTOR_CHOICES", "add_parser", "format_cutflow", "main"]
@@ -150,7 +151,7 @@ def _features(args: argparse.Namespace, output: Path, chunk_dir: Path, workers: 
     except (ValueError, FileNotFoundError, EventFileError, OSError) as err:
         if is_disk_full(err):
             raise  # said in one line by the command line, with its own status
-        print(f"rosenblatt features: error: {err}", file=sys.stderr)
+        print_error("rosenblatt features", err)
         return 2
     except KeyboardInterrupt:
         print("rosenblatt features: interrupted; no table written", file=sys.stderr)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from rosenblatt.commands._errors import print_error
 
 __all__ = [
     "TRANSFORMS",
@@ -303,7 +304,7 @@ def main(args: argparse.Namespace) -> int:
         transform.fit(x, y, weights)
         _save(transform, output)
     except (OSError, ValueError, TypeError) as err:
-        print(f"rosenblatt fit: error: {err}", file=sys.stderr)
+        print_error("rosenblatt fit", err)
         return 2
     print(_summary(args, transform, sample, quantities, weights))
     return 0

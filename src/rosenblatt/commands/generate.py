@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from rosenblatt.commands._errors import print_error
 from rosenblatt.commands._locking import add_lock_argument, holding_locks
 from rosenblatt.hep.pythia_settings import DEFAULT_CHUNK_SIZE, DEFAULT_PTHAT_MIN, PROCESS_LABELS
 
@@ -163,7 +164,7 @@ def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt generate``; return the exit status."""
     problem = _bad_combination(args)
     if problem is not None:
-        print(f"rosenblatt generate: error: {problem}", file=sys.stderr)
+        print_error("rosenblatt generate", problem)
         return 2
     with holding_locks(args, [args.output]):
         if args.file_format in _ANALYSIS_FORMATS:
@@ -191,7 +192,7 @@ def _main_particles(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
         )
     except (ValueError, TypeError, FileNotFoundError, EventFileError, RuntimeError) as err:
-        print(f"rosenblatt generate: error: {err}", file=sys.stderr)
+        print_error("rosenblatt generate", err)
         return 2
     except KeyboardInterrupt:
         print(
@@ -269,7 +270,7 @@ def _main_analysis_file(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
         )
     except (ValueError, TypeError, FileNotFoundError, EventFileError, RuntimeError) as err:
-        print(f"rosenblatt generate: error: {err}", file=sys.stderr)
+        print_error("rosenblatt generate", err)
         return 2
     except KeyboardInterrupt:
         print(

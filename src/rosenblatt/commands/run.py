@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from rosenblatt.commands._errors import print_error
 from rosenblatt.commands._locking import add_lock_argument, holding_locks
 
 __all__ = ["add_parser", "main", "written_paths"]
@@ -153,13 +153,13 @@ def main(args: argparse.Namespace) -> int:
         ):
             folder = run_study(config, args.output)
     except MemoryError:
-        print(f"rosenblatt run: error: {_out_of_memory_line(config)}", file=sys.stderr)
+        print_error("rosenblatt run", _out_of_memory_line(config))
         return 2
     except (OSError, ValueError, KeyError) as err:
         if is_disk_full(err):
             raise  # said in one line by the command line, with its own status
         reason = f"missing configuration key {err}" if isinstance(err, KeyError) else str(err)
-        print(f"rosenblatt run: error: {reason}", file=sys.stderr)
+        print_error("rosenblatt run", reason)
         return 2
     elapsed = time.perf_counter() - start
     logging.getLogger("rosenblatt").info(
