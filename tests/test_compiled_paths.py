@@ -92,3 +92,20 @@ def test_grid_kde_lookup_equals_numpy_fallback(monkeypatch: pytest.MonkeyPatch) 
     g_compiled = t.transform(xq, yq)
     monkeypatch.setenv("ROSENBLATT_NO_NUMBA", "1")
     np.testing.assert_array_equal(g_compiled, t.transform(xq, yq))
+
+
+def test_grid_lookup_equals_numpy_fallback_on_every_block_length(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lookup runs in blocks of events: partial blocks and one event give the same numbers."""
+    from rosenblatt.transforms._kernels import GRID_BLOCK
+
+    x, y = _saturated(20_000, seed=8)
+    t = rb.IRGI(4).fit(x, y)
+    xq, yq = _saturated(3 * GRID_BLOCK, seed=9)
+    lengths = (1, 2, GRID_BLOCK - 1, GRID_BLOCK, GRID_BLOCK + 1, 2 * GRID_BLOCK + 3)
+    compiled = [t.transform(xq[:n], yq[:n]) for n in lengths]
+    monkeypatch.setenv("ROSENBLATT_NO_NUMBA", "1")
+    for n, g in zip(lengths, compiled, strict=True):
+        assert g.shape == (n,)
+        np.testing.assert_array_equal(g, t.transform(xq[:n], yq[:n]), err_msg=f"{n} events")

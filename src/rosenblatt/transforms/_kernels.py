@@ -53,6 +53,21 @@ def _count_le_between(row: NDArray[Any], start: int, low: int, high: int, value:
 
 
 @_helper
+def _search_step(
+    row: NDArray[Any], start: int, low: int, high: int, value: float, step: int
+) -> int:
+    """One branch-free step of a search: ``low + step`` if that many entries are <= ``value``.
+
+    The count ``low`` of entries of ``row[start:]`` known to be <= ``value``
+    grows by ``step`` when ``low + step <= high`` and the entry it would
+    include is <= ``value``; elsewhere ``row`` is read at a harmless index.
+    """
+    j = low + step
+    ok = (j <= high) & (row[start + max(min(j, high) - 1, 0)] <= value)
+    return j if ok else low
+
+
+@_helper
 def _count_le_near(row: NDArray[Any], start: int, low: int, high: int, value: float) -> int:
     """:func:`_count_le_between` in two branch-free steps when ``high - low`` is at most 3.
 
@@ -64,13 +79,7 @@ def _count_le_near(row: NDArray[Any], start: int, low: int, high: int, value: fl
     if high - low > 3:
         searched: int = _count_le_between(row, start, low, high, value)
         return searched
-    count = low
-    for step in (2, 1):
-        j = count + step
-        # row[start + j - 1] read only where it is a candidate; elsewhere a harmless entry
-        ok = (j <= high) & (row[start + max(min(j, high) - 1, 0)] <= value)
-        count = j if ok else count
-    return count
+    return _search_step(row, start, _search_step(row, start, low, high, value, 2), high, value, 1)
 
 
 def count_le_indexed(
@@ -130,6 +139,10 @@ def _interpolate(grid: NDArray[np.float64], start: int, n_edge: int, count: int,
     return 1.0 if count == n_edge else value
 
 
+#: events evaluated together by :func:`column_grid_evaluate`, stage by stage
+GRID_BLOCK = 256
+
+
 def column_grid_evaluate(
     centres: NDArray[np.float64],
     x_table: NDArray[Any],
@@ -143,33 +156,61 @@ def column_grid_evaluate(
     y: NDArray[np.float64],
     out: NDArray[np.float64],
 ) -> None:
-    """Bilinear interpolation of a column grid (IRGI's ``gamma``), see :class:`ColumnGrid`."""
+    """Bilinear interpolation of a column grid (IRGI's ``gamma``), see :class:`ColumnGrid`.
+
+    An event's lookups form a chain (cell, candidates, two search steps, the
+    interpolation), each waiting on a read of the one before. The events are
+    taken in blocks of :data:`GRID_BLOCK`, and each stage runs over the whole
+    block before the next: the reads of one stage are independent of each
+    other, so the processor has many in flight rather than waiting on one
+    event's chain at a time. The arithmetic is that of one event at a time.
+    """
     n_col = len(centres)
     n_edge = grid.shape[0] // n_col
     x_cells = len(x_table) - 2
     y_cells = y_table.shape[1] - 2
     edges = grid[:, 0]
-    for i in prange(len(x)):
-        xi = x[i]
-        k = _cell(xi, x_lo, x_scale, x_cells)
-        column = _count_le_near(centres, 0, np.intp(x_table[k]), np.intp(x_table[k + 1]), xi) - 1
-        column = min(max(column, 0), n_col - 2)
-        left = centres[column]
-        t = (xi - left) / (centres[column + 1] - left)
-        t = min(max(t, 0.0), 1.0)
-        yi = y[i]
-        k = _cell(yi, y_lo, y_scale, y_cells)
-        start0 = column * n_edge
-        start1 = start0 + n_edge
-        count0 = _count_le_near(
-            edges, start0, np.intp(y_table[column, k]), np.intp(y_table[column, k + 1]), yi
-        )
-        count1 = _count_le_near(
-            edges, start1, np.intp(y_table[column + 1, k]), np.intp(y_table[column + 1, k + 1]), yi
-        )
-        g0 = _interpolate(grid, start0, n_edge, count0, yi)
-        g1 = _interpolate(grid, start1, n_edge, count1, yi)
-        out[i] = (1.0 - t) * g0 + t * g1
+    n = len(x)
+    for block in prange((n + GRID_BLOCK - 1) // GRID_BLOCK):
+        first = block * GRID_BLOCK
+        m = min(first + GRID_BLOCK, n) - first
+        t = np.empty(GRID_BLOCK)
+        start = np.empty(GRID_BLOCK, dtype=np.intp)
+        # per event, its candidates among the left column's edges, the right one's and the centres
+        low = np.empty((GRID_BLOCK, 3), dtype=np.intp)
+        high = np.empty((GRID_BLOCK, 3), dtype=np.intp)
+        for j in range(m):
+            k = _cell(x[first + j], x_lo, x_scale, x_cells)
+            low[j, 2], high[j, 2] = x_table[k], x_table[k + 1]
+        for j in range(m):
+            low[j, 2] = _count_le_near(centres, 0, low[j, 2], high[j, 2], x[first + j])
+        for j in range(m):
+            xi = x[first + j]
+            column = min(max(low[j, 2] - 1, 0), n_col - 2)
+            left = centres[column]
+            t[j] = min(max((xi - left) / (centres[column + 1] - left), 0.0), 1.0)
+            start[j] = column * n_edge
+            k = _cell(y[first + j], y_lo, y_scale, y_cells)
+            low[j, 0], high[j, 0] = y_table[column, k], y_table[column, k + 1]
+            low[j, 1], high[j, 1] = y_table[column + 1, k], y_table[column + 1, k + 1]
+        for j in range(m):  # the first step, by 2; a rare wide range is searched whole
+            yi = y[first + j]
+            for side in range(2):
+                row, lo, hi = start[j] + side * n_edge, low[j, side], high[j, side]
+                if hi - lo > 3:
+                    low[j, side] = high[j, side] = _count_le_between(edges, row, lo, hi, yi)
+                else:
+                    low[j, side] = _search_step(edges, row, lo, hi, yi, 2)
+        for j in range(m):  # the second step, by 1
+            yi = y[first + j]
+            for side in range(2):
+                row = start[j] + side * n_edge
+                low[j, side] = _search_step(edges, row, low[j, side], high[j, side], yi, 1)
+        for j in range(m):
+            yi = y[first + j]
+            g0 = _interpolate(grid, start[j], n_edge, low[j, 0], yi)
+            g1 = _interpolate(grid, start[j] + n_edge, n_edge, low[j, 1], yi)
+            out[first + j] = (1.0 - t[j]) * g0 + t[j] * g1
 
 
 def gauss_expansion(
