@@ -66,13 +66,17 @@ def _near_edge(
     below, inside and above the edges are interleaved in real data, and a
     branch on which one it is would be mispredicted at random. A clamped value,
     and NaN (the overflow), lies half a bin from any edge.
+
+    The index is the floor of a number of at least 0.5, converted through
+    32-bit integers: that conversion has a vector instruction, the 64-bit one
+    has none on most processors, so the loop over values runs on vector units.
     """
     top = n - 0.5
     u = max(min((value - low) * scale, top), -0.5)
-    u = top if np.isnan(value) else u
-    i = np.intp(u + 1.0)
-    fraction = u - (i - 1)
-    return i, (fraction < tolerance) | (fraction > 1.0 - tolerance)
+    shifted = (top if np.isnan(value) else u) + 1.0
+    whole = np.floor(shifted)
+    fraction = shifted - whole
+    return np.int32(whole), (fraction < tolerance) | (fraction > 1.0 - tolerance)
 
 
 @_inline
