@@ -79,7 +79,9 @@ def _count_le_near(row: NDArray[Any], start: int, low: int, high: int, value: fl
     if high - low > 3:
         searched: int = _count_le_between(row, start, low, high, value)
         return searched
-    return _search_step(row, start, _search_step(row, start, low, high, value, 2), high, value, 1)
+    stepped: int = _search_step(row, start, low, high, value, 2)
+    stepped = _search_step(row, start, stepped, high, value, 1)
+    return stepped
 
 
 def count_le_indexed(
