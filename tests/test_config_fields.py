@@ -117,6 +117,52 @@ def test_config_keys_list_every_key_with_type_default_and_doc() -> None:
     ]
 
 
+@config_dataclass
+class Entry:
+    """One entry of a list or mapping."""
+
+    path: str = option(doc="a file", check=lambda v, s, k: str(v))
+    weight: float = option(default=1.0, doc="its weight", check=number)
+
+
+@config_dataclass
+class WithEntries:
+    """Entries in a list and in a mapping."""
+
+    files: tuple[Entry, ...] = option(
+        default=(),
+        doc="files",
+        check=lambda v, s, k: tuple(
+            parse_dataclass(Entry, e, s, f"{k}[{i}]") for i, e in enumerate(v)
+        ),
+        each=Entry,
+    )
+    named: dict[str, Entry] = option(
+        default_factory=dict,
+        doc="named files",
+        check=lambda v, s, k: {n: parse_dataclass(Entry, e, s, f"{k}.{n}") for n, e in v.items()},
+        each=Entry,
+    )
+
+
+def test_the_keys_of_each_entry_are_listed_below_theirs() -> None:
+    assert config_keys(WithEntries) == [
+        ConfigKey("files", "list of Entry", "[]", "files"),
+        ConfigKey("files[].path", "text", "required", "a file"),
+        ConfigKey("files[].weight", "number", "1.0", "its weight"),
+        ConfigKey("named", "mapping", "{}", "named files"),
+        ConfigKey("named.NAME.path", "text", "required", "a file"),
+        ConfigKey("named.NAME.weight", "number", "1.0", "its weight"),
+    ]
+    parsed = parse_dataclass(
+        WithEntries,
+        {"files": [{"path": "a"}], "named": {"b": {"path": "b", "weight": 2}}},
+        "w.yaml",
+    )
+    assert parsed.files == (Entry("a", 1.0),)
+    assert parsed.named == {"b": Entry("b", 2.0)}
+
+
 @pytest.mark.parametrize(
     ("module", "name"),
     [
@@ -137,7 +183,7 @@ def test_the_studies_document_every_key_they_accept(module: str, name: str) -> N
     with pytest.raises(ConfigError, match="unknown key") as error:
         cls.parse({"_path": "x.yaml", "no_such_key": 1})
     known = ast.literal_eval(str(error.value).split("known: ")[1])
-    assert {k.key.split(".")[0] for k in keys} | {"study"} == set(known)
+    assert {k.key.split(".")[0].removesuffix("[]") for k in keys} | {"study"} == set(known)
 
 
 def test_study_keys_name_the_study_first() -> None:

@@ -14,7 +14,12 @@ from typing import Any
 
 from rosenblatt.processors.quantities import DEFAULT_JETS, Quantity, QuantityError, parse_quantity
 from rosenblatt.studies.abcd_cuts import AbcdCuts, as_written
-from rosenblatt.studies.abcd_datasets import DatasetConfig, parse_datasets, parse_defining
+from rosenblatt.studies.abcd_datasets import (
+    DatasetConfig,
+    DatasetEntry,
+    parse_datasets,
+    parse_defining,
+)
 from rosenblatt.studies.abcd_generate import MAX_WORKERS, GenerateEntry, parse_generate
 from rosenblatt.studies.config_checks import (
     ConfigError,
@@ -56,7 +61,7 @@ EXECUTOR_KINDS = ("iterative", "futures", "dask")
 
 #: the most bootstrap replicas of a transform
 MAX_REPLICAS = 100_000
-#: the keys of one entry of ``generate:``
+#: ``schema:`` values
 SCHEMAS = ("auto", "base", "nanoaod", "particles")
 _TRANSFORM_PARAMETERS = {
     "irgi": {"depth", "domain", "folds", "seed"},
@@ -306,10 +311,11 @@ class AbcdConfig:
     )
     generate: tuple[GenerateEntry, ...] = option(
         default=(),
-        doc="event files written by rosenblatt generate when missing: each {process, events, "
-        "output, seed, format, signal_events, negative_weight_fraction, workers, chunk_size}",
+        doc="event files written by rosenblatt generate when missing, one mapping each "
+        "(its keys below)",
         check=lambda value, source, key: parse_generate(value, source),
         type="list of mappings",
+        each=GenerateEntry,
     )
     treename: str = option(
         default="Events", doc="the tree of every dataset (a dataset may set its own)", check=_text
@@ -324,10 +330,10 @@ class AbcdConfig:
     )
     datasets: dict[str, DatasetConfig] = option(
         default=None,
-        doc="dataset name -> {files, role: data, background, signal or defining, treename, "
-        "weight, xsec}",
+        doc="dataset name -> its mapping (its keys below, NAME the dataset's name)",
         check=as_written,
         type="mapping",
+        each=DatasetEntry,
         default_doc="required (or the older fileset:)",
     )
     labelled: Mapping[str, Any] | None = option(

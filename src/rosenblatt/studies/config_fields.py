@@ -103,6 +103,7 @@ def option(
     type: str | None = None,
     default_doc: str | None = None,
     only: Iterable[str] | None = None,
+    each: type | None = None,
 ) -> Any:
     """A configuration field: a :func:`dataclasses.field` that says how its key is read.
 
@@ -127,6 +128,11 @@ def option(
     only
         For a section: the names of the fields of ``check`` read there (the
         others keep their defaults).
+    each
+        For a list or mapping of entries that ``check`` reads one by one: the
+        configuration dataclass of an entry, whose keys the reference lists
+        below this one (``key[].field`` for a list, ``key.NAME.field`` for a
+        mapping).
     """
     metadata = {
         "doc": doc,
@@ -135,6 +141,7 @@ def option(
         "type": type,
         "default_doc": default_doc,
         "only": None if only is None else tuple(only),
+        "each": each,
     }
     if default_factory is not None:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
@@ -363,6 +370,10 @@ def config_keys(
         else:
             default = _default_words(_default(f)) if _has_default(f) else "required"
         keys.append(ConfigKey(key, described, default, str(f.metadata["doc"])))
+        if f.metadata["each"] is not None:
+            hint = hints.get(f.name, Any)
+            listed = typing.get_origin(hint) in (tuple, list)
+            keys += config_keys(f.metadata["each"], key + ("[]" if listed else ".NAME"))
     return keys
 
 
