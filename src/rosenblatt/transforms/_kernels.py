@@ -79,9 +79,8 @@ def _count_le_near(row: NDArray[Any], start: int, low: int, high: int, value: fl
     if high - low > 3:
         searched: int = _count_le_between(row, start, low, high, value)
         return searched
-    stepped: int = _search_step(row, start, low, high, value, 2)
-    stepped = _search_step(row, start, stepped, high, value, 1)
-    return stepped
+    first: int = _search_step(row, start, low, high, value, 2)
+    return int(_search_step(row, start, first, high, value, 1))
 
 
 def count_le_indexed(
