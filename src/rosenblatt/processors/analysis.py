@@ -104,14 +104,22 @@ class PlaneBinning:
     y_bins: int = 50
 
 
-def _dataset_axis() -> Any:
-    return hist.axis.StrCategory([], name="dataset", label="Dataset", growth=True)
+def _dataset_axis(dataset: str | None) -> Any:
+    return hist.axis.StrCategory(
+        [] if dataset is None else [dataset], name="dataset", label="Dataset", growth=True
+    )
 
 
-def abcd_histogram(x0: Sequence[float], y0: Sequence[float], *, x_label: str = "x") -> hist.Hist:
-    """An empty ABCD histogram of one variant: dataset, the cut-value axes and the process."""
+def abcd_histogram(
+    x0: Sequence[float], y0: Sequence[float], *, x_label: str = "x", dataset: str | None = None
+) -> hist.Hist:
+    """An empty ABCD histogram of one variant: dataset, the cut-value axes and the process.
+
+    With ``dataset``, the dataset axis holds that category from the start (a
+    chunk's histograms are filled with one dataset).
+    """
     return hist.Hist(
-        _dataset_axis(),
+        _dataset_axis(dataset),
         *cut_axes(x0, y0, x_label=x_label, y_label="score"),
         process_axis(),
         storage=hist.storage.Weight(),
@@ -119,11 +127,15 @@ def abcd_histogram(x0: Sequence[float], y0: Sequence[float], *, x_label: str = "
 
 
 def plane_histogram(
-    binning: PlaneBinning, y_range: tuple[float, float], *, x_label: str = "x"
+    binning: PlaneBinning,
+    y_range: tuple[float, float],
+    *,
+    x_label: str = "x",
+    dataset: str | None = None,
 ) -> hist.Hist:
     """An empty fine ``(x, score)`` histogram of one variant, per dataset and process."""
     return hist.Hist(
-        _dataset_axis(),
+        _dataset_axis(dataset),
         hist.axis.Regular(binning.x_bins, *binning.x_range, name="x", label=x_label),
         hist.axis.Regular(binning.y_bins, *y_range, name="y", label="score"),
         process_axis(),
@@ -132,19 +144,34 @@ def plane_histogram(
 
 
 def empty_output(
-    variants: Sequence[Variant], x0: Sequence[float], plane: PlaneBinning, x_label: str
+    variants: Sequence[Variant],
+    x0: Sequence[float],
+    plane: PlaneBinning,
+    x_label: str,
+    dataset: str | None = None,
 ) -> dict[str, Any]:
-    """The accumulator of no events: empty histograms, cut flow and skim list."""
+    """The accumulator of no events: empty histograms, cut flow and skim list.
+
+    With ``dataset`` (a chunk's), the histograms' dataset axes hold it from the
+    start, so that filling them does not grow the axis.
+    """
     shown = [v for v in variants if v.replica_of is None]
+    replicas = [v for v in variants if v.replica_of is not None]
+
+    def abcd(v: Variant) -> hist.Hist:
+        return abcd_histogram(x0, v.y0, x_label=x_label, dataset=dataset)
+
     output: dict[str, Any] = {
-        "abcd": {v.name: abcd_histogram(x0, v.y0, x_label=x_label) for v in shown},
-        "plane": {v.name: plane_histogram(plane, v.y_range, x_label=x_label) for v in shown},
+        "abcd": {v.name: abcd(v) for v in shown},
+        "plane": {
+            v.name: plane_histogram(plane, v.y_range, x_label=x_label, dataset=dataset)
+            for v in shown
+        },
         "cutflow": {},
         "skim": [],
     }
-    replicas = [v for v in variants if v.replica_of is not None]
     if replicas:
-        output["replicas"] = {v.name: abcd_histogram(x0, v.y0, x_label=x_label) for v in replicas}
+        output["replicas"] = {v.name: abcd(v) for v in replicas}
     return output
 
 
@@ -350,9 +377,9 @@ class AnalysisProcessor(ParticleProcessor):
         for variant in self.variants:
             cut_axes(self.x0, variant.y0)
 
-    def empty_output(self) -> dict[str, Any]:
-        """The accumulator of no events: empty histograms and cut flow."""
-        return empty_output(self.variants, self.x0, self.plane, self.x)
+    def empty_output(self, dataset: str | None = None) -> dict[str, Any]:
+        """The accumulator of no events: empty histograms and cut flow (see :func:`empty_output`)."""
+        return empty_output(self.variants, self.x0, self.plane, self.x, dataset)
 
     def process_batch(self, batch: ParticleBatch) -> dict[str, Any]:
         """Return the histograms, cut flow and skim file of one batch of events."""
@@ -372,7 +399,7 @@ class AnalysisProcessor(ParticleProcessor):
             "x above x_max": int(np.count_nonzero(~inside)),
             "in ABCD": int(np.count_nonzero(inside)),
         }
-        output = self.empty_output()
+        output = self.empty_output(batch.dataset)
         output["cutflow"] = {batch.dataset: cutflow}
         label = np.asarray(ak.to_numpy(table["label"]), dtype=np.int64)
         if self.processes is not None and batch.dataset in self.processes:

@@ -98,9 +98,9 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
     skim_dir: str | None = None
     skip_bad_chunks: bool = False
 
-    def empty_output(self) -> dict[str, Any]:
-        """The accumulator of no events."""
-        return empty_output(self.variants, self.x0, self.plane, self.x_label)
+    def empty_output(self, dataset: str | None = None) -> dict[str, Any]:
+        """The accumulator of no events (see :func:`~rosenblatt.processors.analysis.empty_output`)."""
+        return empty_output(self.variants, self.x0, self.plane, self.x_label, dataset)
 
     def process(self, events: Any) -> dict[str, Any]:
         """Return the histograms, cut flow and skim file of one chunk of events."""
@@ -120,7 +120,7 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
         inside = usable.copy()
         if self.x_max is not None:
             inside &= x < self.x_max
-        output = self.empty_output()
+        output = self.empty_output(dataset)
         output["cutflow"] = {
             dataset: {
                 "read": n_read,
