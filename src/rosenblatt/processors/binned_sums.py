@@ -69,7 +69,7 @@ def _near_edge(
 
     The index is the floor of a number of at least 0.5, converted through
     32-bit integers: that conversion has a vector instruction, the 64-bit one
-    has none on most processors, so the loop over values runs on vector units.
+    has none before AVX-512, so the loop over values runs on vector units.
     """
     top = n - 0.5
     u = max(min((value - low) * scale, top), -0.5)
