@@ -178,3 +178,30 @@ def test_bootstrap_ensemble(
         weight = bootstrap_counts(7, draw, keys_all)
         replica = rb.IRGI(depth=4).fit(x, y, weight)
         np.testing.assert_array_equal(fitted.replicas_[k].y_edges_, replica.y_edges_)
+
+
+def test_a_fit_with_its_bar_keeps_coffeas_bars_out_of_the_notebook(
+    fileset: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a notebook, two live bars at once write into each other's output widget."""
+    from coffea.util import coffea_console
+    from rich.live import Live
+
+    monkeypatch.setattr(coffea_console, "is_jupyter", True)
+    seen = []
+    start = Live.start
+
+    def recording_start(self: Live, refresh: bool = False) -> None:
+        if self.console is coffea_console:
+            seen.append((self.console.is_jupyter, self.console.quiet))
+        start(self, refresh)
+
+    monkeypatch.setattr(Live, "start", recording_start)
+    observables = CountingObservables(str(tmp_path / "calls.txt"))
+    rb.MergeableFit(rb.IRGI(depth=5), progress=True).run(
+        iterative_runner(), fileset, observables, treename="Events"
+    )
+    assert seen  # the first pass (and the file set's preprocessing unless cached)
+    assert set(seen) == {(False, True)}
+    assert coffea_console.is_jupyter
+    assert not coffea_console.quiet

@@ -48,7 +48,9 @@ class FitProgress:
     title
         What is fitted (``"IRGI fit"``).
     enabled
-        Show the bar (needs :mod:`rich`, which coffea installs).
+        Show the bar (needs :mod:`rich`, which coffea installs). While it is
+        shown, coffea's own bars are silenced: in a notebook two live bars
+        would write into each other's output area.
     """
 
     def __init__(self, title: str, enabled: bool) -> None:
@@ -58,6 +60,7 @@ class FitProgress:
         self._bar: Any = None
         self._task: Any = None
         self._lock = threading.Lock()
+        self._silenced = contextlib.ExitStack()
         if enabled:
             try:
                 from rich.progress import (
@@ -77,6 +80,7 @@ class FitProgress:
                 transient=False,
             )
             self._task = self._bar.add_task(title, total=None)
+            self._silenced.enter_context(_quiet_coffea())
             self._bar.start()
 
     def start(self, description: str, total: int | None) -> None:
@@ -105,6 +109,7 @@ class FitProgress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+        self._silenced.close()
 
 
 @dataclass
@@ -314,18 +319,22 @@ def chunk_key(chunk: Any) -> tuple[Any, ...]:
 
 @contextlib.contextmanager
 def _quiet_coffea() -> Iterator[None]:
-    """Silence coffea's own progress bars (its executors show them whatever ``status`` says)."""
+    """Silence coffea's own progress bars (its executors show them whatever ``status`` says).
+
+    In a notebook a quiet console still opens an output widget for each bar;
+    it is told it is not in one, so its bars never touch the notebook.
+    """
     try:
         from coffea.util import coffea_console
     except ImportError:  # pragma: no cover - the first pass through a Runner needs coffea
         yield
         return
-    quiet = coffea_console.quiet
-    coffea_console.quiet = True
+    quiet, in_notebook = coffea_console.quiet, coffea_console.is_jupyter
+    coffea_console.quiet, coffea_console.is_jupyter = True, False
     try:
         yield
     finally:
-        coffea_console.quiet = quiet
+        coffea_console.quiet, coffea_console.is_jupyter = quiet, in_notebook
 
 
 def read_with_runner(
