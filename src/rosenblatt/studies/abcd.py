@@ -434,7 +434,9 @@ def _ensembles(cfg: AbcdConfig, skims: Sequence[str], folder: Path) -> Ensembles
                 notes[spec.name] = f"none: {err}"
                 continue
             sample = (x, y, None if np.all(weight == 1.0) else weight)
-        ensemble = rb.bootstrap(spec.build(), sample[0], sample[1], sample[2], n=n_boot, seed=seed)
+        ensemble = rb.bootstrap(
+            spec.build(), sample[0], sample[1], sample[2], n=n_boot, seed=seed, keyed=True
+        )
         path = folder / f"{spec.name}_ensemble.json"
         ensemble.save(path)
         notes[spec.name] = path.name

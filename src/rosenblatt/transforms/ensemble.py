@@ -10,7 +10,12 @@ defining samples of the same size.
 Poisson weights, rather than resampling ``N`` events with replacement, draw
 every event's weight independently of the others, so that the replica weights
 of an event can be drawn wherever the event is read (chunk by chunk) and
-negative Monte Carlo weights are handled alike.
+negative Monte Carlo weights are handled alike. With ``keyed=True`` an event's
+count is a function of its own ``(x, y)`` values, the seed and the draw
+(:func:`keyed_poisson_weights`): the same event gets the same count wherever it
+is read, so a sample that shares events with the defining sample (the
+background simulation the transform was fitted on) can be reweighted exactly as
+each replica's fit was.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from rosenblatt.transforms._base import (
     transform_classes,
 )
 
-__all__ = ["TransformEnsemble", "bootstrap", "poisson_weights"]
+__all__ = ["TransformEnsemble", "bootstrap", "keyed_poisson_weights", "poisson_weights"]
 
 Array = NDArray[np.float64]
 NaNPolicy = Literal["raise", "propagate"]
@@ -51,6 +56,56 @@ def poisson_weights(n_events: int, seed: int, draw: int) -> NDArray[np.int64]:
     return np.random.default_rng([seed, draw]).poisson(1.0, n_events)
 
 
+#: cumulative Poisson(1) probabilities of the counts 0 to 19 (the rest has mass below 1e-17)
+_POISSON_CDF = np.cumsum(
+    np.exp(-1.0) / np.cumprod(np.concatenate(([1.0], np.arange(1.0, 20.0))))
+)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(h: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """SplitMix64's finaliser: every bit of the result depends on every bit of ``h``."""
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def keyed_poisson_weights(x: Any, y: Any, seed: int, draw: int) -> NDArray[np.int64]:
+    """Poisson(1) counts that are a function of each event's ``(x, y)``, the seed and the draw.
+
+    The bits of ``x`` and ``y`` (as float64), ``seed`` and ``draw`` are
+    hashed (SplitMix64) to a uniform number, turned into a count by the
+    inverse Poisson(1) distribution function. Distinct events get independent
+    counts; the same event gets the same count in every call, wherever it is
+    read. An ensemble fitted with ``keyed=True`` draws replica ``k``'s counts
+    so, with ``draw = replica_draws_[k]``.
+
+    Parameters
+    ----------
+    x, y
+        The events' values, equal lengths (flattened).
+    seed, draw
+        Non-negative integers.
+
+    Returns
+    -------
+    numpy.ndarray
+        One count per event.
+    """
+    seed = check_int(seed, "seed", low=0, what="an integer >= 0")
+    draw = check_int(draw, "draw", low=0, what="an integer >= 0")
+    x_bits = np.ascontiguousarray(x, dtype=np.float64).ravel().view(np.uint64)
+    y_bits = np.ascontiguousarray(y, dtype=np.float64).ravel().view(np.uint64)
+    if len(x_bits) != len(y_bits):
+        msg = f"x and y must have the same length, got {len(x_bits)} and {len(y_bits)}"
+        raise ValueError(msg)
+    with np.errstate(over="ignore"):
+        stream = _mix(np.uint64(seed) * _GOLDEN + np.uint64(draw) + np.uint64(1))
+        h = _mix(_mix(x_bits ^ stream) + y_bits * _GOLDEN)
+    uniform = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    return np.searchsorted(_POISSON_CDF, uniform, side="right").astype(np.int64)
+
+
 def bootstrap(
     transform: ConditionalCDFTransform,
     x: Any,
@@ -58,6 +113,8 @@ def bootstrap(
     weight: Any = None,
     n: int = 100,
     seed: int = 0,
+    *,
+    keyed: bool = False,
 ) -> TransformEnsemble:
     """Fit ``transform`` and ``n`` Poisson-bootstrap replicas of it on ``(x, y, weight)``.
 
@@ -75,6 +132,10 @@ def bootstrap(
     seed
         Seed of the Poisson draws (see :func:`poisson_weights`); the ensemble
         is deterministic given it.
+    keyed
+        Draw each event's counts from its own ``(x, y)``
+        (:func:`keyed_poisson_weights`), so that another sample holding the
+        same events can be reweighted as each replica was fitted.
 
     Returns
     -------
@@ -82,7 +143,7 @@ def bootstrap(
         The fitted ensemble (see there for what happens to a replica that
         cannot be fitted).
     """
-    ensemble = TransformEnsemble(transform, n=n, seed=seed)
+    ensemble = TransformEnsemble(transform, n=n, seed=seed, keyed=keyed)
     ensemble.fit(x, y, weight)
     return ensemble
 
@@ -102,6 +163,10 @@ class TransformEnsemble(ConditionalCDFTransform):
     max_refits
         Most draws allowed to fail in total (default ``n``) before the fit
         gives up with a :class:`ValueError`.
+    keyed
+        Whether each event's Poisson count is a function of its ``(x, y)``
+        (:func:`keyed_poisson_weights`) rather than of its position in the
+        sample (:func:`poisson_weights`).
 
     Attributes
     ----------
@@ -113,7 +178,8 @@ class TransformEnsemble(ConditionalCDFTransform):
         (``depth="auto"``, ``sigma_r="auto"``) is chosen once, by the nominal,
         and every replica uses that value.
     replica_draws_ : list of int
-        The draw of each replica's Poisson weights (:func:`poisson_weights`).
+        The draw of each replica's Poisson weights (:func:`poisson_weights`,
+        or :func:`keyed_poisson_weights` when ``keyed``).
     failed_draws_ : list of int
         Draws whose fit failed (for example a column of an IRGI left without
         weight): each was replaced by the next draw, never dropped, so
@@ -145,14 +211,23 @@ class TransformEnsemble(ConditionalCDFTransform):
         seed: int = 0,
         *,
         max_refits: int | None = None,
+        keyed: bool = False,
     ) -> None:
         self.estimator = estimator
         self.n = n
         self.seed = seed
         self.max_refits = max_refits
+        self.keyed = keyed
 
     def __repr__(self) -> str:
-        return f"TransformEnsemble({self.estimator!r}, n={self.n!r}, seed={self.seed!r})"
+        keyed = ", keyed=True" if self.keyed else ""
+        return f"TransformEnsemble({self.estimator!r}, n={self.n!r}, seed={self.seed!r}{keyed})"
+
+    def counts(self, x: Any, y: Any, draw: int) -> NDArray[np.int64]:
+        """The Poisson counts of draw ``draw`` for the events ``(x, y)``, as the fit draws them."""
+        if self.keyed:
+            return keyed_poisson_weights(x, y, self.seed, draw)
+        return poisson_weights(np.asarray(x).size, self.seed, draw)
 
     @property
     def n_refits_(self) -> int:
@@ -184,6 +259,9 @@ class TransformEnsemble(ConditionalCDFTransform):
         if not is_int(most) or most < 0:
             msg = f"max_refits must be a non-negative integer or None, got {self.max_refits!r}"
             raise ValueError(msg)
+        if not isinstance(self.keyed, (bool, np.bool_)):
+            msg = f"keyed must be True or False, got {self.keyed!r}"
+            raise TypeError(msg)
         return n, seed, int(most)
 
     def _fit(self, x: Array, y: Array, w: Array | None) -> None:
@@ -195,7 +273,7 @@ class TransformEnsemble(ConditionalCDFTransform):
         failed: list[int] = []
         draw = 0
         while len(replicas) < n:
-            counts = poisson_weights(len(x), seed, draw).astype(np.float64)
+            counts = self.counts(x, y, draw).astype(np.float64)
             try:
                 replica = _clone(nominal, **fixed).fit(x, y, counts if w is None else counts * w)
             except ValueError as err:
@@ -348,7 +426,12 @@ class TransformEnsemble(ConditionalCDFTransform):
                 }
             )
         return {
-            "params": {"n": int(self.n), "seed": int(self.seed), "max_refits": self.max_refits},
+            "params": {
+                "n": int(self.n),
+                "seed": int(self.seed),
+                "max_refits": self.max_refits,
+                "keyed": bool(self.keyed),
+            },
             "member_kind": self.nominal_.kind,
             "nominal": nominal,
             "replicas": replicas,
@@ -389,7 +472,11 @@ class TransformEnsemble(ConditionalCDFTransform):
         draws, failed = _draws(state["replica_draws"], len(replicas)), _draws(state["failed_draws"])
         params = state["params"]
         obj = cls(
-            _clone(nominal), n=params["n"], seed=params["seed"], max_refits=params["max_refits"]
+            _clone(nominal),
+            n=params["n"],
+            seed=params["seed"],
+            max_refits=params["max_refits"],
+            keyed=params.get("keyed", False),
         )
         try:
             n, _, _ = obj._checked()
