@@ -171,10 +171,27 @@ def test_unblinded_data_equal_an_independent_count(ntuples: Path, unblinded: Pat
         c = np.count_nonzero((x < e["x0"]) & (y >= e["y0"]))
         d = np.count_nonzero((x < e["x0"]) & (y < e["y0"]))
         assert (e["B"], e["C"], e["D"]) == (b, c, d)
-        assert e["predicted_A"] == pytest.approx(b * c / d, rel=1e-12)
+        assert e["predicted_A_uncorrected"] == pytest.approx(b * c / d, rel=1e-12)
+        closure = e["closure_correction"]
+        assert e["predicted_A"] == pytest.approx(b * c / d * closure["factor"], rel=1e-12)
+        assert e["predicted_A_syst"] == pytest.approx(b * c / d * closure["error"], rel=1e-12)
+        assert e["predicted_A_error"] == pytest.approx(
+            np.hypot(e["predicted_A_stat"], e["predicted_A_syst"]), rel=1e-12
+        )
         assert e["observed_significance"] is not None
     assert estimates["irgi"]["closure_includes_transform_statistics"] is True
     assert estimates["score"]["closure_includes_transform_statistics"] is False
+    # the transform's keyed replicas give its closure factor's uncertainty; the raw score has
+    # the simulation's statistics alone
+    irgi = estimates["irgi"]["closure_correction"]
+    assert irgi["replicas"] == 10
+    assert irgi["factor"] == pytest.approx(irgi["measured"] - irgi["bootstrap_bias"])
+    assert irgi["error"] > 0 and irgi["transform_fit"] > 0
+    if estimates["score"].get("x0") is not None:
+        score = estimates["score"]["closure_correction"]
+        assert score["replicas"] == 0
+        assert score["error"] == pytest.approx(score["simulation_statistics"])
+        assert score["factor"] == pytest.approx(score["measured"])
 
 
 def test_blinded_outputs_hold_no_data_count_of_region_a(ntuples: Path, blinded: Path) -> None:
@@ -200,7 +217,10 @@ def test_blinded_outputs_hold_no_data_count_of_region_a(ntuples: Path, blinded: 
     for name in ("summary.json", "estimate.json", "report.md"):
         text = (blinded / name).read_text()
         assert "NaN" not in text
-    assert cut["predicted_A"] == pytest.approx(cut["B"] * cut["C"] / cut["D"])
+    assert cut["predicted_A_uncorrected"] == pytest.approx(cut["B"] * cut["C"] / cut["D"])
+    assert cut["predicted_A"] == pytest.approx(
+        cut["predicted_A_uncorrected"] * cut["closure_correction"]["factor"]
+    )
 
 
 def test_report_flags_variants_whose_closure_fails(blinded: Path) -> None:

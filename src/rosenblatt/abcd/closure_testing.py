@@ -42,6 +42,7 @@ lies within ``n_sigma`` standard deviations of zero.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -282,6 +283,7 @@ def closure_test_histogram(
     thin: int | None = 5,
     min_events: float = 25.0,
     replica_histograms: Sequence[Any] | None = None,
+    resampled_histograms: Sequence[Any] | None = None,
 ) -> ClosureTest:
     """:func:`closure_test` of a filled ABCD histogram, without its events.
 
@@ -308,6 +310,15 @@ def closure_test_histogram(
         replica ``r`` of the testing sample is shifted by the difference
         between transform replica ``r mod len(replica_histograms)`` and the
         nominal (the two samples are independent, so their covariances add).
+    resampled_histograms
+        With ``replica_histograms`` of keyed replicas, the same events filled
+        with each replica and their weights times its keyed Poisson counts
+        (:mod:`~rosenblatt.abcd.closure_correction`). The non-closure's
+        replicas are then the nominal's plus ``delta_k``, the difference of
+        replica ``k``'s non-closure between the two fills, which holds both the
+        testing sample's statistics and the transform's fit, with their
+        correlation where the two samples share events; the chi-square uses
+        their covariance (over a grid thinned to fewer cuts than replicas).
     """
     n_boot = _check_count(n_boot, "n_boot", 2)
     seed = _check_count(seed, "seed", 0)
@@ -324,7 +335,12 @@ def closure_test_histogram(
     poisson = rng.poisson(np.where(counting, content, 0.0), size=(n_boot, *content.shape))
     normal = rng.normal(content, np.sqrt(np.maximum(spread, 0.0)), size=(n_boot, *content.shape))
     replicas = np.where(counting, poisson, normal).astype(np.float64)
-    if replica_histograms:
+    keyed = None
+    if resampled_histograms:
+        keyed = _keyed_nonclosure(values[..., 0], replica_histograms, resampled_histograms)
+        if thin is not None:
+            thin = min(thin, max(2, math.isqrt(len(keyed) - 2)))
+    elif replica_histograms:
         shifts = np.asarray([_background_signal(h) - content for h in replica_histograms])
         replicas += shifts[np.arange(n_boot) % len(shifts)]
     return _test_replicas(
@@ -337,7 +353,28 @@ def closure_test_histogram(
         thin,
         min_events,
         transform_replicas=bool(replica_histograms),
+        keyed=keyed,
     )
+
+
+def _keyed_nonclosure(
+    background: FloatArray, replicas: Sequence[Any] | None, resampled: Sequence[Any]
+) -> FloatArray:
+    """``(replicas, x0, y0)``: the nominal non-closure plus each keyed replica's ``delta_k``."""
+    if not replicas or len(replicas) != len(resampled):
+        msg = "resampled_histograms needs replica_histograms of the same replicas, as many"
+        raise ValueError(msg)
+    if len(replicas) < 3:
+        msg = f"a keyed closure test needs at least 3 replicas, got {len(replicas)}"
+        raise ValueError(msg)
+
+    def nonclosure(content: FloatArray) -> FloatArray:
+        a, b, c, d = region_sums(content)
+        return a - _estimate(b, c, d)
+
+    fitted = np.asarray([nonclosure(_background_signal(h)[0]) for h in replicas])
+    reweighted = np.asarray([nonclosure(_background_signal(h)[0]) for h in resampled])
+    return nonclosure(background) + reweighted - fitted
 
 
 def _background_signal(histogram: Any) -> FloatArray:
@@ -358,10 +395,17 @@ def _test_replicas(
     min_events: float,
     *,
     transform_replicas: bool,
+    keyed: FloatArray | None = None,
 ) -> ClosureTest:
-    """The closure test of a histogram's background and signal contents from their replicas."""
+    """The closure test of a histogram's background and signal contents from their replicas.
+
+    ``keyed``, where given, holds the background non-closure's replicas
+    (:func:`_keyed_nonclosure`) and replaces those of ``replicas``.
+    """
     replica_a, replica_b, replica_c, replica_d = region_sums(replicas[:, 0])
     background = replica_a - _estimate(replica_b, replica_c, replica_d)
+    if keyed is not None:
+        background, n_boot = keyed, len(keyed)
     eta = _eta(replicas)
     a, b, c, d = region_sums(values[..., 0])
     estimate = _estimate(b, c, d)

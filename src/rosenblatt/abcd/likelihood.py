@@ -6,10 +6,13 @@ normfactors, ``n_background`` in every channel, ``tau_x`` in ``A`` and ``B``,
 ``tau_y`` in ``A`` and ``C`` (modifiers of one sample multiply). They are
 relative to the counts given for the control regions, so that all start at 1:
 the background sample's nominal yield is ``n_d`` in ``D``, ``n_b`` in ``B``,
-``n_c`` in ``C`` and ``n_b n_c / n_d`` in ``A``. The signal enters every region
-where it has a yield, scaled by the parameter of interest ``mu``, and a
-measured relative non-closure ``r`` enters ``A`` as a ``normsys`` modifier
-``nonclosure`` of the background (``hi = 1 + r``, ``lo = 1 - r``).
+``n_c`` in ``C`` and ``n_b n_c / n_d`` in ``A``, times a closure factor where one is given (the
+background simulation's ``N_A N_D / (N_B N_C)``,
+:mod:`~rosenblatt.abcd.closure_correction`). The signal enters every region
+where it has a yield, scaled by the parameter of interest ``mu``, and the
+closure factor's relative uncertainty (or a measured relative non-closure)
+``r`` enters ``A`` as a ``normsys`` modifier ``nonclosure`` of the background
+(``hi = 1 + r``, ``lo = 1 - r``).
 
 Expected results use Asimov data sets: the model's expectation with the
 background normfactors at 1 (the control-region counts given), no non-closure
@@ -78,6 +81,7 @@ def pyhf_workspace(
     signal_d: float = 0.0,
     nonclosure: float = 0.0,
     *,
+    closure_factor: float = 1.0,
     mu_max: float | None = None,
 ) -> pyhf.Workspace:
     """The ABCD likelihood of one cut as a validated ``pyhf.Workspace``.
@@ -93,7 +97,12 @@ def pyhf_workspace(
     nonclosure
         Relative size ``r`` in ``[0, 1)`` of the background non-closure in
         ``A`` (for example ``|N_A - N_B N_C / N_D| / (N_B N_C / N_D)`` measured
-        on background simulation); 0 leaves the modifier out.
+        on background simulation, or the relative error of ``closure_factor``);
+        0 leaves the modifier out.
+    closure_factor
+        The background's closure factor ``N_A N_D / (N_B N_C)`` (1 for an
+        exact decorrelation): the background's nominal yield in ``A`` is
+        ``closure_factor n_b n_c / n_d``.
     mu_max
         Upper bound of ``mu`` (default: ``max(10, 20 sqrt(b_A + s_A + 1) / s_A)``
         with ``b_A = n_b n_c / n_d``, far above any limit the model can set).
@@ -122,7 +131,10 @@ def pyhf_workspace(
     if not 0 <= nonclosure < 1:
         msg = f"nonclosure must be a relative size in [0, 1), got {nonclosure!r}"
         raise ValueError(msg)
-    background = {"A": n_b * n_c / n_d, "B": n_b, "C": n_c, "D": n_d}
+    if not (is_real(closure_factor) and math.isfinite(closure_factor) and closure_factor > 0):
+        msg = f"closure_factor must be a positive number, got {closure_factor!r}"
+        raise ValueError(msg)
+    background = {"A": closure_factor * n_b * n_c / n_d, "B": n_b, "C": n_c, "D": n_d}
     if mu_max is None:
         mu_max = max(10.0, 20.0 * math.sqrt(background["A"] + signal_a + 1.0) / signal_a)
     channels = [

@@ -42,6 +42,7 @@ from rosenblatt.abcd import cut_axes, process_axis
 from rosenblatt.hep.features import JET_RADIUS
 from rosenblatt.processors.binned_sums import binned_sums, flow_index
 from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk_file_name
+from rosenblatt.transforms.ensemble import keyed_poisson_weights
 
 __all__ = [
     "CUTFLOW_STEPS",
@@ -85,6 +86,12 @@ class Variant:
         For a bootstrap replica of a transform, the variant it varies: only
         its ABCD histogram is filled, under ``"replicas"``, for the closure
         test's covariance.
+    keyed_draw : tuple of int, optional
+        For a replica fitted with keyed Poisson counts, its ``(seed, draw)``
+        (:func:`~rosenblatt.transforms.ensemble.keyed_poisson_weights`): the
+        events are also filled with their weights times the same counts,
+        under ``"resampled"``, so that events shared with the defining sample
+        are reweighted exactly as the replica's fit reweighted them.
     """
 
     name: str
@@ -93,6 +100,7 @@ class Variant:
     transform: Any = None
     y_range: tuple[float, float] = (0.0, 1.0)
     replica_of: str | None = None
+    keyed_draw: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +180,9 @@ def empty_output(
     }
     if replicas:
         output["replicas"] = {v.name: abcd(v) for v in replicas}
+    resampled = [v for v in replicas if v.keyed_draw is not None]
+    if resampled:
+        output["resampled"] = {v.name: abcd(v) for v in resampled}
     return output
 
 
@@ -195,14 +206,18 @@ def fill_variants(
     """
     x_bins = {
         name: flow_index(h.axes["x"], x)
-        for name in ("abcd", "plane", "replicas")
+        for name in ("abcd", "plane", "replicas", "resampled")
         for h in list(output.get(name, {}).values())[:1]
     }
     groups = _process_groups(process)
     for variant in variants:
-        values = scores[variant.score]
+        score = values = scores[variant.score]
         if variant.transform is not None:
-            values = np.asarray(variant.transform.transform(x, values), dtype=np.float64)
+            values = np.asarray(variant.transform.transform(x, score), dtype=np.float64)
+        if variant.keyed_draw is not None:
+            counts = keyed_poisson_weights(x, score, *variant.keyed_draw)
+            resampled = output["resampled"][variant.name]
+            _add_groups(resampled, dataset, groups, x_bins["resampled"], values, weight * counts)
         box = None if blind is None else blind.get(variant.name)
         keep = None if box is None else ~((process == DATA) & (x >= box[0]) & (values >= box[1]))
         for name in ("abcd", "plane") if variant.replica_of is None else ("replicas",):

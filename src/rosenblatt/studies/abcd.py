@@ -123,9 +123,18 @@ def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
             ensembles = _ensembles(cfg, skims, folder)
         variants = _variants(cfg, fitted.transforms, score_y0, score_range)
         replica_variants = [
-            Variant(f"{name}#{k}", "score", cfg.cuts.y0, transform=member, replica_of=name)
+            Variant(
+                f"{name}#{k}",
+                "score",
+                cfg.cuts.y0,
+                transform=member,
+                replica_of=name,
+                keyed_draw=(ensemble.seed, draw) if ensemble.keyed else None,
+            )
             for name, ensemble in ensembles.made.items()
-            for k, member in enumerate(ensemble.replicas_)
+            for k, (member, draw) in enumerate(
+                zip(ensemble.replicas_, ensemble.replica_draws_, strict=True)
+            )
         ]
         output, choices = _analyse(cfg, passes, variants, replica_variants, score_y0, steps)
     timings = steps.seconds
@@ -171,7 +180,9 @@ def _analyse(
     from rosenblatt.studies.abcd_estimate import choose_cuts
 
     with steps.timed("choose cuts"):
-        choices = choose_cuts(cfg, output["abcd"], score_y0, output.get("replicas"))
+        choices = choose_cuts(
+            cfg, output["abcd"], score_y0, output.get("replicas"), output.get("resampled")
+        )
     for variant, choice in choices.items():
         log.info("variant %s: cut %s", variant, choice.how)
     blind = (

@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from rosenblatt._atomic import write_text
 from rosenblatt.abcd.closure import region_sums
+from rosenblatt.abcd.closure_correction import ClosureCorrection, abcd_prediction
 from rosenblatt.abcd.closure_testing import ClosureTest
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLOSURE_P_MIN",
+    "ClosureCorrectionJson",
     "CutChoice",
     "EstimateJson",
     "GridCut",
@@ -52,6 +54,7 @@ __all__ = [
     "RegionCounts",
     "choose_cut",
     "choose_cuts",
+    "closure_corrections",
     "closure_tests",
     "estimate",
     "strict_json",
@@ -113,6 +116,29 @@ class RegionCounts(TypedDict):
     D: float
 
 
+class ClosureCorrectionJson(TypedDict):
+    """The closure factor at the cut (the ``closure_correction`` of ``estimate.json``).
+
+    ``factor`` multiplies the data's ``B C / D``; ``error`` is its standard
+    deviation, the keyed bootstrap's spread of the measurement's error (the
+    transform's fit and the simulation's statistics together); ``measured``
+    the background simulation's double ratio ``N_A N_D / (N_B N_C)``,
+    ``bootstrap_bias`` the bootstrap's estimate of its bias (subtracted);
+    ``transform_fit`` the spread of the double ratio over the transform's
+    replicas alone, ``simulation_statistics`` the simulation's statistical
+    error alone (both for the reader; ``error`` is what enters).
+    """
+
+    factor: float
+    error: float
+    measured: float
+    bootstrap_bias: float
+    transform_fit: float
+    simulation_statistics: float
+    replicas: int
+    method: str
+
+
 class NonclosureJson(TypedDict):
     """The background simulation's non-closure at the cut (the ``nonclosure`` of ``estimate.json``)."""
 
@@ -145,6 +171,9 @@ class EstimateJson(TypedDict, total=False):
     predicted_A_stat: float
     nonclosure: NonclosureJson
     predicted_A_syst: float
+    predicted_A_error: float
+    predicted_A_uncorrected: float
+    closure_correction: ClosureCorrectionJson
     signal_expected_A: float
     signal_expected: RegionCounts
     observed_A: float | None
@@ -245,31 +274,91 @@ def _summed(h: Hist) -> Hist:
     return summed_over_datasets(h) if "dataset" in h.axes.name else h
 
 
+def _members(variant: str, replicas: dict[str, Hist] | None) -> list[Hist]:
+    """The histograms of ``variant``'s replicas (named ``<variant>#<k>``), summed over datasets."""
+    return [
+        _summed(r)
+        for name, r in sorted((replicas or {}).items())
+        if name.rsplit("#", 1)[0] == variant
+    ]
+
+
 def closure_tests(
-    histograms: dict[str, Hist], *, seed: int = 0, replicas: dict[str, Hist] | None = None
+    histograms: dict[str, Hist],
+    *,
+    seed: int = 0,
+    replicas: dict[str, Hist] | None = None,
+    resampled: dict[str, Hist] | None = None,
 ) -> dict[str, ClosureTest | str]:
     """Per variant, the closure test of its simulation summed over datasets (or why none).
 
     ``replicas`` holds the histograms of the transforms' bootstrap replicas,
     named ``<variant>#<k>``: a variant that has them is tested with its
-    transform's statistics as well.
+    transform's statistics as well; with ``resampled`` (the same replicas
+    filled with keyed Poisson weights) its uncertainty is that of the closure
+    correction (:mod:`rosenblatt.abcd.closure_correction`).
     """
     from rosenblatt.abcd.closure_testing import closure_test_histogram
 
     tests: dict[str, ClosureTest | str] = {}
     for variant, h in histograms.items():
-        members = [
-            _summed(r)
-            for name, r in sorted((replicas or {}).items())
-            if name.rsplit("#", 1)[0] == variant
-        ]
+        members = _members(variant, replicas)
+        keyed = _members(variant, resampled)
         try:
             tests[variant] = closure_test_histogram(
-                _summed(h), seed=seed, replica_histograms=members or None
+                _summed(h),
+                seed=seed,
+                replica_histograms=members or None,
+                resampled_histograms=keyed if keyed and len(keyed) == len(members) else None,
             )
         except ValueError as err:
             tests[variant] = f"no closure test: {err}"
     return tests
+
+
+def closure_corrections(
+    histograms: dict[str, Hist],
+    replicas: dict[str, Hist] | None = None,
+    resampled: dict[str, Hist] | None = None,
+) -> dict[str, tuple[ClosureCorrection, str]]:
+    """Per variant, the closure factor of its background simulation and how it was measured.
+
+    A variant with keyed replicas gets the keyed bootstrap's uncertainty
+    (:func:`rosenblatt.abcd.closure_correction.closure_correction`); one
+    without (the raw score, a transform read from a file, ``n_boot: 0``) the
+    simulation's statistical error alone
+    (:func:`~rosenblatt.abcd.closure_correction.measured_closure`), and a
+    method that says the transform's fit is not in it.
+    """
+    from rosenblatt.abcd.closure_correction import closure_correction, measured_closure
+
+    out: dict[str, tuple[ClosureCorrection, str]] = {}
+    for variant, h in histograms.items():
+        members = _members(variant, replicas)
+        keyed = _members(variant, resampled)
+        if len(members) >= 2 and len(keyed) == len(members):
+            out[variant] = (
+                closure_correction(_summed(h), members, keyed),
+                (
+                    f"keyed bootstrap of the transform's fit ({len(members)} replicas) on the "
+                    "background simulation"
+                ),
+            )
+        elif variant == "score":
+            out[variant] = (
+                measured_closure(_summed(h)),
+                "measured on the background simulation; its statistics alone (no fit)",
+            )
+        else:
+            out[variant] = (
+                measured_closure(_summed(h)),
+                (
+                    "measured on the background simulation; its statistics alone: no keyed "
+                    "replicas of this transform (statistics.n_boot: 0, or read from a file), "
+                    "so the transform's fit is not in the uncertainty"
+                ),
+            )
+    return out
 
 
 def choose_cuts(
@@ -277,10 +366,13 @@ def choose_cuts(
     histograms: dict[str, Hist],
     score_y0: tuple[float, ...],
     replicas: dict[str, Hist] | None = None,
+    resampled: dict[str, Hist] | None = None,
 ) -> dict[str, CutChoice]:
     """Per variant, its cut from simulation alone (:func:`choose_cut`), before data are read."""
     choices: dict[str, CutChoice] = {}
-    tests = closure_tests(histograms, seed=cfg.statistics.seed, replicas=replicas)
+    tests = closure_tests(
+        histograms, seed=cfg.statistics.seed, replicas=replicas, resampled=resampled
+    )
     for variant, test in tests.items():
         if isinstance(test, str):
             choices[variant] = CutChoice(f"none: {test}")
@@ -315,6 +407,7 @@ def estimate(
     choice: CutChoice,
     *,
     blind: bool,
+    correction: tuple[ClosureCorrection, str] | None = None,
 ) -> EstimateJson:
     """The data-driven estimate of one variant at its cut; writes ``workspace_<variant>.json``.
 
@@ -333,7 +426,13 @@ def estimate(
         From :func:`choose_cut`.
     blind
         Whether region A of the data is blinded (never filled).
+    correction
+        The closure factor of its background simulation and how it was
+        measured (:func:`closure_corrections`); by default the simulation's
+        measured factor with its statistical error alone.
     """
+    from rosenblatt.abcd.closure_correction import measured_closure
+
     cut = choice.cut
     out: EstimateJson = {
         "x0": None if cut is None else cut.x0,
@@ -351,50 +450,69 @@ def estimate(
         )
     if cut is None:
         return out
-    data, _ = _regions(histogram, 2, cut.i, cut.j)
+    if correction is None:
+        correction = (measured_closure(histogram), "measured on the background simulation")
+    data, data_var = _regions(histogram, 2, cut.i, cut.j)
     signal, _ = _regions(histogram, 1, cut.i, cut.j)
-    out.update(_counts(histogram, test, cut, data, signal, blind=blind))
-    relative = abs(out["nonclosure"]["relative"])
-    predicted = out["predicted_A"]
-    out.update(_likelihood(folder, variant, data, signal, predicted, relative, blind))
+    out.update(_counts(histogram, correction, cut, data, data_var, signal, blind=blind))
+    closure = out["closure_correction"]
+    out.update(
+        _likelihood(
+            folder,
+            variant,
+            data,
+            signal,
+            out["predicted_A"],
+            (closure["factor"], closure["error"]),
+            blind,
+        )
+    )
     return out
 
 
 def _counts(
     histogram: Hist,
-    test: ClosureTest,
+    correction: tuple[ClosureCorrection, str],
     cut: GridCut,
     data: list[float],
+    data_var: list[float],
     signal: list[float],
     *,
     blind: bool,
 ) -> EstimateJson:
-    """The data's B, C, D at ``cut``, the prediction of A and the simulation's non-closure there."""
+    """The data's B, C, D at ``cut``, the corrected prediction of A and its uncertainties."""
     i, j = cut.i, cut.j
+    closure, method = correction
     background, _ = _regions(histogram, 0, i, j)
-    _, n_b, n_c, n_d = data
-    predicted = n_b * n_c / n_d if n_d > 0 else float("nan")
-    stat = (
-        predicted * math.sqrt(1 / n_b + 1 / n_c + 1 / n_d)
-        if min(n_b, n_c, n_d) > 0
-        else float("nan")
-    )
-    b_sim = float(test.background_estimate[i, j])
-    relative = float(test.nonclosure[i, j]) / b_sim if b_sim > 0 else float("nan")
-    relative_error = float(test.nonclosure_error[i, j]) / b_sim if b_sim > 0 else float("nan")
+    factor, error = float(closure.factor[i, j]), float(closure.error[i, j])
+    prediction = abcd_prediction(data[1:], data_var[1:], factor, error)
+    b_sim = float(closure.background_estimate[i, j])
+    measured = float(closure.measured[i, j])
     return {
-        "B": n_b,
-        "C": n_c,
-        "D": n_d,
-        "predicted_A": predicted,
-        "predicted_A_stat": stat,
+        "B": data[1],
+        "C": data[2],
+        "D": data[3],
+        "predicted_A": prediction.value,
+        "predicted_A_stat": prediction.stat,
+        "predicted_A_syst": prediction.syst,
+        "predicted_A_error": prediction.error,
+        "predicted_A_uncorrected": prediction.uncorrected,
+        "closure_correction": {
+            "factor": factor,
+            "error": error,
+            "measured": measured,
+            "bootstrap_bias": float(closure.bias[i, j]),
+            "transform_fit": float(closure.transform_fit[i, j]),
+            "simulation_statistics": float(closure.simulation_statistics[i, j]),
+            "replicas": closure.n_replicas,
+            "method": method,
+        },
         "nonclosure": {
-            "relative": relative,
-            "relative_error": relative_error,
+            "relative": measured - 1.0,
+            "relative_error": error,
             "background_simulation_A": background[0],
             "background_simulation_BC_over_D": b_sim,
         },
-        "predicted_A_syst": abs(relative) * predicted,
         "signal_expected_A": signal[0],
         "signal_expected": {"A": signal[0], "B": signal[1], "C": signal[2], "D": signal[3]},
         "observed_A": None if blind else data[0],
@@ -407,10 +525,15 @@ def _likelihood(
     data: list[float],
     signal: list[float],
     predicted: float,
-    relative: float,
+    closure: tuple[float, float],
     blind: bool,
 ) -> EstimateJson:
-    """The pyhf workspace of the data at the cut, its expected and (unblinded) observed results."""
+    """The pyhf workspace of the data at the cut, its expected and (unblinded) observed results.
+
+    ``closure`` is the closure factor and its standard deviation: the
+    background in ``A`` is ``B C / D`` times the factor, with a ``normsys``
+    of its relative error.
+    """
     try:
         import pyhf
     except ImportError:
@@ -425,15 +548,28 @@ def _likelihood(
     from rosenblatt.studies.lhco.statistics import MAX_NONCLOSURE, quiet_pyhf
 
     n_a, n_b, n_c, n_d = data
+    factor, error = closure
     if min(n_b, n_c, n_d, signal[0]) <= 0:
         return {"likelihood_note": "a data control region is empty or A holds no signal"}
-    relative = min(relative, MAX_NONCLOSURE) if math.isfinite(relative) else 0.0
+    if not (math.isfinite(factor) and factor > 0):
+        return {"likelihood_note": f"the closure factor {factor:.3g} is not positive"}
+    relative = error / factor if math.isfinite(error) else 0.0
+    relative = min(relative, MAX_NONCLOSURE)
     observed_a = predicted if blind else n_a
     out: EstimateJson = {}
     with quiet_pyhf():
         s_a, s_b, s_c, s_d = signal
         workspace = pyhf_workspace(
-            observed_a, n_b, n_c, n_d, s_a, s_b, s_c, s_d, nonclosure=relative
+            observed_a,
+            n_b,
+            n_c,
+            n_d,
+            s_a,
+            s_b,
+            s_c,
+            s_d,
+            nonclosure=relative,
+            closure_factor=factor,
         )
         try:
             out["expected_significance"] = expected_significance(workspace)
@@ -450,5 +586,8 @@ def _likelihood(
     write_text(path, json.dumps(dict(workspace), indent=2))
     out["workspace"] = path.name
     if blind:
-        out["workspace_note"] = "blinded: the observation in A is the background prediction B C / D"
+        out["workspace_note"] = (
+            "blinded: the observation in A is the background prediction B C / D times the "
+            "closure factor"
+        )
     return out

@@ -286,17 +286,27 @@ def _estimates(
     folder: Path, cfg: AbcdConfig, output: PassOutput, choices: dict[str, CutChoice]
 ) -> dict[str, EstimateJson]:
     """Per variant, the data-driven estimate at its cut (:func:`abcd_estimate.estimate`)."""
-    from rosenblatt.studies.abcd_estimate import closure_tests, estimate
+    from rosenblatt.studies.abcd_estimate import closure_corrections, closure_tests, estimate
 
     histograms = {v: summed_over_datasets(h) for v, h in output["abcd"].items()}
-    tests = closure_tests(histograms, seed=cfg.statistics.seed, replicas=output.get("replicas"))
+    replicas, resampled = output.get("replicas"), output.get("resampled")
+    tests = closure_tests(
+        histograms, seed=cfg.statistics.seed, replicas=replicas, resampled=resampled
+    )
+    corrections = closure_corrections(histograms, replicas, resampled)
     results: dict[str, EstimateJson] = {}
     for variant, test in tests.items():
         if isinstance(test, str):
             results[variant] = {"valid": False, "note": test}
             continue
         results[variant] = estimate(
-            folder, variant, histograms[variant], test, choices[variant], blind=cfg.blind
+            folder,
+            variant,
+            histograms[variant],
+            test,
+            choices[variant],
+            blind=cfg.blind,
+            correction=corrections[variant],
         )
     return results
 

@@ -32,6 +32,9 @@ class PassOutput(TypedDict, total=False):
         ``dataset``, ``x``, ``y`` and ``process``.
     replicas : dict
         Per bootstrap replica of a transform (``<variant>#<k>``), its ABCD histogram.
+    resampled : dict
+        Per keyed replica, its ABCD histogram of the events weighted by the
+        replica's keyed Poisson counts.
     cutflow : dict
         Per dataset, the events through each step.
     skim : list of str
@@ -47,6 +50,7 @@ class PassOutput(TypedDict, total=False):
     abcd: dict[str, Hist]
     plane: dict[str, Hist]
     replicas: dict[str, Hist]
+    resampled: dict[str, Hist]
     cutflow: dict[str, dict[str, int]]
     skim: list[str]
     entries: dict[str, int]

@@ -57,9 +57,7 @@ def poisson_weights(n_events: int, seed: int, draw: int) -> NDArray[np.int64]:
 
 
 #: cumulative Poisson(1) probabilities of the counts 0 to 19 (the rest has mass below 1e-17)
-_POISSON_CDF = np.cumsum(
-    np.exp(-1.0) / np.cumprod(np.concatenate(([1.0], np.arange(1.0, 20.0))))
-)
+_POISSON_CDF = np.cumsum(np.exp(-1.0) / np.cumprod(np.concatenate(([1.0], np.arange(1.0, 20.0)))))
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -265,7 +263,7 @@ class TransformEnsemble(ConditionalCDFTransform):
         return n, seed, int(most)
 
     def _fit(self, x: Array, y: Array, w: Array | None) -> None:
-        n, seed, most = self._checked()
+        n, _, most = self._checked()
         nominal = _clone(self.estimator).fit(x, y, w)
         fixed = _chosen_parameters(nominal)
         replicas: list[ConditionalCDFTransform] = []
