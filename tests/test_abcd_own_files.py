@@ -186,7 +186,8 @@ def test_unblinded_data_equal_an_independent_count(ntuples: Path, unblinded: Pat
     irgi = estimates["irgi"]["closure_correction"]
     assert irgi["replicas"] == 10
     assert irgi["factor"] == pytest.approx(irgi["measured"] - irgi["bootstrap_bias"])
-    assert irgi["error"] > 0 and irgi["transform_fit"] > 0
+    assert irgi["error"] > 0
+    assert irgi["transform_fit"] > 0
     if estimates["score"].get("x0") is not None:
         score = estimates["score"]["closure_correction"]
         assert score["replicas"] == 0

@@ -12,7 +12,7 @@ from gaussian_blob import bivariate_normal
 
 import rosenblatt as rb
 from rosenblatt.closed_forms import closed_form
-from rosenblatt.transforms.ensemble import poisson_weights
+from rosenblatt.transforms.ensemble import keyed_poisson_weights, poisson_weights
 
 BLOB = closed_form("bivariate_normal")
 N_DEFINING = 20_000
@@ -243,3 +243,43 @@ def test_correctionlib_export_of_a_kde_ensemble_is_refused(sample) -> None:
     ensemble = rb.bootstrap(rb.KDE(sigma_r=0.2), *sample, n=2)
     with pytest.raises(TypeError, match="grid transforms"):
         correctionlib_document(ensemble)
+
+
+def test_keyed_counts_are_poisson_and_follow_the_event() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(11)
+    x, y = rng.normal(size=200_000), rng.normal(size=200_000)
+    counts = keyed_poisson_weights(x, y, 3, 5)
+    observed = np.bincount(counts, minlength=6)[:6]
+    expected = stats.poisson.pmf(np.arange(6), 1.0) * len(x)
+    assert stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue > 1e-3
+    # the same event gets the same count wherever it is read: shuffled, in chunks
+    order = rng.permutation(len(x))
+    np.testing.assert_array_equal(keyed_poisson_weights(x[order], y[order], 3, 5), counts[order])
+    np.testing.assert_array_equal(keyed_poisson_weights(x[:7], y[:7], 3, 5), counts[:7])
+    # other draws, seeds and coordinates are independent
+    for other in (
+        keyed_poisson_weights(x, y, 3, 6),
+        keyed_poisson_weights(x, y, 4, 5),
+        keyed_poisson_weights(y, x, 3, 5),
+    ):
+        assert abs(np.corrcoef(counts, other)[0, 1]) < 0.01
+    with pytest.raises(ValueError, match="same length"):
+        keyed_poisson_weights(x[:3], y[:4], 0, 0)
+
+
+def test_a_keyed_ensemble_fits_replicas_with_keyed_counts(sample, tmp_path: Path) -> None:
+    x, y = sample
+    ensemble = rb.bootstrap(rb.IRGI(depth=3), x, y, n=4, seed=9, keyed=True)
+    assert ensemble.keyed
+    for k in (0, 3):
+        weight = keyed_poisson_weights(x, y, 9, ensemble.replica_draws_[k])
+        expected = rb.IRGI(depth=3).fit(x, y, weight).transform(x, y)
+        np.testing.assert_array_equal(ensemble.transform(x, y, variation=f"replica_{k}"), expected)
+    ensemble.save(tmp_path / "keyed.json")
+    again = rb.load(tmp_path / "keyed.json")
+    assert again.keyed
+    np.testing.assert_array_equal(again.variations(x, y), ensemble.variations(x, y))
+    with pytest.raises(TypeError, match="keyed"):
+        rb.bootstrap(rb.IRGI(depth=3), x, y, n=4, keyed="yes")  # type: ignore[arg-type]

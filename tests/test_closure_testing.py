@@ -237,3 +237,39 @@ def test_histogram_test_adds_the_transform_replicas_spread() -> None:
     inside = np.isfinite(plain.nonclosure_error) & (plain.nonclosure_error > 0)
     ratio = wider.nonclosure_error[inside] / plain.nonclosure_error[inside]
     assert np.median(ratio) > 1.2
+
+
+def test_keyed_replicas_give_the_error_and_covariance_of_the_closure_correction() -> None:
+    """With resampled histograms, the test's errors are the spread of the keyed deltas."""
+    from rosenblatt.abcd import abcd_histogram
+    from rosenblatt.abcd.closure import region_sums
+    from rosenblatt.abcd.closure_testing import closure_test_histogram
+    from rosenblatt.transforms.ensemble import keyed_poisson_weights
+
+    rng = np.random.default_rng(6)
+    n = 20_000
+    x, y = rng.normal(size=n), rng.uniform(size=n)
+    label = np.zeros(n, dtype=int)
+    grid = {"x0": np.linspace(-1.0, 1.0, 11), "y0": np.linspace(0.1, 0.9, 11)}
+    nominal = abcd_histogram(x, y, label, **grid)
+    replicas = [nominal] * 20
+    resampled = [
+        abcd_histogram(x, y, label, weight=keyed_poisson_weights(x, y, 2, k), **grid)
+        for k in range(20)
+    ]
+    test = closure_test_histogram(
+        nominal, replica_histograms=replicas, resampled_histograms=resampled
+    )
+    deltas = []
+    for h in resampled:
+        a, b, c, d = region_sums(h.view(flow=True).value[..., 0])
+        deltas.append(a - b * c / d)
+    np.testing.assert_allclose(test.nonclosure_error, np.std(deltas, axis=0, ddof=1))
+    # the chi-square's cuts are thinned below the 20 replicas (4 x 4 at most)
+    assert test.n_boot == 20
+    assert len(test.chi2_cuts[0]) <= 16
+    assert 0.0 <= test.p_value <= 1.0
+    with pytest.raises(ValueError, match="same replicas"):
+        closure_test_histogram(
+            nominal, replica_histograms=replicas[:3], resampled_histograms=resampled
+        )

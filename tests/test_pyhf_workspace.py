@@ -255,3 +255,14 @@ def test_profile_likelihood_interval_covers() -> None:
     assert monte_carlo_error < 0.004
     assert np.mean(q <= 1.0) == pytest.approx(0.6827, abs=0.03)
     assert np.mean(q <= 2.706) == pytest.approx(0.90, abs=0.03)
+
+
+def test_closure_factor_scales_the_background_in_a() -> None:
+    n_b, n_c, n_d, factor = 437.0, 1210.0, 5021.0, 1.08
+    workspace = pyhf_workspace(95.0, n_b, n_c, n_d, 20.0, nonclosure=0.05, closure_factor=factor)
+    fitted = background_fit(workspace)
+    assert fitted["A"] == pytest.approx(factor * n_b * n_c / n_d, rel=1e-6)
+    assert [fitted[r] for r in "BCD"] == pytest.approx([n_b, n_c, n_d], rel=1e-6)
+    for bad in (0.0, -1.0, float("nan"), "1"):
+        with pytest.raises(ValueError, match="closure_factor"):
+            pyhf_workspace(95.0, n_b, n_c, n_d, 20.0, closure_factor=bad)  # type: ignore[arg-type]

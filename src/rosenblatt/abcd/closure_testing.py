@@ -374,7 +374,8 @@ def _keyed_nonclosure(
 
     fitted = np.asarray([nonclosure(_background_signal(h)[0]) for h in replicas])
     reweighted = np.asarray([nonclosure(_background_signal(h)[0]) for h in resampled])
-    return nonclosure(background) + reweighted - fitted
+    keyed: FloatArray = nonclosure(background) + reweighted - fitted
+    return keyed
 
 
 def _background_signal(histogram: Any) -> FloatArray:

@@ -20,6 +20,7 @@ STUDIES = {
     "fairness": "fairness",
     "lhco": "lhco.study",
     "lhco-2d": "lhco.study_2d",
+    "toys": "toys.study",
 }
 
 #: ``study:`` key -> the extras every study of that kind needs
@@ -29,6 +30,7 @@ STUDY_EXTRAS: dict[str, tuple[str, ...]] = {
     "fairness": ("study", "fairness"),
     "lhco": ("study", "hep", "ml"),
     "lhco-2d": ("study", "hep", "ml"),
+    "toys": ("study", "stats"),
 }
 
 #: a score of the abcd study given as ``{kind: ...}`` -> the extra it needs beside

@@ -62,6 +62,7 @@ CONFIG_CLASSES = {
     "fairness": "rosenblatt.studies.fairness_config:FairnessConfig",
     "lhco": "rosenblatt.studies.lhco.config:LhcoConfig",
     "lhco-2d": "rosenblatt.studies.lhco.config_2d:Lhco2dConfig",
+    "toys": "rosenblatt.studies.toys.config:ToysConfig",
 }
 
 #: a check: ``(value from the file, file name, key) -> the field's value``

@@ -65,7 +65,8 @@ def _mix(h: NDArray[np.uint64]) -> NDArray[np.uint64]:
     """SplitMix64's finaliser: every bit of the result depends on every bit of ``h``."""
     h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
+    mixed: NDArray[np.uint64] = h ^ (h >> np.uint64(31))
+    return mixed
 
 
 def keyed_poisson_weights(x: Any, y: Any, seed: int, draw: int) -> NDArray[np.int64]:
@@ -101,7 +102,10 @@ def keyed_poisson_weights(x: Any, y: Any, seed: int, draw: int) -> NDArray[np.in
         stream = _mix(np.uint64(seed) * _GOLDEN + np.uint64(draw) + np.uint64(1))
         h = _mix(_mix(x_bits ^ stream) + y_bits * _GOLDEN)
     uniform = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
-    return np.searchsorted(_POISSON_CDF, uniform, side="right").astype(np.int64)
+    counts: NDArray[np.int64] = np.searchsorted(_POISSON_CDF, uniform, side="right").astype(
+        np.int64
+    )
+    return counts
 
 
 def bootstrap(

@@ -1,0 +1,173 @@
+"""The pseudo-experiment study of the ABCD estimate (``study: toys``).
+
+For every transform of the configuration (and the raw score) and every
+defining size, ``n_toys`` pseudo-experiments
+(:func:`~rosenblatt.studies.toys.experiment.pseudo_experiment`) measure
+whether the estimate's stated uncertainty covers: the bias of the predicted
+background in A, the pulls and the coverage of ±1 and ±2 standard deviations
+with binomial errors, and the same for the fitted signal strength of an
+injected signal. Steps:
+
+1. ``toys``: the pseudo-experiments of each setting, in a pool of processes
+   (one compiled-kernel thread each); each setting's results are kept in
+   ``<data folder>/<setting>.json`` with the configuration they came from, so
+   a rerun of the same configuration reads them instead;
+2. ``report``: ``summary.json``, ``report.md`` and the figure of pulls and
+   coverage against the defining size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rosenblatt._atomic import write_text
+from rosenblatt._extras import progress_bar
+from rosenblatt.studies._common import Steps, write_summary
+from rosenblatt.studies.abcd_config import TransformConfig
+from rosenblatt.studies.toys.config import ToysConfig
+from rosenblatt.studies.toys.experiment import Setting, ToyResult, pseudo_experiment
+from rosenblatt.studies.toys.report import draw_figure, report_text
+from rosenblatt.studies.toys.summary import ToysSummary, summarise
+
+__all__ = ["STEPS", "run", "settings"]
+
+log = logging.getLogger("rosenblatt.toys")
+
+#: the steps of the study, in order
+STEPS = ("toys", "report")
+#: pseudo-experiments handed to a worker at once
+TOYS_PER_TASK = 5
+
+
+def settings(cfg: ToysConfig) -> list[Setting]:
+    """The sets of pseudo-experiments: the raw score and each transform, at each defining size."""
+    scores: list[tuple[str, TransformConfig | None]] = [("score", None)] if cfg.raw_score else []
+    scores += [(t.name, t) for t in cfg.transforms]
+    return [Setting(name, t, n) for n in cfg.defining_sizes for name, t in scores]
+
+
+def run(config: dict[str, Any], folder: Path) -> ToysSummary:
+    """Run the pseudo-experiments of ``config``; write the report and summary to ``folder``."""
+    cfg = ToysConfig.parse(config)
+    steps = Steps(STEPS, log, digits=1)
+    cache = Path(cfg.data_folder or Path("data") / cfg.name)
+    results = steps.run("toys", _all_settings, cfg, cache)
+    summary = steps.run("report", _report, cfg, folder, results, steps.seconds)
+    write_text(folder / "timings.json", json.dumps(steps.seconds, indent=2))
+    return summary
+
+
+def _report(
+    cfg: ToysConfig,
+    folder: Path,
+    results: list[tuple[Setting, list[ToyResult]]],
+    seconds: dict[str, float],
+) -> ToysSummary:
+    summary = summarise(cfg, results, seconds)
+    write_summary(folder, summary, strict=False)
+    figure = draw_figure(folder, summary)
+    write_text(folder / "report.md", report_text(summary, figure))
+    return summary
+
+
+def fingerprint(cfg: ToysConfig, setting: Setting) -> str:
+    """What a setting's pseudo-experiments depend on, hashed: a cached result is reused only on a match."""
+    keys = {
+        "seed": cfg.seed,
+        "simulation": cfg.simulation,
+        "n_boot": cfg.n_boot,
+        "x0": cfg.x0,
+        "y0": cfg.y0,
+        "population": asdict(cfg.population),
+        "setting": setting.name,
+        "n_defining": setting.n_defining,
+        "transform": None
+        if setting.transform is None
+        else {"kind": setting.transform.kind, **dict(setting.transform.parameters)},
+    }
+    text = json.dumps(keys, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def _all_settings(cfg: ToysConfig, cache: Path) -> list[tuple[Setting, list[ToyResult]]]:
+    cache.mkdir(parents=True, exist_ok=True)
+    return [(setting, _setting(cfg, setting, cache)) for setting in settings(cfg)]
+
+
+def _setting(cfg: ToysConfig, setting: Setting, cache: Path) -> list[ToyResult]:
+    """A setting's pseudo-experiments, read from the cache when it holds them all."""
+    path = cache / f"{setting.name}-{setting.n_defining}.json"
+    key = fingerprint(cfg, setting)
+    cached = _read_cached(path, key)
+    done = {row["toy"]: row for row in cached}
+    missing = [toy for toy in range(cfg.n_toys) if toy not in done]
+    if not missing:
+        log.info(
+            "%s at %d defining events: %d toys read from %s",
+            setting.name,
+            setting.n_defining,
+            cfg.n_toys,
+            path,
+        )
+        return [done[toy] for toy in range(cfg.n_toys)]
+    label = f"toys {setting.name}, {setting.n_defining} defining events"
+    for row in _run_toys(cfg, setting, missing, label):
+        done[row["toy"]] = row
+    rows = sorted(done.values(), key=lambda row: row["toy"])
+    write_text(path, json.dumps({"fingerprint": key, "toys": rows}, allow_nan=True))
+    return [done[toy] for toy in range(cfg.n_toys)]
+
+
+def _read_cached(path: Path, key: str) -> list[ToyResult]:
+    """The toys a cache file holds for this fingerprint (none if absent, damaged or another's)."""
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(stored, dict) or stored.get("fingerprint") != key:
+        return []
+    rows = stored.get("toys")
+    return rows if isinstance(rows, list) else []
+
+
+def _one_thread() -> None:
+    """Each worker runs its compiled kernels on one thread: the pool shares the cores."""
+    os.environ["NUMBA_NUM_THREADS"] = "1"
+    try:
+        import numba
+    except ModuleNotFoundError:
+        return
+    numba.set_num_threads(1)
+
+
+def _task(cfg: ToysConfig, setting: Setting, toys: list[int]) -> list[ToyResult]:
+    return [pseudo_experiment(cfg, setting, toy) for toy in toys]
+
+
+def _run_toys(cfg: ToysConfig, setting: Setting, toys: list[int], label: str) -> list[ToyResult]:
+    """Pseudo-experiments ``toys`` of ``setting``, on ``cfg.workers`` processes."""
+    tasks = [toys[i : i + TOYS_PER_TASK] for i in range(0, len(toys), TOYS_PER_TASK)]
+    bar = progress_bar(total=len(toys), desc=label, unit="toy")
+    rows: list[ToyResult] = []
+    try:
+        if cfg.workers == 1:
+            for task in tasks:
+                rows += _task(cfg, setting, task)
+                bar.update(len(task))
+            return rows
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(cfg.workers, mp_context=context, initializer=_one_thread) as pool:
+            for done in pool.map(_task, [cfg] * len(tasks), [setting] * len(tasks), tasks):
+                rows += done
+                bar.update(len(done))
+    finally:
+        bar.close()
+    return rows

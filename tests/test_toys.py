@@ -1,0 +1,140 @@
+"""The pseudo-experiment study of the ABCD estimate (``study: toys``), end to end at a small size."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip("pyhf")
+pytest.importorskip("matplotlib")
+
+import rosenblatt as rb
+from rosenblatt.cli import main
+from rosenblatt.studies.toys.config import ToysConfig
+from rosenblatt.studies.toys.experiment import Setting, pseudo_experiment
+from rosenblatt.studies.toys.population import Population, constant_threshold
+from rosenblatt.studies.toys.summary import pull_statistics
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:jsonschema.RefResolver is deprecated:DeprecationWarning"
+)
+
+SMALL: dict[str, Any] = {
+    "study": "toys",
+    "n_toys": 4,
+    "defining_sizes": [4000],
+    "transforms": [{"kind": "irgi", "depth": 3}],
+    "n_boot": 6,
+    "workers": 1,
+    "population": {"background": 20000, "signal": 200},
+}
+
+
+def _config(folder: Path, **changes: Any) -> ToysConfig:
+    return ToysConfig.parse({**SMALL, **changes, "_path": str(folder / "small.yaml")})
+
+
+def test_the_populations_yields_are_those_of_its_samples() -> None:
+    population = Population(_config(Path("."), seed=1).population)
+    rng = np.random.default_rng(3)
+    x, y = population.background(rng, 400_000)
+    xs, ys = population.signal(rng, 400_000)
+    background, signal = population.yields(constant_threshold(0.7), 0.6, 400_000, 400_000)
+    for (sx, sy), expected in ((x, y), background.as_tuple()), ((xs, ys), signal.as_tuple()):
+        high_x, high_y = sx >= 0.6, sy >= 0.7
+        counts = [
+            np.count_nonzero(high_x & high_y),
+            np.count_nonzero(high_x & ~high_y),
+            np.count_nonzero(~high_x & high_y),
+            np.count_nonzero(~high_x & ~high_y),
+        ]
+        for count, value in zip(counts, expected, strict=True):
+            assert abs(count - value) < 4 * math.sqrt(value) + 1
+
+
+@pytest.mark.slow
+def test_a_pseudo_experiment_uses_the_estimate_of_the_abcd_study(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+    setting = Setting("irgi", cfg.transforms[0], 4000)
+    first = pseudo_experiment(cfg, setting, 0)
+    assert first["error"] is None
+    assert first == pseudo_experiment(cfg, setting, 0)  # deterministic
+    assert first["predicted_A"] == pytest.approx(first["predicted_A_uncorrected"] * first["factor"])
+    assert first["predicted_A_syst"] == pytest.approx(
+        first["predicted_A_uncorrected"] * first["factor_error"]
+    )
+    assert first["mu_low"] < first["mu_hat"] < first["mu_high"]
+    # the exact truth under the fitted transform: a transform fitted on a far larger sample
+    # closes, and its true closure factor is near 1
+    population = Population(cfg.population)
+    big = rb.IRGI(depth=6).fit(*population.background(np.random.default_rng(9), 400_000))
+    from rosenblatt.studies.toys.population import transform_threshold
+
+    truth, _ = population.yields(transform_threshold(big, cfg.y0), cfg.x0, 1.0, 0.0)
+    assert truth.a * truth.d / (truth.b * truth.c) == pytest.approx(1.0, abs=0.03)
+
+
+def test_pull_statistics() -> None:
+    pulls = pull_statistics([-2.5, -0.5, 0.0, 0.5, 1.5, float("nan")])
+    assert pulls["mean"] == pytest.approx(-0.2)
+    assert pulls["coverage_1sd"] == pytest.approx(0.6)
+    assert pulls["coverage_2sd"] == pytest.approx(0.8)
+    assert pulls["coverage_1sd_error"] == pytest.approx(math.sqrt(0.6 * 0.4 / 5))
+    assert pulls["sd"] == pytest.approx(np.std([-2.5, -0.5, 0.0, 0.5, 1.5], ddof=1))
+
+
+@pytest.mark.slow
+def test_the_study_writes_its_table_and_reuses_its_toys(tmp_path: Path) -> None:
+    config = {**SMALL, "data": {"folder": str(tmp_path / "cache")}}
+    path = tmp_path / "toys-test.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    out = tmp_path / "results"
+    assert main(["run", str(path), "--output", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    from summary_keys import assert_same_keys
+
+    assert_same_keys("toys-test", summary)
+    assert [(s["name"], s["n_defining"]) for s in summary["settings"]] == [
+        ("score", 4000),
+        ("irgi", 4000),
+    ]
+    for setting in summary["settings"]:
+        assert setting["n_toys"] == 4
+        assert setting["targets"]["verdict"]
+    report = (out / "report.md").read_text()
+    assert "| irgi | 4,000 | 4 |" in report
+    assert (out / "coverage.png").is_file()
+    cached = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert cached == ["irgi-4000.json", "score-4000.json"]
+    # a rerun reads the toys; a changed setting computes them again
+    assert main(["run", str(path), "--output", str(out)]) == 0
+    assert json.loads((out / "summary.json").read_text())["settings"] == summary["settings"]
+    path.write_text(yaml.safe_dump({**config, "n_boot": 5}), encoding="utf-8")
+    assert main(["run", str(path), "--output", str(out)]) == 0
+    changed = json.loads((out / "summary.json").read_text())["settings"][1]
+    assert changed["background"] != summary["settings"][1]["background"]
+
+
+def test_configuration_errors_name_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for changes, key in (
+        ({"defining_sizes": []}, "defining_sizes"),
+        ({"simulation": "elsewhere"}, "simulation"),
+        ({"n_boot": 2}, "n_boot"),
+        ({"transforms": [{"kind": "irgi", "depth": 3, "name": "score"}]}, "transforms"),
+        ({"population": {"concentration": -1}}, "population.concentration"),
+    ):
+        path = tmp_path / "bad.yaml"
+        path.write_text(yaml.safe_dump({**SMALL, **changes}), encoding="utf-8")
+        assert main(["run", str(path), "--output", str(tmp_path / "out")]) != 0
+        err = capsys.readouterr().err
+        assert key in err
+        assert "Traceback" not in err
+        assert not (tmp_path / "out").exists()
