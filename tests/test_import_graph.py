@@ -40,7 +40,6 @@ LAYERS = (
         "exceptions",
         "_atomic",
         "_awkward",
-        "_deprecation",
         "_extras",
         "_interrupt",
         "_jit",

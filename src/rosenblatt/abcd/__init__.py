@@ -27,7 +27,6 @@ carries its statistical uncertainty.
 
 from __future__ import annotations
 
-from rosenblatt._deprecation import alias_moved_module
 from rosenblatt.abcd.closure import ClosureScan, closure_scan
 from rosenblatt.abcd.closure_testing import ClosureTest, closure_test
 from rosenblatt.abcd.histograms import abcd_histogram, cut_axes, process_axis
@@ -55,6 +54,3 @@ __all__ = [
     "pyhf_workspace",
     "sensitivity_map",
 ]
-
-# the module's name until it was renamed (pytest takes ``*_test.py`` files for tests)
-alias_moved_module(f"{__name__}.closure_test", f"{__name__}.closure_testing")
