@@ -6,6 +6,8 @@ three correlated observables, and for every guarantee of the scalar case.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -381,25 +383,42 @@ def test_irgi_nested_cells_of_a_discrete_observable(tmp_path) -> None:
     assert np.array_equal(loaded.transform(x, y), gamma)
 
 
-def test_irgi_file_of_kd_cells_blends_them_by_hats(sample, testing) -> None:
-    from rosenblatt.transforms._irgi_vector import blend_cells, residual
-
+@pytest.mark.parametrize("plane", [True, False], ids=["with-plane", "without-plane"])
+def test_irgi_file_of_kd_cells_is_refused_in_one_line_naming_its_writer(
+    sample, tmp_path, plane: bool
+) -> None:
     x, y = sample
-    state = rb.IRGI(4).fit(x, y).get_state()
-    state.pop("splits")
-    loaded = rb.IRGI.from_state(state)
-    assert loaded.splits_ is None
-    xt, yt = testing
-    inside = (yt > y.min()) & (yt < y.max())
-    xq = np.clip(xt[inside], x.min(axis=0), x.max(axis=0))
-    u = residual(xq, yt[inside], loaded.trend_centre_, loaded.trend_slope_)
-    expected = blend_cells(loaded.boxes_, loaded.y_edges_, loaded.cdf_, xq, u)
-    assert np.array_equal(loaded.transform(xt[inside], yt[inside]), expected)
-    assert "tensor hats" in loaded.describe()
-    assert _rms(loaded, TWO, *testing) < 0.05
-    state["splits"] = [3, 2]
-    with pytest.raises(rb.SchemaError, match="splits"):
-        rb.IRGI.from_state(state)
+    document = json.loads(rb.serialization.dumps(rb.IRGI(4).fit(x, y)))
+    # the layout before the nested cells: no levels per observable (and, earlier still, no plane)
+    del document["state"]["splits"]
+    if not plane:
+        del document["state"]["trend_centre"], document["state"]["trend_slope"]
+    path = tmp_path / "irgi.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(rb.SchemaError) as refused:
+        rb.load(path)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message == (
+        f"{path} (written by {document['written_by']}): IRGI on several observables saved as "
+        "k-d cells blended by hats, the layout before its nested cells, which is no longer "
+        "read: fit the transform again"
+    )
+    del document["written_by"]
+    with pytest.raises(rb.SchemaError, match=r"irgi\.json \(written by an unknown writer\): IRGI"):
+        rb.serialization.loads(json.dumps(document), source="irgi.json")
+
+
+def test_irgi_file_of_nested_cells_needs_its_levels_and_its_plane(sample) -> None:
+    x, y = sample
+    document = json.loads(rb.serialization.dumps(rb.IRGI(4).fit(x, y)))
+    document["state"]["splits"] = [3, 2]
+    with pytest.raises(rb.SchemaError, match="splits must be 2 non-negative integers summing"):
+        rb.serialization.loads(json.dumps(document), source="irgi.json")
+    document["state"]["splits"] = [2, 2]
+    del document["state"]["trend_centre"]
+    with pytest.raises(rb.SchemaError, match=r"malformed irgi state \(KeyError: 'trend_centre'\)"):
+        rb.serialization.loads(json.dumps(document), source="irgi.json")
 
 
 def test_irgi_plane_is_weighted_least_squares_and_its_cdf_is_read_at_the_residual(sample) -> None:
@@ -439,15 +458,3 @@ def test_irgi_reaches_the_joint_accuracy_of_the_kernel_estimators(sample, testin
     kde = _rms(rb.KDE(0.17).fit(x, y), TWO, *testing)
     assert irgi < 0.03
     assert irgi < 1.5 * kde
-
-
-def test_irgi_file_without_a_plane_reads_as_a_zero_slope(sample) -> None:
-    x, y = sample
-    state = rb.IRGI(5).fit(x, y).get_state()
-    state.pop("trend_centre")
-    state.pop("trend_slope")
-    loaded = rb.IRGI.from_state(state)
-    assert np.array_equal(loaded.trend_slope_, np.zeros(2))
-    ys = np.linspace(-4, 4, 101)
-    gamma = loaded.transform(np.zeros((len(ys), 2)), ys)
-    assert np.all(np.diff(gamma) >= 0)

@@ -82,14 +82,23 @@ def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTrans
     if not isinstance(state, dict):
         msg = f"{source}: 'state' must be an object"
         raise SchemaError(msg)
+    written = f"{source} (written by {_writer(document)})"
     try:
         return cls.from_state(state)
     except SchemaError as err:
-        msg = f"{source}: {err}"
+        msg = f"{written}: {err}"
         raise SchemaError(msg) from err
     except (KeyError, TypeError, ValueError) as err:
-        msg = f"{source}: malformed {kind} state ({type(err).__name__}: {err})"
+        msg = f"{written}: malformed {kind} state ({type(err).__name__}: {err})"
         raise SchemaError(msg) from err
+
+
+def _writer(document: dict[str, Any]) -> str:
+    """The document's ``written_by`` on one line (``rosenblatt 0.1.0``), or ``an unknown writer``."""
+    writer = document.get("written_by")
+    if not isinstance(writer, str) or not writer.split():
+        return "an unknown writer"
+    return " ".join(writer.split())
 
 
 def _parse(text: str | bytes, source: str) -> dict[str, Any]:

@@ -20,9 +20,9 @@ correctionlib evaluates the file from Python and C++ (`correction config` gives 
 
 A transform fitted on k protected observables gives a correction of the inputs x1, ..., xk
 and y: a GridKDE (its tensor grid) and an IRGI (its nested cells) exactly, unless --x-nodes
-or --y-nodes is given; KDE, an IRGI read from a file of k-d cells, or any transform given
-those options, tabulated on a regular grid of --x-nodes per axis and --y-nodes values of y,
-with the measured difference in the description. These files are not read back.
+or --y-nodes is given; KDE, or any transform given those options, tabulated on a regular
+grid of --x-nodes per axis and --y-nodes values of y, with the measured difference in the
+description. These files are not read back.
 """
 
 

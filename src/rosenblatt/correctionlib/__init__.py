@@ -55,10 +55,9 @@ correction of the inputs ``x1, ..., xk`` and ``y``: a ``multibinning`` over
 its tensor grid in ``x``, per box a ``y`` binning whose formulas blend the
 corners' columns multilinearly: a GridKDE exactly. An IRGI's nested cells are
 written exactly as nested binnings along the observables. Any other transform
-(KDE, an IRGI read from a file of k-d cells), or one given ``x_nodes`` or
-``y_nodes``, is tabulated on a regular grid, with its measured error. Its
-metadata line names the layout ``rosenblatt-correctionlib-vector``, which is
-not read back.
+(KDE), or one given ``x_nodes`` or ``y_nodes``, is tabulated on a regular
+grid, with its measured error. Its metadata line names the layout
+``rosenblatt-correctionlib-vector``, which is not read back.
 
 This package is the one public face of the export and the import; its
 private modules hold the parts: ``_export`` (the document and the file) and

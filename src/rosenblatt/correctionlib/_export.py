@@ -220,9 +220,8 @@ def correctionlib_document(
     file holds about 250 bytes per bin for ``k = 2``, 400 for ``k = 3``, and
     a GridKDE(0.3) on 10**5 events of two observables 211 MB) and an IRGI's
     nested cells exactly, unless ``x_nodes`` or ``y_nodes`` is given; any
-    other transform (KDE, an IRGI read from a file of k-d cells) tabulated on
-    a regular grid, with the largest and RMS difference measured on
-    ``n_check`` points written in its description. ``tolerance`` does not
+    other transform (KDE) tabulated on a regular grid, with the largest and
+    RMS difference measured on ``n_check`` points written in its description. ``tolerance`` does not
     apply to them.
 
     ``json.dumps`` of this document writes numbers that correctionlib may

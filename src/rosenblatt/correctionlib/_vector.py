@@ -31,10 +31,9 @@ file, or tabulate it (give ``x_nodes`` or ``y_nodes``).
 
 IRGI's nested cells are written exactly as nested binnings
 (:mod:`rosenblatt.correctionlib._nested`). Any other transform of
-several observables (KDE, IRGI read from a file of k-d cells), or one given
-``x_nodes`` or ``y_nodes``, is tabulated: its
-``transform`` is evaluated on a regular tensor grid of ``x_nodes`` nodes per
-axis over the ``x`` domain and, at every node, on ``y_nodes`` values shared
+several observables (KDE), or one given ``x_nodes`` or ``y_nodes``, is
+tabulated: its ``transform`` is evaluated on a regular tensor grid of
+``x_nodes`` nodes per axis over the ``x`` domain and, at every node, on ``y_nodes`` values shared
 by all nodes (placed half by the transform's marginal CDF of ``y``, half
 evenly over the ``y`` domain), and written in the same layout, linear in
 ``y`` between the values and multilinear in ``x``. The largest difference to

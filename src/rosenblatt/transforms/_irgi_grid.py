@@ -351,7 +351,6 @@ def check_nested_boxes(cells: Cells) -> None:
     """
     from rosenblatt.transforms._irgi_nested import cell_centres
 
-    assert cells.splits is not None
     for axis, (count, centres) in enumerate(
         zip(cells.splits, cell_centres(cells.boxes, cells.splits), strict=True)
     ):

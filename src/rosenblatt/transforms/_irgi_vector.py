@@ -27,43 +27,20 @@ positive), the slope is zero and the cells take ``y`` itself.
 Brier score over the balanced splits of every depth, then moves one level at
 a time between observables (or adds or removes one) while that lowers the
 score, and takes the fewest levels within one standard error of the best.
-
-Files written before the nested cells hold the cells of a k-d tree whose
-split cycled over the observables, blended by tensor hats
-(``gamma(x, y) = sum_c phi_c(x) F_c(y) / sum_c phi_c(x)``, with
-``phi_c(x) = prod_d max(0, 1 - |x_d - m_cd| / w_cd)`` centred on the middle
-``m_c`` of the cell's box and as wide as it); they evaluate as they did.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rosenblatt._jit import numba_enabled
 from rosenblatt.transforms import _local_polynomial as lp
-from rosenblatt.transforms._irgi_nested import (
-    balanced_splits,
-    nested_cells,
-    nested_gamma,
-)
-from rosenblatt.transforms._irgi_nested import column_value as _column_value
+from rosenblatt.transforms._irgi_nested import balanced_splits, nested_cells, nested_gamma
 
-try:
-    import numba
-    from numba import prange
-except ImportError:  # pragma: no cover - numba is optional
-    prange = range  # type: ignore[misc]
-
-
-__all__ = ["REACH", "Cells", "blend_cells", "fit_cells", "linear_trend", "select_splits"]
-
-#: half-width of a cell's hat in units of the cell's width (1/2 would end it on the box's faces)
-REACH = 1.0
+__all__ = ["Cells", "fit_cells", "linear_trend", "select_splits"]
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -126,111 +103,6 @@ def cell_columns(
     return edges_out, cdf_out
 
 
-def _blend_loop(
-    boxes: Array,
-    edges: Array,
-    cdf: Array,
-    x: Array,
-    y: Array,
-    bucket_lo: float,
-    bucket_scale: float,
-    starts: IntArray,
-    members: IntArray,
-) -> Array:
-    """:func:`blend_cells` as loops for numba (queries in parallel).
-
-    The cells whose hat reaches the query are among the ``members`` of the
-    query's bucket along the first observable (``starts`` delimits each
-    bucket's cells).
-    """
-    _, _, k = boxes.shape
-    n_edge = edges.shape[1]
-    n_buckets = len(starts) - 1
-    out = np.empty(len(y))
-    for i in prange(len(y)):
-        b = int((x[i, 0] - bucket_lo) * bucket_scale)
-        b = min(max(b, 0), n_buckets - 1)
-        num = 0.0
-        den = 0.0
-        for m in range(starts[b], starts[b + 1]):
-            c = members[m]
-            phi = 1.0
-            for d in range(k):
-                middle = 0.5 * (boxes[c, 0, d] + boxes[c, 1, d])
-                width = REACH * (boxes[c, 1, d] - boxes[c, 0, d])
-                t = 1.0 - abs(x[i, d] - middle) / width
-                phi *= max(0.0, t)
-            if phi <= 0.0:
-                continue
-            value = _column_value(edges[c], cdf[c], n_edge, y[i])
-            num += phi * value
-            den += phi
-        out[i] = num / den
-    return out
-
-
-def _buckets(boxes: Array) -> tuple[float, float, IntArray, IntArray]:
-    """Equal buckets along the first observable and the cells whose hat reaches into each."""
-    middle = 0.5 * (boxes[:, 0, 0] + boxes[:, 1, 0])
-    reach = REACH * (boxes[:, 1, 0] - boxes[:, 0, 0])
-    lo, hi = float(boxes[:, 0, 0].min()), float(boxes[:, 1, 0].max())
-    n_buckets = max(1, int(math.sqrt(len(boxes))))
-    scale = n_buckets / (hi - lo)
-    first = np.clip(np.floor((middle - reach - lo) * scale), 0, n_buckets - 1).astype(np.intp)
-    last = np.clip(np.floor((middle + reach - lo) * scale), 0, n_buckets - 1).astype(np.intp)
-    count = last - first + 1
-    cells = np.repeat(np.arange(len(boxes)), count)
-    bucket = (
-        np.repeat(first, count)
-        + np.arange(count.sum())
-        - np.repeat(np.cumsum(count) - count, count)
-    )
-    order = np.argsort(bucket, kind="stable")
-    starts = np.searchsorted(bucket[order], np.arange(n_buckets + 1)).astype(np.intp)
-    return lo, scale, starts, cells[order].astype(np.intp)
-
-
-@functools.cache
-def _compiled() -> Any:
-    if not numba_enabled():
-        return None
-    return numba.njit(cache=True, nogil=True, parallel=True)(_blend_loop)
-
-
-def blend_cells(boxes: Array, edges: Array, cdf: Array, x: Array, y: Array) -> Array:
-    """The hat-weighted blend of the cells' CDFs at ``(x, y)`` (``x`` within the domain).
-
-    ``y`` is the value the CDFs are read at: the residual ``u`` of a fit.
-    """
-    kernel = _compiled()
-    if kernel is None:
-        return _blend_numpy(boxes, edges, cdf, x, y)
-    index = _buckets(boxes)
-    gamma: Array = np.clip(
-        kernel(boxes, edges, cdf, np.ascontiguousarray(x), np.ascontiguousarray(y), *index),
-        0.0,
-        1.0,
-    )
-    return gamma
-
-
-def _blend_numpy(boxes: Array, edges: Array, cdf: Array, x: Array, y: Array) -> Array:
-    middle = 0.5 * (boxes[:, 0] + boxes[:, 1])
-    width = REACH * (boxes[:, 1] - boxes[:, 0])
-    num, den = np.zeros(len(y)), np.zeros(len(y))
-    for c in range(len(boxes)):
-        phi = np.prod(np.clip(1.0 - np.abs(x - middle[c]) / width[c], 0.0, None), axis=1)
-        used = np.flatnonzero(phi > 0)
-        if len(used) == 0:
-            continue
-        values = np.array(
-            [_column_value(edges[c], cdf[c], edges.shape[1], float(v)) for v in y[used]]
-        )
-        num[used] += phi[used] * values
-        den[used] += phi[used]
-    return np.clip(num / den, 0.0, 1.0)
-
-
 def max_vector_depth(n_events: int) -> int:
     """Largest x depth for ``n_events``: cells of at least 16 events."""
     return max(1, math.floor(math.log2(max(n_events, 2) / 16)))
@@ -257,16 +129,13 @@ class Cells(NamedTuple):
     centre: Array
     #: ``(k,)`` its slope
     slope: Array
-    #: levels of the nested bisection per observable; ``None`` for cells of a k-d tree blended by hats
-    splits: tuple[int, ...] | None = None
+    #: levels of the nested bisection per observable
+    splits: tuple[int, ...]
 
     def gamma(self, x: Array, y: Array, y_range: tuple[float, float]) -> Array:
         """``gamma`` at ``(x, y)`` (``x`` within the domain; ``y_range`` the domain in ``y``)."""
         u = residual(x, y, self.centre, self.slope)
-        if self.splits is None:
-            gamma = blend_cells(self.boxes, self.edges, self.cdf, x, u)
-        else:
-            gamma = nested_gamma(self.boxes, self.splits, self.edges, self.cdf, x, u)
+        gamma = nested_gamma(self.boxes, self.splits, self.edges, self.cdf, x, u)
         return np.where(y <= y_range[0], 0.0, np.where(y >= y_range[1], 1.0, gamma))
 
 

@@ -271,13 +271,13 @@ class IRGI(ColumnGridTransform):
     ) -> NDArray[np.float64]:
         return self._cells().gamma(x, y, self.domain_[1])
 
-    def _vector_depth(self) -> int | list[int]:
-        """The depth a fit on several observables used: its levels per observable if nested."""
-        return int(self.depth_) if self.splits_ is None else list(self.splits_)
+    def _vector_depth(self) -> list[int]:
+        """The depth a fit on several observables used: its levels per observable."""
+        return [int(s) for s in self.splits_]
 
     def _vector_state(self) -> dict[str, Any]:
         (x_lo, x_hi), y_range = self.domain_
-        state = {
+        return {
             "params": {
                 "depth": self.depth if self.depth == "auto" else self._vector_depth(),
                 "folds": int(self.folds),
@@ -295,10 +295,8 @@ class IRGI(ColumnGridTransform):
             "selection": None if self.selection_ is None else self.selection_.to_dict(),
             "n_events": int(self.n_events_),
             "sum_weight": float(self.sum_weight_),
+            "splits": self._vector_depth(),
         }
-        if self.splits_ is not None:
-            state["splits"] = list(self.splits_)
-        return state
 
     @classmethod
     def _from_vector_state(cls, state: dict[str, Any]) -> IRGI:
@@ -307,12 +305,18 @@ class IRGI(ColumnGridTransform):
         from rosenblatt.transforms._irgi_vector import Cells
         from rosenblatt.transforms.selection import Selection
 
+        if "splits" not in state:
+            msg = (
+                "IRGI on several observables saved as k-d cells blended by hats, the layout "
+                "before its nested cells, which is no longer read: fit the transform again"
+            )
+            raise SchemaError(msg)
         params, k, depth = state["params"], state["x_dims"], state["depth"]
         obj = cls(params["depth"], folds=params["folds"], seed=params["seed"])
         domain = _vector_domain(state["domain"], k)
         depth = check_int(depth, "depth", low=1, high=24, error=SchemaError)
-        splits = state.get("splits")
-        if splits is not None and (
+        splits = state["splits"]
+        if (
             not isinstance(splits, list)
             or len(splits) != k
             or not all(is_int(s) and s >= 0 for s in splits)
@@ -328,18 +332,14 @@ class IRGI(ColumnGridTransform):
         cdf = check_array(
             state["cdf"], "cdf", (2**depth, max(width, 2)), nondecreasing=True, unit=True
         )
-        if splits is None and not np.all(boxes[:, 1] > boxes[:, 0]):
-            msg = "every cell's box must have a positive width along every observable"
-            raise SchemaError(msg)
         if not np.all(boxes[:, 1] >= boxes[:, 0]):
             msg = "every cell's box must have its upper corner at or above its lower corner"
             raise SchemaError(msg)
         if np.any(cdf[:, 0] != 0) or np.any(cdf[:, -1] != 1):
             msg = "cdf must start at 0 and end at 1 in every cell"
             raise SchemaError(msg)
-        zero = [0.0] * k
-        centre = check_array(state.get("trend_centre", zero), "trend_centre", (k,))
-        slope = check_array(state.get("trend_slope", zero), "trend_slope", (k,))
+        centre = check_array(state["trend_centre"], "trend_centre", (k,))
+        slope = check_array(state["trend_slope"], "trend_slope", (k,))
         cells = Cells(
             boxes,
             edges,
@@ -347,10 +347,9 @@ class IRGI(ColumnGridTransform):
             int(state["y_depth"]),
             centre,
             slope,
-            None if splits is None else tuple(splits),
+            tuple(int(s) for s in splits),
         )
-        if splits is not None:
-            check_nested_boxes(cells)
+        check_nested_boxes(cells)
         obj._set_cells(domain, cells)
         obj.selection_ = (
             None if state["selection"] is None else Selection.from_dict(state["selection"])
@@ -562,14 +561,8 @@ class IRGI(ColumnGridTransform):
     def describe(self) -> str:
         """The depth and the shape of ``gamma`` between the grid's vertices."""
         self._check_fitted()
-        if self.x_dims > 1 and self.splits_ is None:
-            return (
-                f"IRGI of depth {self.depth_} on {self.x_dims} observables: {len(self.boxes_)} cells, "
-                "linear in the score about its plane in x between each cell's edges, "
-                "blended in x by tensor hats over the cells"
-            )
         if self.x_dims > 1:
-            levels = ", ".join(map(str, self.splits_ or ()))
+            levels = ", ".join(map(str, self.splits_))
             return (
                 f"IRGI of depth {self.depth_} on {self.x_dims} observables: {len(self.boxes_)} "
                 f"nested cells ({levels} levels per observable), linear in the score about its "
