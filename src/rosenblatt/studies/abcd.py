@@ -85,7 +85,6 @@ class Ensembles:
 
 def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
     """Run the ABCD analysis of ``config``; write its outputs to ``folder``."""
-    from rosenblatt.processors.analysis import Variant
     from rosenblatt.processors.runner import make_executor, map_items
     from rosenblatt.studies.abcd_preflight import preflight
     from rosenblatt.studies.abcd_report import write_outputs
@@ -122,20 +121,7 @@ def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
         with steps.timed("bootstrap"):
             ensembles = _ensembles(cfg, skims, folder)
         variants = _variants(cfg, fitted.transforms, score_y0, score_range)
-        replica_variants = [
-            Variant(
-                f"{name}#{k}",
-                "score",
-                cfg.cuts.y0,
-                transform=member,
-                replica_of=name,
-                keyed_draw=(ensemble.seed, draw) if ensemble.keyed else None,
-            )
-            for name, ensemble in ensembles.made.items()
-            for k, (member, draw) in enumerate(
-                zip(ensemble.replicas_, ensemble.replica_draws_, strict=True)
-            )
-        ]
+        replica_variants = _replica_variants(cfg, ensembles)
         output, choices = _analyse(cfg, passes, variants, replica_variants, score_y0, steps)
     timings = steps.seconds
     with steps.timed("close and report"):
@@ -217,6 +203,31 @@ def _variants(
     variants = [Variant("score", "score", score_y0, y_range=score_range)]
     variants += [Variant(name, "score", cfg.cuts.y0, transform=t) for name, t in transforms.items()]
     return variants
+
+
+def _replica_variants(cfg: AbcdConfig, ensembles: Ensembles) -> list[Variant]:
+    """Every bootstrap replica of every transform, as a variant of the simulation's histograms.
+
+    A keyed replica also carries its ``(seed, draw)``, so that the events are
+    filled a second time with its keyed Poisson counts (the closure factor's
+    uncertainty, :mod:`rosenblatt.abcd.closure_correction`).
+    """
+    from rosenblatt.processors.analysis import Variant
+
+    return [
+        Variant(
+            f"{name}#{k}",
+            "score",
+            cfg.cuts.y0,
+            transform=member,
+            replica_of=name,
+            keyed_draw=(ensemble.seed, draw) if ensemble.keyed else None,
+        )
+        for name, ensemble in ensembles.made.items()
+        for k, (member, draw) in enumerate(
+            zip(ensemble.replicas_, ensemble.replica_draws_, strict=True)
+        )
+    ]
 
 
 def _fit_transforms(

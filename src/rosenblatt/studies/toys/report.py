@@ -7,7 +7,7 @@ from pathlib import Path
 from rosenblatt.studies._common import claim_lines, markdown_table
 from rosenblatt.studies.toys.summary import PullJson, SettingJson, ToysSummary
 
-__all__ = ["draw_figure", "report_text"]
+__all__ = ["coverage_table", "draw_figure", "report_text"]
 
 FIGURE = "coverage.png"
 
@@ -82,6 +82,53 @@ HEADER = [
 ]
 
 
+#: what each column of the table is, as the report says it
+COLUMNS = [
+    "What each column is:",
+    "",
+    (
+        "- *bias of prediction*: mean of (predicted A - true A) over the mean true A, where true A "
+        "is the expected background in A under the fitted transform (an integral over the known "
+        "population); with its statistical error."
+    ),
+    (
+        "- *pull mean / sd / ±1 sd / ±2 sd*: of (observed A - predicted A) / sqrt(error² + "
+        "predicted A), the background-only count in A against the prediction and its stated "
+        "error (the data's statistics and the closure factor's uncertainty); a pull mean of 0 "
+        "is an unbiased prediction, a pull sd of 1 an error that is neither too small nor too "
+        "large; ±1 sd is the fraction of pseudo-experiments within one (target 68% ± 4%)."
+    ),
+    (
+        "- *vs truth*: the same for (true A - predicted A) / error, the stated error alone against "
+        "the truth."
+    ),
+    (
+        "- *Poisson only*: the pull of the estimate before the transform's uncertainty is "
+        "propagated (B C / D with the statistics of B, C, D alone)."
+    ),
+    (
+        "- *stated error*: the median relative error of the prediction; *sd of true closure "
+        "factor*: how much the fitted transform's own non-closure varies between defining "
+        "samples (what a smaller fit spread would reduce)."
+    ),
+    (
+        "- *mu bias / 68% coverage*: the fitted signal strength of the injected signal (true "
+        "mu = 1) with the study's pyhf workspace, and the fraction of 68% profile-likelihood "
+        "intervals that contain 1."
+    ),
+    (
+        "- *verdict*: pull sd within 0.9-1.1, ±1 sd coverage within 68% ± 4% and bias within "
+        "twice its error (and the signal's coverage); at the smallest defining size a failure "
+        "says the sample is too small."
+    ),
+]
+
+
+def coverage_table(summary: ToysSummary) -> str:
+    """The table of every setting, as Markdown (``table.md``, included by the docs)."""
+    return markdown_table(HEADER, [_row(s) for s in summary["settings"]]) + "\n"
+
+
 def report_text(summary: ToysSummary, figure: str | None) -> str:
     """``report.md``: the table of every setting with what each column is."""
     population = summary["population"]
@@ -99,45 +146,9 @@ def report_text(summary: ToysSummary, figure: str | None) -> str:
             f"{population['signal']:g} signal events injected for the signal-strength fit."
         ),
         "",
-        markdown_table(HEADER, [_row(s) for s in summary["settings"]]),
+        coverage_table(summary),
         "",
-        "What each column is:",
-        "",
-        (
-            "- *bias of prediction*: mean of (predicted A - true A) over the mean true A, where true A "
-            "is the expected background in A under the fitted transform (an integral over the known "
-            "population); with its statistical error."
-        ),
-        (
-            "- *pull mean / sd / ±1 sd / ±2 sd*: of (observed A - predicted A) / sqrt(error² + "
-            "predicted A), the background-only count in A against the prediction and its stated "
-            "error (the data's statistics and the closure factor's uncertainty); a pull mean of 0 "
-            "is an unbiased prediction, a pull sd of 1 an error that is neither too small nor too "
-            "large; ±1 sd is the fraction of pseudo-experiments within one (target 68% ± 4%)."
-        ),
-        (
-            "- *vs truth*: the same for (true A - predicted A) / error, the stated error alone against "
-            "the truth."
-        ),
-        (
-            "- *Poisson only*: the pull of the estimate before the transform's uncertainty is "
-            "propagated (B C / D with the statistics of B, C, D alone)."
-        ),
-        (
-            "- *stated error*: the median relative error of the prediction; *sd of true closure "
-            "factor*: how much the fitted transform's own non-closure varies between defining "
-            "samples (what a smaller fit spread would reduce)."
-        ),
-        (
-            "- *mu bias / 68% coverage*: the fitted signal strength of the injected signal (true "
-            "mu = 1) with the study's pyhf workspace, and the fraction of 68% profile-likelihood "
-            "intervals that contain 1."
-        ),
-        (
-            "- *verdict*: pull sd within 0.9-1.1, ±1 sd coverage within 68% ± 4% and bias within "
-            "twice its error (and the signal's coverage); at the smallest defining size a failure "
-            "says the sample is too small."
-        ),
+        *COLUMNS,
     ]
     if figure is not None:
         lines += ["", f"![pull width and coverage against the defining size]({figure})"]

@@ -34,7 +34,7 @@ from rosenblatt.studies._common import Steps, write_summary
 from rosenblatt.studies.abcd_config import TransformConfig
 from rosenblatt.studies.toys.config import ToysConfig
 from rosenblatt.studies.toys.experiment import Setting, ToyResult, pseudo_experiment
-from rosenblatt.studies.toys.report import draw_figure, report_text
+from rosenblatt.studies.toys.report import coverage_table, draw_figure, report_text
 from rosenblatt.studies.toys.summary import ToysSummary, summarise
 
 __all__ = ["STEPS", "run", "settings"]
@@ -74,6 +74,7 @@ def _report(
     summary = summarise(cfg, results, seconds)
     write_summary(folder, summary, strict=False)
     figure = draw_figure(folder, summary)
+    write_text(folder / "table.md", coverage_table(summary))
     write_text(folder / "report.md", report_text(summary, figure))
     return summary
 
