@@ -20,6 +20,9 @@ carries its statistical uncertainty.
   cuts (:func:`closure_scan`);
 - :mod:`~rosenblatt.abcd.closure_testing`: whether the background's non-closure
   is statistical, with a bootstrap covariance over the grid (:func:`closure_test`);
+- :mod:`~rosenblatt.abcd.closure_correction`: the closure factor that corrects
+  ``B C / D`` and its uncertainty from a keyed bootstrap of the transform's fit
+  (:func:`closure_correction`), and the corrected prediction (:func:`abcd_prediction`);
 - :mod:`~rosenblatt.abcd.likelihood`: the estimate as a pyhf model
   (:func:`pyhf_workspace`), its expected significance and limit, and their map
   over the cuts (pyhf is imported on first use).
@@ -28,6 +31,13 @@ carries its statistical uncertainty.
 from __future__ import annotations
 
 from rosenblatt.abcd.closure import ClosureScan, closure_scan
+from rosenblatt.abcd.closure_correction import (
+    AbcdPrediction,
+    ClosureCorrection,
+    abcd_prediction,
+    closure_correction,
+    measured_closure,
+)
 from rosenblatt.abcd.closure_testing import ClosureTest, closure_test
 from rosenblatt.abcd.histograms import abcd_histogram, cut_axes, process_axis
 from rosenblatt.abcd.likelihood import (
@@ -40,16 +50,21 @@ from rosenblatt.abcd.likelihood import (
 )
 
 __all__ = [
+    "AbcdPrediction",
+    "ClosureCorrection",
     "ClosureScan",
     "ClosureTest",
     "SensitivityMap",
     "abcd_histogram",
+    "abcd_prediction",
     "background_fit",
+    "closure_correction",
     "closure_scan",
     "closure_test",
     "cut_axes",
     "expected_significance",
     "expected_upper_limit",
+    "measured_closure",
     "process_axis",
     "pyhf_workspace",
     "sensitivity_map",

@@ -9,7 +9,7 @@ from rosenblatt.transforms._base import (
     OutsideCounts,
 )
 from rosenblatt.transforms.ddt import DDT
-from rosenblatt.transforms.ensemble import TransformEnsemble, bootstrap
+from rosenblatt.transforms.ensemble import TransformEnsemble, bootstrap, keyed_poisson_weights
 from rosenblatt.transforms.grid_kde import GridKDE
 from rosenblatt.transforms.irgi import IRGI
 from rosenblatt.transforms.kde import KDE, absolute_sigma
@@ -32,4 +32,5 @@ __all__ = [
     "TransformEnsemble",
     "absolute_sigma",
     "bootstrap",
+    "keyed_poisson_weights",
 ]
