@@ -7,7 +7,13 @@ independent numpy count of the same events.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import logging
+import math
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -230,6 +236,164 @@ def test_report_flags_variants_whose_closure_fails(blinded: Path) -> None:
     # the raw score is correlated with the mass: its background does not close
     assert estimates["score"]["valid"] is False
     assert "estimate not valid here" in report
+
+
+#: a cut given for every variant, and an upper limit on x that data events pass beyond
+GIVEN_CUT = {"x0": 3000.0, "y0": 0.7}
+X_MAX = 5000.0
+
+
+@pytest.fixture(scope="module")
+def blinded_given(ntuples: Path) -> tuple[Path, str]:
+    """A blinded run with ``abcd.cut`` given and ``x_max``; its folder and console output."""
+    abcd = {
+        "x": "m_jj_reco",
+        "x0": [2200.0, 3800.0],
+        "n_x0": 9,
+        "y0": [0.1, 0.9],
+        "n_y0": 9,
+        "cut": GIVEN_CUT,
+        "x_max": X_MAX,
+    }
+    console = io.StringIO()
+    handler = logging.StreamHandler(console)
+    logging.getLogger().addHandler(handler)
+    try:
+        with contextlib.redirect_stdout(console), contextlib.redirect_stderr(console):
+            out = _run(ntuples, "blinded-given", abcd=abcd)
+    finally:
+        logging.getLogger().removeHandler(handler)
+    return out, console.getvalue()
+
+
+def _variant_values(ntuples: Path, out: Path, variant: str) -> tuple[np.ndarray, np.ndarray]:
+    """The data's ``x`` and the variant's score, computed here from the files."""
+    x, score = _read(ntuples / "data.root", "m_jj_reco", "tagger_out")
+    if variant == "score":
+        return x, score
+    return x, rb.load(out / f"{variant}.json").transform(x, score)
+
+
+def _uhi_histograms(out: Path) -> dict[str, dict[str, Any]]:
+    import uhi.io.json
+    from hist import serialization
+
+    document = json.loads(
+        (out / "histograms.json").read_text(), object_hook=uhi.io.json.object_hook
+    )
+    return {
+        kind: {variant: serialization.from_uhi(h) for variant, h in found.items()}
+        for kind, found in document.items()
+    }
+
+
+def _loc(value: Any) -> Any:
+    import hist
+
+    return hist.loc(value)
+
+
+def _numbers(value: Any) -> Iterator[float]:
+    """Every number of a JSON document."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _numbers(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _numbers(item)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield float(value)
+
+
+def _published(out: Path, console: str) -> set[float]:
+    """The numbers a blinded run publishes, with every histogram's totals.
+
+    Every number of the JSON files, of ``report.md`` and of the console; of each
+    histogram (``abcd.root``, ``histograms.json``) the total of each dataset and
+    process, with and without flow bins, and the statistics ROOT stores with it.
+    """
+    found: list[float] = []
+    for path in sorted(out.glob("*.json")):
+        if path.name != "histograms.json":
+            found += _numbers(json.loads(path.read_text()))
+    for histograms in _uhi_histograms(out).values():
+        for h in histograms.values():
+            for dataset in h.axes["dataset"]:
+                for process in [sum, *(_loc(p) for p in h.axes["process"])]:
+                    part = h[{"dataset": _loc(dataset), "process": process}]
+                    found += [part.values(flow=True).sum(), part.values().sum()]
+    with uproot.open(out / "abcd.root") as handle:
+        for name in handle.keys(cycle=False):
+            h = handle[name]
+            found += [h.values(flow=True).sum(), h.values().sum()]
+            found += [h.member(m) for m in ("fEntries", "fTsumw", "fTsumw2")]
+    for text in ((out / "report.md").read_text(), console):
+        found += [float(n) for n in re.findall(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)]
+    return {round(float(v), 6) for v in found if math.isfinite(v)}
+
+
+def test_blinded_count_is_no_published_number_nor_a_difference_of_two(
+    ntuples: Path, blinded_given: tuple[Path, str]
+) -> None:
+    """Each variant's data in A, counted here, is no number of the run, nor a difference of two."""
+    out, console = blinded_given
+    estimates = json.loads((out / "estimate.json").read_text())
+    published = _published(out, console)
+    in_a = {}
+    for variant in ("score", "irgi"):
+        e = estimates[variant]
+        assert e["cut"].startswith("given")
+        assert e["observed_A"] is None
+        x, y = _variant_values(ntuples, out, variant)
+        inside = x < X_MAX
+        in_a[variant] = int(np.count_nonzero(inside & (x >= e["x0"]) & (y >= e["y0"])))
+        n_b = np.count_nonzero(inside & (x >= e["x0"]) & (y < e["y0"]))
+        assert e["B"] == n_b
+    cutflow = json.loads((out / "cutflow.json").read_text())["fileset"]["data"]
+    # the files' own count is published; events above x_max are counted outside ABCD
+    assert cutflow["read"] == 8080
+    assert cutflow["x above x_max"] > 0
+    assert "in ABCD" not in cutflow
+    for variant, count in in_a.items():
+        assert count > 0
+        assert round(count, 6) not in published, variant
+        differences = sorted(a for a in published if round(a - count, 6) in published)
+        assert differences == [], (variant, count, differences[:5])
+
+
+def test_blinded_histograms_hold_no_data_event_of_region_a(
+    ntuples: Path, blinded: Path, blinded_given: tuple[Path, str]
+) -> None:
+    """Every data histogram (ABCD and plane) is the data counted here without A's events.
+
+    A variant without a cut (the raw score, chosen on simulation, finds none) holds
+    no data event at all.
+    """
+    for out, x_max in ((blinded, math.inf), (blinded_given[0], X_MAX)):
+        estimates = json.loads((out / "estimate.json").read_text())
+        closure = json.loads((out / "closure.json").read_text())
+        planes = _uhi_histograms(out)["plane"]
+        for variant in ("score", "irgi"):
+            x, y = _variant_values(ntuples, out, variant)
+            e = estimates[variant]
+            kept = x < x_max
+            if e.get("x0") is None:
+                kept &= False
+            else:
+                kept &= ~((x >= e["x0"]) & (y >= e["y0"]))
+            expected = _count(x[kept], y[kept], closure[variant]["x0"], closure[variant]["y0"])
+            np.testing.assert_array_equal(_histogram(out, f"data_{variant}"), expected)
+            plane = planes[variant]
+            data = plane[{"dataset": _loc("data"), "process": sum}].values(flow=True)
+            x_axis, y_axis = plane.axes["x"], plane.axes["y"]
+            counts = np.zeros_like(data)
+            np.add.at(counts, (x_axis.index(x[kept]) + 1, y_axis.index(y[kept]) + 1), 1.0)
+            np.testing.assert_array_equal(data, counts)
+        assert estimates["score"].get("x0") is not None or not _histogram(out, "data_score").any()
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["blind"] is True
+    report = (blinded / "report.md").read_text()
+    assert "| data | 8080 | 0 | 0 | 0 | blinded |" in report
 
 
 def test_misspelled_branch_is_refused_before_any_chunk(

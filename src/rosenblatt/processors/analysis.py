@@ -17,7 +17,11 @@ applies the fitted transforms to them, and fills only histograms:
     per variant, the same on fine regular ``x`` and ``y`` axes, for the figures;
 ``"cutflow"``
     ``{dataset: {step: events}}`` with the steps :data:`CUTFLOW_STEPS`, where
-    ``read`` equals the sum of the others.
+    ``read`` equals the sum of the others. In a blinded pass the data's events
+    in ABCD are counted only outside region A: ``"in ABCD"`` gives way to the
+    stages ``"in B (<variant>)"``, ``"in C (<variant>)"`` and ``"in D
+    (<variant>)"`` of each blinded variant (:func:`blind_cutflow`), and no
+    stage counts the data's events in A.
 
 With ``skim_dir`` each chunk also writes the ``x`` column, its scores, weight,
 label and entry to a parquet file of that folder (``"skim"`` lists them): later
@@ -45,6 +49,7 @@ from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk
 from rosenblatt.transforms.ensemble import keyed_poisson_weights
 
 __all__ = [
+    "BLINDED_REGIONS",
     "CUTFLOW_STEPS",
     "DATA",
     "AnalysisProcessor",
@@ -52,9 +57,11 @@ __all__ = [
     "Variant",
     "abcd_histogram",
     "add_values_to_histogram",
+    "blind_cutflow",
     "empty_output",
     "fill_variants",
     "plane_histogram",
+    "region_stage",
     "write_skim",
 ]
 
@@ -63,6 +70,14 @@ CUTFLOW_STEPS = ("read", "not selected", "fewer than two jets", "x above x_max",
 
 #: the ``process`` bin of data (0 is background simulation, 1 signal simulation)
 DATA = 2
+
+#: the regions of a blinded variant whose data events the cut flow counts (never A)
+BLINDED_REGIONS = ("B", "C", "D")
+
+
+def region_stage(region: str, variant: str) -> str:
+    """The cut-flow stage of the data's events in ``region`` of ``variant`` in a blinded pass."""
+    return f"in {region} ({variant})"
 
 
 @dataclass(frozen=True)
@@ -196,14 +211,24 @@ def fill_variants(
     process: NDArray[np.int64],
     weight: NDArray[np.float64],
     blind: Mapping[str, tuple[float, float]] | None = None,
-) -> None:
+) -> dict[str, int]:
     """Fill every variant's ABCD and plane histograms with the events given.
 
     With ``blind``, the data events (``process == DATA``) inside a variant's
     signal region ``x >= x0, y >= y0`` (its ``(x0, y0)`` in ``blind``) are left
     out of that variant's histograms: they are never filled, so no output
-    holds them.
+    holds them. A variant absent from ``blind`` has no signal region to keep
+    apart, and its data would hold the other variants' region A: no data
+    event is filled into it.
+
+    Returns
+    -------
+    dict of str to int
+        With ``blind``, the data events filled into the regions B, C and D of
+        each variant of ``blind`` (keys :func:`region_stage`); empty without.
     """
+    regions: dict[str, int] = {}
+    data = None if blind is None else process == DATA
     x_bins = {
         name: flow_index(h.axes["x"], x)
         for name in ("abcd", "plane", "replicas", "resampled")
@@ -218,8 +243,9 @@ def fill_variants(
             counts = keyed_poisson_weights(x, score, *variant.keyed_draw)
             resampled = output["resampled"][variant.name]
             _add_groups(resampled, dataset, groups, x_bins["resampled"], values, weight * counts)
-        box = None if blind is None else blind.get(variant.name)
-        keep = None if box is None else ~((process == DATA) & (x >= box[0]) & (values >= box[1]))
+        keep = None
+        if blind is not None and data is not None:
+            keep = _blinded_keep(variant, blind.get(variant.name), data, x, values, regions)
         for name in ("abcd", "plane") if variant.replica_of is None else ("replicas",):
             h = output[name][variant.name]
             if keep is None:
@@ -231,6 +257,62 @@ def fill_variants(
                     _process_groups(process[keep]),
                     *_pick(keep, x_bins[name], values, weight),
                 )
+    return regions
+
+
+def _blinded_keep(
+    variant: Variant,
+    box: tuple[float, float] | None,
+    data: NDArray[np.bool_],
+    x: NDArray[np.float64],
+    values: NDArray[np.float64],
+    regions: dict[str, int],
+) -> NDArray[np.bool_]:
+    """The events of a blinded pass filled into ``variant``; its data's B, C, D into ``regions``.
+
+    With its cut ``box``, every event but the data in ``x >= x0, y >= y0``;
+    without, every event but the data.
+    """
+    if box is None:
+        return ~data
+    in_x, in_y = x >= box[0], values >= box[1]
+    if variant.replica_of is None:
+        for region, mine in zip(
+            BLINDED_REGIONS, (in_x & ~in_y, ~in_x & in_y, ~in_x & ~in_y), strict=True
+        ):
+            regions[region_stage(region, variant.name)] = int(np.count_nonzero(data & mine))
+    return ~(data & in_x & in_y)
+
+
+def blind_cutflow(
+    cutflow: dict[str, int], regions: Mapping[str, int], *, n_data: int, data: bool
+) -> None:
+    """Make one chunk's cut flow of a blinded pass count the data only outside region A.
+
+    Parameters
+    ----------
+    cutflow : dict of str to int
+        The chunk's stages, ``"in ABCD"`` among them; changed in place.
+    regions : mapping of str to int
+        The data's events in B, C and D of each blinded variant
+        (:func:`fill_variants`).
+    n_data : int
+        The data events among those ``"in ABCD"``.
+    data : bool
+        Whether the chunk's dataset is data.
+
+    Notes
+    -----
+    A chunk of data (or holding data events) loses its data from ``"in
+    ABCD"``, which stays only while it counts other events, and gains the
+    stages of ``regions``: no stage then counts the data's events in A.
+    """
+    if not (data or n_data):
+        return
+    others = cutflow.pop("in ABCD") - n_data
+    if others:
+        cutflow["in ABCD"] = others
+    cutflow.update(regions)
 
 
 def add_values_to_histogram(
@@ -358,8 +440,9 @@ class AnalysisProcessor(ParticleProcessor):
     scales : mapping of str to float, optional
         Per dataset, the factor of its weights (normalisation to a luminosity).
     blind : mapping of str to (float, float), optional
-        Per variant, the cut ``(x0, y0)`` whose signal region is blinded in data
-        (see :func:`fill_variants`).
+        Per variant, the cut ``(x0, y0)`` whose signal region is blinded in data;
+        a variant absent gets no data (see :func:`fill_variants`), and the data's
+        cut flow counts only B, C and D (:func:`blind_cutflow`).
     radius : float, default 1.0
         Anti-kT jet radius.
     skip_bad_chunks : bool, default False
@@ -422,7 +505,7 @@ class AnalysisProcessor(ParticleProcessor):
         weight = np.asarray(ak.to_numpy(table["weight"]), dtype=np.float64)
         if self.scales is not None:
             weight = weight * self.scales.get(batch.dataset, 1.0)
-        fill_variants(
+        regions = fill_variants(
             output,
             self.variants,
             dataset=batch.dataset,
@@ -432,6 +515,13 @@ class AnalysisProcessor(ParticleProcessor):
             weight=weight[inside],
             blind=self.blind,
         )
+        if self.blind is not None:
+            blind_cutflow(
+                cutflow,
+                regions,
+                n_data=int(np.count_nonzero(label[inside] == DATA)),
+                data=(self.processes or {}).get(batch.dataset) == DATA,
+            )
         if self.skim_dir is not None:
             entry = np.asarray(ak.to_numpy(table["entry"]), dtype=np.int64)
             name = chunk_file_name(batch.dataset, batch.file, batch.start, batch.stop)

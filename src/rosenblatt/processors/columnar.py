@@ -11,7 +11,9 @@ the particle-level :class:`~rosenblatt.processors.analysis.AnalysisProcessor`
 Cut flow per dataset (:data:`COLUMNAR_CUTFLOW_STEPS`, ``read`` = the sum of
 the others): events outside the selection, events lacking an object that
 ``x``, the score or the weight reads (an index beyond the collection, fewer
-than two jets), events at or above ``x_max``, and events filled.
+than two jets), events at or above ``x_max``, and events filled. In a blinded
+pass the data's events filled are counted only outside region A, in B, C and
+D of each blinded variant (:func:`~rosenblatt.processors.analysis.blind_cutflow`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from numpy.typing import NDArray
 
 from rosenblatt._extras import optional_imports
 from rosenblatt.processors.analysis import (
+    DATA,
     PlaneBinning,
     Variant,
+    blind_cutflow,
     empty_output,
     fill_variants,
     write_skim,
@@ -75,7 +79,8 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
     plane : PlaneBinning
         Binning of the fine histograms.
     blind : mapping of str to (float, float), optional
-        Per variant, the cut whose signal region is blinded in data.
+        Per variant, the cut whose signal region is blinded in data; a variant
+        absent gets no data, and the data's cut flow counts only B, C and D.
     skim_dir : str, optional
         Folder of the per-chunk skims.
     skip_bad_chunks : bool, default False
@@ -137,7 +142,7 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
         def kept(values: NDArray[Any]) -> NDArray[Any]:
             return values if n_inside == n_read else values[inside]
 
-        fill_variants(
+        regions = fill_variants(
             output,
             self.variants,
             dataset=dataset,
@@ -147,6 +152,10 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
             weight=kept(weight),
             blind=self.blind,
         )
+        if self.blind is not None:
+            data = self.processes.get(dataset, 0) == DATA
+            n_data = n_inside if data else 0
+            blind_cutflow(output["cutflow"][dataset], regions, n_data=n_data, data=data)
         if self.skim_dir is not None:
             name = chunk_file_name(dataset, filename, start, stop)
             output["skim"] = [

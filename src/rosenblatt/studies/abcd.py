@@ -150,6 +150,9 @@ def _analyse(
 ) -> tuple[PassOutput, dict[str, CutChoice]]:
     """Fill the simulation, choose each variant's cut on it, then fill the data (blinded).
 
+    Blinded, the data's events in each variant's region A are never filled,
+    and a variant without a cut gets no data event at all.
+
     With data, the simulation is also filled with every bootstrap replica of
     each transform (``replica_variants``), so that the closure tests behind
     the cut and the estimate's validity hold the transform's own statistics.
@@ -171,6 +174,9 @@ def _analyse(
         )
     for variant, choice in choices.items():
         log.info("variant %s: cut %s", variant, choice.how)
+        if cfg.blind and choice.cut is None:
+            log.info("variant %s: blind and without a cut, so no data event is filled", variant)
+    # a variant left out of the mapping gets no data event at all
     blind = (
         {v: (c.cut.x0, c.cut.y0) for v, c in choices.items() if c.cut is not None}
         if cfg.blind

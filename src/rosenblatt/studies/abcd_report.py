@@ -199,6 +199,7 @@ def write_outputs(
         "study": "abcd",
         "name": cfg.name,
         "configuration": config_label(cfg.source),
+        "blind": cfg.blind,
         "histograms": names,
         "transforms": routes,
         "closure": {variant: _closure_numbers(c) for variant, c in closure.items()},
@@ -389,18 +390,25 @@ def report(summary: AbcdSummary, figures: dict[str, str]) -> str:
         f"Configuration: `{summary['configuration']}`.",
         "",
     ]
+    steps = _steps(summary)
     lines += [
         "## Cut flow",
         "",
-        "| dataset | " + " | ".join(_steps(summary)) + " |",
-        "|---|" + "---|" * len(_steps(summary)),
+        "| dataset | " + " | ".join(steps) + " |",
+        "|---|" + "---|" * len(steps),
     ]
     for dataset, counts in sorted(summary["cutflow"]["fileset"].items()):
         lines.append(
             f"| {dataset} | "
-            + " | ".join(str(counts.get(step, 0)) for step in _steps(summary))
+            + " | ".join(
+                "blinded"
+                if step == "in ABCD" and _blinded(summary, counts)
+                else str(counts.get(step, 0))
+                for step in steps
+            )
             + " |"
         )
+    lines += _blinded_cutflow_lines(summary)
     skipped = summary["cutflow"]["skipped_files"]
     unreadable = summary["cutflow"]["unreadable_chunks"]
     if skipped or unreadable:
@@ -532,9 +540,10 @@ def _estimate_lines(summary: AbcdSummary) -> list[str]:
         "",
         "The cut of each variant was fixed on simulation before the data were read. "
         + (
-            "Region A of the data is blinded: its events were never filled."
-            if any(e.get("blind") for e in estimates.values())
-            else "Unblinded."
+            "Region A of the data is blinded (`blind: true`): its events were never filled, "
+            "and a variant without a cut holds no data."
+            if summary["blind"]
+            else "Unblinded (`blind: false`)."
         ),
         "",
         "| variant | x0 | y0 | B | C | D | predicted A = BC/D | non-closure (sim.) | expected Z | expected limit on μ | observed A | observed Z | observed limit | valid |",
@@ -593,12 +602,66 @@ def _number(value: float) -> str:
 
 
 def _steps(summary: AbcdSummary) -> list[str]:
+    """The columns of the cut-flow table: its stages, those of the blinded regions left out."""
     from rosenblatt.processors.analysis import CUTFLOW_STEPS
     from rosenblatt.processors.columnar import COLUMNAR_CUTFLOW_STEPS
 
     present = {step for counts in summary["cutflow"]["fileset"].values() for step in counts}
     steps = COLUMNAR_CUTFLOW_STEPS if "missing objects" in present else CUTFLOW_STEPS
-    return [*steps, *sorted(present - set(steps))]
+    return [*steps, *sorted(present - set(steps) - set(_region_stages(summary)))]
+
+
+def _region_stages(summary: AbcdSummary) -> dict[str, tuple[str, str]]:
+    """The cut-flow stages of a blinded data set's regions: stage -> (variant, region)."""
+    from rosenblatt.processors.analysis import BLINDED_REGIONS, region_stage
+
+    return {
+        region_stage(region, variant): (variant, region)
+        for variant in summary["closure"]
+        for region in BLINDED_REGIONS
+    }
+
+
+def _blinded(summary: AbcdSummary, counts: dict[str, int]) -> bool:
+    """Whether a data set's cut flow is blinded: read, and its events in ABCD not counted whole."""
+    return summary["blind"] and "read" in counts and "in ABCD" not in counts
+
+
+def _blinded_cutflow_lines(summary: AbcdSummary) -> list[str]:
+    """The blinded data sets' events in B, C and D of each variant, beneath the cut flow."""
+    from rosenblatt.processors.analysis import BLINDED_REGIONS
+
+    fileset = summary["cutflow"]["fileset"]
+    if not any(_blinded(summary, counts) for counts in fileset.values()):
+        return []
+    regions = _region_stages(summary)
+    rows = []
+    for dataset, counts in sorted(fileset.items()):
+        found: dict[str, dict[str, int]] = {}
+        for step, events in counts.items():
+            if step in regions:
+                variant, region = regions[step]
+                found.setdefault(variant, {})[region] = events
+        rows += [
+            f"| {dataset} | {variant} | "
+            + " | ".join(str(cells.get(region, 0)) for region in BLINDED_REGIONS)
+            + " |"
+            for variant, cells in found.items()
+        ]
+    lines = [
+        "",
+        "Blinded (`blind: true`): the data's events in ABCD are counted in B, C and D of each",
+        "variant's cut only, and no count but `read` holds those of region A. A variant",
+        "without a cut holds no data.",
+    ]
+    if rows:
+        lines += [
+            "",
+            "| dataset | variant | " + " | ".join(BLINDED_REGIONS) + " |",
+            "|---|---|" + "---|" * len(BLINDED_REGIONS),
+            *rows,
+        ]
+    return lines
 
 
 def _fmt(value: float | None) -> str:

@@ -103,7 +103,12 @@ class LikelihoodJson(TypedDict, total=False):
 
 
 class CutflowJson(TypedDict):
-    """The events through each step per dataset, and what was left out (``cutflow.json``)."""
+    """The events through each step per dataset, and what was left out (``cutflow.json``).
+
+    Blinded, a data set's events in ABCD are counted per variant in B, C and D
+    only (``"in B (<variant>)"``, ...): no stage but ``read`` counts its
+    events in region A.
+    """
 
     fileset: dict[str, dict[str, int]]
     defining: dict[str, dict[str, int]]
@@ -123,11 +128,15 @@ class DatasetJson(TypedDict):
 
 
 class AbcdSummaryCore(TypedDict):
-    """The keys of the ABCD study's ``summary.json`` that every run writes."""
+    """The keys of the ABCD study's ``summary.json`` that every run writes.
+
+    ``blind`` is the configuration's ``blind:``, the one key that unblinds the data.
+    """
 
     study: str
     name: str
     configuration: str
+    blind: bool
     histograms: list[str]
     transforms: dict[str, str]
     closure: dict[str, ClosureNumbers]

@@ -1,0 +1,89 @@
+"""Blinding in the analysis processors: the data's events in region A are filled and counted nowhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("coffea")
+
+from rosenblatt.processors.analysis import (
+    DATA,
+    PlaneBinning,
+    Variant,
+    blind_cutflow,
+    empty_output,
+    fill_variants,
+    region_stage,
+)
+
+X0 = (2500.0, 3000.0, 3500.0)
+BOX = (3000.0, 0.5)
+
+
+def _filled() -> tuple[dict[str, Any], dict[str, int], dict[str, np.ndarray]]:
+    rng = np.random.default_rng(5)
+    n = 5000
+    events = {
+        "x": rng.uniform(2000.0, 4500.0, n),
+        "score": rng.uniform(size=n),
+        "process": rng.choice([0, 1, DATA], n, p=[0.3, 0.1, 0.6]).astype(np.int64),
+    }
+    variants = [Variant("cut", "score", (0.3, 0.5, 0.7)), Variant("uncut", "score", (0.3, 0.7))]
+    output = empty_output(variants, X0, PlaneBinning(25, (2000.0, 4500.0), 10), "x", "mixed")
+    regions = fill_variants(
+        output,
+        variants,
+        dataset="mixed",
+        x=events["x"],
+        scores={"score": events["score"]},
+        process=events["process"],
+        weight=np.ones(n),
+        blind={"cut": BOX},
+    )
+    return output, regions, events
+
+
+def _data(h: Any) -> np.ndarray:
+    hist = h[{"dataset": sum}]
+    if DATA not in hist.axes["process"]:
+        return np.zeros(0)
+    return hist[{"process": hist.axes["process"].index(DATA)}].values(flow=True)
+
+
+def test_data_in_region_a_are_filled_nowhere_and_uncut_variants_get_no_data() -> None:
+    output, regions, events = _filled()
+    x, y, data = events["x"], events["score"], events["process"] == DATA
+    in_x, in_y = x >= BOX[0], y >= BOX[1]
+    for kind in ("abcd", "plane"):
+        cut = _data(output[kind]["cut"])
+        assert cut.sum() == np.count_nonzero(data & ~(in_x & in_y))
+        assert not _data(output[kind]["uncut"]).any()
+    # the ABCD histogram's bins of A (x >= 3000: index 3 on, y >= 0.5: index 3 on) are empty
+    assert _data(output["abcd"]["cut"])[3:, 3:].sum() == 0
+    simulated = output["abcd"]["uncut"][{"dataset": sum}][{"process": 0}].values(flow=True)
+    assert simulated.sum() == np.count_nonzero(events["process"] == 0)
+    assert regions == {
+        region_stage("B", "cut"): np.count_nonzero(data & in_x & ~in_y),
+        region_stage("C", "cut"): np.count_nonzero(data & ~in_x & in_y),
+        region_stage("D", "cut"): np.count_nonzero(data & ~in_x & ~in_y),
+    }
+
+
+def test_blinded_cutflow_counts_the_data_only_outside_region_a() -> None:
+    _, regions, events = _filled()
+    n_data = int(np.count_nonzero(events["process"] == DATA))
+    n = len(events["x"])
+    mixed = {"read": n + 7, "x above x_max": 7, "in ABCD": n}
+    blind_cutflow(mixed, regions, n_data=n_data, data=False)
+    assert mixed == {"read": n + 7, "x above x_max": 7, "in ABCD": n - n_data, **regions}
+    data = {"read": n_data + 3, "x above x_max": 3, "in ABCD": n_data}
+    blind_cutflow(data, regions, n_data=n_data, data=True)
+    assert data == {"read": n_data + 3, "x above x_max": 3, **regions}
+    # the data's events in A are in no stage but read
+    assert data["read"] - data["x above x_max"] - sum(regions.values()) > 0
+    simulation = {"read": 10, "in ABCD": 10}
+    blind_cutflow(simulation, {}, n_data=0, data=False)
+    assert simulation == {"read": 10, "in ABCD": 10}
