@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLOSURE_P_MIN",
+    "CLOSURE_TEST",
     "ClosureCorrectionJson",
     "CutChoice",
     "EstimateJson",
@@ -63,6 +64,12 @@ __all__ = [
 
 #: below this p-value of the closure test, a variant's estimate is not valid
 CLOSURE_P_MIN = 0.05
+#: the test behind a variant's validity, in words
+CLOSURE_TEST = (
+    "the chi-square of the background simulation's non-closure over the cut grid with its "
+    "bootstrap covariance (the closure factor's keyed replicas where the transform has "
+    "them), Hotelling's T^2"
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -159,6 +166,7 @@ class EstimateJson(TypedDict, total=False):
     x0: float | None
     y0: float | None
     cut: str
+    cut_on_grid_edge: bool | None
     blind: bool
     closure_p_value: float
     closure_includes_transform_statistics: bool
@@ -176,6 +184,7 @@ class EstimateJson(TypedDict, total=False):
     closure_correction: ClosureCorrectionJson
     signal_expected_A: float
     signal_expected: RegionCounts
+    background_simulation: RegionCounts
     observed_A: float | None
     expected_significance: float
     expected_upper_limit: float
@@ -215,6 +224,11 @@ def asimov_significance(s: FloatArray, b: FloatArray, sigma_b: FloatArray) -> Fl
         without = np.sqrt(2 * ((s + b) * np.log1p(s / b) - s))
     z = np.where(var > 0, exact, without)
     return np.where((s > 0) & (b > 0) & np.isfinite(z), z, np.nan)
+
+
+def _on_edge(test: ClosureTest, cut: GridCut) -> bool:
+    """Whether ``cut`` lies on the first or last value of either axis of the scanned grid."""
+    return cut.i in (0, len(test.x0) - 1) or cut.j in (0, len(test.y0) - 1)
 
 
 def _index(edges: FloatArray, value: float) -> int:
@@ -438,6 +452,7 @@ def estimate(
         "x0": None if cut is None else cut.x0,
         "y0": None if cut is None else cut.y0,
         "cut": choice.how,
+        "cut_on_grid_edge": None if cut is None else _on_edge(test, cut),
         "blind": blind,
         "closure_p_value": test.p_value,
         "closure_includes_transform_statistics": test.transform_replicas,
@@ -446,7 +461,7 @@ def estimate(
     if not out["valid"]:
         out["note"] = (
             f"estimate not valid here: the background non-closure is beyond statistics "
-            f"(closure test p = {test.p_value:.2g} < {CLOSURE_P_MIN})"
+            f"(closure test p = {test.p_value:.2g} < {CLOSURE_P_MIN}: {CLOSURE_TEST})"
         )
     if cut is None:
         return out
@@ -515,6 +530,12 @@ def _counts(
         },
         "signal_expected_A": signal[0],
         "signal_expected": {"A": signal[0], "B": signal[1], "C": signal[2], "D": signal[3]},
+        "background_simulation": {
+            "A": background[0],
+            "B": background[1],
+            "C": background[2],
+            "D": background[3],
+        },
         "observed_A": None if blind else data[0],
     }
 

@@ -12,7 +12,7 @@ import numpy as np
 from rosenblatt._atomic import atomic_write, write_text
 from rosenblatt.abcd import ClosureScan, closure_scan
 from rosenblatt.abcd.closure import region_sums
-from rosenblatt.studies.abcd_estimate import summed_over_datasets
+from rosenblatt.studies.abcd_estimate import CLOSURE_P_MIN, CLOSURE_TEST, summed_over_datasets
 from rosenblatt.studies.abcd_summary import (
     AbcdSummary,
     ClosureJson,
@@ -426,16 +426,27 @@ def report(summary: AbcdSummary, figures: dict[str, str]) -> str:
         "",
         "## Closure over the cut grid",
         "",
-        "| variant | best x0 | best y0 | eta at best | frac abs(eta) < 1e-2 | frac abs(eta) < 1e-3 | pull mean | pull sd |",
-        "|---|---|---|---|---|---|---|---|",
+        "| variant | chosen x0 | chosen y0 | best x0 | best y0 | eta at best | frac abs(eta) < 1e-2 | frac abs(eta) < 1e-3 | pull mean | pull sd |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    estimates = summary.get("estimate") or {}
     for variant, c in summary["closure"].items():
         best = c["best"] or {}
         eta = f"{best['eta']:.2e} ± {best['eta_error']:.1e}" if best else "-"
+        chosen = estimates.get(variant, {})
         lines.append(
-            f"| {variant} | {best.get('x0', float('nan')):.4g} | {best.get('y0', float('nan')):.4g} | {eta} | "
+            f"| {variant} | {_fmt_num(chosen.get('x0'), '.4g')} | {_fmt_num(chosen.get('y0'), '.4g')} | "
+            f"{best.get('x0', float('nan')):.4g} | {best.get('y0', float('nan')):.4g} | {eta} | "
             f"{c['frac_eta_below_1e-2']:.3f} | {c['frac_eta_below_1e-3']:.3f} | {_fmt(c['pull_mean'])} | {_fmt(c['pull_std'])} |"
         )
+    lines += [
+        "",
+        "*chosen*: the cut of the estimate below (fixed on simulation); *best*: the cut of smallest",
+        "abs(eta_A), the relative signal non-closure of all simulated events (the method paper's measure),",
+        "with its statistical error; *frac*: the fraction of the grid's cuts below each value;",
+        "*pull mean* and *pull sd*: the mean and standard deviation over the grid of eta_A divided by its",
+        "error (0 and 1 where the non-closure is statistical, larger where it is not).",
+    ]
     lines += _estimate_lines(summary)
     lines += _statistics_lines(summary)
     lines += ["", "## Time per step", ""] + [
@@ -546,25 +557,25 @@ def _estimate_lines(summary: AbcdSummary) -> list[str]:
             else "Unblinded (`blind: false`)."
         ),
         "",
-        "| variant | x0 | y0 | B | C | D | predicted A = BC/D | non-closure (sim.) | expected Z | expected limit on μ | observed A | observed Z | observed limit | valid |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| variant | x0 | y0 | B | C | D | BC/D | closure factor (sim.) | predicted A | expected Z | expected limit on μ | observed A | observed Z | observed limit | valid |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for variant, e in estimates.items():
-        nonclosure = e.get("nonclosure")
-        relative, relative_error = (
-            (None, None)
-            if nonclosure is None
-            else (nonclosure["relative"], nonclosure["relative_error"])
+        closure = e.get("closure_correction")
+        factor, factor_error = (
+            (None, None) if closure is None else (closure["factor"], closure["error"])
         )
         valid = e.get("valid")
+        edge = " (grid edge)" if e.get("cut_on_grid_edge") else ""
         cells = [
-            _fmt_num(e.get("x0"), ".4g"),
-            _fmt_num(e.get("y0"), ".4g"),
+            _fmt_num(e.get("x0"), ".4g") + edge,
+            _fmt_num(e.get("y0"), ".4g") + edge,
             _fmt_num(e.get("B"), ".6g"),
             _fmt_num(e.get("C"), ".6g"),
             _fmt_num(e.get("D"), ".6g"),
+            _fmt_num(e.get("predicted_A_uncorrected"), ".1f"),
+            f"{_fmt_num(factor, '.3f')} ± {_fmt_num(factor_error, '.3f')}",
             f"{_fmt_num(e.get('predicted_A'), '.1f')} ± {_fmt_num(e.get('predicted_A_stat'), '.1f')} (stat) ± {_fmt_num(e.get('predicted_A_syst'), '.1f')} (syst)",
-            f"{_fmt_num(relative, '+.3f')} ± {_fmt_num(relative_error, '.3f')}",
         ]
         shown = valid is True
         for key in (
@@ -582,12 +593,53 @@ def _estimate_lines(summary: AbcdSummary) -> list[str]:
     notes = [f"`{v}`: {e['note']}" for v, e in estimates.items() if e.get("note")]
     if notes:
         lines += ["", "Notes: " + "; ".join(notes) + "."]
+    edges = [v for v, e in estimates.items() if e.get("cut_on_grid_edge")]
+    if edges:
+        lines += [
+            "",
+            (
+                f"**On the edge of the scanned grid**: the cut of {', '.join(f'`{v}`' for v in edges)} "
+                "is the first or last value of an axis; a wider grid (`abcd.x0`, `abcd.y0`) may hold a "
+                "better one."
+            ),
+        ]
     lines += [
         "",
-        "`estimate.json` holds these numbers; `workspace_<variant>.json` the pyhf likelihood with the",
-        "data as observations. A variant is valid where the closure test of its background simulation over",
-        "the whole grid has p >= 0.05.",
+        "The prediction is the data's B C / D times the closure factor of the background simulation,",
+        "N_A N_D / (N_B N_C), which is 1 for an exact decorrelation; the closure factor's uncertainty, from",
+        "the keyed bootstrap of the transform's fit (`closure_correction` in `estimate.json`), is the",
+        "prediction's syst. `estimate.json` holds these numbers with each part named;",
+        "`workspace_<variant>.json` the pyhf likelihood with the data as observations. A variant is valid",
+        f"where {CLOSURE_TEST} has p >= {CLOSURE_P_MIN} over the whole grid.",
     ]
+    lines += _simulation_yield_lines(estimates)
+    return lines
+
+
+def _simulation_yield_lines(estimates: dict[str, EstimateJson]) -> list[str]:
+    """The background and signal simulation in each region at each variant's cut (weighted)."""
+    rows = [
+        (variant, process, counts)
+        for variant, e in estimates.items()
+        for process, counts in (
+            ("background simulation", e.get("background_simulation")),
+            ("signal simulation", e.get("signal_expected")),
+        )
+        if counts is not None
+    ]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "Simulation at each variant's cut (sums of weights, normalised to the luminosity where the",
+        "dataset has a cross section):",
+        "",
+        "| variant | process | A | B | C | D |",
+        "|---|---|---|---|---|---|",
+    ]
+    for variant, process, counts in rows:
+        cells = " | ".join(_fmt_num(counts[r], ".4g") for r in ("A", "B", "C", "D"))
+        lines.append(f"| {variant} | {process} | {cells} |")
     return lines
 
 
