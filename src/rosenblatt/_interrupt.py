@@ -1,4 +1,4 @@
-"""Ctrl-C: the workers stopped, one line naming the interrupted step, exit status 130.
+"""Ctrl-C and a batch system's signals: the workers stopped, one line naming the step, 128 + signal.
 
 A terminal sends SIGINT to every process of the foreground job. The worker
 processes that rosenblatt starts ignore it (:func:`ignore_interrupt`, their
@@ -6,6 +6,14 @@ initializer): the main process alone raises :class:`KeyboardInterrupt`, stops
 its pools as the exception unwinds, and the command line says which step was
 running (:func:`step` marks the exception with it) and that the same command
 resumes. :func:`stop_workers` ends whatever child process is left.
+
+A batch system ends a job with SIGTERM (at its time limit, or when the job is
+removed; SIGKILL follows after a grace time), SIGXCPU at a CPU-time limit, and
+a closed terminal sends SIGHUP. Within :func:`stop_on_signals` each of them
+raises :class:`Stopped`, a :class:`KeyboardInterrupt`, in the main process, so
+that a run stops as it does on Ctrl-C: pools stopped, locks released, no
+partial file under a final name, and exit status 128 + the signal's number
+(:func:`interrupted_status`).
 """
 
 from __future__ import annotations
@@ -19,11 +27,17 @@ from typing import Any
 
 __all__ = [
     "INTERRUPTED_STATUS",
+    "STOP_SIGNALS",
+    "Stopped",
     "ignore_interrupt",
     "interrupted_message",
+    "interrupted_status",
     "interrupted_step",
+    "interruption",
     "step",
+    "stop_on_signals",
     "stop_pool",
+    "stop_signal",
     "stop_workers",
     "workers_ignore_interrupt",
 ]
@@ -31,12 +45,80 @@ __all__ = [
 #: exit status of a command stopped by SIGINT (128 + 2, as a shell reports it)
 INTERRUPTED_STATUS = 130
 
+#: the signals that stop a run as Ctrl-C does: a batch system's notice to end (SIGTERM; SIGXCPU
+#: at a CPU-time limit) and a closed terminal (SIGHUP)
+STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGXCPU") if hasattr(signal, name)
+)
+
 #: seconds a child process has to end after SIGTERM before it is killed
 _GRACE_SECONDS = 3.0
 
 #: helper processes that end by themselves with this process (killing them early makes
 #: the interpreter restart them, with a warning, when it frees what they track)
 _SELF_ENDING = ("resource_tracker", "forkserver", "semaphore_tracker")
+
+
+class Stopped(KeyboardInterrupt):
+    """A run stopped by one of :data:`STOP_SIGNALS`: it unwinds as Ctrl-C does.
+
+    Parameters
+    ----------
+    signum : int
+        The signal's number.
+    """
+
+    def __init__(self, signum: int) -> None:
+        self.signum = int(signum)
+        super().__init__(f"stopped by {signal.Signals(self.signum).name}")
+
+
+#: the process that handles the stop signals, and the first stop signal it received
+_handling: dict[str, int | None] = {"pid": None, "received": None}
+
+
+def _on_stop_signal(signum: int, _frame: Any) -> None:
+    """Raise :class:`Stopped` in the main process at the first stop signal."""
+    if os.getpid() != _handling["pid"]:
+        # a process forked from the handling one: end as the signal's default action does
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    if _handling["received"] is not None:
+        return  # already stopping: a repeated signal leaves the clean-up to finish
+    _handling["received"] = signum
+    raise Stopped(signum)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Within the block, each of :data:`STOP_SIGNALS` raises :class:`Stopped`, once.
+
+    A later stop signal is ignored while the run stops. A signal this process
+    ignores (``nohup`` sets SIGHUP so) stays ignored. Outside the main thread,
+    where signals cannot be set, the block runs unchanged. The handlers that
+    were there are restored on leaving the block.
+    """
+    previous: dict[int, Any] = {}
+    _handling.update(pid=os.getpid(), received=None)
+    try:
+        for signum in STOP_SIGNALS:
+            if signal.getsignal(signum) is signal.SIG_IGN:
+                continue
+            try:
+                previous[signum] = signal.signal(signum, _on_stop_signal)
+            except ValueError:
+                break
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        _handling.update(pid=None, received=None)
+
+
+def stop_signal() -> int | None:
+    """The stop signal received within :func:`stop_on_signals`, or ``None``."""
+    return _handling["received"]
 
 
 def ignore_interrupt(*_: Any) -> None:
@@ -69,13 +151,18 @@ def workers_ignore_interrupt() -> Iterator[None]:
 def step(name: str) -> Iterator[None]:
     """Run a block as step ``name``: an interrupt inside it is marked with that step.
 
-    The innermost step wins (a step within a step names the inner one).
+    The innermost step wins (a step within a step names the inner one). Once
+    a stop signal was received, any exception is marked: the one the signal
+    raised may be replaced as the run unwinds (a pool whose workers the same
+    signal ended).
     """
     try:
         yield
-    except KeyboardInterrupt as err:
-        if interrupted_step(err) is None:
-            err.rosenblatt_step = name  # type: ignore[attr-defined]
+    except BaseException as err:
+        stopping = isinstance(err, KeyboardInterrupt) or stop_signal() is not None
+        if stopping and interrupted_step(err) is None:
+            with contextlib.suppress(AttributeError):
+                err.rosenblatt_step = name  # type: ignore[attr-defined]
         raise
 
 
@@ -85,14 +172,34 @@ def interrupted_step(error: BaseException) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def _signal_of(error: BaseException) -> int | None:
+    """The stop signal that ended a command: the one received, or the one ``error`` carries."""
+    received = stop_signal()
+    if received is not None:
+        return received
+    return error.signum if isinstance(error, Stopped) else None
+
+
 def interrupted_message(command: str, error: BaseException) -> str:
-    """The one line said when ``command`` is interrupted."""
+    """The one line said when ``command`` is interrupted (by Ctrl-C or a stop signal)."""
     where = interrupted_step(error)
     during = f" during step {where!r}" if where is not None else ""
     return (
-        f"{command}: interrupted{during}; its workers are stopped and every finished step "
-        "is kept: run the same command to resume"
+        f"{command}: {interruption(error)}{during}; its workers are stopped and every finished "
+        "step is kept: run the same command to resume"
     )
+
+
+def interruption(error: BaseException) -> str:
+    """What ended a command: ``"interrupted"`` (Ctrl-C) or ``"stopped by SIGTERM"`` (a signal)."""
+    signum = _signal_of(error)
+    return "interrupted" if signum is None else f"stopped by {signal.Signals(signum).name}"
+
+
+def interrupted_status(error: BaseException) -> int:
+    """The exit status of a command ended by ``error``: 128 + the signal (130 for Ctrl-C)."""
+    signum = _signal_of(error)
+    return INTERRUPTED_STATUS if signum is None else 128 + int(signum)
 
 
 def stop_pool(pool: Any) -> None:

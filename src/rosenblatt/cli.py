@@ -18,7 +18,14 @@ from collections.abc import Sequence
 
 from rosenblatt._atomic import is_disk_full
 from rosenblatt._extras import MissingExtraError, extra_for, needs_message, require
-from rosenblatt._interrupt import INTERRUPTED_STATUS, interrupted_message, stop_workers
+from rosenblatt._interrupt import (
+    INTERRUPTED_STATUS,
+    interrupted_message,
+    interrupted_status,
+    stop_on_signals,
+    stop_signal,
+    stop_workers,
+)
 from rosenblatt._lock import FolderLockedError
 from rosenblatt._version import __version__
 from rosenblatt.commands._errors import print_error
@@ -97,22 +104,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["run", *(argv or [])])
+    # SIGTERM, SIGHUP and SIGXCPU (a batch system's, a closed terminal's) stop it as Ctrl-C does
+    with stop_on_signals():
+        try:
+            return _command(args)
+        except BaseException as err:
+            # once a stop signal came, whatever unwinds is that signal's doing
+            if not isinstance(err, KeyboardInterrupt) and stop_signal() is None:
+                raise
+            return _interrupted(args, err)
+
+
+def _interrupted(args: argparse.Namespace, error: BaseException) -> int:
+    """Ctrl-C or a stop signal: end any child left, say so in one line; 128 + the signal."""
+    # the pools were stopped as the interrupt unwound (a second Ctrl-C meanwhile changes nothing)
+    previous = None
+    with contextlib.suppress(ValueError):
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        stop_workers()
+        print(interrupted_message(_invocation(args), error), file=sys.stderr)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    return interrupted_status(error)
+
+
+def _command(args: argparse.Namespace) -> int:
+    """Run the parsed command; a known failure said in one line with its status."""
     try:
         require(_invocation(args), COMMAND_EXTRAS.get(args.command, ()))
         return int(args.func(args))
-    except KeyboardInterrupt as err:
-        # Ctrl-C: the pools were stopped as the interrupt unwound; end any child left
-        # (a second Ctrl-C meanwhile changes nothing)
-        previous = None
-        with contextlib.suppress(ValueError):
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            stop_workers()
-            print(interrupted_message(_invocation(args), err), file=sys.stderr)
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
-        return INTERRUPTED_STATUS
     except FolderLockedError as err:
         print_error(_invocation(args), err)
         return LOCKED_STATUS

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rosenblatt._interrupt import interrupted_status, interruption
 from rosenblatt.commands._errors import print_error
 from rosenblatt.commands._locking import add_lock_argument, holding_locks
 
@@ -153,9 +154,9 @@ def _features(args: argparse.Namespace, output: Path, chunk_dir: Path, workers: 
             raise  # said in one line by the command line, with its own status
         print_error("rosenblatt features", err)
         return 2
-    except KeyboardInterrupt:
-        print("rosenblatt features: interrupted; no table written", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        print(f"rosenblatt features: {interruption(err)}; no table written", file=sys.stderr)
+        return interrupted_status(err)
     finally:
         if single:
             shutil.rmtree(chunk_dir, ignore_errors=True)

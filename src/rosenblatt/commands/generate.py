@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from rosenblatt._interrupt import interrupted_status, interruption
 from rosenblatt.commands._errors import print_error
 from rosenblatt.commands._locking import add_lock_argument, holding_locks
 from rosenblatt.hep.pythia_settings import DEFAULT_CHUNK_SIZE, DEFAULT_PTHAT_MIN, PROCESS_LABELS
@@ -194,13 +195,13 @@ def _main_particles(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, FileNotFoundError, EventFileError, RuntimeError) as err:
         print_error("rosenblatt generate", err)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         print(
-            f"rosenblatt generate: interrupted; {args.output} keeps its complete chunks, "
+            f"rosenblatt generate: {interruption(err)}; {args.output} keeps its complete chunks, "
             "rerun the same command to resume",
             file=sys.stderr,
         )
-        return 130
+        return interrupted_status(err)
     print(
         f"{args.output}: {summary.n_events} {args.process} events passing the trigger out of "
         f"{summary.n_generated} generated (efficiency {summary.efficiency:.3f}); "
@@ -272,12 +273,12 @@ def _main_analysis_file(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, FileNotFoundError, EventFileError, RuntimeError) as err:
         print_error("rosenblatt generate", err)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         print(
-            f"rosenblatt generate: interrupted; {args.output} was not written",
+            f"rosenblatt generate: {interruption(err)}; {args.output} was not written",
             file=sys.stderr,
         )
-        return 130
+        return interrupted_status(err)
     kept = " (kept: the file already had these settings)" if summary.reused else ""
     print(
         f"{args.output}: {summary.n_written} {args.process} events in the {args.file_format} "
