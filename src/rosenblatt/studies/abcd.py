@@ -421,11 +421,13 @@ def _generate(cfg: AbcdConfig) -> None:
             chunk_size=entry.chunk_size,
             workers=workers,
         )
+    from rosenblatt.studies.abcd_datasets import is_url
+
     missing = [
         p
         for paths in (*cfg.defining.values(), *cfg.fileset.values())
         for p in paths
-        if not Path(p).is_file()
+        if not is_url(p) and not Path(p).is_file()
     ]
     if missing:
         raise FileNotFoundError(

@@ -17,6 +17,7 @@ from rosenblatt.studies.abcd_cuts import AbcdCuts, as_written
 from rosenblatt.studies.abcd_datasets import (
     DatasetConfig,
     DatasetEntry,
+    is_url,
     parse_datasets,
     parse_defining,
 )
@@ -480,10 +481,15 @@ def _transforms(value: Any, source: str, base: Path) -> tuple[TransformConfig, .
 def _check_files_exist(
     datasets: Mapping[str, DatasetConfig], generate: tuple[GenerateEntry, ...], source: str
 ) -> None:
-    """Refuse a dataset file that does not exist and that no ``generate:`` entry writes."""
+    """Refuse a dataset file that does not exist and that no ``generate:`` entry writes.
+
+    A URL is opened by the preflight checks.
+    """
     written = {Path(entry.output).resolve() for entry in generate}
     for dataset in datasets.values():
         for path in dataset.files:
+            if is_url(path):
+                continue
             problem = file_problem(Path(path))
             if not problem or (problem == "does not exist" and Path(path).resolve() in written):
                 continue

@@ -18,11 +18,21 @@
 The older ``fileset:`` (``{dataset: [files]}``, events labelled by their
 ``label`` branch) and ``defining: {dataset: [files]}`` are read as datasets of
 the roles ``labelled`` and ``defining``.
+
+``files`` are written as a physicist lists them (:func:`expand_files`): a path,
+a glob (``qcd_*.root``, ``**`` for sub-folders) that matches files, a folder
+(every ``.root`` file inside it), or a URL that uproot opens (``file://``,
+``http(s)://``, ``root://`` with the XRootD bindings and ``fsspec-xrootd``),
+kept as written. Globs and folders are expanded, sorted, when the
+configuration is read; a pattern that matches nothing is refused.
 """
 
 from __future__ import annotations
 
+import glob
 import math
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +49,8 @@ __all__ = [
     "ROLES",
     "DatasetConfig",
     "DatasetEntry",
+    "expand_files",
+    "is_url",
     "parse_datasets",
     "parse_defining",
 ]
@@ -110,8 +122,71 @@ def _file_names(value: Any, source: str, key: str) -> tuple[str, ...]:
     return tuple(paths)
 
 
-def _files(value: Any, source: str, key: str, base: Path) -> tuple[str, ...]:
-    return tuple(str(resolve(p, base)) for p in _file_names(value, source, key))
+#: a URL: a scheme, then ``://`` (``root://``, ``https://``, ``file://``)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+#: the characters that make a path a glob
+_GLOB = re.compile(r"[*?\[]")
+
+
+def is_url(path: str) -> bool:
+    """Whether ``path`` is a URL (``scheme://...``), passed to uproot as written."""
+    return _URL.match(path) is not None
+
+
+def _matches(pattern: str, base: Path) -> list[str]:
+    """The files a glob matches, as written or relative to the configuration's folder, sorted."""
+    for candidate in (pattern, str(base / pattern)):
+        found = sorted(p for p in glob.glob(candidate, recursive=True) if os.path.isfile(p))
+        if found or Path(pattern).is_absolute():
+            return [os.path.abspath(p) for p in found]
+    return []
+
+
+def _folder_files(path: Path, entry: str, source: str, key: str, dataset: str) -> list[str]:
+    """The ``.root`` files inside a folder, sorted."""
+    inside = sorted(str(p) for p in path.glob("*.root") if p.is_file())
+    if not inside:
+        raise fail(source, key, f"the folder {entry!r} of dataset {dataset} holds no .root file")
+    return inside
+
+
+def expand_files(
+    written: tuple[str, ...], source: str, key: str, base: Path, dataset: str
+) -> tuple[str, ...]:
+    """The files of a dataset from the paths, globs, folders and URLs written in ``key``.
+
+    A URL is kept as written; a glob gives the files it matches and a folder
+    the ``.root`` files inside it, each sorted; a path is resolved as
+    :func:`~rosenblatt.studies.config_checks.resolve` does.
+
+    Raises
+    ------
+    rosenblatt.exceptions.ConfigError
+        If a glob or a folder gives no file, or a file is named twice.
+    """
+    files: list[str] = []
+    for entry in written:
+        if is_url(entry):
+            files.append(entry)
+        elif _GLOB.search(entry):
+            found = _matches(entry, base)
+            if not found:
+                reason = f"the pattern {entry!r} of dataset {dataset} matches no file"
+                raise fail(source, key, reason)
+            files += found
+        elif (path := resolve(entry, base)).is_dir():
+            files += _folder_files(path, entry, source, key, dataset)
+        else:
+            files.append(str(path))
+    twice = sorted({f for f in files if files.count(f) > 1})
+    if twice:
+        raise fail(source, key, f"dataset {dataset} names {twice[0]} twice (check its patterns)")
+    return tuple(files)
+
+
+def _files(value: Any, source: str, key: str, base: Path, dataset: str) -> tuple[str, ...]:
+    return expand_files(_file_names(value, source, key), source, key, base, dataset)
 
 
 def _role(value: Any, source: str, key: str) -> str:
@@ -142,7 +217,9 @@ class DatasetEntry:
     """One entry of ``datasets:`` as written; :func:`parse_datasets` makes it a :class:`DatasetConfig`."""
 
     files: tuple[str, ...] = option(
-        doc="its files (relative to the configuration's folder)",
+        doc="its files (relative to the configuration's folder): paths, globs (qcd_*.root), "
+        "folders (every .root file inside) or URLs that uproot opens (file://, http(s)://, "
+        "root:// with the XRootD bindings and fsspec-xrootd)",
         check=_file_names,
         type="file or list of files",
     )
@@ -205,7 +282,7 @@ def _dataset(
             )
     return DatasetConfig(
         name=name,
-        files=tuple(str(resolve(p, base)) for p in entry.files),
+        files=expand_files(entry.files, source, f"{key}.files", base, name),
         role=entry.role,
         treename=entry.treename or treename,
         weight=weight,
@@ -240,7 +317,7 @@ def parse_datasets(
             raise fail(source, key, "missing")
         named: Mapping[str, Any]
         if isinstance(value, (list, tuple)):
-            _files(value, source, key, base)
+            _file_names(value, source, key)
             named = {Path(p).stem: [p] for p in value}
         else:
             named = mapping(value, source, key)
@@ -251,7 +328,7 @@ def parse_datasets(
             label = label if label not in parsed else f"{label} ({key})"
             parsed[label] = DatasetConfig(
                 name=label,
-                files=_files(files, source, f"{key}.{name}", base),
+                files=_files(files, source, f"{key}.{name}", base, label),
                 role=role,
                 treename=treename,
                 key=f"{key}.{name}",

@@ -1,7 +1,8 @@
 """Checks of the ABCD study's files before any chunk runs: trees, branches, roles, normalisation.
 
 Every file of every dataset is opened with uproot (metadata only, plus the
-weight branch where a dataset is normalised to its cross section). A missing
+weight branch where a dataset is normalised to its cross section), a URL as
+written (``root://``, ``https://``: uproot reads the byte ranges it needs). A missing
 file, tree or branch is a :class:`PreflightError` that names the file, lists
 what it holds and suggests the closest name; so is a run whose roles cannot
 give a result (no background to fit the transforms on, or a role it needs
@@ -18,7 +19,7 @@ import numpy as np
 
 from rosenblatt.exceptions import PreflightError, UnreadableFileError
 from rosenblatt.processors.quantities import Quantity, closest
-from rosenblatt.studies.abcd_datasets import DatasetConfig
+from rosenblatt.studies.abcd_datasets import DatasetConfig, is_url
 
 __all__ = ["NANOAOD_EVENT_IDS", "Preflight", "PreflightError", "SkippedFile", "preflight"]
 
@@ -100,17 +101,16 @@ def _open_tree(path: str, dataset: DatasetConfig, source: str) -> Any:
     import uproot
 
     where = f"{path} (dataset {dataset.name})"
-    if not Path(path).is_file():
+    url = is_url(path)
+    if not url and not Path(path).is_file():
         raise _error(source, dataset.files_key, f"{where}: the file does not exist")
     try:
         handle = uproot.open(path)
         classes = {key.split(";")[0]: cls for key, cls in handle.classnames().items()}
     except Exception as err:  # noqa: BLE001 - uproot raises many kinds for a damaged file
+        what = "cannot be opened as a ROOT file" if url else "not a readable ROOT file"
         raise _error(
-            source,
-            dataset.files_key,
-            f"{where}: not a readable ROOT file ({_one_line(err)})",
-            UnreadableFileError,
+            source, dataset.files_key, f"{where}: {what} ({_one_line(err)})", UnreadableFileError
         ) from None
     trees = sorted({name for name, cls in classes.items() if cls == "TTree"})
     if dataset.treename not in trees:
