@@ -314,7 +314,7 @@ def _published(out: Path, console: str) -> set[float]:
     """
     found: list[float] = []
     for path in sorted(out.glob("*.json")):
-        if path.name != "histograms.json":
+        if path.name not in ("histograms.json", "manifest.json"):
             found += _numbers(json.loads(path.read_text()))
     for histograms in _uhi_histograms(out).values():
         for h in histograms.values():

@@ -424,7 +424,7 @@ def results_of(folder: Path) -> dict[str, Any]:
 
     found: dict[str, Any] = {}
     for path in sorted((folder / "results").glob("*.json")):
-        if path.name != "timings.json":
+        if path.name not in ("timings.json", "manifest.json"):  # hashes of wall times
             found[path.name] = _stable(json.loads(path.read_text(encoding="utf-8")))
     with uproot.open(folder / "results" / "abcd.root") as handle:
         for name in handle.keys(cycle=False):

@@ -222,7 +222,7 @@ def results_of(folder: Path) -> dict[str, Any]:
     results = folder / "results"
     found: dict[str, Any] = {"summary": _stable(json.loads((results / "summary.json").read_text()))}
     for path in sorted(results.glob("*.json")):
-        if path.name not in ("summary.json", "timings.json"):
+        if path.name not in ("summary.json", "timings.json", "manifest.json"):
             found[path.name] = json.loads(path.read_text())
     if (results / "abcd.root").exists():
         found["abcd.root"] = _histograms(results / "abcd.root")

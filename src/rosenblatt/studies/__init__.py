@@ -67,15 +67,34 @@ def run_study(config: dict[str, Any], output: str | Path | None = None) -> Path:
         msg = f"{source}: study: unknown study {kind!r}; known: {sorted(STUDIES)}"
         raise ValueError(msg)
     require(f"the {kind} study", study_extras(config))
+    from rosenblatt.studies._results import Results
+
     module = importlib.import_module(f"rosenblatt.studies.{STUDIES[kind]}")
     folder = Path(output) if output is not None else Path("results") / config["name"]
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
+    # the folder holds one run: its files in manifest.json, an earlier run's removed
+    results = Results(folder, _cache_folders(config))
+    results.start()
     try:
         module.run(config, folder)
     except BaseException:
+        results.stopped()
         # a run refused before writing anything leaves no results folder behind
         if created and folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
         raise
+    results.finish(kind, str(config.get("name", folder.name)))
     return folder
+
+
+def _cache_folders(config: dict[str, Any]) -> tuple[Path, ...]:
+    """The folders a study caches in (``data.folder``, ``generate:`` outputs): no run's results."""
+    data = config.get("data")
+    folder = data.get("folder") if isinstance(data, dict) else None
+    found = [Path(str(folder)) if folder else Path("data") / str(config.get("name", ""))]
+    generate = config.get("generate")
+    for entry in generate if isinstance(generate, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("output"), str):
+            found.append(Path(entry["output"]).parent)
+    return tuple(found)
