@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -289,3 +291,157 @@ def test_the_summary_keeps_its_keys(iterative_run: Path) -> None:
     from summary_keys import assert_same_keys
 
     assert_same_keys("abcd-test", json.loads((iterative_run / "summary.json").read_text()))
+
+
+@pytest.fixture(scope="module")
+def flat_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Flat ntuples (tree ``Events``): 12000 defining QCD events (IRGI up to depth 6), QCD, signal, data."""
+    folder = tmp_path_factory.mktemp("abcd-flat")
+    rng = np.random.default_rng(21)
+
+    def events(n: int, signal: bool) -> dict[str, np.ndarray]:
+        if signal:
+            return {"mjj": rng.normal(3400.0, 150.0, n), "tag": rng.beta(8.0, 2.0, n)}
+        mass = 2000.0 + rng.exponential(600.0, n)
+        mean = 0.3 + 0.4 * np.clip((mass - 2000.0) / 3000.0, 0.0, 1.0)
+        return {"mjj": mass, "tag": rng.beta(5.0 * mean, 5.0 * (1.0 - mean))}
+
+    samples = {
+        "defining": events(12_000, False),
+        "qcd": events(4_000, False),
+        "signal": events(400, True),
+    }
+    signal_in_data = events(40, True)
+    samples["data"] = {
+        k: np.concatenate([v, signal_in_data[k]]) for k, v in events(4_000, False).items()
+    }
+    files = {}
+    for name, columns in samples.items():
+        files[name] = folder / f"{name}.root"
+        with uproot.recreate(files[name]) as handle:
+            handle.mktree("Events", {key: value.dtype for key, value in columns.items()})
+            handle["Events"].extend(columns)
+    return files
+
+
+def flat_config(
+    files: dict[str, Path], folder: Path, transforms: list[Any], y0: list[float]
+) -> dict[str, Any]:
+    return {
+        "study": "abcd",
+        "name": "abcd-parameters",
+        "data": {"folder": str(folder / "data")},
+        "datasets": {
+            "defining": {"files": [str(files["defining"])], "role": "defining"},
+            "qcd": {"files": [str(files["qcd"])], "role": "background"},
+            "signal": {"files": [str(files["signal"])], "role": "signal"},
+            "data": {"files": [str(files["data"])], "role": "data"},
+        },
+        "score": "tag",
+        "transforms": transforms,
+        "abcd": {"x": "mjj", "x0": [2400.0, 3200.0], "n_x0": 3, "y0": y0},
+        "executor": {"kind": "iterative"},
+    }
+
+
+def test_auto_depth_resolves_the_cuts_and_the_largest_depth_bootstraps(
+    flat_files: dict[str, Path], tmp_path: Path
+) -> None:
+    # a cut at 0.95 needs depth 6 (64 y bins per column: 3.2 beyond it), the largest that
+    # 12000 events support; the bootstrap's Poisson weights leave single events in cells
+    # of equal weight there, and every replica keeps the depth
+    config = flat_config(
+        flat_files,
+        tmp_path,
+        [
+            {"kind": "irgi", "name": "chosen", "depth": "auto"},
+            {"kind": "irgi", "name": "given", "depth": 6},
+        ],
+        [0.5, 0.8, 0.95],
+    )
+    run_study(config, tmp_path / "results")
+    out = tmp_path / "results"
+    summary = json.loads((out / "summary.json").read_text())
+    chosen = rb.load(out / "chosen.json")
+    assert chosen.depth_ == 6
+    assert chosen.selection_.values == (6,)
+    for name in ("chosen", "given"):
+        assert "warning" not in summary["transforms"][name]
+        assert summary["ensembles"][name] == f"{name}_ensemble.json"
+        ensemble = rb.load(out / f"{name}_ensemble.json")
+        assert len(ensemble.replicas_) == 20
+        assert {replica.depth_ for replica in ensemble.replicas_} == {6}
+        assert summary["estimate"][name]["closure_includes_transform_statistics"] is True
+
+
+def test_an_unfitted_transform_is_invalid_and_a_coarse_grid_is_noted(
+    flat_files: dict[str, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # depth 7 needs 32768 events; a cut at 0.99 needs depth 8, beyond what 12000 events support
+    config = flat_config(
+        flat_files,
+        tmp_path,
+        [
+            {"kind": "irgi", "name": "deep", "depth": 7},
+            {"kind": "irgi", "name": "coarse", "depth": "auto"},
+        ],
+        [0.5, 0.99],
+    )
+    with caplog.at_level(logging.WARNING, logger="rosenblatt.abcd"):
+        run_study(config, tmp_path / "results")
+    out = tmp_path / "results"
+    summary = json.loads((out / "summary.json").read_text())
+    reason = summary["transforms"]["deep"]
+    assert reason.startswith("not valid: its fit failed: too few events for IRGI depth 7")
+    assert summary["estimate"]["deep"] == {"valid": False, "note": reason}
+    assert summary["likelihood"]["deep"] == {"likelihood_note": reason}
+    assert summary["ensembles"]["deep"].startswith("none: the transform is not valid")
+    assert "deep" not in summary["closure"]
+    assert not (out / "deep.json").exists()
+    assert f"- `deep`: {reason}" in (out / "report.md").read_text()
+    # the other transform goes on, at the finest depth its folds fit, and says it is too coarse
+    coarse = summary["transforms"]["coarse"]
+    assert re.search(r"warning: IRGI depth 6 .* cut level\(s\) 0.99.* needs depth 8", coarse)
+    assert rb.load(out / "coarse.json").depth_ == 6
+    assert "coarse" in summary["closure"]
+    assert summary["ensembles"]["coarse"] == "coarse_ensemble.json"
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("transform deep is not valid" in m for m in logged)
+    assert any(m.startswith("transform coarse: IRGI depth 6") for m in logged)
+
+
+@pytest.mark.parametrize("failing", ["fit_replica", "bootstrap"])
+def test_a_transform_whose_replicas_cannot_be_fitted_is_invalid(
+    flat_files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    import rosenblatt.transforms.ensemble as ensemble_module
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        msg = "a cell of the replica is empty"
+        raise ValueError(msg)
+
+    # the check right after the fit (fit_replica), or the bootstrap step itself
+    monkeypatch.setattr(ensemble_module if failing == "fit_replica" else rb, failing, refuse)
+    config = flat_config(
+        flat_files,
+        tmp_path,
+        [{"kind": "irgi", "name": "grid", "depth": 4}, {"kind": "kde", "sigma_r": 0.3}],
+        [0.5, 0.8],
+    )
+    if failing == "bootstrap":
+        config["transforms"] = config["transforms"][:1]
+    run_study(config, tmp_path / "results")
+    out = tmp_path / "results"
+    summary = json.loads((out / "summary.json").read_text())
+    reason = summary["transforms"]["grid"]
+    expected = {
+        "fit_replica": "not valid: none of its first 3 bootstrap replicas can be fitted with the "
+        "parameters it chose ({'depth': 4}): a cell of the replica is empty",
+        "bootstrap": "not valid: its bootstrap ensemble cannot be fitted: a cell of the replica is empty",
+    }[failing]
+    assert reason == expected
+    assert summary["estimate"]["grid"] == {"valid": False, "note": reason}
+    assert "grid" not in summary["closure"]
+    assert not (out / "grid.json").exists()
+    assert not (out / "grid_ensemble.json").exists()
+    assert "score" in summary["estimate"]

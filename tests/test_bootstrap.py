@@ -28,8 +28,13 @@ def fixed_points() -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "estimator",
-    [rb.IRGI(depth=4), rb.KDE(sigma_r=0.1), rb.GridKDE(sigma_r=0.3, y_levels=128)],
-    ids=["irgi", "kde", "grid_kde"],
+    [
+        rb.IRGI(depth=4),
+        rb.IRGI(depth=rb.IRGI.max_depth(N_DEFINING)),
+        rb.KDE(sigma_r=0.1),
+        rb.GridKDE(sigma_r=0.3, y_levels=128),
+    ],
+    ids=["irgi", "irgi_largest_depth", "kde", "grid_kde"],
 )
 def test_bootstrap_spread_matches_independent_samples(estimator: rb.IRGI) -> None:
     n_samples = 24
@@ -115,16 +120,56 @@ def test_deterministic_from_the_seed(sample, ensemble) -> None:
     assert not np.array_equal(other.variations(x, y), ensemble.variations(x, y))
 
 
+class _FirstEventNeeded(rb.IRGI):
+    """IRGI that refuses weights leaving its first event out (a third of the Poisson draws)."""
+
+    def _fit(self, x: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> None:
+        if w is not None and w[0] == 0:
+            msg = "the first event has no weight"
+            raise ValueError(msg)
+        super()._fit(x, y, w)
+
+
 def test_failed_draws_are_refitted_and_counted() -> None:
-    x, y = bivariate_normal(6000, seed=6)  # depth 5 needs 2048 events with weight in tight cells
-    depth = rb.IRGI.max_depth(len(x))
-    ensemble = rb.bootstrap(rb.IRGI(depth=depth), x, y, n=10, seed=0)
+    x, y = bivariate_normal(6000, seed=6)
+    ensemble = rb.bootstrap(_FirstEventNeeded(depth=3), x, y, n=10, seed=0)
     assert ensemble.n_refits_ > 0
     assert len(ensemble.replicas_) == 10
     draws = sorted(ensemble.replica_draws_ + ensemble.failed_draws_)
     assert draws == list(range(10 + ensemble.n_refits_))
+    assert all(poisson_weights(len(x), 0, d)[0] == 0 for d in ensemble.failed_draws_)
     with pytest.raises(ValueError, match="could not be fitted"):
-        rb.TransformEnsemble(rb.IRGI(depth=depth), n=10, seed=0, max_refits=0).fit(x, y)
+        rb.TransformEnsemble(_FirstEventNeeded(depth=3), n=10, seed=0, max_refits=0).fit(x, y)
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_replicas_fit_at_the_largest_depth_the_sample_supports(keyed: bool) -> None:
+    # Poisson(1) weights leave a third of the events out, and cells of equal weight at the
+    # largest depth then hold single events: each replica keeps the nominal's depth
+    x, y = bivariate_normal(5000, seed=6)
+    depth = rb.IRGI.max_depth(len(x))
+    ensemble = rb.bootstrap(rb.IRGI(depth=depth), x, y, n=20, seed=0, keyed=keyed)
+    assert ensemble.n_refits_ == 0
+    assert {replica.depth_ for replica in ensemble.replicas_} == {depth}
+    assert all(replica.empty_bins for replica in ensemble.replicas_)
+    assert not ensemble.nominal_.empty_bins
+    # the empty bins are coincident edges: gamma stays a CDF in y
+    grid = np.linspace(y.min() - 0.1, y.max() + 0.1, 400)
+    for replica in ensemble.replicas_[:5]:
+        assert np.all(np.diff(replica.y_edges_, axis=1) >= 0)
+        for x0 in (x.min(), np.median(x), x.max()):
+            gamma = replica.transform(np.full_like(grid, x0), grid)
+            assert np.all(np.diff(gamma) >= 0)
+            assert gamma[0] == 0.0
+            assert gamma[-1] == 1.0
+    # the replicas scatter about the nominal by the fit's statistics
+    x_fixed, y_fixed = fixed_points()
+    spread = ensemble.std(x_fixed, y_fixed)
+    assert 0.005 < np.median(spread) < 0.05
+    shift = ensemble.variations(x_fixed, y_fixed).mean(axis=0) - ensemble.transform(
+        x_fixed, y_fixed
+    )
+    assert np.median(np.abs(shift)) < np.median(spread)
 
 
 def test_weights_multiply_and_may_be_negative(sample) -> None:

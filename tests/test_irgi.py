@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from gaussian_blob import bivariate_normal
@@ -233,3 +235,146 @@ def test_sparse_weights_name_the_depth_they_support() -> None:
     ):
         rb.IRGI(5).fit(x, y, w)
     rb.IRGI(rb.IRGI.max_depth(carrying)).fit(x, y, w)
+
+
+def _poisson_toy(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """x with density e^(-3x) on [0, 1]; y | x ~ Beta of mean 0.3 + 0.4 x, concentration 5."""
+    rng = np.random.default_rng(seed)
+    x = -np.log1p(-rng.uniform(size=n) * (1 - np.exp(-3))) / 3
+    mean = 0.3 + 0.4 * x
+    return x, rng.beta(5 * mean, 5 * (1 - mean))
+
+
+def _abcd_nonclosure(t: rb.IRGI, level: float, x0: float = 0.6) -> float:
+    """B C / D over A, minus 1, of the toy's exact background at the cut ``gamma >= level``, ``x >= x0``."""
+    from scipy import stats
+
+    xs = (np.arange(2000) + 0.5) / 2000
+    density = 3 * np.exp(-3 * xs) / (1 - np.exp(-3))
+    lo, hi = np.zeros_like(xs), np.ones_like(xs)
+    for _ in range(50):  # y*(x): gamma(x, y*) = level
+        mid = 0.5 * (lo + hi)
+        above = t.transform(xs, mid) >= level
+        lo, hi = np.where(above, lo, mid), np.where(above, mid, hi)
+    mean = 0.3 + 0.4 * xs
+    tail = density * stats.beta.sf(hi, 5 * mean, 5 * (1 - mean))
+    rest = density - tail
+    right = xs >= x0
+    a, b, c, d = tail[right].sum(), tail[~right].sum(), rest[right].sum(), rest[~right].sum()
+    return float(b * c / d / a - 1)
+
+
+def test_cut_depth_needs_two_bins_beyond_each_level() -> None:
+    assert rb.IRGI.cut_depth([0.95]) == 6  # 64 * 0.05 = 3.2 bins beyond; 32 * 0.05 = 1.6
+    assert rb.IRGI.cut_depth([0.9]) == 5
+    assert rb.IRGI.cut_depth([0.875]) == 4  # exactly 2 bins of 16
+    assert rb.IRGI.cut_depth([0.5, 0.99]) == 8
+    assert rb.IRGI.cut_depth([0.05, 0.5]) == 6  # the lowest level, from below
+    assert rb.IRGI.cut_depth([0.0, 1.0]) == 0  # no cut inside (0, 1)
+    assert rb.IRGI.cut_depth([]) == 0
+    with pytest.raises(
+        ValueError, match=r"cut_levels must be numbers in \[0, 1\], got \[0.5, 1.5\]"
+    ):
+        rb.IRGI.cut_depth([0.5, 1.5])
+
+
+def test_auto_depth_tries_only_depths_that_resolve_the_cut_levels() -> None:
+    x, y = _poisson_toy(20_000, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = rb.IRGI(depth="auto", cut_levels=(0.5, 0.95)).fit(x, y)
+    assert t.selection_ is not None
+    assert t.selection_.values == (6,)
+    assert t.depth_ == 6
+    assert t.unresolved_cut_levels() == ()
+    assert t.coarse_cut_note() is None
+
+
+@pytest.mark.slow
+def test_auto_depth_for_the_cut_closes_where_the_plain_choice_does_not() -> None:
+    # depth='auto' alone chooses 4 on 20k events: the cut at 0.95 falls in the top y bin
+    # of each column (1/16), interpolated up to the sample's maximum
+    plain, for_cut = [], []
+    for seed in range(3):
+        x, y = _poisson_toy(20_000, seed=seed)
+        chosen = rb.IRGI(depth="auto").fit(x, y)
+        assert chosen.depth_ == 4
+        plain.append(_abcd_nonclosure(chosen, 0.95))
+        for_cut.append(_abcd_nonclosure(rb.IRGI(depth="auto", cut_levels=(0.95,)).fit(x, y), 0.95))
+    assert np.mean(plain) < -0.15  # about -25%, 4 sd of one fit
+    assert abs(np.mean(for_cut)) < 0.08  # within the fit's sd of about 7%
+
+
+def test_a_sample_too_small_for_the_cut_warns_and_takes_its_largest_depth() -> None:
+    x, y = _poisson_toy(5_000, seed=1)
+    with pytest.warns(UserWarning, match=r"depth 5 .* cut level\(s\) 0.95.* needs depth 6 \(8192"):
+        t = rb.IRGI(depth="auto", cut_levels=(0.95,)).fit(x, y)
+    assert t.depth_ == rb.IRGI.max_depth(4_500)  # the largest a training fold supports
+    assert t.unresolved_cut_levels() == (0.95,)
+    note = t.coarse_cut_note()
+    assert note is not None
+    assert "depth='auto'" in note
+
+
+def test_a_given_depth_too_coarse_for_the_cut_warns() -> None:
+    x, y = _poisson_toy(20_000, seed=2)
+    with pytest.warns(
+        UserWarning, match=r"IRGI depth 4 \(16 y bins per column\) puts fewer than 2"
+    ):
+        rb.IRGI(depth=4, cut_levels=[0.9, 0.95]).fit(x, y)
+    with pytest.warns(UserWarning, match=r"cut level\(s\) 0.03"):
+        rb.IRGI(depth=5, cut_levels=[0.03, 0.9]).fit(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = rb.IRGI(depth=6, cut_levels=[0.95]).fit(x, y)
+        rb.IRGI(depth=2).fit(x, y)
+    assert t.unresolved_cut_levels() == ()
+
+
+def test_cut_levels_are_checked_and_saved(tmp_path) -> None:
+    x, y = _poisson_toy(4_096, seed=3)
+    with pytest.raises(ValueError, match=r"cut_levels must be numbers in \[0, 1\]"):
+        rb.IRGI(depth=3, cut_levels=[0.5, -0.1]).fit(x, y)
+    with pytest.raises(ValueError, match=r"cut_levels must be numbers in \[0, 1\]"):
+        rb.IRGI(depth=3, cut_levels=0.5).fit(x, y)  # type: ignore[arg-type]
+    t = rb.IRGI(depth=3, cut_levels=[0.25, 0.75]).fit(x, y)
+    t.save(tmp_path / "t.json")
+    loaded = rb.load(tmp_path / "t.json")
+    assert tuple(loaded.cut_levels) == (0.25, 0.75)
+    assert loaded.unresolved_cut_levels() == ()
+    assert "cut_levels=[0.25, 0.75]" in repr(t)
+
+
+def test_empty_bins_split_cells_that_uneven_weights_leave_with_one_event() -> None:
+    x, y = _poisson_toy(5_000, seed=4)
+    depth = rb.IRGI.max_depth(len(x))
+    w = np.random.default_rng(5).poisson(1.0, len(x)).astype(float)
+    with pytest.raises(ValueError, match="too uneven for depth 5"):
+        rb.IRGI(depth).fit(x, y, w)
+    t = rb.IRGI(depth, empty_bins=True).fit(x, y, w)
+    assert np.all(np.diff(t.y_edges_, axis=1) >= 0)
+    assert np.any(np.diff(t.y_edges_[:, 1:-1], axis=1) == 0)  # some bins are empty
+    # each inner edge carries the column's weight strictly below it
+    column = np.searchsorted(t.x_boundaries_[1:-1], x, side="right")
+    for k in range(len(t.x_centres_)):
+        inside = column == k
+        below = (y[inside][:, None] < t.y_edges_[k, 1:-1][None, :]) * w[inside][:, None]
+        expected = below.sum(axis=0) / w[inside].sum()
+        np.testing.assert_allclose(t.cdf_[k, 1:-1], expected, atol=1e-12)
+    # where the plain bisection succeeds, empty_bins changes nothing
+    plain = rb.IRGI(depth - 1).fit(x, y, w)
+    same = rb.IRGI(depth - 1, empty_bins=True).fit(x, y, w)
+    np.testing.assert_array_equal(plain.y_edges_, same.y_edges_)
+    np.testing.assert_array_equal(plain.cdf_, same.cdf_)
+
+
+def test_auto_depth_for_the_cut_falls_back_to_the_finest_depth_the_weights_fit() -> None:
+    rng = np.random.default_rng(15)
+    x, y = rng.normal(size=(2, 4096))
+    w = np.where(rng.uniform(size=4096) < 0.5, 0.0, 1.0)  # depth 5 needs more events with weight
+    with pytest.warns(UserWarning, match=r"depth 4 .* the finest its training folds fit"):
+        t = rb.IRGI(depth="auto", cut_levels=[0.9]).fit(x, y, w)
+    assert t.selection_ is not None
+    assert t.selection_.values == (1, 2, 3, 4)
+    assert t.depth_ == 4
+    assert t.unresolved_cut_levels() == (0.9,)

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -39,6 +40,7 @@ from rosenblatt.studies.abcd_summary import PassOutput
 
 if TYPE_CHECKING:
     from rosenblatt.processors.analysis import Variant
+    from rosenblatt.studies.abcd_config import TransformConfig
     from rosenblatt.studies.abcd_estimate import CutChoice
     from rosenblatt.studies.abcd_summary import AbcdSummary
     from rosenblatt.transforms import ConditionalCDFTransform, TransformEnsemble
@@ -60,11 +62,26 @@ class FittedTransforms:
     transforms : dict
         Per name, the fitted transform.
     routes : dict
-        Per name, where it was fitted (workers or driver) or the file it was read from.
+        Per name, where it was fitted (workers or driver) or the file it was
+        read from, with a warning where its grid is too coarse for the cuts;
+        for a transform that is not valid, ``"not valid: <why>"``.
+    invalid : dict
+        Per transform left out of the analysis, why: its fit failed, or its
+        bootstrap replicas cannot be fitted with the parameters it chose.
     """
 
     transforms: dict[str, ConditionalCDFTransform]
     routes: dict[str, str]
+    invalid: dict[str, str] = field(default_factory=dict)
+
+    def mark_invalid(self, name: str, reason: str, folder: Path) -> None:
+        """Leave transform ``name`` out of the run, for ``reason``; remove its files in ``folder``."""
+        self.transforms.pop(name, None)
+        self.invalid[name] = reason
+        self.routes[name] = f"not valid: {reason}"
+        for path in (folder / f"{name}.json", folder / f"{name}_ensemble.json"):
+            path.unlink(missing_ok=True)
+        log.warning("transform %s is not valid, left out of the analysis: %s", name, reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +136,7 @@ def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
             fitted = _fit_transforms(cfg, skims, run_pass, folder)
             score_y0, score_range = _score_cuts(cfg, skims, run_pass)
         with steps.timed("bootstrap"):
-            ensembles = _ensembles(cfg, skims, folder)
+            ensembles = _ensembles(cfg, skims, folder, fitted)
         variants = _variants(cfg, fitted.transforms, score_y0, score_range)
         replica_variants = _replica_variants(cfg, ensembles)
         output, choices = _analyse(cfg, passes, variants, replica_variants, score_y0, steps)
@@ -135,6 +152,7 @@ def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
             ensembles.notes,
             checked=checked,
             choices=choices,
+            invalid=fitted.invalid,
         )
     write_text(folder / "timings.json", json.dumps(timings, indent=2))
     return summary
@@ -242,26 +260,118 @@ def _fit_transforms(
     run_pass: Callable[[Sequence[str], Callable[[str], Any], str], Any],
     folder: Path,
 ) -> FittedTransforms:
-    """Every transform fitted on the skims (or read from its file), saved in ``folder``."""
+    """Every transform fitted on the skims (or read from its file), saved in ``folder``.
+
+    A transform whose fit fails (a :class:`ValueError`: too few events for
+    its depth, weights it cannot take) is marked invalid with the error, and
+    the others go on. A grid too coarse for the cuts ``abcd.y0`` is logged as
+    a warning and noted in its route. With bootstrap replicas to come
+    (``statistics.n_boot``), a replica is fitted at once with the parameters
+    the transform chose (:func:`_replica_problem`), before the bootstrap and
+    the analysis pass: a transform whose replicas cannot be fitted is
+    marked invalid.
+    """
     from rosenblatt.processors.fitting import fit_on_skims, mergeable
 
-    transforms: dict[str, ConditionalCDFTransform] = {}
-    routes: dict[str, str] = {}
+    fitted = FittedTransforms({}, {})
+    sample = _DefiningSample(cfg, skims)
     for spec in cfg.transforms:
         transform = spec.build()
         if spec.file is None:
-            routes[spec.name] = (
+            fitted.routes[spec.name] = (
                 "workers (mergeable fit)" if mergeable(transform) else "driver (gathered skims)"
             )
-            transform = fit_on_skims(
-                transform, skims, "score", run_pass, max_gather_events=cfg.max_gather_events
-            )
+            try:
+                with warnings.catch_warnings():
+                    # a grid too coarse for the cuts is logged and noted below
+                    warnings.filterwarnings("ignore", "IRGI .* bins beyond the cut", UserWarning)
+                    transform = fit_on_skims(
+                        transform,
+                        skims,
+                        "score",
+                        run_pass,
+                        max_gather_events=cfg.max_gather_events,
+                    )
+            except ValueError as err:
+                fitted.mark_invalid(spec.name, f"its fit failed: {err}", folder)
+                continue
         else:
-            routes[spec.name] = f"read from {spec.file}"
+            fitted.routes[spec.name] = f"read from {spec.file}"
+        problem = _replica_problem(cfg, spec, transform, sample)
+        if problem is not None:
+            fitted.mark_invalid(spec.name, problem, folder)
+            continue
+        coarse = getattr(transform, "coarse_cut_note", None)
+        note = coarse() if callable(coarse) else None
+        if note is not None:
+            fitted.routes[spec.name] += f"; warning: {note}"
+            log.warning("transform %s: %s", spec.name, note)
         transform.save(folder / f"{spec.name}.json")
-        transforms[spec.name] = transform
-        log.info("transform %s: %r fitted (%s)", spec.name, transform, routes[spec.name])
-    return FittedTransforms(transforms, routes)
+        fitted.transforms[spec.name] = transform
+        log.info("transform %s: %r fitted (%s)", spec.name, transform, fitted.routes[spec.name])
+    return fitted
+
+
+class _DefiningSample:
+    """The defining sample's ``(x, score, weight)``, gathered from the skims once, when first asked."""
+
+    def __init__(self, cfg: AbcdConfig, skims: Sequence[str]) -> None:
+        self.cfg, self.skims = cfg, skims
+        self.events: tuple[Any, Any, Any] | None = None
+
+    def get(self) -> tuple[Any, Any, Any]:
+        """``(x, score, weight)``, weight ``None`` where every one is 1.
+
+        Raises
+        ------
+        ValueError
+            If the skims hold more than ``max_gather_events`` events, or none.
+        """
+        from rosenblatt.processors.fitting import gather_skims
+
+        if self.events is None:
+            x, y, weight = gather_skims(self.skims, "score", max_events=self.cfg.max_gather_events)
+            self.events = (x, y, None if np.all(weight == 1.0) else weight)
+        return self.events
+
+
+#: draws of Poisson weights tried by :func:`_replica_problem` before it gives up
+REPLICA_CHECK_DRAWS = 3
+
+
+def _replica_problem(
+    cfg: AbcdConfig,
+    spec: TransformConfig,
+    transform: ConditionalCDFTransform,
+    sample: _DefiningSample,
+) -> str | None:
+    """Why the bootstrap replicas of the fitted ``transform`` cannot be fitted, or ``None``.
+
+    The replicas of the first draws are fitted as the ensemble will fit them
+    (:func:`rosenblatt.transforms.ensemble.fit_replica`), until one fits. No
+    check without replicas to come, for a transform read from a file, or
+    where the sample cannot be gathered (the bootstrap step says why).
+    """
+    from rosenblatt.transforms.ensemble import fit_replica
+
+    if cfg.statistics.n_boot == 0 or spec.file is not None:
+        return None
+    try:
+        x, y, weight = sample.get()
+    except ValueError:
+        return None
+    errors = []
+    for draw in range(REPLICA_CHECK_DRAWS):
+        try:
+            fit_replica(transform, x, y, weight, seed=cfg.statistics.seed, draw=draw, keyed=True)
+        except ValueError as err:
+            errors.append(err)
+        else:
+            return None
+    return (
+        f"none of its first {REPLICA_CHECK_DRAWS} bootstrap replicas can be fitted with the "
+        f"parameters it chose ({transform.fitted_params()}): {errors[-1]}"
+    )
 
 
 class _Passes:
@@ -435,38 +545,50 @@ def _generate(cfg: AbcdConfig) -> None:
         )
 
 
-def _ensembles(cfg: AbcdConfig, skims: Sequence[str], folder: Path) -> Ensembles:
+def _ensembles(
+    cfg: AbcdConfig, skims: Sequence[str], folder: Path, fitted: FittedTransforms
+) -> Ensembles:
     """A bootstrap ensemble of each fitted transform, saved as ``<name>_ensemble.json``.
 
     Fitted on the gathered skims of the defining sample; its nominal is the
     transform fitted in the ``fit`` step (equal to rounding for weighted
     events fitted in the workers). Returns per transform the file written, or
-    why none was.
+    why none was. A transform whose ensemble cannot be fitted is marked
+    invalid in ``fitted`` (:meth:`FittedTransforms.mark_invalid`): it is left
+    out of the analysis, and the others go on.
     """
     import rosenblatt as rb
-    from rosenblatt.processors.fitting import gather_skims
 
     n_boot, seed = cfg.statistics.n_boot, cfg.statistics.seed
     notes: dict[str, str] = {}
     made: dict[str, TransformEnsemble] = {}
-    sample: tuple[Any, Any, Any] | None = None
+    sample = _DefiningSample(cfg, skims)
     for spec in cfg.transforms:
+        if spec.name in fitted.invalid:
+            notes[spec.name] = "none: the transform is not valid (see its entry under transforms)"
+            continue
         if n_boot == 0:
             notes[spec.name] = "none (statistics.n_boot: 0)"
             continue
         if spec.file is not None:
             notes[spec.name] = "none: read from a file, fitted on a sample not given here"
             continue
-        if sample is None:
-            try:
-                x, y, weight = gather_skims(skims, "score", max_events=cfg.max_gather_events)
-            except ValueError as err:
-                notes[spec.name] = f"none: {err}"
-                continue
-            sample = (x, y, None if np.all(weight == 1.0) else weight)
-        ensemble = rb.bootstrap(
-            spec.build(), sample[0], sample[1], sample[2], n=n_boot, seed=seed, keyed=True
-        )
+        try:
+            x, y, weight = sample.get()
+        except ValueError as err:
+            notes[spec.name] = f"none: {err}"
+            continue
+        try:
+            with warnings.catch_warnings():
+                # the fit step has logged a grid too coarse for the cuts
+                warnings.filterwarnings("ignore", "IRGI .* bins beyond the cut", UserWarning)
+                ensemble = rb.bootstrap(spec.build(), x, y, weight, n=n_boot, seed=seed, keyed=True)
+        except ValueError as err:
+            notes[spec.name] = f"none: {err}"
+            fitted.mark_invalid(
+                spec.name, f"its bootstrap ensemble cannot be fitted: {err}", folder
+            )
+            continue
         path = folder / f"{spec.name}_ensemble.json"
         ensemble.save(path)
         notes[spec.name] = path.name

@@ -81,12 +81,19 @@ _TRANSFORM_PARAMETERS = {
 
 @dataclass(frozen=True)
 class TransformConfig:
-    """One transform: a kind and its parameters, or a saved file."""
+    """One transform: a kind and its parameters, or a saved file.
+
+    ``cut_levels`` are the levels of ``gamma`` the study cuts at
+    (``abcd.y0``): an IRGI is built with them, so that its ``depth: auto``
+    tries only the depths whose ``y`` bins resolve every cut and a depth that
+    does not says so (:class:`rosenblatt.IRGI`).
+    """
 
     name: str
     kind: str | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
     file: str | None = None
+    cut_levels: tuple[float, ...] | None = None
 
     @classmethod
     def parse(cls, value: Any, source: str, key: str, base: Path) -> TransformConfig:
@@ -137,7 +144,7 @@ class TransformConfig:
         if self.file is not None:
             return rb.load(self.file)
         if self.kind == "irgi":
-            return rb.IRGI(**self.parameters)
+            return rb.IRGI(**self.parameters, cut_levels=self.cut_levels)
         if self.kind == "gridkde":
             return rb.GridKDE(**self.parameters)
         return rb.KDE(**self.parameters)
@@ -456,7 +463,7 @@ class AbcdConfig:
             else _quantity(selection, source, "defining.selection", base, read.jets),
             x=_quantity(cuts.x, source, "abcd.x", base, read.jets),
             score=_quantity(_score_spec(read.score), source, "score", base, read.jets),
-            transforms=_transforms(read.transforms, source, base),
+            transforms=_transforms(read.transforms, source, base, cuts.y0),
             cuts=cuts,
             executor=read.executor.resolved(source),
             data_dir=folder(str(Path("data") / name), source, "data.folder")
@@ -465,12 +472,17 @@ class AbcdConfig:
         )
 
 
-def _transforms(value: Any, source: str, base: Path) -> tuple[TransformConfig, ...]:
-    """``transforms:``: a non-empty list of transforms of distinct names."""
+def _transforms(
+    value: Any, source: str, base: Path, cut_levels: tuple[float, ...]
+) -> tuple[TransformConfig, ...]:
+    """``transforms:``: a non-empty list of transforms of distinct names, each given the cut levels."""
     if not isinstance(value, list) or not value:
         raise _fail(source, "transforms", "must be a non-empty list")
     parsed = tuple(
-        TransformConfig.parse(t, source, f"transforms[{i}]", base) for i, t in enumerate(value)
+        dataclasses.replace(
+            TransformConfig.parse(t, source, f"transforms[{i}]", base), cut_levels=cut_levels
+        )
+        for i, t in enumerate(value)
     )
     names = [t.name for t in parsed]
     if len(set(names)) != len(names) or "score" in names:

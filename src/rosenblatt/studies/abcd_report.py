@@ -167,10 +167,12 @@ def write_outputs(
     *,
     checked: Preflight | None = None,
     choices: dict[str, CutChoice] | None = None,
+    invalid: dict[str, str] | None = None,
 ) -> AbcdSummary:
     """Write every output of the study to ``folder``; return the summary.
 
-    ``timings`` gains the time of the likelihoods.
+    ``timings`` gains the time of the likelihoods; a transform of ``invalid``
+    (left out of the analysis, with why) is ``valid: false`` with its reason.
     """
     from rosenblatt.studies._common import write_summary
     from rosenblatt.studies.abcd_estimate import strict_json
@@ -186,6 +188,10 @@ def write_outputs(
         likelihood = {variant: _estimate_cut(e) for variant, e in estimates.items()}
     else:
         likelihood = write_likelihoods(folder, output["abcd"], scans)
+    for variant, reason in (invalid or {}).items():
+        likelihood[variant] = {"likelihood_note": f"not valid: {reason}"}
+        if estimates:
+            estimates[variant] = {"valid": False, "note": f"not valid: {reason}"}
     timings["likelihood (in close and report)"] = time.perf_counter() - clock
     figures = draw_figures(
         folder,
@@ -421,7 +427,8 @@ def report(summary: AbcdSummary, figures: dict[str, str]) -> str:
                 lines.append(f"- `{path}` entries {start}-{stop} ({stop - start} events): {reason}")
     lines += ["", "## Transforms", ""]
     for name, route in summary["transforms"].items():
-        lines.append(f"- `{name}`: fitted in the {route}; saved as `{name}.json`")
+        saved = f"fitted in the {route}; saved as `{name}.json`"
+        lines.append(f"- `{name}`: {saved if name in summary['closure'] else route}")
     lines += [
         "",
         "## Closure over the cut grid",

@@ -29,7 +29,7 @@ import dataclasses
 import inspect
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, overload
 
@@ -196,6 +196,9 @@ class ConditionalCDFTransform(ABC):
     #: whether integer event weights give the transform fitted on the events each repeated
     #: as often (checked by :func:`rosenblatt.testing.check_transform`)
     weights_replicate: ClassVar[bool] = False
+    #: hyper-parameters a bootstrap replica (:func:`rosenblatt.bootstrap`) is fitted with,
+    #: replacing the nominal transform's own
+    replica_parameters: ClassVar[Mapping[str, Any]] = {}
 
     def __init_subclass__(cls, *, register: bool = True, **kwargs: Any) -> None:
         """Record a concrete subclass with its own ``kind`` in :func:`transform_classes`."""

@@ -21,13 +21,17 @@ def max_depth(n_events: int) -> int:
 
 
 def bisect_segments(
-    cumulative: NDArray[np.float64] | None, bounds: NDArray[np.intp], levels: int
+    cumulative: NDArray[np.float64] | None,
+    bounds: NDArray[np.intp],
+    levels: int,
+    *,
+    empty: bool = False,
 ) -> NDArray[np.intp]:
     """Split every segment ``[bounds[i], bounds[i + 1])`` in two, ``levels`` times.
 
     Each split is placed where the cumulative weight crosses half of the
     segment's weight, so that both halves hold (as nearly as the events allow)
-    the same summed weight, and never leaves a half empty.
+    the same summed weight, and never leaves a half of two or more events empty.
 
     Parameters
     ----------
@@ -39,6 +43,10 @@ def bisect_segments(
         Increasing event indices delimiting the initial segments, from 0 to ``n``.
     levels
         Number of bisection levels.
+    empty
+        Split a segment of fewer than two events too: its one event goes to
+        the half where the weight crosses, and an empty segment splits into
+        two empty ones. Segments of two or more events are split as without it.
 
     Returns
     -------
@@ -48,7 +56,7 @@ def bisect_segments(
     Raises
     ------
     ValueError
-        If a segment holds fewer than two events when it must be split.
+        If a segment holds fewer than two events when it must be split (without ``empty``).
     """
     # The running maximum is non-decreasing even with negative weights, and its
     # first crossing of a level is the first crossing of the cumulative sum.
@@ -56,8 +64,9 @@ def bisect_segments(
     idx = np.asarray(bounds, dtype=np.intp)
     for _ in range(levels):
         lo, hi = idx[:-1], idx[1:]
-        if np.any(hi - lo < 2):
-            n_small = int(np.count_nonzero(hi - lo < 2))
+        small = hi - lo < 2
+        if not empty and np.any(small):
+            n_small = int(np.count_nonzero(small))
             msg = f"{n_small} bisection cell(s) hold fewer than two events and cannot be split"
             raise ValueError(msg)
         # a split exactly at half the weight must not depend on rounding (or the
@@ -69,7 +78,10 @@ def bisect_segments(
             target = 0.5 * (cumulative[lo] + cumulative[hi])
             target -= 1e-9 * np.abs(cumulative[hi] - cumulative[lo])
             mid = np.searchsorted(running_max, target, side="left")
-        mid = np.clip(mid, lo + 1, hi - 1)
+        if empty and np.any(small):
+            mid = np.where(small, np.clip(mid, lo, hi), np.clip(mid, lo + 1, hi - 1))
+        else:
+            mid = np.clip(mid, lo + 1, hi - 1)
         out = np.empty(2 * len(lo) + 1, dtype=np.intp)
         out[0:-1:2] = lo
         out[1::2] = mid

@@ -281,10 +281,17 @@ def y_edges_and_cdf(
     w: NDArray[np.float64] | None,
     depth: int,
     y_domain: tuple[float, float],
+    *,
+    empty_bins: bool = False,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Bisect each column's ``y`` to ``depth``: the edges and the CDF at each edge."""
+    """Bisect each column's ``y`` to ``depth``: the edges and the CDF at each edge.
+
+    ``empty_bins``: see :func:`column_edges`.
+    """
     try:
-        y_edges, weight_below = column_edges(ys, cumulative, bounds, depth, y_domain)
+        y_edges, weight_below = column_edges(
+            ys, cumulative, bounds, depth, y_domain, empty_bins=empty_bins
+        )
     except ValueError as err:
         n = int(bounds[-1])
         carrying = n if w is None else int(np.count_nonzero(w))
@@ -298,6 +305,8 @@ def column_edges(
     bounds: NDArray[np.int64],
     depth: int,
     y_domain: tuple[float, float],
+    *,
+    empty_bins: bool = False,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Bisect the ``y`` of every column to ``depth``: its edges and the weight strictly below them.
 
@@ -311,6 +320,11 @@ def column_edges(
         ``None`` for unit weights.
     bounds, depth, y_domain
         The columns, the bisection depth and the outer edges.
+    empty_bins
+        Where a cell of equal weight holds a single event (uneven weights),
+        split it anyway: the bin on the far side of the weight's crossing is
+        empty, its edges coincide, and an edge with no event of its column
+        below (above) it lies on the lower (upper) end of ``y_domain``.
 
     Returns
     -------
@@ -323,20 +337,28 @@ def column_edges(
     ------
     ValueError
         From :func:`~rosenblatt.transforms._bisection.bisect_segments`, if a
-        cell holds fewer than two events when it must be split.
+        cell holds fewer than two events when it must be split (without
+        ``empty_bins``).
     """
-    rows = bisect_segments(cumulative, bounds, depth)
+    rows = bisect_segments(cumulative, bounds, depth, empty=empty_bins)
     n_col, n_edge = len(bounds) - 1, 2**depth + 1
     inner_rows = rows[:-1].reshape(n_col, n_edge - 1)[:, 1:]
     y_edges = np.empty((n_col, n_edge))
     y_edges[:, 0], y_edges[:, -1] = y_domain
-    below_edge = ys[inner_rows - 1]
-    y_edges[:, 1:-1] = midpoint(below_edge, ys[inner_rows])
+    column_start, column_stop = bounds[:-1, None], bounds[1:, None]
+    below_edge = ys[np.maximum(inner_rows - 1, 0)]
+    y_edges[:, 1:-1] = midpoint(below_edge, ys[np.minimum(inner_rows, len(ys) - 1)])
     below = inner_rows.copy()
     tied = below_edge >= y_edges[:, 1:-1]
+    if empty_bins:
+        # an edge at a column's first (last) row has none (all) of its events below
+        first, last = inner_rows == column_start, inner_rows == column_stop
+        y_edges[:, 1:-1] = np.where(
+            first, y_domain[0], np.where(last, y_domain[1], y_edges[:, 1:-1])
+        )
+        tied = np.where(first, False, below_edge >= y_edges[:, 1:-1])
     if tied.any():
         below[tied] = _run_starts(ys, bounds[:-1])[inner_rows[tied] - 1]
-    column_start = bounds[:-1, None]
     if cumulative is None:
         weight_below = (below - column_start).astype(np.float64)
     else:

@@ -37,7 +37,13 @@ from rosenblatt.transforms._base import (
     transform_classes,
 )
 
-__all__ = ["TransformEnsemble", "bootstrap", "keyed_poisson_weights", "poisson_weights"]
+__all__ = [
+    "TransformEnsemble",
+    "bootstrap",
+    "fit_replica",
+    "keyed_poisson_weights",
+    "poisson_weights",
+]
 
 Array = NDArray[np.float64]
 NaNPolicy = Literal["raise", "propagate"]
@@ -150,6 +156,46 @@ def bootstrap(
     return ensemble
 
 
+def fit_replica(
+    nominal: ConditionalCDFTransform,
+    x: Any,
+    y: Any,
+    weight: Any = None,
+    *,
+    seed: int = 0,
+    draw: int = 0,
+    keyed: bool = False,
+) -> ConditionalCDFTransform:
+    """The replica of draw ``draw`` that a bootstrap ensemble of the fitted ``nominal`` holds.
+
+    Fitted as :class:`TransformEnsemble` fits its replicas: the nominal's
+    hyper-parameters, the value its automatic choice fixed, the class's
+    ``replica_parameters``, and the Poisson counts of the draw times
+    ``weight``. One replica costs one fit: a check, before an ensemble, that
+    the nominal's parameters leave its replicas fittable.
+
+    Parameters
+    ----------
+    nominal
+        A fitted transform (not an ensemble).
+    x, y, weight
+        The sample the nominal was fitted on.
+    seed, draw, keyed
+        As for :func:`bootstrap` and :meth:`TransformEnsemble.counts`.
+
+    Raises
+    ------
+    ValueError
+        Where the replica cannot be fitted.
+    """
+    ensemble = TransformEnsemble(nominal, n=2, seed=seed, keyed=keyed)
+    ensemble._checked()
+    nominal._check_fitted()
+    counts = ensemble.counts(x, y, draw).astype(np.float64)
+    weights = counts if weight is None else counts * np.asarray(weight, dtype=np.float64)
+    return _clone(nominal, **_replica_parameters(nominal)).fit(x, y, weights)
+
+
 class TransformEnsemble(ConditionalCDFTransform):
     """A transform with ``n`` Poisson-bootstrap replicas of it.
 
@@ -178,7 +224,9 @@ class TransformEnsemble(ConditionalCDFTransform):
     replicas_ : list of ConditionalCDFTransform
         The ``n`` replicas. A free parameter chosen automatically
         (``depth="auto"``, ``sigma_r="auto"``) is chosen once, by the nominal,
-        and every replica uses that value.
+        and every replica uses that value, with the class's
+        ``replica_parameters`` (IRGI: ``empty_bins=True``, so that Poisson
+        weights never refuse the nominal's depth).
     replica_draws_ : list of int
         The draw of each replica's Poisson weights (:func:`poisson_weights`,
         or :func:`keyed_poisson_weights` when ``keyed``).
@@ -269,7 +317,7 @@ class TransformEnsemble(ConditionalCDFTransform):
     def _fit(self, x: Array, y: Array, w: Array | None) -> None:
         n, _, most = self._checked()
         nominal = _clone(self.estimator).fit(x, y, w)
-        fixed = _chosen_parameters(nominal)
+        fixed = _replica_parameters(nominal)
         replicas: list[ConditionalCDFTransform] = []
         draws: list[int] = []
         failed: list[int] = []
@@ -547,6 +595,11 @@ def _chosen_parameters(transform: ConditionalCDFTransform) -> dict[str, Any]:
         return {"depth": tuple(selection.chosen)}
     chosen = int(selection.chosen) if selection.parameter == "depth" else float(selection.chosen)
     return {selection.parameter: chosen}
+
+
+def _replica_parameters(nominal: ConditionalCDFTransform) -> dict[str, Any]:
+    """The hyper-parameters a replica of ``nominal`` replaces: its automatic choice, its class's."""
+    return {**_chosen_parameters(nominal), **type(nominal).replica_parameters}
 
 
 def _draws(values: Any, length: int | None = None) -> list[int]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
@@ -11,10 +12,19 @@ from numpy.typing import NDArray
 from rosenblatt._validation import check_int, check_ints, is_int
 from rosenblatt.transforms._bisection import max_depth
 from rosenblatt.transforms._column_grid import ColumnGridTransform
+from rosenblatt.transforms._irgi_depth import (
+    MIN_BINS_BEYOND_CUT,
+    check_levels,
+    coarse_cut_note,
+    cut_depth,
+    fit_options,
+    read_fit_options,
+    select_depth,
+    unresolved_levels,
+)
 from rosenblatt.transforms._irgi_grid import (
     Domain,
     check_column_weight,
-    check_nested_boxes,
     column_cdf,
     column_edges,
     domain_list,
@@ -35,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IRGI",
+    "MIN_BINS_BEYOND_CUT",
     "ScalarGrid",
     "check_column_weight",
     "column_cdf",
@@ -88,6 +99,23 @@ class IRGI(ColumnGridTransform):
     folds, seed
         Cross-validation folds and the seed of their random assignment
         (``depth="auto"`` only); the choice is deterministic given both.
+    cut_levels
+        The levels of ``gamma`` that the transformed score will be cut at
+        (an ABCD analysis's ``y0``), or ``None``. A depth resolves a level
+        ``l`` in ``(0, 1)`` when at least :data:`MIN_BINS_BEYOND_CUT` of the
+        ``2**depth`` equal-occupancy ``y`` bins of a column lie beyond it on
+        either side: ``2**depth * min(l, 1 - l) >= 2``
+        (:meth:`cut_depth`). With ``depth="auto"`` only such depths are
+        tried; where the training folds fit none, the largest depth they fit
+        is chosen (the finest grid the sample allows) and a
+        :class:`UserWarning` says so, as it does for a given depth that does
+        not resolve them (:meth:`coarse_cut_note`).
+    empty_bins
+        Where uneven weights leave a single event in a cell of equal weight
+        that must be split in ``y``, leave an empty bin (two coincident edges)
+        instead of refusing the depth. A bootstrap replica's Poisson(1)
+        weights need it at the largest depth its sample supports;
+        :func:`rosenblatt.bootstrap` fits every replica so.
 
     Attributes
     ----------
@@ -104,7 +132,8 @@ class IRGI(ColumnGridTransform):
     depth_ : int
         The depth used.
     selection_ : Selection or None
-        With ``depth="auto"``: the depths tried and their scores.
+        With ``depth="auto"``: the depths tried and their scores (with
+        ``cut_levels``, those that resolve the levels).
 
     Several protected observables (``x`` of shape ``(n, k)``, ``k <= 3``, or a
     list of ``k`` arrays): the sample is bisected by summed weight into
@@ -139,6 +168,8 @@ class IRGI(ColumnGridTransform):
 
     kind: ClassVar[str] = "irgi"
     max_x_dims: ClassVar[int] = 3
+    #: a replica keeps the nominal's depth, and Poisson weights may leave a bin empty
+    replica_parameters: ClassVar[Mapping[str, Any]] = {"empty_bins": True, "cut_levels": None}
 
     x_centres_: NDArray[np.float64]
     x_boundaries_: NDArray[np.float64]
@@ -156,26 +187,64 @@ class IRGI(ColumnGridTransform):
         *,
         folds: int = 10,
         seed: int = 0,
+        cut_levels: Sequence[float] | None = None,
+        empty_bins: bool = False,
     ) -> None:
         self.depth = depth
         self.domain = domain
         self.folds = folds
         self.seed = seed
+        self.cut_levels = cut_levels
+        self.empty_bins = empty_bins
 
     def __repr__(self) -> str:
         domain = "" if self.domain is None else f", domain={self.domain!r}"
-        return f"IRGI(depth={self.depth!r}{domain})"
+        levels = "" if self.cut_levels is None else f", cut_levels={self.cut_levels!r}"
+        empty = ", empty_bins=True" if self.empty_bins else ""
+        return f"IRGI(depth={self.depth!r}{domain}{levels}{empty})"
 
     @staticmethod
     def max_depth(n_events: int) -> int:
         """Largest depth a defining sample of ``n_events`` events supports."""
         return max_depth(n_events)
 
+    @staticmethod
+    def cut_depth(levels: Sequence[float]) -> int:
+        """Smallest depth whose ``y`` bins resolve every cut level (0 for none in ``(0, 1)``).
+
+        A depth ``d`` resolves a level ``l`` when ``2**d * min(l, 1 - l)`` is at
+        least :data:`MIN_BINS_BEYOND_CUT`; it needs ``2**(2 d + 1)`` defining events.
+        """
+        return cut_depth(levels)
+
+    def unresolved_cut_levels(self) -> tuple[float, ...]:
+        """The levels of ``cut_levels`` that the fitted grid's ``y`` bins do not resolve."""
+        self._check_fitted()
+        if self.cut_levels is None:
+            return ()
+        return unresolved_levels(
+            self.cut_levels, 2 ** (self.y_depth_ if self.x_dims > 1 else self.depth_)
+        )
+
+    def coarse_cut_note(self) -> str | None:
+        """Why the fitted grid cannot resolve a level of ``cut_levels``, or ``None`` where it can."""
+        unresolved = self.unresolved_cut_levels()
+        if not unresolved:
+            return None
+        if self.x_dims > 1:
+            return coarse_cut_note(unresolved, f"{2**self.y_depth_} y bins per cell")
+        auto = " (depth='auto': the finest its training folds fit)" if self.selection_ else ""
+        return coarse_cut_note(
+            unresolved, f"depth {self.depth_} ({2**self.depth_} y bins per column){auto}"
+        )
+
     # ------------------------------------------------------------------ fit
     def _fit(
         self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
     ) -> None:
         selection = None
+        if self.cut_levels is not None:
+            check_levels(self.cut_levels)
         if isinstance(self.depth, str) and self.depth == "auto":
             domain = self._resolve_domain(x, y)
             selection = self._select_depth(x, y, w, domain)
@@ -185,6 +254,13 @@ class IRGI(ColumnGridTransform):
             domain = self._resolve_domain(x, y)
         self._fit_grid(x, y, w, depth, domain)
         self.selection_ = selection
+        self._warn_coarse_cut()
+
+    def _warn_coarse_cut(self) -> None:
+        """Warn where the fitted grid does not resolve a cut level."""
+        note = self.coarse_cut_note()
+        if note is not None:
+            warnings.warn(note, UserWarning, stacklevel=4)
 
     def _fit_vector(
         self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
@@ -208,6 +284,7 @@ class IRGI(ColumnGridTransform):
         domain = ((tuple(map(float, lo)), tuple(map(float, hi))), (float(y.min()), float(y.max())))
         self._set_cells(domain, cells)
         self.selection_ = selection
+        self._warn_coarse_cut()
 
     def fixed_splits(self, n_events: int, k: int) -> tuple[int, ...]:
         """The levels per observable a fit of ``n_events`` events on ``k`` observables uses.
@@ -282,6 +359,7 @@ class IRGI(ColumnGridTransform):
                 "depth": self.depth if self.depth == "auto" else self._vector_depth(),
                 "folds": int(self.folds),
                 "seed": int(self.seed),
+                **self._fit_options(),
             },
             "x_dims": self.x_dims,
             "depth": int(self.depth_),
@@ -300,61 +378,18 @@ class IRGI(ColumnGridTransform):
 
     @classmethod
     def _from_vector_state(cls, state: dict[str, Any]) -> IRGI:
-        from rosenblatt._schema import SchemaError, check_array
-        from rosenblatt.transforms._grid_kde_vector import _vector_domain
-        from rosenblatt.transforms._irgi_vector import Cells
+        from rosenblatt.transforms._irgi_vector_state import cells_from_state
         from rosenblatt.transforms.selection import Selection
 
-        if "splits" not in state:
-            msg = (
-                "IRGI on several observables saved as k-d cells blended by hats, the layout "
-                "before its nested cells, which is no longer read: fit the transform again"
-            )
-            raise SchemaError(msg)
-        params, k, depth = state["params"], state["x_dims"], state["depth"]
+        domain, cells = cells_from_state(state)
+        params = state["params"]
         obj = cls(params["depth"], folds=params["folds"], seed=params["seed"])
-        domain = _vector_domain(state["domain"], k)
-        depth = check_int(depth, "depth", low=1, high=24, error=SchemaError)
-        splits = state["splits"]
-        if (
-            not isinstance(splits, list)
-            or len(splits) != k
-            or not all(is_int(s) and s >= 0 for s in splits)
-            or sum(splits) != depth
-        ):
-            msg = f"splits must be {k} non-negative integers summing to the depth {depth}, got {splits!r}"
-            raise SchemaError(msg)
-        boxes = check_array(state["boxes"], "boxes", (2**depth, 2, k))
-        width = len(state["y_edges"][0]) if state["y_edges"] else 0
-        edges = check_array(
-            state["y_edges"], "y_edges", (2**depth, max(width, 2)), nondecreasing=True
-        )
-        cdf = check_array(
-            state["cdf"], "cdf", (2**depth, max(width, 2)), nondecreasing=True, unit=True
-        )
-        if not np.all(boxes[:, 1] >= boxes[:, 0]):
-            msg = "every cell's box must have its upper corner at or above its lower corner"
-            raise SchemaError(msg)
-        if np.any(cdf[:, 0] != 0) or np.any(cdf[:, -1] != 1):
-            msg = "cdf must start at 0 and end at 1 in every cell"
-            raise SchemaError(msg)
-        centre = check_array(state["trend_centre"], "trend_centre", (k,))
-        slope = check_array(state["trend_slope"], "trend_slope", (k,))
-        cells = Cells(
-            boxes,
-            edges,
-            cdf,
-            int(state["y_depth"]),
-            centre,
-            slope,
-            tuple(int(s) for s in splits),
-        )
-        check_nested_boxes(cells)
+        obj._read_fit_options(params)
         obj._set_cells(domain, cells)
         obj.selection_ = (
             None if state["selection"] is None else Selection.from_dict(state["selection"])
         )
-        obj.x_dims_ = k
+        obj.x_dims_ = state["x_dims"]
         obj.n_events_ = int(state["n_events"])
         obj.sum_weight_ = float(state["sum_weight"])
         return obj
@@ -366,29 +401,15 @@ class IRGI(ColumnGridTransform):
         w: NDArray[np.float64] | None,
         domain: Domain,
     ) -> Selection:
-        """Cross-validate depths 1 to the largest the smallest training fold supports."""
-        from rosenblatt.transforms.selection import check_folds, check_seed, cross_validate
-
-        folds = check_folds(self.folds, len(x))
-        seed = check_seed(self.seed)
-        n_train = len(x) - -(-len(x) // folds)
-        largest = max_depth(n_train)
-        if largest < 1:
-            msg = (
-                f"too few events for depth='auto': a training fold of {n_train} events supports "
-                f"no depth >= 1 (depth 1 needs {2**3} events); give a depth instead"
-            )
-            raise ValueError(msg)
-        return cross_validate(
+        """Cross-validate the depths (:func:`~rosenblatt.transforms._irgi_depth.select_depth`)."""
+        return select_depth(
             lambda depth: IRGI(depth=int(depth), domain=domain),
-            list(range(1, largest + 1)),
             x,
             y,
             w,
-            parameter="depth",
-            folds=folds,
-            seed=seed,
-            skip_failures=True,
+            folds=self.folds,
+            seed=self.seed,
+            cut_levels=self.cut_levels,
         )
 
     def _fit_grid(
@@ -403,7 +424,14 @@ class IRGI(ColumnGridTransform):
         ys, cumulative, column_weight = y_by_column(x, y, w, columns)
         check_column_weight(column_weight, columns.boundaries)
         y_edges, cdf = y_edges_and_cdf(
-            ys, cumulative, column_weight, columns.bounds, w, depth, domain[1]
+            ys,
+            cumulative,
+            column_weight,
+            columns.bounds,
+            w,
+            depth,
+            domain[1],
+            empty_bins=bool(self.empty_bins) and w is not None,
         )
         self._set_grid(
             domain, depth, columns.centres, columns.boundaries, y_edges, cdf, column_weight
@@ -581,13 +609,25 @@ class IRGI(ColumnGridTransform):
         return {"depth": int(self.depth_)}
 
     # -------------------------------------------------------- serialisation
+    def _fit_options(self) -> dict[str, Any]:
+        """``cut_levels`` and ``empty_bins`` for the saved state, where given."""
+        return fit_options(self.cut_levels, bool(self.empty_bins))
+
+    def _read_fit_options(self, params: dict[str, Any]) -> None:
+        """Set ``cut_levels`` and ``empty_bins`` from a saved state's parameters, checked."""
+        self.cut_levels, self.empty_bins = read_fit_options(params)
+
     def get_state(self) -> dict[str, Any]:
         """Hyper-parameters and learned state as JSON-compatible data."""
         self._check_fitted()
         if self.x_dims > 1:
             return self._vector_state()
         state: dict[str, Any] = {
-            "params": {"depth": int(self.depth_), "domain": domain_list(self.domain)},
+            "params": {
+                "depth": int(self.depth_),
+                "domain": domain_list(self.domain),
+                **self._fit_options(),
+            },
             "domain": domain_list(self.domain_),
             "n_events": int(self.n_events_),
             "sum_weight": float(self.sum_weight_),
@@ -617,6 +657,7 @@ class IRGI(ColumnGridTransform):
         obj = cls(
             depth=depth, domain=None if params["domain"] is None else check_domain(params["domain"])
         )
+        obj._read_fit_options(params)
         obj.domain_ = check_domain(state["domain"])
         obj.depth_ = depth
         obj.x_centres_ = check_array(state["x_centres"], "x_centres", (n_col,), increasing=True)
