@@ -14,6 +14,7 @@ pytestmark = pytest.mark.core
 OLD_HOMES = {
     "NotFittedError": ["rosenblatt", "rosenblatt.transforms", "rosenblatt.transforms._base"],
     "NaNInputWarning": ["rosenblatt.transforms._base"],
+    "NegativeWeightError": ["rosenblatt.transforms"],
     "SchemaError": ["rosenblatt", "rosenblatt._schema", "rosenblatt.serialization"],
     "MissingExtraError": ["rosenblatt._extras"],
     "ConfigError": ["rosenblatt.studies.config_checks"],

@@ -14,7 +14,8 @@ from gaussian_blob import bivariate_normal
 from numpy.typing import NDArray
 
 import rosenblatt as rb
-from rosenblatt.testing import INVARIANTS, check_transform
+from rosenblatt.closed_forms import closed_form
+from rosenblatt.testing import INVARIANTS, check_transform, exact_gamma, negative_weight_sample
 from rosenblatt.transforms import _base
 from rosenblatt.transforms._base import ConditionalCDFTransform, transform_classes
 
@@ -212,3 +213,62 @@ def test_a_transform_that_cannot_be_saved_fails_save_load() -> None:
 def test_only_transforms_are_checked() -> None:
     with pytest.raises(TypeError, match="takes a ConditionalCDFTransform class or instance"):
         check_transform(np.ndarray)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------- negative weights
+def test_the_kernel_estimators_claim_negative_weights() -> None:
+    claims = {kind for kind, cls in transform_classes().items() if cls.negative_weights}
+    assert {"kde", "grid_kde"} <= claims
+    assert not rb.IRGI.negative_weights
+
+
+def test_the_negative_weight_sample_has_the_gaussian_weighted_distribution() -> None:
+    x, y, w = negative_weight_sample(400_000, 0.25, seed=5)
+    assert np.mean(w < 0) == pytest.approx(0.25, abs=0.003)
+    assert set(np.unique(w)) == {-1.0, 1.25 / 0.75}
+    residual = (y - 0.6 * x) / 0.8
+    total = w.sum()
+    # the weighted residual is standard normal; the events of weight -1 alone are not
+    for k, moment in ((1, 0.0), (2, 1.0), (3, 0.0), (4, 3.0)):
+        assert np.dot(w, residual**k) / total == pytest.approx(moment, abs=0.05)
+    assert np.mean(residual[w < 0]) == pytest.approx(1.0, abs=0.01)
+    for q in (-1.5, 0.0, 0.8, 2.0):  # the weighted CDF is the exact one
+        below = y <= 0.6 * x + 0.8 * q
+        assert np.dot(w, below) / total == pytest.approx(
+            float(exact_gamma(np.zeros(1), np.full(1, 0.8 * q))[0]), abs=0.005
+        )
+    xs, ys = np.array([-1.0, 0.3]), np.array([0.2, 1.1])
+    np.testing.assert_allclose(
+        exact_gamma(xs, ys),
+        closed_form("bivariate_normal").exact(xs, ys),
+        rtol=1e-15,
+    )
+
+
+class _NoRemedyKDE(rb.KDE, register=False):
+    """A KDE fitted with the negative weights as they are."""
+
+    def _fit(self, x: Array, y: Array, w: Array | None) -> None:
+        self._set_state(x, y, w, float(self.sigma_r), rb.transforms.absolute_sigma(x, w))
+        self.selection_ = None
+
+
+class _DropsNegativeWeights(rb.GridKDE, register=False):
+    """A GridKDE that leaves the events of negative weight out."""
+
+    def _fit(self, x: Array, y: Array, w: Array | None) -> None:
+        keep = np.ones(len(y), dtype=bool) if w is None else w > 0
+        super()._fit(x[keep], y[keep], None if w is None else w[keep])
+
+
+@pytest.mark.parametrize(
+    ("broken", "what"),
+    [
+        (_NoRemedyKDE(0.1), r"(values outside \[0, 1\]|gamma falls from|not positive)"),
+        (_DropsNegativeWeights(0.3), r"gamma differs from the exact conditional CDF by 0\.0[5-9]"),
+    ],
+)
+def test_an_estimator_without_a_remedy_fails_the_negative_weights(broken: Any, what: str) -> None:
+    pattern = rf"invariant 'negative weights' broken: .*{what}"
+    with pytest.raises(AssertionError, match=pattern):
+        check_transform(broken)

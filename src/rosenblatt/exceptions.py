@@ -14,6 +14,7 @@ __all__ = [
     "EventFileError",
     "MissingExtraError",
     "NaNInputWarning",
+    "NegativeWeightError",
     "NotFittedError",
     "PreflightError",
     "SchemaError",
@@ -37,6 +38,19 @@ class NaNInputWarning(RuntimeWarning):
 
 class SchemaError(ValueError):
     """A saved transform is malformed, of an unknown version, or inconsistent."""
+
+
+class NegativeWeightError(ValueError):
+    """Negative event weights leave a fit undefined where its remedy cannot help.
+
+    ``x_range`` is the interval of the protected observable where the fit
+    failed (``None`` when it is not confined to one), so that a caller can
+    name the events there.
+    """
+
+    def __init__(self, message: str, x_range: tuple[float, float] | None = None) -> None:
+        super().__init__(message)
+        self.x_range = x_range
 
 
 class MissingExtraError(ModuleNotFoundError):

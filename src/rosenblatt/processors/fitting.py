@@ -12,16 +12,26 @@ then fitted from these files:
 - KDE, and any transform with ``"auto"`` parameters, need the events
   themselves: :func:`gather_skims` reads ``(x, score, weight)`` into the
   driver, and refuses beyond ``max_events`` events with an error that says so.
+
+Where negative weights leave a fit undefined in spite of the estimators'
+remedies (a :class:`~rosenblatt.exceptions.NegativeWeightError`), the error
+names the dataset, file and entries whose negative weights lie where the fit
+failed (:func:`negative_weight_sources`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from rosenblatt.exceptions import NegativeWeightError
 
 __all__ = [
     "DEFAULT_MAX_GATHER",
@@ -31,12 +41,19 @@ __all__ = [
     "fit_on_skims",
     "gather_skims",
     "mergeable",
+    "negative_weight_sources",
     "score_range",
     "skim_events",
 ]
 
 #: most events :func:`gather_skims` reads into the driver by default
 DEFAULT_MAX_GATHER = 5_000_000
+#: skim files, and entries of each, named by :func:`negative_weight_sources`
+NAMED_FILES, NAMED_ENTRIES = 3, 5
+#: a skim's file name: ``<dataset>-<file stem>-<digest of the file>-<start>-<stop>.parquet``
+SKIM_NAME = re.compile(
+    r"(?P<head>.*)-(?P<digest>[0-9a-f]{10})-(?P<start>\d{12})-(?P<stop>\d{12})\.parquet"
+)
 
 
 def _read(
@@ -181,16 +198,94 @@ def fit_on_skims(
     run_pass: Callable[[Sequence[str], SkimPass, str], Any],
     *,
     max_gather_events: int = DEFAULT_MAX_GATHER,
+    sources: Mapping[str, Sequence[str]] | None = None,
 ) -> Any:
     """Fit a transform on the defining sample's skims, in the workers where it can be.
 
     IRGI and GridKDE with fixed parameters are fitted by :func:`fit_in_workers`;
     every other transform on the events read by :func:`gather_skims`.
+
+    Raises
+    ------
+    NegativeWeightError
+        Where negative weights leave the fit undefined; the message adds
+        :func:`negative_weight_sources` (``sources``: the ``{dataset: [file,
+        ...]}`` the skims were written from).
     """
-    if mergeable(transform):
-        return fit_in_workers(transform, paths, score, run_pass)
-    x, y, weight = gather_skims(paths, score, max_events=max_gather_events)
-    return transform.fit(x, y, weight)
+    try:
+        if mergeable(transform):
+            return fit_in_workers(transform, paths, score, run_pass)
+        x, y, weight = gather_skims(paths, score, max_events=max_gather_events)
+        return transform.fit(x, y, weight)
+    except NegativeWeightError as err:
+        where = negative_weight_sources(paths, err.x_range, sources or {})
+        raise NegativeWeightError(f"{err}; {where}", err.x_range) from err
+
+
+def negative_weight_sources(
+    paths: Sequence[str],
+    x_range: tuple[float, float] | None,
+    sources: Mapping[str, Sequence[str]],
+) -> str:
+    """Which dataset, file and entries hold the negative weights of the skims (within ``x_range``).
+
+    The skims with the most negative summed weight come first; each is named
+    by its dataset, file and entry range (from ``sources``, ``{dataset:
+    [file, ...]}``, or by the skim's own path), with the entries of its
+    largest negative weights.
+    """
+    import pyarrow.parquet as pq
+
+    found = []
+    for path in sorted(paths):
+        table = pq.read_table(path, columns=["x", "weight", "entry"])
+        x, weight, entry = (table.column(c).to_numpy() for c in ("x", "weight", "entry"))
+        negative = weight < 0
+        if x_range is not None:
+            negative &= (x >= x_range[0]) & (x <= x_range[1])
+        if negative.any():
+            order = np.argsort(weight[negative], kind="stable")
+            found.append((float(weight[negative].sum()), path, entry[negative][order]))
+    where = "" if x_range is None else f" at x in [{x_range[0]:g}, {x_range[1]:g}]"
+    if not found:
+        return f"no event of the defining skims has a negative weight{where}"
+    found.sort(key=lambda item: item[0])
+    named = []
+    for total, path, entries in found[:NAMED_FILES]:
+        listed = ", ".join(str(int(e)) for e in entries[:NAMED_ENTRIES])
+        more = f" and {len(entries) - NAMED_ENTRIES} more" if len(entries) > NAMED_ENTRIES else ""
+        named.append(f"{skim_origin(path, sources)}: entries {listed}{more} (weight {total:g})")
+    others = f"; and {len(found) - NAMED_FILES} more skim(s)" if len(found) > NAMED_FILES else ""
+    return f"negative weights{where} come from " + "; ".join(named) + others
+
+
+def skim_origin(path: str, sources: Mapping[str, Sequence[str]]) -> str:
+    """``dataset <name>, file <file> (chunk of entries <start>-<stop>)`` of a skim, or its path."""
+    match = SKIM_NAME.fullmatch(Path(path).name)
+    if match is None:
+        return f"skim {path}"
+    candidates = [
+        (dataset, file)
+        for dataset, files in sources.items()
+        for file in files
+        if match["head"] == f"{dataset}-{Path(file).stem}"
+    ]
+    if len(candidates) > 1:
+        candidates = [c for c in candidates if match["digest"] in _digests(c[1])] or candidates
+    chunk = f"chunk of entries {int(match['start'])}-{int(match['stop'])}"
+    if not candidates:
+        return f"skim {path} ({chunk})"
+    dataset, file = candidates[0]
+    return f"dataset {dataset}, file {file} ({chunk})"
+
+
+def _digests(file: str) -> set[str]:
+    """The digests a skim's name may hold for ``file`` (as given, or relative to here)."""
+    from rosenblatt.processors.events import chunk_file_name
+
+    spellings = {file, os.path.relpath(file)} if os.path.isabs(file) else {file}
+    names = (SKIM_NAME.fullmatch(chunk_file_name("d", name, 0, 0)) for name in spellings)
+    return {match["digest"] for match in names if match is not None}
 
 
 def mergeable(transform: Any) -> bool:

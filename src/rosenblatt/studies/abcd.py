@@ -291,6 +291,7 @@ def _fit_transforms(
                         "score",
                         run_pass,
                         max_gather_events=cfg.max_gather_events,
+                        sources=cfg.defining,
                     )
             except ValueError as err:
                 fitted.mark_invalid(spec.name, f"its fit failed: {err}", folder)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rosenblatt.exceptions import NegativeWeightError
 from rosenblatt.transforms._base import (
     ConditionalCDFTransform,
     NaNInputWarning,
@@ -25,6 +26,7 @@ __all__ = [
     "GridKDE",
     "MergeableFit",
     "NaNInputWarning",
+    "NegativeWeightError",
     "NotFittedError",
     "OutsideCounts",
     "Rarity",

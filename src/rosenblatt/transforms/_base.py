@@ -196,6 +196,10 @@ class ConditionalCDFTransform(ABC):
     #: whether integer event weights give the transform fitted on the events each repeated
     #: as often (checked by :func:`rosenblatt.testing.check_transform`)
     weights_replicate: ClassVar[bool] = False
+    #: whether :meth:`fit` takes defining samples with negative weights (NLO simulation) whose
+    #: weighted distribution is a density, giving a valid ``gamma`` close to the true one
+    #: (checked by :func:`rosenblatt.testing.check_transform`)
+    negative_weights: ClassVar[bool] = False
     #: hyper-parameters a bootstrap replica (:func:`rosenblatt.bootstrap`) is fitted with,
     #: replacing the nominal transform's own
     replica_parameters: ClassVar[Mapping[str, Any]] = {}

@@ -26,7 +26,13 @@ except ImportError:  # pragma: no cover - numpy path used instead
         return function
 
 
-__all__ = ["column_grid_evaluate", "count_le_indexed", "gauss_expansion", "group_by_key"]
+__all__ = [
+    "column_grid_evaluate",
+    "count_le_indexed",
+    "gauss_expansion",
+    "group_by_key",
+    "resample_cells",
+]
 
 
 @_helper
@@ -245,3 +251,47 @@ def gauss_expansion(
                 den += box_total[box, p] * hermite[p]
                 num += (cumulative[position, p] - cumulative[start, p]) * hermite[p]
         out[i] = num / den if den > 0 else np.nan
+
+
+def resample_cells(
+    weight: NDArray[np.float64],
+    seeds: NDArray[np.intp],
+    neighbours: NDArray[np.intp],
+    start: int,
+) -> int:
+    """Cell resampling of negative weights, in place (see :mod:`rosenblatt.transforms._cell_resampling`).
+
+    For each ``seeds[p]`` (from ``p = start``) whose weight is still negative,
+    the cell grows by ``neighbours[p]`` (nearest first, the seed itself
+    skipped) until its summed weight is not negative; each weight ``w_i`` of
+    the cell then becomes ``|w_i| * sum(w) / sum(|w|)``. Returns the first
+    ``p`` whose neighbours are too few to close its cell (``len(seeds)`` when
+    every cell closed).
+    """
+    for p in range(start, len(seeds)):
+        seed = seeds[p]
+        if weight[seed] >= 0:
+            continue
+        total = weight[seed]
+        size = 0
+        for j in range(neighbours.shape[1]):
+            size = j + 1
+            other = neighbours[p, j]
+            if other != seed:
+                total += weight[other]
+                if total >= 0:
+                    break
+        if total < 0:
+            return p
+        absolute = -weight[seed]
+        for j in range(size):
+            other = neighbours[p, j]
+            if other != seed:
+                absolute += abs(weight[other])
+        factor = total / absolute
+        weight[seed] = -weight[seed] * factor
+        for j in range(size):
+            other = neighbours[p, j]
+            if other != seed:
+                weight[other] = abs(weight[other]) * factor
+    return len(seeds)

@@ -17,6 +17,14 @@ from the curvature of ``gamma`` in ``x``. Their equivalent kernels take
 negative values, so each column is made monotone by rearrangement (its values
 sorted, which never increases the distance to a monotone target) and clipped
 to ``[0, 1]``.
+
+Negative event weights (NLO simulation) can leave a node's local fit
+undefined: its kernel-weighted weight not positive, or (degree 1 and above)
+its local moment matrix not positive definite. :func:`node_bandwidths` widens
+the kernel of each such node alone, doubling it until the fit is defined
+there; the rearrangement then makes the node's column a CDF. Where every
+node's fit is defined, nothing changes, and with no negative binned weight
+no node is examined.
 """
 
 from __future__ import annotations
@@ -28,17 +36,21 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
+from rosenblatt.exceptions import NegativeWeightError
+
 __all__ = [
     "KERNEL_REACH",
     "bin_sample",
     "check_positive_total",
     "compress_columns",
+    "defined_fits",
     "fold_histograms",
     "kernel_matrices",
     "linear_binning",
     "local_polynomial_cdf",
     "local_polynomial_columns",
     "local_polynomial_folds",
+    "node_bandwidths",
     "node_grid",
     "rearrange",
     "y_edges",
@@ -54,6 +66,8 @@ LEVEL_TOLERANCE = 1e-6
 #: relative to its zeroth moment: negligible where the window holds data on
 #: several nodes, it keeps the fit defined where it does not
 RIDGE = 1e-6
+#: a node's kernel is widened until it reaches this far beyond the whole grid (in bandwidths)
+WIDEST_REACH = 2.0
 
 Array = NDArray[np.float64]
 
@@ -66,6 +80,9 @@ def node_grid(lo: float, hi: float, spacing: float, max_nodes: int) -> Array:
     ValueError
         If more than ``max_nodes`` nodes would be needed.
     """
+    if not spacing > 0:
+        msg = f"the x nodes would be {spacing:g} apart: the kernel width must be positive"
+        raise ValueError(msg)
     n_nodes = max(2, math.ceil((hi - lo) / spacing) + 1)
     if n_nodes > max_nodes:
         msg = (
@@ -198,27 +215,93 @@ def local_polynomial_coefficients(
 
     Raises
     ------
-    ValueError
+    NegativeWeightError
         Where the kernel-weighted mass is not positive although the window
-        holds events (negative weights dominate).
+        holds events (negative weights dominate; :func:`node_bandwidths`
+        gives the widths at which it is positive).
+    """
+    total, empty, matrix = _local_moments(matrices, mass, degree)
+    check_positive_total(total, empty)
+    if matrix is None:
+        coefficients = (1.0 / np.where(empty, 1.0, total))[:, None]
+    else:
+        unit = np.zeros((len(total), degree + 1, 1))
+        unit[:, 0, 0] = 1.0
+        coefficients = np.asarray(np.linalg.solve(matrix, unit)[:, :, 0], dtype=np.float64)
+    coefficients[empty] = 0.0
+    return coefficients, empty
+
+
+def _local_moments(
+    matrices: list[Any], mass: Array, degree: int
+) -> tuple[Array, NDArray[np.bool_], Array | None]:
+    """Per node: the kernel-weighted weight, whether no event is in reach, and the ridged moment matrix.
+
+    The matrix (``None`` for degree 0) is the identity at nodes with no event in reach.
     """
     moments = np.stack([matrices[q] @ mass for q in range(2 * degree + 1)], axis=1)
     total = moments[:, 0]
     empty = (matrices[0] @ (mass != 0).astype(np.float64)) == 0
-    check_positive_total(total, empty)
-    safe = np.where(empty, 1.0, total)
     if degree == 0:
-        coefficients = (1.0 / safe)[:, None]
-    else:
-        index = np.arange(degree + 1)
-        matrix = moments[:, index[:, None] + index[None, :]]
-        matrix[empty] = np.eye(degree + 1)
-        matrix[:, index[1:], index[1:]] += RIDGE * safe[:, None]
-        unit = np.zeros((len(total), degree + 1, 1))
-        unit[:, 0, 0] = 1.0
-        coefficients = np.linalg.solve(matrix, unit)[:, :, 0]
-    coefficients[empty] = 0.0
-    return coefficients, empty
+        return total, empty, None
+    safe = np.where(empty, 1.0, total)
+    index = np.arange(degree + 1)
+    matrix = moments[:, index[:, None] + index[None, :]]
+    matrix[empty] = np.eye(degree + 1)
+    matrix[:, index[1:], index[1:]] += RIDGE * safe[:, None]
+    return total, empty, matrix
+
+
+def defined_fits(total: Array, empty: NDArray[np.bool_], matrix: Array | None) -> NDArray[np.bool_]:
+    """Which nodes' local fits are defined, from :func:`_local_moments`.
+
+    A node with no event in reach is (its row is filled from its neighbours);
+    any other needs a positive kernel-weighted weight and, for degree 1 and
+    above, a positive definite moment matrix.
+    """
+    defined = empty | (total > 0)
+    if matrix is not None and defined.any():
+        rows = np.flatnonzero(defined & ~empty)
+        defined[rows] = np.linalg.eigvalsh(matrix[rows])[:, 0] > 0
+    return defined
+
+
+def node_bandwidths(nodes: Array, bandwidth: float, mass: Array, degree: int) -> Array:
+    """Kernel width of every node: ``bandwidth``, doubled where negative weights leave the fit undefined.
+
+    A node whose kernel-weighted weight is not positive, or whose local
+    moment matrix is not positive definite (:func:`defined_fits`), has its
+    width doubled until its fit is defined; the other nodes keep
+    ``bandwidth``, and so their estimate. Without a negative binned weight
+    every node keeps ``bandwidth``.
+
+    Raises
+    ------
+    NegativeWeightError
+        If some node's fit is undefined even once its kernel reaches
+        :data:`WIDEST_REACH` times across the grid (negative weights dominate
+        the whole sample near it); its ``x_range`` spans those nodes.
+    """
+    widths = np.full(len(nodes), float(bandwidth))
+    if not np.any(mass < 0):
+        return widths
+    widest = max(WIDEST_REACH * float(nodes[-1] - nodes[0]), float(bandwidth))
+    while True:
+        matrices = kernel_matrices(nodes, widths, 2 * degree + 1)
+        undefined = ~defined_fits(*_local_moments(matrices, mass, degree))
+        if not undefined.any():
+            return widths
+        stuck = undefined & ~((widths > 0) & (widths < widest))
+        if stuck.any():
+            where = nodes[stuck]
+            msg = (
+                f"negative weights dominate the defining sample near x in [{where.min():g}, "
+                f"{where.max():g}]: the kernel-weighted sum of the weights is not positive (or "
+                f"the local fit of degree {degree} is singular) at {int(stuck.sum())} grid "
+                "node(s) however wide their kernel"
+            )
+            raise NegativeWeightError(msg, (float(where.min()), float(where.max())))
+        widths[undefined] *= 2.0
 
 
 def local_polynomial_cdf(matrices: list[Any], mass: Array, below: Array, degree: int) -> Array:
@@ -379,6 +462,6 @@ def check_positive_total(total: NDArray[np.float64], empty: NDArray[np.bool_]) -
     if bad.any():
         msg = (
             f"the kernel-weighted sum of the defining weights is not positive at {int(bad.sum())} "
-            "grid node(s): negative weights dominate there; use a wider sigma_r"
+            "grid node(s): negative weights dominate there"
         )
-        raise ValueError(msg)
+        raise NegativeWeightError(msg)

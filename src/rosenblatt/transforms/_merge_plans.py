@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.exceptions import NegativeWeightError
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._irgi_vector import Cells, y_depth_for
 from rosenblatt.transforms._merge_first_pass import Facts
@@ -459,6 +460,12 @@ class GridKDEPlan(Plan):
         y_lo, y_hi = self.facts.y_range
         fine = np.unique(np.concatenate(([y_lo], inner, [y_hi])))
         sigma_a = _absolute_sigma(moments, sample, self.scale)
+        if not sigma_a > 0:
+            msg = (
+                "sigma_a, the weighted spread of x, is zero: with these weights the weighted "
+                "variance of x is not positive"
+            )
+            raise NegativeWeightError(msg) if sample.negative else ValueError(msg)
         x_lo, x_hi = self.facts.x_range[0]
         nodes = lp.node_grid(x_lo, x_hi, self.sigma_r * sigma_a / self.per, self.most)
         return BinSpec(fine, nodes, sigma_a)

@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
+from rosenblatt.exceptions import NegativeWeightError
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._column_grid import ColumnGrid
 
@@ -181,28 +182,39 @@ def _smooth(
 
 def _coefficients(
     mass: Array, shape: tuple[int, ...], matrices: list[list[Any]], terms: list[tuple[int, ...]]
-) -> tuple[Array, NDArray[np.bool_]]:
-    """First row of the inverse local moment matrix at every node, and the nodes with no event in reach."""
+) -> tuple[Array, NDArray[np.bool_], NDArray[np.bool_]]:
+    """First row of the inverse local moment matrix at every node, and which nodes are special.
+
+    Returns the coefficients, the nodes with no event in reach, and the nodes
+    whose fit is defined
+    (:func:`~rosenblatt.transforms._local_polynomial.defined_fits`, examined
+    only where some binned weight is negative); the coefficients of the
+    others are zero.
+    """
     m = len(terms)
     sums = {tuple(int(a + b) for a, b in zip(s, t, strict=True)) for s in terms for t in terms}
     moments = {p: _smooth(mass[:, None], shape, matrices, p)[:, 0] for p in sums}
     total = moments[terms[0]]
     reach = _smooth((mass != 0).astype(np.float64)[:, None], shape, matrices, terms[0])[:, 0]
     empty = ~(reach >= math.exp(-0.5 * REACH * REACH))
-    lp.check_positive_total(total, empty)
     safe = np.where(empty, 1.0, total)
+    signed = bool(np.any(mass < 0))
     if m == 1:
-        return (1.0 / safe)[:, None], empty
+        defined = lp.defined_fits(total, empty, None) if signed else np.ones(len(mass), bool)
+        return np.where(defined, 1.0 / np.where(defined, safe, 1.0), 0.0)[:, None], empty, defined
     matrix = np.empty((len(mass), m, m))
     for i, s in enumerate(terms):
         for j, t in enumerate(terms):
             matrix[:, i, j] = moments[tuple(int(a + b) for a, b in zip(s, t, strict=True))]
     matrix[empty] = np.eye(m)
     matrix[:, np.arange(1, m), np.arange(1, m)] += RIDGE * safe[:, None]
+    defined = lp.defined_fits(total, empty, matrix) if signed else np.ones(len(mass), bool)
+    matrix[~defined] = np.eye(m)
     unit = np.zeros((len(mass), m, 1))
     unit[:, 0, 0] = 1.0
     solved = np.asarray(np.linalg.solve(matrix, unit)[:, :, 0], dtype=np.float64)
-    return solved, empty
+    solved[~defined] = 0.0
+    return solved, empty, defined
 
 
 def local_polynomial_tensor(
@@ -211,15 +223,44 @@ def local_polynomial_tensor(
     """Raw local-polynomial estimate of the weight fraction below each edge, per node, ``(n_nodes, n_edges)``.
 
     Nodes with no defining event within reach of the kernel take the estimate
-    of the nearest node that has one.
+    of the nearest node that has one. Nodes whose fit negative weights leave
+    undefined take the estimate of the kernel widened by factors of 2 until it
+    is defined there (the other nodes are unchanged).
+
+    Raises
+    ------
+    NegativeWeightError
+        If a node's fit is undefined even once its kernel reaches
+        ``WIDEST_REACH`` times across the grid along every axis.
     """
     shape = tuple(len(a) for a in axes)
     terms = monomials(len(axes), degree)
-    matrices = kernel_matrices(axes, bandwidth, 2 * degree)
-    coefficients, empty = _coefficients(mass, shape, matrices, terms)
-    out = np.zeros(below.shape)
-    for i, term in enumerate(terms):
-        out += coefficients[:, i : i + 1] * _smooth(below, shape, matrices, term)
+
+    def estimate(scale: float) -> tuple[Array, NDArray[np.bool_], NDArray[np.bool_]]:
+        matrices = kernel_matrices(axes, bandwidth * scale, 2 * degree)
+        coefficients, empty, defined = _coefficients(mass, shape, matrices, terms)
+        out = np.zeros(below.shape)
+        for i, term in enumerate(terms):
+            out += coefficients[:, i : i + 1] * _smooth(below, shape, matrices, term)
+        return out, empty, defined
+
+    out, empty, defined = estimate(1.0)
+    undefined = ~defined
+    spans = np.array([a[-1] - a[0] for a in axes])
+    scale = 1.0
+    while undefined.any():
+        if np.all(~(scale * bandwidth < lp.WIDEST_REACH * spans)) or not np.all(bandwidth > 0):
+            msg = (
+                f"negative weights dominate the defining sample near {int(undefined.sum())} node(s) "
+                "of the tensor grid: the kernel-weighted sum of the weights is not positive (or "
+                f"the local fit of degree {degree} is singular) there however wide the kernel"
+            )
+            raise NegativeWeightError(msg)
+        scale *= 2.0
+        wider, _, defined = estimate(scale)
+        taken = undefined & defined
+        out[taken] = wider[taken]
+        undefined &= ~defined
     return _fill_empty(out, empty, shape)
 
 

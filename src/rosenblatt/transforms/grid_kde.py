@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._validation import as_sigma_r, check_int, check_real
+from rosenblatt.exceptions import NegativeWeightError
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._column_grid import ColumnGridTransform
 from rosenblatt.transforms._grid_kde_vector import (
@@ -111,10 +112,25 @@ class GridKDE(ColumnGridTransform):
     defining scores (``gamma`` is linear in ``y`` between them). ``y`` below
     (above) the domain gives 0 (1); ``x`` beyond the domain is evaluated at
     the nearest edge.
+
+    Negative weights (NLO simulation) can leave a node's local fit undefined:
+    its kernel-weighted sum of the weights not positive, or (degree 1 and
+    above) its local moment matrix not positive definite. The kernel of each
+    such node alone is widened, by factors of 2, until its fit is defined
+    (:func:`~rosenblatt.transforms._local_polynomial.node_bandwidths`; on a
+    tensor grid the node takes the estimate of the widened grid); the
+    rearrangement and clipping above then make its column a CDF, however the
+    negative weights bend it. Every other node keeps ``sigma_r``, so where all
+    kernel sums are positive the estimate is unchanged. With
+    ``sigma_r="auto"`` a width at which some cross-validation fold's estimate
+    is undefined is skipped. A
+    :class:`~rosenblatt.exceptions.NegativeWeightError` remains only where
+    negative weights dominate the sample however wide the kernel.
     """
 
     kind: ClassVar[str] = "grid_kde"
     max_x_dims: ClassVar[int] = 3
+    negative_weights: ClassVar[bool] = True
 
     sigma_r_: float
     sigma_a_: Any
@@ -219,6 +235,14 @@ class GridKDE(ColumnGridTransform):
                 )
                 raise ValueError(msg)
         sigma_a = absolute_sigma(x, w)
+        if not sigma_a > 0 and w is not None:  # x is not constant: only weights make it zero
+            effective = float(w.sum()) ** 2 / float(np.dot(w, w))
+            msg = (
+                "sigma_a, the weighted spread of x, is zero: with these weights the weighted "
+                "variance of x is not positive (effective number of events sum(w)**2 / "
+                f"sum(w**2) = {effective:.3g})"
+            )
+            raise NegativeWeightError(msg) if np.any(w < 0) else ValueError(msg)
         order = np.argsort(y, kind="stable")
         selection = None
         if sigma_r is None:
@@ -460,8 +484,15 @@ def grid_columns(
         on ``nodes`` and ``fine_edges``).
     y_levels
         Levels kept per column.
+
+    Raises
+    ------
+    NegativeWeightError
+        Where negative weights leave a node's fit undefined however wide its
+        kernel (see :func:`~rosenblatt.transforms._local_polynomial.node_bandwidths`).
     """
-    matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 2 * degree + 1)
+    widths = lp.node_bandwidths(nodes, bandwidth, mass, degree)
+    matrices = lp.kernel_matrices(nodes, widths, 2 * degree + 1)
     column_edges, column_cdf = lp.local_polynomial_columns(
         matrices, mass, below, degree, fine_edges, y_levels
     )

@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from rosenblatt._validation import as_sigma_r, check_int
 from rosenblatt.transforms._base import ConditionalCDFTransform, Kinks
+from rosenblatt.transforms._cell_resampling import nonnegative_weights
 from rosenblatt.transforms._gauss_transform import ConditionalGaussTransform, direct_conditional_cdf
 from rosenblatt.transforms._kde_vector import product_kernel_cdf
 
@@ -100,10 +101,23 @@ class KDE(ConditionalCDFTransform):
     so it is unchanged by any strictly increasing map of ``y``. ``x`` outside
     the defining sample's range is evaluated at the nearest end of the range;
     ``y`` below (above) every defining score gives 0 (1).
+
+    Negative weights (NLO simulation) would make the kernel sums fall in
+    ``y`` and, where they dominate near ``x``, leave the kernel-weighted sum
+    of the weights not positive. :meth:`fit` first removes them by cell
+    resampling (:mod:`rosenblatt.transforms._cell_resampling`): each negative
+    weight is pooled with its nearest neighbours in the ranks of ``x`` and
+    ``y`` until the pool's weight is not negative, and the pool's weight is
+    shared among its events in proportion to their absolute weights. Every
+    weight is then non-negative, ``gamma`` is a CDF in ``y`` at every ``x``,
+    and the width is chosen and the estimate evaluated as for any weights;
+    ``weight_`` holds the weights used. Without a negative weight the fit is
+    unchanged.
     """
 
     kind: ClassVar[str] = "kde"
     max_x_dims: ClassVar[int] = 3
+    negative_weights: ClassVar[bool] = True
 
     x_: NDArray[np.float64]
     y_: NDArray[np.float64]
@@ -145,6 +159,8 @@ class KDE(ConditionalCDFTransform):
         if len(x) < 2:
             msg = f"KDE needs at least two defining events, got {len(x)}"
             raise ValueError(msg)
+        if w is not None:
+            w = nonnegative_weights(x, y, w)
         sigma_a = absolute_sigma(x, w)
         if not sigma_a > 0:
             msg = f"x is constant ({len(x)} events all equal {x[0]:g}): sigma_a is zero"
@@ -173,6 +189,8 @@ class KDE(ConditionalCDFTransform):
         if len(y) < 2:
             msg = f"KDE needs at least two defining events, got {len(y)}"
             raise ValueError(msg)
+        if w is not None:
+            w = nonnegative_weights(x, y, w)
         sigma_a = np.array([absolute_sigma(x[:, d], w) for d in range(x.shape[1])])
         constant = np.flatnonzero(~(sigma_a > 0))
         if len(constant):

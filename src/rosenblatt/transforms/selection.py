@@ -29,6 +29,8 @@ Two implementations:
   weighted by a pilot estimate of each event's conditional distribution;
   it searches the width from coarse to fine and places the choice at the
   minimum of a parabola through the three best scores (in ``log sigma_r``).
+  A width at which negative weights leave some fold's estimate undefined
+  (a kernel-weighted sum of the weights that is not positive) is skipped.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._validation import check_int, is_int
+from rosenblatt.exceptions import NegativeWeightError
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._brier import weighted_brier
 
@@ -402,6 +405,7 @@ class _BinnedFolds:
         self.train_scale = (folds / (folds - 1)) ** exponent
         self.pilot, self.pilot_binning = self._pilot_weights()
         self.scores: dict[float, float] = {}
+        self.skipped: dict[float, NegativeWeightError] = {}
 
     def _nodes(self, bandwidth: float) -> Array:
         x_lo, x_hi = float(self.x.min()), float(self.x.max())
@@ -438,24 +442,41 @@ class _BinnedFolds:
         t = self.thresholds
         middle = 0.5 * (t[1:] + t[:-1])
         bandwidth = PILOT_SIGMA_R * (len(self.x) / 1e5) ** (-0.2) * self.sigma_a
-        nodes = self._nodes(bandwidth)
-        binning = lp.linear_binning(self.x, nodes)
-        matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 1)
         column = np.searchsorted(middle, self.y, side="right")
-        cdf = self._training_cdfs(binning, len(nodes), matrices, column, len(middle), 0)
-        return np.diff(cdf, axis=2, prepend=0.0, append=1.0), binning
+        while True:
+            nodes = self._nodes(bandwidth)
+            binning = lp.linear_binning(self.x, nodes)
+            matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 1)
+            try:
+                cdf = self._training_cdfs(binning, len(nodes), matrices, column, len(middle), 0)
+            except NegativeWeightError:
+                # negative weights dominate some node of a fold: a wider pilot
+                if not bandwidth < SIGMA_R_LIMITS[1] * self.sigma_a:
+                    raise
+                bandwidth *= 2.0
+                continue
+            return np.diff(cdf, axis=2, prepend=0.0, append=1.0), binning
 
     def score(self, sigma_r: float) -> float:
-        """Cross-validated integrated Brier score of the estimate of width ``sigma_r``."""
+        """Cross-validated integrated Brier score of the estimate of width ``sigma_r``.
+
+        Infinite where negative weights leave some fold's estimate undefined
+        (the error is kept in :attr:`skipped`).
+        """
         if sigma_r in self.scores:
             return self.scores[sigma_r]
         bandwidth = sigma_r * self.sigma_a * self.train_scale
         nodes = self._nodes(bandwidth)
         binning = lp.linear_binning(self.x, nodes)
         matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 2 * self.degree + 1)
-        cdf = self._training_cdfs(
-            binning, len(nodes), matrices, self.column, len(self.thresholds), self.degree
-        )
+        try:
+            cdf = self._training_cdfs(
+                binning, len(nodes), matrices, self.column, len(self.thresholds), self.degree
+            )
+        except NegativeWeightError as err:
+            self.skipped[sigma_r] = err
+            self.scores[sigma_r] = math.inf
+            return math.inf
         total = weighted_brier(
             cdf,
             self.pilot,
@@ -503,6 +524,15 @@ def select_bandwidth(
     is the minimum of the parabola in ``log sigma_r`` through the best score
     and its two neighbours. With ``candidates``, the best of those is chosen.
     ``y_order`` is ``numpy.argsort(y, kind="stable")`` when already known.
+
+    A width at which negative weights make some fold's kernel-weighted sum
+    of the weights not positive at a node is skipped: it is left out of the
+    result, and the search goes on among wider ones.
+
+    Raises
+    ------
+    NegativeWeightError
+        If no width tried could be fitted on every fold.
     """
     n = len(x)
     check_folds(folds, n)
@@ -536,7 +566,14 @@ def select_bandwidth(
         chosen = min(values, key=binned.scores.__getitem__)
     else:
         chosen = _coarse_to_fine(binned, feasible)
-    values = sorted(binned.scores)
+    values = sorted(v for v in binned.scores if v not in binned.skipped)
+    if not values:
+        tried = ", ".join(f"{v:g}" for v in sorted(binned.skipped))
+        msg = (
+            f"no sigma_r could be fitted on every cross-validation fold (tried {tried}): "
+            f"{binned.skipped[max(binned.skipped)]}"
+        )
+        raise NegativeWeightError(msg)
     return Selection(
         "sigma_r",
         tuple(values),
@@ -559,6 +596,8 @@ def _coarse_to_fine(binned: _BinnedFolds, feasible: Callable[[float], bool]) -> 
     while True:
         values = sorted(binned.scores)
         best = min(values, key=binned.scores.__getitem__)
+        if math.isinf(binned.scores[best]):  # every width so far skipped: wider ones
+            best = values[-1]
         if best == values[0] and best / 2 >= lo_limit and feasible(best / 2):
             binned.score(best / 2)
         elif best == values[-1] and best * 2 <= hi_limit:
@@ -573,7 +612,7 @@ def _coarse_to_fine(binned: _BinnedFolds, feasible: Callable[[float], bool]) -> 
     values = sorted(binned.scores)
     scores = [binned.scores[v] for v in values]
     i = int(np.argmin(scores))
-    if i == 0 or i == len(values) - 1:
+    if i == 0 or i == len(values) - 1 or not np.all(np.isfinite(scores[i - 1 : i + 2])):
         return values[i]
     u = np.log(values[i - 1 : i + 2])
     s = np.asarray(scores[i - 1 : i + 2])
