@@ -197,7 +197,7 @@ def test_abcd_figures_have_units_labelled_colour_bars_and_the_cut(
     drawn: list[Any], tmp_path: Path
 ) -> None:
     from rosenblatt.studies.abcd_config import AbcdCuts
-    from rosenblatt.studies.abcd_report import draw_figures
+    from rosenblatt.studies.abcd_outputs import draw_figures
 
     cuts = AbcdCuts.parse(
         {"x": "mjj", "x0": [2500.0, 3500.0], "n_x0": 3, "y0": [0.3, 0.7], "n_y0": 3}, "c.yaml"

@@ -138,3 +138,41 @@ def test_configuration_errors_name_the_key(
         assert key in err
         assert "Traceback" not in err
         assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_stopped_setting_keeps_its_finished_toys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rosenblatt.studies.toys import study
+
+    cfg = _config(tmp_path, transforms=[], n_toys=4)
+    (setting,) = study.settings(cfg)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    ran: list[int] = []
+
+    def stopped_after_two(cfg: ToysConfig, setting: Setting, toy: int) -> Any:
+        if len(ran) == 2:
+            raise KeyboardInterrupt
+        ran.append(toy)
+        return pseudo_experiment(cfg, setting, toy)
+
+    monkeypatch.setattr(study, "TOYS_PER_TASK", 1)
+    monkeypatch.setattr(study, "pseudo_experiment", stopped_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        study._setting(cfg, setting, cache)
+    kept = json.loads((cache / "score-4000.json").read_text())["toys"]
+    assert [row["toy"] for row in kept] == [0, 1]
+    # the rerun does only the toys left, and gives what an uninterrupted run gives
+    ran.clear()
+
+    def counted(cfg: ToysConfig, setting: Setting, toy: int) -> Any:
+        ran.append(toy)
+        return pseudo_experiment(cfg, setting, toy)
+
+    monkeypatch.setattr(study, "pseudo_experiment", counted)
+    resumed = study._setting(cfg, setting, cache)
+    assert ran == [2, 3]
+    fresh = [pseudo_experiment(cfg, setting, toy) for toy in range(4)]
+    assert json.loads(json.dumps(resumed)) == json.loads(json.dumps(fresh))

@@ -103,8 +103,8 @@ class Ensembles:
 def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
     """Run the ABCD analysis of ``config``; write its outputs to ``folder``."""
     from rosenblatt.processors.runner import make_executor, map_items
+    from rosenblatt.studies.abcd_outputs import write_outputs
     from rosenblatt.studies.abcd_preflight import preflight
-    from rosenblatt.studies.abcd_report import write_outputs
 
     cfg = AbcdConfig.parse(config)
     steps = Steps(STEPS, log)

@@ -10,8 +10,9 @@ injected signal. Steps:
 
 1. ``toys``: the pseudo-experiments of each setting, in a pool of processes
    (one compiled-kernel thread each); each setting's results are kept in
-   ``<data folder>/<setting>.json`` with the configuration they came from, so
-   a rerun of the same configuration reads them instead;
+   ``<data folder>/<setting>.json`` with the configuration they came from, as
+   they finish, so that a rerun of the same configuration (after a stop, too)
+   reads them and runs only the rest;
 2. ``report``: ``summary.json``, ``report.md`` and the figure of pulls and
    coverage against the defining size.
 """
@@ -23,13 +24,15 @@ import json
 import logging
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from rosenblatt._atomic import write_text
 from rosenblatt._extras import progress_bar
+from rosenblatt._interrupt import stop_pool
 from rosenblatt.studies._common import Steps, write_summary
 from rosenblatt.studies.abcd_config import TransformConfig
 from rosenblatt.studies.toys.config import ToysConfig
@@ -120,10 +123,14 @@ def _setting(cfg: ToysConfig, setting: Setting, cache: Path) -> list[ToyResult]:
         )
         return [done[toy] for toy in range(cfg.n_toys)]
     label = f"toys {setting.name}, {setting.n_defining} defining events"
-    for row in _run_toys(cfg, setting, missing, label):
-        done[row["toy"]] = row
-    rows = sorted(done.values(), key=lambda row: row["toy"])
-    write_text(path, json.dumps({"fingerprint": key, "toys": rows}, allow_nan=True))
+
+    def keep(rows: list[ToyResult]) -> None:
+        for row in rows:
+            done[row["toy"]] = row
+        ordered = sorted(done.values(), key=lambda row: row["toy"])
+        write_text(path, json.dumps({"fingerprint": key, "toys": ordered}, allow_nan=True))
+
+    _run_toys(cfg, setting, missing, label, keep)
     return [done[toy] for toy in range(cfg.n_toys)]
 
 
@@ -153,22 +160,37 @@ def _task(cfg: ToysConfig, setting: Setting, toys: list[int]) -> list[ToyResult]
     return [pseudo_experiment(cfg, setting, toy) for toy in toys]
 
 
-def _run_toys(cfg: ToysConfig, setting: Setting, toys: list[int], label: str) -> list[ToyResult]:
-    """Pseudo-experiments ``toys`` of ``setting``, on ``cfg.workers`` processes."""
+def _run_toys(
+    cfg: ToysConfig,
+    setting: Setting,
+    toys: list[int],
+    label: str,
+    keep: Callable[[list[ToyResult]], None],
+) -> None:
+    """Pseudo-experiments ``toys`` of ``setting``, on ``cfg.workers`` processes.
+
+    Each finished task is handed to ``keep`` at once, so that a stopped run
+    keeps what it finished and its rerun does only the rest.
+    """
     tasks = [toys[i : i + TOYS_PER_TASK] for i in range(0, len(toys), TOYS_PER_TASK)]
     bar = progress_bar(total=len(toys), desc=label, unit="toy")
-    rows: list[ToyResult] = []
     try:
         if cfg.workers == 1:
             for task in tasks:
-                rows += _task(cfg, setting, task)
+                keep(_task(cfg, setting, task))
                 bar.update(len(task))
-            return rows
+            return
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(cfg.workers, mp_context=context, initializer=_one_thread) as pool:
-            for done in pool.map(_task, [cfg] * len(tasks), [setting] * len(tasks), tasks):
-                rows += done
-                bar.update(len(done))
+            try:
+                futures = [pool.submit(_task, cfg, setting, task) for task in tasks]
+                for future in as_completed(futures):
+                    rows = future.result()
+                    keep(rows)
+                    bar.update(len(rows))
+            except BaseException:
+                # Ctrl-C, a batch system's signal or a failed toy: the workers stop now
+                stop_pool(pool)
+                raise
     finally:
         bar.close()
-    return rows
