@@ -205,6 +205,16 @@ def test_export_works_without_extras(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "c.json").read_text())["corrections"]
 
 
+def test_keys_works_without_extras(tmp_path: Path) -> None:
+    """``rosenblatt keys``: a study's keys and the list of studies need no extra."""
+    for args, expected in ((["keys", "abcd"], "abcd.x"), (["keys"], "toys")):
+        result = _cli(*args, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == ""
+        assert expected in result.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.slow
 def test_every_module_imports_or_names_its_extra(tmp_path: Path) -> None:
     """``import rosenblatt.<anything>`` works, or fails with a MissingExtraError naming the extra."""

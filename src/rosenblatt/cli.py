@@ -49,6 +49,7 @@ COMMANDS = {
     "export": "export",
     "fit": "fit",
     "apply": "apply",
+    "keys": "keys",
 }
 
 #: sub-command -> the extras it needs before it starts (``run``: its study's, see
