@@ -61,6 +61,18 @@ def study_config(files: dict[str, Path], data: Path, **changes: Any) -> dict[str
     return config
 
 
+def test_each_pass_logs_its_events_per_second(
+    event_files: dict[str, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The passes over files (score, analyse) say how many events they read, and how fast."""
+    with caplog.at_level(logging.INFO, logger="rosenblatt"):
+        run_study(study_config(event_files, tmp_path / "data"), tmp_path / "results")
+    rates = re.findall(
+        r"step (\w[\w ]*): (\d+) events in [\d.]+ s, [\d,.e+]+ events/s", caplog.text
+    )
+    assert rates == [("score", "400"), ("analyse", "260")]  # defining; qcd and wprime
+
+
 @pytest.fixture(scope="module")
 def iterative_run(event_files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("abcd-iterative")

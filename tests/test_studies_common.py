@@ -127,6 +127,23 @@ def test_steps_time_and_log_each_step(caplog: pytest.LogCaptureFixture) -> None:
     assert "three" not in steps.seconds  # a step that failed has no time
 
 
+def test_a_step_that_counts_events_logs_its_rate(caplog: pytest.LogCaptureFixture) -> None:
+    steps = Steps(("read", "write"), logging.getLogger("rosenblatt.test"))
+    with caplog.at_level(logging.INFO, logger="rosenblatt.test"):
+        with steps.timed("read"):
+            steps.count("read", 1000)
+            steps.count("read", 500)
+        steps.run("write", lambda: None)
+    assert steps.events == {"read": 1500}
+    rate = steps.rate("read")
+    assert rate == pytest.approx(1500 / steps.seconds["read"])
+    assert f"step read: 1500 events in {steps.seconds['read']:.1f} s, " in caplog.text
+    assert "events/s" in caplog.text
+    assert caplog.text.count("events/s") == 1  # a step without a count says no rate
+    assert steps.rate("write") is None
+    assert steps.rate("never") is None
+
+
 def test_write_summary(tmp_path: Path) -> None:
     np = pytest.importorskip("numpy")
     path = write_summary(tmp_path, {"a": np.float64(0.5), "b": [1, None]})

@@ -224,6 +224,9 @@ def rows_table(
 class Steps:
     """A study's named steps, each logged and timed (wall time, seconds).
 
+    A step that processes events says how many (:meth:`count`); it then logs its
+    events per second when it ends, and :attr:`events` and :meth:`rate` keep them.
+
     Parameters
     ----------
     names
@@ -244,6 +247,30 @@ class Steps:
         self.log = logger or logging.getLogger("rosenblatt.studies")
         self.digits = digits
         self.seconds: dict[str, float] = {}
+        self.events: dict[str, int] = {}
+
+    def count(self, name: str, events: int) -> None:
+        """Add ``events`` to the events step ``name`` processed (called within the step)."""
+        self.events[name] = self.events.get(name, 0) + int(events)
+
+    def rate(self, name: str) -> float | None:
+        """Events per second of step ``name``; ``None`` without a count or a positive time."""
+        seconds = self.seconds.get(name)
+        if name not in self.events or not seconds:
+            return None
+        return self.events[name] / seconds
+
+    def _log_rate(self, name: str) -> None:
+        rate = self.rate(name)
+        if rate is not None:
+            per_second = f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
+            self.log.info(
+                "step %s: %d events in %.1f s, %s events/s",
+                name,
+                self.events[name],
+                self.seconds[name],
+                per_second,
+            )
 
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:
@@ -256,6 +283,7 @@ class Steps:
             yield
         seconds = time.perf_counter() - start
         self.seconds[name] = round(seconds, self.digits) if self.digits is not None else seconds
+        self._log_rate(name)
 
     def run(self, name: str, function: Callable[..., Any], *args: Any) -> Any:
         """Run step ``name`` as ``function(*args)``, logging and timing it."""

@@ -126,6 +126,7 @@ def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
         passes.pool = pool
         with steps.timed("score"):
             defining = passes.run(cfg.defining, variants=(), skim=True)
+            steps.count("score", _events(defining))
             skims = sorted(defining["skim"])
         log.info("defining sample: %d skim files written", len(skims))
 
@@ -181,6 +182,7 @@ def _analyse(
         data = {n: f for n, f in cfg.fileset.items() if not cfg.datasets[n].simulated}
         filled = [*variants, *replica_variants] if data else list(variants)
         output = passes.run(simulated, variants=filled) if simulated else None
+        steps.count("analyse", _events(output))
     if not data or output is None:
         assert output is not None
         return output, {}
@@ -202,7 +204,13 @@ def _analyse(
     )
     with steps.timed("analyse data"):
         observed = passes.run(data, variants=variants, blind=blind)
+        steps.count("analyse data", _events(observed))
     return _merge(output, observed), choices
+
+
+def _events(output: PassOutput | None) -> int:
+    """The events a pass read: the entries of its files (those it skipped left out)."""
+    return sum(output.get("entries", {}).values()) if output is not None else 0
 
 
 def _merge(first: PassOutput, second: PassOutput) -> PassOutput:
