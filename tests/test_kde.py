@@ -90,6 +90,22 @@ def test_negative_weights() -> None:
     np.testing.assert_allclose(g, direct, atol=1e-9)
 
 
+def test_a_width_far_below_the_event_spacing_is_summed_directly() -> None:
+    # 1e-9 of the spread would make about 7e9 boxes of the expansion: the direct sum is used
+    from rosenblatt.transforms._gauss_transform import ConditionalGaussTransform
+
+    x, y = bivariate_normal(500, seed=13)
+    narrow = rb.KDE(1e-9).fit(x, y)
+    assert not ConditionalGaussTransform.suits(narrow._x_standard, 1e-9)
+    with pytest.raises(ValueError, match="too many boxes for 500 events"):
+        ConditionalGaussTransform(narrow._x_standard, y, np.ones_like(y), 1e-9)
+    g = narrow.transform(x[:50], y[:50])
+    direct = rb.KDE(1e-9, method="direct").fit(x, y).transform(x[:50], y[:50])
+    np.testing.assert_array_equal(g, direct)
+    # at its own events the kernel is that event's alone: a step at its y
+    np.testing.assert_array_equal(g, 1.0)
+
+
 @pytest.mark.parametrize("sigma_r", [0.0, -1.0, float("nan"), float("inf"), "0.1", True])
 def test_bad_sigma_r(sigma_r) -> None:
     x, y = bivariate_normal(100, seed=12)

@@ -9,7 +9,9 @@ by one binary search. A query costs ``O(R P + R log N)`` for ``R`` neighbouring
 boxes and ``P`` expansion terms, independent of ``N``; the truncation error is
 far below 1e-9 relative to the kernel sum. Queries far from every defining
 event (in gaps of the sample wider than a few ``h``), where the expansion
-loses relative precision, are evaluated directly.
+loses relative precision, are evaluated directly. A kernel so narrow that the
+boxes would far outnumber the events (:meth:`ConditionalGaussTransform.suits`)
+is left to the direct sum, whose memory does not grow with the number of boxes.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ REACH = 8
 FAR = 3.0
 #: queries per vectorised block
 BLOCK = 1 << 14
+#: most boxes per defining event (beyond a fixed allowance) for which the boxes are built
+BOXES_PER_EVENT, BOX_ALLOWANCE = 8, 4096
 
 
 def direct_conditional_cdf(
@@ -74,6 +78,17 @@ class ConditionalGaussTransform:
         Width ``h`` of the Gaussian kernel in ``x``.
     """
 
+    @staticmethod
+    def suits(x_def: NDArray[np.float64], bandwidth: float) -> bool:
+        """Whether the boxes of a sample and width stay few: at most a few per event.
+
+        The boxes span the sample's range in steps of ``sqrt(2) h``; a width far
+        below the spacing of the events (a tampered file, a width of 1e-9) would
+        make billions of them, nearly all empty.
+        """
+        span = float(np.max(x_def) - np.min(x_def)) / (math.sqrt(2.0) * bandwidth)
+        return span < BOXES_PER_EVENT * len(x_def) + BOX_ALLOWANCE
+
     def __init__(
         self,
         x_def: NDArray[np.float64],
@@ -81,6 +96,12 @@ class ConditionalGaussTransform:
         w_def: NDArray[np.float64],
         bandwidth: float,
     ) -> None:
+        if not self.suits(x_def, bandwidth):
+            msg = (
+                f"a kernel width of {bandwidth:g} makes too many boxes for {len(x_def)} "
+                "events: evaluate it directly (direct_conditional_cdf)"
+            )
+            raise ValueError(msg)
         n = len(x_def)
         self.x_def, self.y_def, self.w_def = x_def, y_def, w_def
         self.bandwidth = bandwidth

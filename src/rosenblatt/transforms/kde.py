@@ -70,7 +70,9 @@ class KDE(ConditionalCDFTransform):
     method
         ``"fast"`` (default): an exact expansion of the kernel sums, ``O(N log N)``
         to prepare and ``O(log N)`` per event, equal to the direct sum to far
-        better than 1e-9, and monotone in ``y`` up to rounding (1e-15).
+        better than 1e-9, and monotone in ``y`` up to rounding (1e-15); a width
+        so narrow that the expansion's boxes would far outnumber the events is
+        summed directly.
         ``"direct"``: the ``O(M N)`` sum of the formula, exactly monotone.
     folds, seed
         Cross-validation folds and the seed of their random assignment
@@ -310,7 +312,9 @@ class KDE(ConditionalCDFTransform):
         x = self._standardised(np.clip(x, x_lo, x_hi))
         if len(x) == 0:
             return np.empty(0)
-        if method == "direct":
+        if method == "direct" or not ConditionalGaussTransform.suits(
+            self._x_standard, self.sigma_r_
+        ):
             gamma = self._direct(x, y)
         else:
             if self._engine is None:
