@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -39,7 +40,9 @@ TINY: dict[str, Any] = {
 }
 
 
-def start_run(config: Path, output: Path, *options: str) -> subprocess.Popen[str]:
+def start_run(
+    config: Path, output: Path, *options: str, stderr: Any = None
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -51,11 +54,20 @@ def start_run(config: Path, output: Path, *options: str) -> subprocess.Popen[str
             str(output),
             *options,
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL if stderr is not None else subprocess.PIPE,
+        stderr=subprocess.PIPE if stderr is None else stderr,
         text=True,
         env={**os.environ, "MPLBACKEND": "Agg"},
     )
+
+
+def wait_for(condition: Any, what: str, timeout: float = 600.0) -> None:
+    """Poll ``condition`` until it holds; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {what} after {timeout} s")
+        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -68,19 +80,34 @@ def config(tmp_path: Path) -> Path:
 @pytest.mark.slow
 def test_two_runs_on_one_folder_write_one_after_the_other(config: Path, tmp_path: Path) -> None:
     output = tmp_path / "results"
-    runs = [start_run(config, output) for _ in range(2)]
-    ended: dict[int, float] = {}
-    while len(ended) < len(runs):
-        for run in runs:
-            if run.pid not in ended and run.poll() is not None:
-                ended[run.pid] = time.time()
-        time.sleep(0.05)
-    logs = [run.communicate()[1] for run in runs]
+    writer = start_run(config, output)
+    # the first run is held still once it has the folder, until the second one waits for it
+    wait_for(lambda: lock_path(output).exists() or writer.poll() is not None, "lock")
+    writer.send_signal(signal.SIGSTOP)
+    waiter_log = tmp_path / "waiter.log"
+    with waiter_log.open("w", encoding="utf-8") as log:
+        waiter = start_run(config, output, stderr=log)
+        try:
+            wait_for(
+                lambda: (
+                    "waiting:" in waiter_log.read_text(encoding="utf-8")
+                    or waiter.poll() is not None
+                ),
+                "waiting line",
+            )
+        finally:
+            writer.send_signal(signal.SIGCONT)
+        runs = [writer, waiter]
+        ended: dict[int, float] = {}
+        while len(ended) < len(runs):
+            for run in runs:
+                if run.pid not in ended and run.poll() is not None:
+                    ended[run.pid] = time.time()
+            time.sleep(0.05)
+    logs = [writer.communicate()[1], waiter_log.read_text(encoding="utf-8")]
     assert [run.returncode for run in runs] == [0, 0], logs
-    waited = [i for i, log in enumerate(logs) if "waiting:" in log]
-    assert len(waited) == 1, logs
-    waiter, writer = runs[waited[0]], runs[1 - waited[0]]
-    [line] = [line for line in logs[waited[0]].splitlines() if line.startswith("waiting:")]
+    assert "waiting:" not in logs[0], logs
+    [line] = [line for line in logs[1].splitlines() if line.startswith("waiting:")]
     assert line.startswith(f"waiting: {output} is being written by process {writer.pid} on host ")
     assert f"(lock {lock_path(output)})" in line
     assert "Traceback" not in logs[0] + logs[1]
