@@ -130,6 +130,8 @@ def test_configuration_errors_name_the_key(
         ({"n_boot": 2}, "n_boot"),
         ({"transforms": [{"kind": "irgi", "depth": 3, "name": "score"}]}, "transforms"),
         ({"population": {"concentration": -1}}, "population.concentration"),
+        ({"simulation_size": 10}, "simulation_size"),
+        ({"simulation": "independent", "simulation_size": 0}, "simulation_size"),
     ):
         path = tmp_path / "bad.yaml"
         path.write_text(yaml.safe_dump({**SMALL, **changes}), encoding="utf-8")
@@ -176,3 +178,27 @@ def test_a_stopped_setting_keeps_its_finished_toys(
     assert ran == [2, 3]
     fresh = [pseudo_experiment(cfg, setting, toy) for toy in range(4)]
     assert json.loads(json.dumps(resumed)) == json.loads(json.dumps(fresh))
+
+
+@pytest.mark.parametrize("name", ["toys", "toys-simulation"])
+def test_shipped_configurations_parse(name: str) -> None:
+    from rosenblatt.config import load_config
+
+    config = load_config(name)
+    cfg = ToysConfig.parse(config)
+    assert cfg.defining_sizes == tuple(config["defining_sizes"])
+    assert cfg.simulation_size == config.get("simulation_size", 1.0)
+
+
+def test_an_independent_simulation_has_its_own_size(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, simulation="independent", simulation_size=2.5, n_boot=3)
+    setting = Setting("irgi", cfg.transforms[0], 4000)
+    row = pseudo_experiment(cfg, setting, 0)
+    assert row["error"] is None
+    from rosenblatt.studies.toys.study import fingerprint
+
+    same_size = _config(tmp_path, simulation="independent", n_boot=3)
+    assert fingerprint(cfg, setting) != fingerprint(same_size, setting)
+    # the simulation's statistics alone: 2.5 times the events, about 1/sqrt(2.5) of the error
+    small = pseudo_experiment(same_size, setting, 0)
+    assert row["simulation_statistics"] < small["simulation_statistics"]

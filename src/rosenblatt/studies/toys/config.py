@@ -157,6 +157,12 @@ class ToysConfig:
         "or an independent sample of the same size",
         check=_simulation,
     )
+    simulation_size: float = option(
+        default=1.0,
+        doc="events of the independent simulation, as a multiple of the defining size "
+        "(``simulation: independent`` only)",
+        check=_positive,
+    )
     n_boot: int = option(
         default=20,
         doc="keyed bootstrap replicas of each transform per pseudo-experiment",
@@ -199,6 +205,12 @@ class ToysConfig:
             defaults={"name": Path(source).stem},
             extra_keys=("study",),
         )
+        if parsed.simulation == "defining" and parsed.simulation_size != 1:
+            raise fail(
+                source,
+                "simulation_size",
+                "sizes an independent simulation: set simulation: independent, or leave it out",
+            )
         return dataclasses.replace(
             parsed,
             workers=parsed.workers or os.cpu_count() or 1,

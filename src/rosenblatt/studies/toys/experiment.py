@@ -190,7 +190,9 @@ def pseudo_experiment(cfg: ToysConfig, setting: Setting, toy: int) -> ToyResult:
     rng = np.random.default_rng([cfg.seed, setting.n_defining, toy])
     defining = population.background(rng, setting.n_defining)
     simulation = (
-        defining if cfg.simulation == "defining" else population.background(rng, setting.n_defining)
+        defining
+        if cfg.simulation == "defining"
+        else population.background(rng, round(cfg.simulation_size * setting.n_defining))
     )
     background = population.background(rng, int(rng.poisson(cfg.population.background)))
     signal = population.signal(rng, int(rng.poisson(cfg.population.signal)))

@@ -97,6 +97,8 @@ def fingerprint(cfg: ToysConfig, setting: Setting) -> str:
         if setting.transform is None
         else {"kind": setting.transform.kind, **dict(setting.transform.parameters)},
     }
+    if cfg.simulation == "independent" and cfg.simulation_size != 1:
+        keys["simulation_size"] = cfg.simulation_size
     text = json.dumps(keys, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
