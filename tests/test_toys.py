@@ -202,3 +202,21 @@ def test_an_independent_simulation_has_its_own_size(tmp_path: Path) -> None:
     # the simulation's statistics alone: 2.5 times the events, about 1/sqrt(2.5) of the error
     small = pseudo_experiment(same_size, setting, 0)
     assert row["simulation_statistics"] < small["simulation_statistics"]
+
+
+def test_a_verdict_names_the_targets_missed() -> None:
+    from rosenblatt.studies.toys.summary import _targets
+
+    background: Any = {
+        "pull_observed": {"sd": 1.3, "coverage_1sd": 0.55},
+        "relative_bias": 0.001,
+        "relative_bias_error": 0.002,
+    }
+    signal: Any = {"pull": {"coverage_1sd": 0.68}}
+    at_larger = _targets(background, signal, 20000, 5000)
+    assert at_larger["verdict"] == "not held: pull sd, coverage"
+    assert not at_larger["held"]
+    at_smallest = _targets(background, signal, 5000, 5000)
+    assert at_smallest["verdict"].startswith("not held (pull sd, coverage): the defining sample")
+    background["pull_observed"] = {"sd": 1.0, "coverage_1sd": 0.69}
+    assert _targets(background, signal, 5000, 5000)["held"]

@@ -118,8 +118,8 @@ COLUMNS = [
     ),
     (
         "- *verdict*: pull sd within 0.9-1.1, ±1 sd coverage within 68% ± 4% and bias within "
-        "twice its error (and the signal's coverage); at the smallest defining size a failure "
-        "says the sample is too small."
+        "twice its error (and the signal's coverage), with the targets missed named; at the "
+        "smallest of several defining sizes a failure says the sample is too small."
     ),
 ]
 

@@ -229,24 +229,24 @@ def _targets(
         else bool(abs(signal["pull"]["coverage_1sd"] - COVERAGE_TARGET) <= COVERAGE_TOLERANCE)
     )
     held = width and coverage and bias and signal_coverage is not False
+    failed = [
+        name
+        for name, ok in (
+            ("pull sd", width),
+            ("coverage", coverage),
+            ("bias", bias),
+            ("signal coverage", signal_coverage is not False),
+        )
+        if not ok
+    ]
     if held:
         verdict = "held: the stated uncertainty covers"
     elif n_defining == smallest:
         verdict = (
-            "not held: the defining sample is too small for this transform's estimate to be "
-            "trusted at its stated uncertainty"
+            f"not held ({', '.join(failed)}): the defining sample is too small for this "
+            "transform's estimate to be trusted at its stated uncertainty"
         )
     else:
-        failed = [
-            name
-            for name, ok in (
-                ("pull sd", width),
-                ("coverage", coverage),
-                ("bias", bias),
-                ("signal coverage", signal_coverage is not False),
-            )
-            if not ok
-        ]
         verdict = "not held: " + ", ".join(failed)
     return {
         "pull_sd": width,
@@ -328,7 +328,8 @@ def summarise(
     seconds: Mapping[str, float],
 ) -> ToysSummary:
     """The summary of every setting's pseudo-experiments."""
-    smallest = min(cfg.defining_sizes)
+    # a failure at the smallest of several defining sizes is put down to the sample's size
+    smallest = min(cfg.defining_sizes) if len(cfg.defining_sizes) > 1 else 0
     settings = [_setting(s, rows, smallest) for s, rows in results]
     return {
         "study": "toys",
