@@ -36,7 +36,7 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
-exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints", "results/toys/table.md"]
+exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints", "results/*/table.md"]
 root_doc = "index"
 
 # --- theme -------------------------------------------------------------------------
