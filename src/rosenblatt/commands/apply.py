@@ -26,7 +26,8 @@ in ROOT files and write, for each FILE, DIR/<stem>_gamma.root (or --output for a
 one TTree of the input tree's name with the same entries in the same order, the branch
 gamma_<name> (float64; the name defaults to the transform file's stem) and the event
 identifiers run, luminosityBlock and event if the input has all three, else entry (int64, the
-entry number). Use it as a friend tree, e.g. in ROOT's RDataFrame:
+entry number). An input RNTuple (instead of a TTree) gets an RNTuple of the same name and
+fields, entry for entry. Use a tree as a friend tree, e.g. in ROOT's RDataFrame:
 
   TChain events("nominal"); events.Add("sample.root");
   TChain gamma("nominal"); gamma.Add("out/sample_gamma.root");
@@ -139,11 +140,14 @@ class _Written:
 
 
 def _id_types(source: Any, ids: Sequence[str]) -> dict[str, Any]:
-    """numpy dtypes of the identifier branches of the input tree."""
+    """numpy dtypes of the identifier branches (fields) of the input tree (RNTuple)."""
     import uproot
 
     with uproot.open(source.path) as handle:
         tree = handle[source.treename]
+        if source.kind == "RNTuple":
+            # an RNTuple's field has no interpretation: read none of its entries
+            return {name: tree[name].array(entry_stop=0, library="np").dtype for name in ids}
         return {name: tree[name].interpretation.to_dtype for name in ids}
 
 
@@ -155,7 +159,10 @@ def _write(
     temporary: Path,
     step: int,
 ) -> _Written:
-    """Write the friend tree of ``source`` to ``temporary``, one chunk at a time."""
+    """Write the friend tree of ``source`` to ``temporary``, one chunk at a time.
+
+    An RNTuple's friend is an RNTuple of the same name and fields as a tree's friend.
+    """
     import uproot
 
     from rosenblatt.processors.branches import EVENT_IDS, iter_chunks
@@ -165,7 +172,10 @@ def _write(
     types.update(_id_types(source, ids) if ids else {"entry": np.int64})
     written = _Written(lacking=dict.fromkeys(quantities, 0), branches=list(types))
     with uproot.recreate(str(temporary)) as handle:
-        tree = handle.mktree(source.treename, types, title=source.treename)
+        if source.kind == "RNTuple":
+            tree = handle.mkrntuple(source.treename, types, source.treename)
+        else:
+            tree = handle.mktree(source.treename, types, title=source.treename)
         for chunk in iter_chunks(source, quantities, extra=ids, step_size=step):
             keep = chunk.complete()
             gamma = np.full(len(chunk), MISSING_GAMMA)
@@ -193,9 +203,10 @@ def _write(
 def _describe(path: Path, source: Any, written: _Written, quantities: dict[str, Any]) -> str:
     from rosenblatt.processors.branches import missing_reason
 
+    noun = "fields" if source.kind == "RNTuple" else "branches"
     text = (
-        f"{path}: tree {source.treename!r} with {written.entries:,} entries (as {source.path}), "
-        f"branches {', '.join(written.branches)}"
+        f"{path}: {source.kind} {source.treename!r} with {written.entries:,} entries "
+        f"(as {source.path}), {noun} {', '.join(written.branches)}"
     )
     if written.missing:
         reasons = "; ".join(

@@ -27,8 +27,8 @@ __all__ = [
 TRANSFORMS = {"irgi": "IRGI", "kde": "KDE", "gridkde": "GridKDE"}
 
 DESCRIPTION = """\
-Fit a transform gamma(x, y) = P(Y <= y | X = x) on the events of TTrees in ROOT files (any
-framework's ntuples or NanoAOD) and save it as JSON for `rosenblatt apply`, `rosenblatt export`
+Fit a transform gamma(x, y) = P(Y <= y | X = x) on the events of TTrees or RNTuples in ROOT
+files (any framework's ntuples or NanoAOD; an RNTuple's fields are read as branches) and save it as JSON for `rosenblatt apply`, `rosenblatt export`
 and rosenblatt.load. Only the branches that --x, --score and --weight read are read, in
 chunks. Each of them is
 
@@ -85,7 +85,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--treename",
         default="Events",
         metavar="TREE",
-        help="the TTree holding the events (default: %(default)s)",
+        help="the TTree or RNTuple holding the events (default: %(default)s)",
     )
     parser.add_argument(
         "--jets",

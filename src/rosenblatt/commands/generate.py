@@ -97,6 +97,12 @@ def _add_sample_arguments(group: argparse._ArgumentGroup) -> None:
         "nanoaod: NanoAOD's Events and Runs trees",
     )
     group.add_argument(
+        "--rntuple",
+        action="store_true",
+        help="write the ntuple's or NanoAOD's events as RNTuples, not TTrees (same names and "
+        "fields; NanoAOD's as nFatJet and FatJet_<field>)",
+    )
+    group.add_argument(
         "--signal-events",
         type=int,
         default=0,
@@ -238,6 +244,7 @@ def _bad_combination(args: argparse.Namespace) -> str | None:
             fraction != 0.0 and not analysis,
             "--negative-weight-fraction needs --format ntuple or --format nanoaod",
         ),
+        (args.rntuple and not analysis, "--rntuple needs --format ntuple or --format nanoaod"),
         (
             fraction != 0.0 and args.process == "data",
             "--negative-weight-fraction: pseudo-data (--process data) has no weights",
@@ -269,6 +276,7 @@ def _main_analysis_file(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             pthat_min=args.pthat_min,
             overwrite=args.overwrite,
+            rntuple=args.rntuple,
         )
     except (ValueError, TypeError, FileNotFoundError, EventFileError, RuntimeError) as err:
         print_error("rosenblatt generate", err)
@@ -282,7 +290,8 @@ def _main_analysis_file(args: argparse.Namespace) -> int:
     kept = " (kept: the file already had these settings)" if summary.reused else ""
     print(
         f"{args.output}: {summary.n_written} {args.process} events in the {args.file_format} "
-        f"layout{kept}; {summary.n_fewer_than_two_jets} of the {summary.n_triggered} events "
+        f"layout{' (RNTuple)' if args.rntuple else ''}{kept}; {summary.n_fewer_than_two_jets} "
+        f"of the {summary.n_triggered} events "
         f"passing the trigger had fewer than two jets above {JET_PT_MIN:g} GeV and were dropped"
     )
     if summary.process == "data":

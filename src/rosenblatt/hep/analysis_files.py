@@ -193,7 +193,7 @@ class AnalysisFileSummary:
         return cls(path=str(path), reused=reused, **dict(values))
 
 
-def generate_analysis_file(
+def generate_analysis_file(  # noqa: PLR0913 - one argument per option of `generate`
     path: str | os.PathLike[str],
     process: str,
     events: int,
@@ -207,6 +207,7 @@ def generate_analysis_file(
     progress: bool = True,
     pthat_min: float = DEFAULT_PTHAT_MIN,
     overwrite: bool = False,
+    rntuple: bool = False,
 ) -> AnalysisFileSummary:
     """Generate Pythia events into a flat ntuple or a NanoAOD-layout ROOT file.
 
@@ -238,6 +239,10 @@ def generate_analysis_file(
         ``PhaseSpace:pTHatMin`` of the QCD process in GeV.
     overwrite : bool, default False
         Generate again even if ``path`` is a complete file of the same settings.
+    rntuple : bool, default False
+        Write the events (and NanoAOD's ``Runs``) as RNTuples instead of TTrees,
+        with the same names and fields (recorded in the settings as
+        ``"container": "rntuple"``).
 
     Returns
     -------
@@ -280,6 +285,9 @@ def generate_analysis_file(
     settings = _file_settings(
         process, file_format, events, signal_events, seed, negative_weight_fraction, sources
     )
+    if rntuple:
+        # absent for TTrees: the settings of the files written before RNTuples stay valid
+        settings["container"] = "rntuple"
     writer_class, info_of = _format_tools(file_format)
     record = record_name(output)
     if output.exists() and not overwrite:
@@ -299,7 +307,9 @@ def generate_analysis_file(
     records: list[dict[str, Any]] = []
     with (
         replaced_when_complete(output) as temporary,
-        writer_class.create(temporary, weighted=process != "data", settings=settings) as writer,
+        writer_class.create(
+            temporary, weighted=process != "data", settings=settings, rntuple=rntuple
+        ) as writer,
     ):
         tables = _event_tables(
             sources, float(negative_weight_fraction), workers, progress, output, records

@@ -79,6 +79,7 @@ EVENTS_PER_LUMI_BLOCK = 1000
 _FATJET_TYPE = ak.types.from_datashape(
     "var * {" + ", ".join(f"{name}: float32" for name in FATJET_FIELDS) + "}", highlevel=False
 )
+_FIELD_TYPE = ak.types.from_datashape("var * float32", highlevel=False)
 
 
 class NanoAODWriter:
@@ -95,20 +96,33 @@ class NanoAODWriter:
     weighted : bool
         Whether the events have a ``genWeight`` and ``Runs`` the sums of it
         (simulation).
+    rntuple : bool, default False
+        Write ``Events`` and ``Runs`` as RNTuples instead of TTrees.
     """
 
-    def __init__(self, handle: uproot.WritableDirectory, *, weighted: bool) -> None:
+    def __init__(
+        self, handle: uproot.WritableDirectory, *, weighted: bool, rntuple: bool = False
+    ) -> None:
         self._handle = handle
         self.weighted = weighted
+        self.rntuple = rntuple
         branches: dict[str, Any] = {
             "run": np.uint32,
             "luminosityBlock": np.uint32,
             "event": np.uint64,
-            FATJET_COLLECTION: _FATJET_TYPE,
         }
+        if rntuple:
+            # NanoAOD's field names: the counter and one list per jet field
+            branches[f"n{FATJET_COLLECTION}"] = np.int32
+            branches.update({f"{FATJET_COLLECTION}_{name}": _FIELD_TYPE for name in FATJET_FIELDS})
+        else:
+            branches[FATJET_COLLECTION] = _FATJET_TYPE
         if weighted:
             branches[WEIGHT_BRANCH] = np.float32
-        self._events = handle.mktree(EVENTS_TREE, branches, title="Events")
+        if rntuple:
+            self._events = handle.mkrntuple(EVENTS_TREE, branches, "Events")
+        else:
+            self._events = handle.mktree(EVENTS_TREE, branches, title="Events")
         self._summary: dict[str, Any] = {}
         self.n_events = 0
         self.sum_weights = 0.0
@@ -121,6 +135,7 @@ class NanoAODWriter:
         *,
         weighted: bool,
         settings: Mapping[str, Any] | None = None,
+        rntuple: bool = False,
     ) -> NanoAODWriter:
         """Create (or overwrite) ``path`` with an empty ``Events`` tree.
 
@@ -132,6 +147,8 @@ class NanoAODWriter:
             Whether the events have a ``genWeight`` (simulation).
         settings : mapping, optional
             JSON-serialisable settings stored as the TObjString ``settings``.
+        rntuple : bool, default False
+            Write ``Events`` and ``Runs`` as RNTuples instead of TTrees.
         """
         import uproot
 
@@ -139,7 +156,7 @@ class NanoAODWriter:
         try:
             if settings is not None:
                 handle[SETTINGS_KEY] = json.dumps(dict(settings), sort_keys=True)
-            return cls(handle, weighted=weighted)
+            return cls(handle, weighted=weighted, rntuple=rntuple)
         except BaseException:
             handle.close()
             raise
@@ -182,10 +199,15 @@ class NanoAODWriter:
             "run": np.full(n_events, RUN_NUMBER, dtype=np.uint32),
             "luminosityBlock": (1 + entries // EVENTS_PER_LUMI_BLOCK).astype(np.uint32),
             "event": numbers,
-            FATJET_COLLECTION: ak.zip(
-                {name: ak.values_astype(fat_jets[name], np.float32) for name in FATJET_FIELDS}
-            ),
         }
+        jets = {name: ak.values_astype(fat_jets[name], np.float32) for name in FATJET_FIELDS}
+        if self.rntuple:
+            columns[f"n{FATJET_COLLECTION}"] = ak.to_numpy(ak.num(fat_jets, axis=1)).astype(
+                np.int32
+            )
+            columns.update({f"{FATJET_COLLECTION}_{name}": jets[name] for name in FATJET_FIELDS})
+        else:
+            columns[FATJET_COLLECTION] = ak.zip(jets)
         if gen_weight is not None:
             weights = np.asarray(gen_weight, dtype=np.float32)
             if weights.shape != (n_events,):
@@ -208,7 +230,10 @@ class NanoAODWriter:
             if self.weighted:
                 runs["genEventSumw"] = np.array([self.sum_weights], dtype=np.float64)
                 runs["genEventCount"] = np.array([self.n_events], dtype=np.int64)
-            self._handle.mktree(RUNS_TREE, runs, title="Runs")
+            if self.rntuple:
+                self._handle.mkrntuple(RUNS_TREE, runs, "Runs")
+            else:
+                self._handle.mktree(RUNS_TREE, runs, title="Runs")
             if self._summary:
                 self._handle[SUMMARY_KEY] = json.dumps(self._summary, sort_keys=True)
         self._handle.close()

@@ -16,7 +16,8 @@ only scalars per event. The tree (:data:`NTUPLE_TREE`) has the branches
 ==================  =======  ================================================
 
 Pseudo-data has no weight branch. The tree is written with uproot's
-``mktree``/``extend`` (a TTree, not an RNTuple). The file also holds the
+``mktree``/``extend`` (a TTree), or with ``rntuple=True`` as an RNTuple of the
+same name and fields (``mkrntuple``/``extend``). The file also holds the
 TObjStrings ``settings`` and, once complete, ``summary``
 (:mod:`rosenblatt.io._root_output`).
 """
@@ -72,17 +73,25 @@ class NtupleWriter:
         The open file (use :meth:`create`).
     weighted : bool
         Whether the tree has the :data:`WEIGHT_BRANCH` (simulation).
+    rntuple : bool, default False
+        Write an RNTuple instead of a TTree (the same name and fields).
     """
 
-    def __init__(self, handle: uproot.WritableDirectory, *, weighted: bool) -> None:
+    def __init__(
+        self, handle: uproot.WritableDirectory, *, weighted: bool, rntuple: bool = False
+    ) -> None:
         self._handle = handle
         self.weighted = weighted
+        self.rntuple = rntuple
         self.branches = {
             name: np.dtype(dtype)
             for name, dtype in NTUPLE_BRANCHES.items()
             if weighted or name != WEIGHT_BRANCH
         }
-        self._tree = handle.mktree(NTUPLE_TREE, dict(self.branches), title="flat ntuple")
+        if rntuple:
+            self._tree = handle.mkrntuple(NTUPLE_TREE, dict(self.branches), "flat ntuple")
+        else:
+            self._tree = handle.mktree(NTUPLE_TREE, dict(self.branches), title="flat ntuple")
         self._summary: dict[str, Any] = {}
         self.n_events = 0
         self.path = Path(handle.file_path)
@@ -94,6 +103,7 @@ class NtupleWriter:
         *,
         weighted: bool,
         settings: Mapping[str, Any] | None = None,
+        rntuple: bool = False,
     ) -> NtupleWriter:
         """Create (or overwrite) ``path`` with an empty ``nominal`` tree.
 
@@ -105,6 +115,8 @@ class NtupleWriter:
             Whether the tree has the :data:`WEIGHT_BRANCH`.
         settings : mapping, optional
             JSON-serialisable settings stored as the TObjString ``settings``.
+        rntuple : bool, default False
+            Write the events as an RNTuple instead of a TTree.
         """
         import uproot
 
@@ -112,7 +124,7 @@ class NtupleWriter:
         try:
             if settings is not None:
                 handle[SETTINGS_KEY] = json.dumps(dict(settings), sort_keys=True)
-            return cls(handle, weighted=weighted)
+            return cls(handle, weighted=weighted, rntuple=rntuple)
         except BaseException:
             handle.close()
             raise

@@ -1,4 +1,4 @@
-"""Quantities of the user's own TTrees, checked first and then read in chunks with uproot.
+"""Quantities of the user's own TTrees or RNTuples, checked first and then read in chunks with uproot.
 
 ``rosenblatt fit`` and ``rosenblatt apply`` read ``x``, the score and the
 weight of ROOT files written by any framework, with the grammar of
@@ -14,6 +14,9 @@ An event lacking a value (too few objects for an element, fewer than two jets
 for a jet feature) is reported as such by :class:`Chunk`, never filled with a
 made-up value; a NaN or infinite value of an event that has one is an error
 naming the file and the entry.
+
+The events may be an RNTuple rather than a TTree (``TreeSource.kind``): its
+fields are checked and read as a tree's branches, by uproot and coffea alike.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ EVENT_IDS = ("run", "luminosityBlock", "event")
 
 #: branches listed in a message about a missing one, at most
 _LISTED = 40
+
+#: uproot's class names of what holds the events, and their names in messages
+_EVENT_CLASSES = {"TTree": "tree", "ROOT::RNTuple": "RNTuple"}
 
 
 def require(module: str, extra: str, command: str) -> None:
@@ -135,6 +141,8 @@ class TreeSource:
     lazy : bool
         Whether a user's function is among the quantities (the events are then
         read as coffea NanoEvents).
+    kind : str
+        ``"tree"`` (a TTree) or ``"RNTuple"``; an RNTuple's fields are its branches.
     """
 
     path: str
@@ -143,6 +151,7 @@ class TreeSource:
     branches: tuple[str, ...]
     needed: tuple[str, ...]
     lazy: bool
+    kind: str = "tree"
 
     @property
     def has_event_ids(self) -> bool:
@@ -197,10 +206,10 @@ def check_tree(path: str | Path, treename: str, quantities: Mapping[str, Quantit
     Raises
     ------
     TreeFileError
-        If the file does not exist or is not a ROOT file, if it has no TTree
-        ``treename`` (the message lists its trees) or if the tree lacks a branch
-        that a quantity reads (the message suggests the closest branch and lists
-        the tree's).
+        If the file does not exist or is not a ROOT file, if it has no TTree or
+        RNTuple ``treename`` (the message lists its trees) or if the tree lacks a
+        branch (the RNTuple a field) that a quantity reads (the message suggests
+        the closest name and lists the tree's).
     """
     path = str(path)
     with _open(path) as handle:
@@ -208,32 +217,31 @@ def check_tree(path: str | Path, treename: str, quantities: Mapping[str, Quantit
             classes = {key.split(";")[0]: cls for key, cls in handle.classnames().items()}
         except Exception as err:
             raise TreeFileError(f"{path}: the file's keys cannot be read ({err})") from err
-        trees = sorted(name for name, cls in classes.items() if cls == "TTree")
-        if classes.get(treename) != "TTree":
-            if classes.get(treename, "").endswith("RNTuple"):
-                raise TreeFileError(
-                    f"{path}: {treename!r} is an RNTuple, not a TTree; these commands read "
-                    "TTrees (with uproot, write one with f.mktree(...) and extend)"
-                )
-            held = f"the file has the trees {trees}" if trees else "the file has no TTree"
+        trees = sorted(name for name, cls in classes.items() if cls in _EVENT_CLASSES)
+        if classes.get(treename) not in _EVENT_CLASSES:
+            held = (
+                f"the file has the trees {trees}" if trees else "the file has no TTree nor RNTuple"
+            )
             raise TreeFileError(
                 f"{path}: no tree {treename!r}{closest(treename, trees)}; {held} "
                 "(choose one with --treename)"
             )
+        kind = _EVENT_CLASSES[classes[treename]]
         tree = handle[treename]
         branches = tuple(tree.keys(recursive=True))
         entries = int(tree.num_entries)
+    noun = "field" if kind == "RNTuple" else "branch"
     needed: list[str] = []
     for option, quantity in quantities.items():
         wanted, missing = quantity.branches(branches)
         for branch in missing:
             raise TreeFileError(
-                f"{path}: no branch {branch!r} for {option}{_hint(quantity, branch, branches)}; "
-                f"the tree has {_listed(branches)}"
+                f"{path}: no {noun} {branch!r} for {option}{_hint(quantity, branch, branches)}; "
+                f"the {kind} has {_listed(branches)}"
             )
         needed += [b for b in wanted if b not in needed]
     lazy = any(q.kind == "function" for q in quantities.values())
-    return TreeSource(path, treename, entries, branches, tuple(needed), lazy)
+    return TreeSource(path, treename, entries, branches, tuple(needed), lazy, kind)
 
 
 def _hint(quantity: Quantity, branch: str, branches: Sequence[str]) -> str:

@@ -2,11 +2,13 @@
 
 Every file of every dataset is opened with uproot (metadata only, plus the
 weight branch where a dataset is normalised to its cross section), a URL as
-written (``root://``, ``https://``: uproot reads the byte ranges it needs). A missing
-file, tree or branch is a :class:`PreflightError` that names the file, lists
-what it holds and suggests the closest name; so is a run whose roles cannot
-give a result (no background to fit the transforms on, or a role it needs
-without events).
+written (``root://``, ``https://``: uproot reads the byte ranges it needs). The
+events may be a TTree or an RNTuple of the name ``treename``: an RNTuple's fields
+are checked as a tree's branches (coffea reads either). A missing file, tree or
+branch (field) is a :class:`PreflightError` that names the file, lists what it
+holds and suggests the closest name; so is a run whose roles cannot give a
+result (no background to fit the transforms on, or a role it needs without
+events).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ NANOAOD_EVENT_IDS = ("run", "luminosityBlock", "event")
 
 #: branches listed in a message about a missing one, at most
 _LISTED = 40
+
+#: uproot's class names of the objects that hold events: a TTree, or an RNTuple
+EVENT_CLASSES = {"TTree": "tree", "ROOT::RNTuple": "RNTuple"}
 
 
 def _one_line(err: BaseException) -> str:
@@ -112,23 +117,22 @@ def _open_tree(path: str, dataset: DatasetConfig, source: str) -> Any:
         raise _error(
             source, dataset.files_key, f"{where}: {what} ({_one_line(err)})", UnreadableFileError
         ) from None
-    trees = sorted({name for name, cls in classes.items() if cls == "TTree"})
+    trees = sorted({name for name, cls in classes.items() if cls in EVENT_CLASSES})
     if dataset.treename not in trees:
-        if classes.get(dataset.treename, "").endswith("RNTuple"):
-            raise _error(
-                source,
-                "treename",
-                f"{where}: {dataset.treename!r} is an RNTuple, not a TTree; this analysis reads "
-                "TTrees (with uproot, write one with f.mktree(...) and extend)",
-            )
         held = ", ".join(f"{name} ({cls})" for name, cls in sorted(classes.items())) or "nothing"
         raise _error(
             source,
             "treename",
-            f"{where}: no tree {dataset.treename!r}{closest(dataset.treename, trees)}; "
-            f"the file holds {held} (set treename:)",
+            f"{where}: no tree or RNTuple {dataset.treename!r}"
+            f"{closest(dataset.treename, trees)}; the file holds {held} (set treename:)",
         )
     return handle
+
+
+def event_kind(handle: Any, name: str) -> str:
+    """``"tree"`` or ``"RNTuple"``: what holds the events ``name`` of an open file."""
+    classes = {key.split(";")[0]: cls for key, cls in handle.classnames().items()}
+    return EVENT_CLASSES.get(classes.get(name, ""), "tree")
 
 
 def _detect(keys: list[str]) -> str:
@@ -142,7 +146,11 @@ def _detect(keys: list[str]) -> str:
 
 
 def _check_branches(
-    keys: list[str], needs: dict[str, Quantity | None], where: str, source: str
+    keys: list[str],
+    needs: dict[str, Quantity | None],
+    where: str,
+    source: str,
+    kind: str = "tree",
 ) -> None:
     for key, quantity in needs.items():
         if quantity is None:
@@ -161,14 +169,15 @@ def _check_branches(
                 f"files; for this tree {advice}",
             )
         _, missing = quantity.branches(keys)
+        noun = "field" if kind == "RNTuple" else "branch"
         for branch in missing:
             listed = sorted(keys)[:_LISTED]
             more = f" and {len(keys) - _LISTED} more" if len(keys) > _LISTED else ""
             raise _error(
                 source,
                 key,
-                f"{where}: no branch {branch!r} for {key}{closest(branch, keys)}; "
-                f"the tree has {listed}{more}",
+                f"{where}: no {noun} {branch!r} for {key}{closest(branch, keys)}; "
+                f"the {kind} has {listed}{more}",
             )
 
 
@@ -194,9 +203,14 @@ def _sum_weights(handle: Any, path: str, dataset: DatasetConfig, schema: str) ->
 
 
 def _check_layout(
-    keys: list[str], schema: str, needs: dict[str, Quantity | None], where: str, source: str
+    keys: list[str],
+    schema: str,
+    needs: dict[str, Quantity | None],
+    where: str,
+    source: str,
+    kind: str = "tree",
 ) -> None:
-    """Refuse a tree that lacks what its layout or the configuration's quantities need."""
+    """Refuse a tree (RNTuple) that lacks what its layout or the configuration's quantities need."""
     if schema == "particles":
         from rosenblatt.io.root import PARTICLE_BRANCHES
 
@@ -209,13 +223,14 @@ def _check_layout(
     if schema == "nanoaod":
         absent = [b for b in NANOAOD_EVENT_IDS if b not in keys]
         if absent:
+            noun = "fields" if kind == "RNTuple" else "branches"
             raise _error(
                 source,
                 "schema",
-                f"{where}: NanoAOD files need the branches {absent}; "
-                "for a flat tree set schema: base",
+                f"{where}: NanoAOD files need the {noun} {absent}; "
+                f"for a flat {kind} set schema: base",
             )
-    _check_branches(keys, needs, where, source)
+    _check_branches(keys, needs, where, source, kind)
 
 
 def preflight(cfg: Any) -> Preflight:
@@ -252,6 +267,7 @@ def preflight(cfg: Any) -> Preflight:
                 skipped[path] = {"dataset": dataset.name, "reason": err.reason, "entries": None}
                 continue
             tree = handle[dataset.treename]
+            kind = event_kind(handle, dataset.treename)
             keys = list(tree.keys())
             schema = cfg.schema if cfg.schema != "auto" else _detect(keys)
             schemas[path] = schema
@@ -259,8 +275,9 @@ def preflight(cfg: Any) -> Preflight:
                 keys,
                 schema,
                 needs,
-                f"{path} (dataset {dataset.name}, tree {dataset.treename})",
+                f"{path} (dataset {dataset.name}, {kind} {dataset.treename})",
                 cfg.source,
+                kind,
             )
             entries.setdefault(dataset.name, {})[path] = int(tree.num_entries)
             if dataset.xsec is not None:
