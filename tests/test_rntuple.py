@@ -362,3 +362,36 @@ def test_generate_rntuple_writes_the_same_events(
     args += ["--format", file_format, "--output", str(path), "--chunk-size", "15"]
     assert main([*args, "--workers", "1", "--quiet", "--negative-weight-fraction", "0.2"]) == 0
     assert "(kept: the file already had these settings)" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_particle_level_rntuple_gives_the_same_feature_table(tmp_path: Path) -> None:
+    from rosenblatt.processors.runner import run_dijet
+
+    rng = np.random.default_rng(2)
+    counts = rng.integers(20, 60, 300)
+    total = int(counts.sum())
+    particles = ak.zip(
+        {
+            "pt": ak.unflatten(rng.uniform(1.0, 500.0, total), counts),
+            "eta": ak.unflatten(rng.uniform(-2.0, 2.0, total), counts),
+            "phi": ak.unflatten(rng.uniform(-np.pi, np.pi, total), counts),
+        }
+    )
+    with uproot.recreate(tmp_path / "ttree.root") as handle:
+        handle.mktree("Events", {"Part": particles.type})
+        handle["Events"].extend({"Part": particles})
+    with uproot.recreate(tmp_path / "rntuple.root") as handle:
+        handle["Events"] = {
+            "nPart": counts.astype(np.int32),
+            **{f"Part_{name}": particles[name] for name in ("pt", "eta", "phi")},
+        }
+    tables = {
+        kind: run_dijet({"d": [str(tmp_path / f"{kind}.root")]}, chunksize=120, progress=False)
+        for kind in KINDS
+    }
+    assert tables["ttree"]["cutflow"] == tables["rntuple"]["cutflow"]
+    a, b = tables["ttree"]["table"], tables["rntuple"]["table"]
+    for name in a.fields:
+        if name != "file":
+            assert ak.all(a[name] == b[name]), name

@@ -338,7 +338,7 @@ def run_columnar(
     files : mapping of str to sequence of str
         ``{dataset: [file, ...]}``.
     trees : mapping of str to str
-        Per dataset, the tree holding its events.
+        Per dataset, the TTree or RNTuple holding its events.
     processor_instance : coffea processor
         Copied to the workers.
     pool : coffea executor

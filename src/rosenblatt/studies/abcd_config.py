@@ -326,7 +326,9 @@ class AbcdConfig:
         each=GenerateEntry,
     )
     treename: str = option(
-        default="Events", doc="the tree of every dataset (a dataset may set its own)", check=_text
+        default="Events",
+        doc="the TTree or RNTuple of every dataset (a dataset may set its own)",
+        check=_text,
     )
     jets: str = option(
         default=DEFAULT_JETS, doc="the jet collection the built-in features read", check=_text

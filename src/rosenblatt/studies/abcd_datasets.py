@@ -226,7 +226,7 @@ class DatasetEntry:
     role: str = option(doc="data, background, signal or defining", check=_role)
     treename: str | None = option(
         default=None,
-        doc="the tree holding its events",
+        doc="the TTree or RNTuple holding its events",
         check=_tree,
         default_doc="the top-level treename",
     )
