@@ -46,6 +46,7 @@ __all__ = [
     "expected_upper_limit",
     "observed_significance",
     "observed_upper_limit",
+    "profile_interval",
     "pyhf_workspace",
     "sensitivity_map",
 ]
@@ -314,6 +315,61 @@ def observed_upper_limit(workspace: pyhf.Workspace, level: float = 0.05) -> floa
         msg = f"no observed limit on mu below {high:g}: the signal hardly changes the likelihood"
         raise ValueError(msg)
     return float(optimize.brentq(excess, 1e-3 * high, high, xtol=1e-7 * high, rtol=1e-8))
+
+
+def profile_interval(
+    workspace: pyhf.Workspace, *, mu_low: float = -10.0, rise: float = 1.0
+) -> tuple[float, float, float]:
+    """The best-fit signal strength and its interval from the profile likelihood.
+
+    Parameters
+    ----------
+    workspace
+        A workspace whose parameter of interest is the signal strength.
+    mu_low
+        Lower bound of ``mu`` in the fits: below zero, so that an interval is
+        not cut at 0 (a downward fluctuation gives a negative ``mu``).
+    rise
+        Rise of ``-2 ln L`` at the interval's ends: 1 for 68%, 3.84 for 95%.
+
+    Returns
+    -------
+    tuple of float
+        ``(mu_hat, low, high)``.
+    """
+    import pyhf
+    from scipy import optimize
+
+    model = workspace.model()
+    data = workspace.data(model)
+    bounds = model.config.suggested_bounds()
+    poi = model.config.poi_index
+    bounds[poi] = (mu_low, bounds[poi][1])
+    best, twice_min = pyhf.infer.mle.fit(data, model, par_bounds=bounds, return_fitted_val=True)
+    mu_hat = float(best[poi])
+
+    def excess(mu: float) -> float:
+        _, twice = pyhf.infer.mle.fixed_poi_fit(
+            mu, data, model, par_bounds=bounds, return_fitted_val=True
+        )
+        return float(twice - twice_min) - rise
+
+    ends = []
+    for direction, limit in ((-1.0, float(bounds[poi][0])), (1.0, float(bounds[poi][1]))):
+        step = 0.25 * max(abs(mu_hat), 1.0)
+        edge = mu_hat + direction * step
+        while direction * (limit - edge) > 0 and excess(edge) < 0:
+            step *= 2.0
+            low, high = sorted((mu_hat, limit))
+            edge = min(max(mu_hat + direction * step, low), high)
+        if excess(edge) < 0:
+            msg = (
+                f"the profile likelihood does not rise by {rise} within the bounds of mu ({limit})"
+            )
+            raise ValueError(msg)
+        low, high = sorted((mu_hat, edge))
+        ends.append(float(optimize.brentq(excess, low, high, xtol=1e-4)))
+    return mu_hat, ends[0], ends[1]
 
 
 def _asimov(model: Any, mu: float) -> tuple[Any, float]:

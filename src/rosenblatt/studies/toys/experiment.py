@@ -48,8 +48,6 @@ FloatArray = NDArray[np.float64]
 MU_TRUE = 1.0
 #: lowest signal strength of the fits (below zero, so that the interval is not cut at 0)
 MU_LOW = -10.0
-#: the profile likelihood's rise at the edges of a 68% interval
-ONE_SIGMA = 1.0
 
 
 @dataclass(frozen=True)
@@ -259,7 +257,7 @@ def _signal_strength(
         return nan, nan, nan
     import pyhf
 
-    from rosenblatt.abcd.likelihood import pyhf_workspace
+    from rosenblatt.abcd.likelihood import profile_interval, pyhf_workspace
     from rosenblatt.studies.lhco.statistics import MAX_NONCLOSURE, quiet_pyhf
 
     relative = min(error / factor, MAX_NONCLOSURE) if math.isfinite(error) else 0.0
@@ -269,41 +267,6 @@ def _signal_strength(
         workspace = pyhf_workspace(
             n_a, n_b, n_c, n_d, s_a, s_b, s_c, s_d, nonclosure=relative, closure_factor=factor
         )
-        return _profile_interval(workspace)
+        return profile_interval(workspace, mu_low=MU_LOW)
     nan = float("nan")
     return nan, nan, nan
-
-
-def _profile_interval(workspace: Any) -> tuple[float, float, float]:
-    """``mu`` at the likelihood's maximum and where its profile rises by one (68%)."""
-    import pyhf
-    from scipy import optimize
-
-    model = workspace.model()
-    data = workspace.data(model)
-    bounds = model.config.suggested_bounds()
-    poi = model.config.poi_index
-    bounds[poi] = (MU_LOW, bounds[poi][1])
-    best, twice_min = pyhf.infer.mle.fit(data, model, par_bounds=bounds, return_fitted_val=True)
-    mu_hat = float(best[poi])
-
-    def rise(mu: float) -> float:
-        _, twice = pyhf.infer.mle.fixed_poi_fit(
-            mu, data, model, par_bounds=bounds, return_fitted_val=True
-        )
-        return float(twice - twice_min) - ONE_SIGMA
-
-    ends = []
-    for direction, limit in ((-1.0, float(bounds[poi][0])), (1.0, float(bounds[poi][1]))):
-        step = 0.25 * max(abs(mu_hat), 1.0)
-        edge = mu_hat + direction * step
-        while direction * (limit - edge) > 0 and rise(edge) < 0:
-            step *= 2.0
-            low, high = sorted((mu_hat, limit))
-            edge = min(max(mu_hat + direction * step, low), high)
-        if rise(edge) < 0:
-            msg = f"the profile likelihood does not rise by one within the bounds of mu ({limit})"
-            raise ValueError(msg)
-        low, high = sorted((mu_hat, edge))
-        ends.append(float(optimize.brentq(rise, low, high, xtol=1e-4)))
-    return mu_hat, ends[0], ends[1]
