@@ -395,3 +395,18 @@ def test_particle_level_rntuple_gives_the_same_feature_table(tmp_path: Path) -> 
     for name in a.fields:
         if name != "file":
             assert ak.all(a[name] == b[name]), name
+
+
+def test_generate_entries_of_a_configuration_take_rntuple() -> None:
+    from rosenblatt.exceptions import ConfigError
+    from rosenblatt.studies.abcd_generate import parse_generate
+
+    entry = {"process": "qcd", "events": 10, "output": "qcd.root", "format": "nanoaod"}
+    (parsed,) = parse_generate([{**entry, "rntuple": True}], "c.yaml")
+    assert parsed.rntuple
+    (parsed,) = parse_generate([entry], "c.yaml")
+    assert not parsed.rntuple
+    with pytest.raises(ConfigError, match=r"generate\[0\]\.rntuple: .*ntuple and nanoaod"):
+        parse_generate([{**entry, "format": "particles", "rntuple": True}], "c.yaml")
+    with pytest.raises(ConfigError, match=r"generate\[0\]\.rntuple"):
+        parse_generate([{**entry, "rntuple": "yes"}], "c.yaml")

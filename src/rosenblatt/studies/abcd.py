@@ -530,6 +530,7 @@ def _generate(cfg: AbcdConfig) -> None:
                 negative_weight_fraction=entry.negative_weight_fraction,
                 workers=workers,
                 chunk_size=entry.chunk_size,
+                rntuple=entry.rntuple,
             )
             continue
         generate_file(

@@ -16,6 +16,7 @@ from rosenblatt.studies.config_checks import (
     folder,
     seed,
 )
+from rosenblatt.studies.config_checks import flag as _flag
 from rosenblatt.studies.config_checks import mapping as _mapping
 from rosenblatt.studies.config_checks import number as _number
 from rosenblatt.studies.config_fields import (
@@ -105,6 +106,11 @@ class GenerateEntry:
         default_doc="those of executor",
     )
     chunk_size: int = option(default=500, doc="events per chunk of the generation", check=_count)
+    rntuple: bool = option(
+        default=False,
+        doc="write the events as RNTuples, not TTrees (ntuple and nanoaod)",
+        check=_flag,
+    )
 
 
 #: the keys of one entry of ``generate:``
@@ -142,6 +148,8 @@ def _generate_entry(item: Any, source: str, key: str) -> GenerateEntry:
         raise _fail(
             source, key, "signal_events and negative_weight_fraction are for ntuple and nanoaod"
         )
+    if entry.rntuple and entry.file_format == "particles":
+        raise _fail(source, f"{key}.rntuple", "RNTuples are written for ntuple and nanoaod")
     if entry.signal_events and entry.process != "data":
         raise _fail(source, f"{key}.signal_events", "W' events are injected into data only")
     if entry.negative_weight_fraction and entry.process == "data":
