@@ -43,6 +43,13 @@ from rosenblatt.processors.dijet import (
     mjj_histogram,
 )
 from rosenblatt.processors.events import LHCOChunk, ParticleProcessor
+from rosenblatt.processors.pieces import (
+    Chunk,
+    PieceProcessor,
+    PieceStore,
+    PieceTask,
+    run_in_pieces,
+)
 
 with optional_imports(__name__):
     from coffea import processor
@@ -250,6 +257,7 @@ def run_processor(
     *,
     chunksize: int = DEFAULT_CHUNKSIZE,
     skip_bad_files: bool = False,
+    pieces: PieceStore | None = None,
 ) -> dict[str, Any]:
     """Run a particle processor over a file set on an executor; return the merged output.
 
@@ -267,6 +275,9 @@ def run_processor(
         Target number of events per chunk.
     skip_bad_files : bool, default False
         Leave out unreadable files (listed under ``"skipped"``) instead of failing.
+    pieces : PieceStore, optional
+        Keep each chunk's output there, run only the chunks without one and
+        merge them in the order of the chunks (:mod:`rosenblatt.processors.pieces`).
 
     Returns
     -------
@@ -293,7 +304,14 @@ def run_processor(
     ]
     outputs: list[dict[str, Any]] = []
     try:
-        if root_fileset:
+        if pieces is not None:
+            outputs.append(
+                _particle_pieces(
+                    pool, root_fileset, lhco_items, processor_instance, pieces, int(chunksize)
+                )
+            )
+            lhco_items = []
+        elif root_fileset:
             # the Runner stores its processor in a dask executor: give it its own copy
             runner = processor.Runner(
                 executor=pool.copy(), schema=BaseSchema, chunksize=int(chunksize)
@@ -330,6 +348,7 @@ def run_columnar(
     entries: Mapping[str, Mapping[str, int]],
     chunksize: int = DEFAULT_CHUNKSIZE,
     skip_bad_files: bool = False,
+    pieces: PieceStore | None = None,
 ) -> dict[str, Any]:
     """Run a processor of NanoEvents over the user's files, checked beforehand.
 
@@ -351,6 +370,8 @@ def run_columnar(
         Target number of events per chunk.
     skip_bad_files : bool
         Record unreadable chunks instead of failing.
+    pieces : PieceStore, optional
+        Keep each chunk's output there (see :func:`run_processor`).
 
     Returns
     -------
@@ -378,7 +399,10 @@ def run_columnar(
         with warnings.catch_warnings():
             # NanoAODSchema warns of every collection a slimmed file lacks the target of
             warnings.filterwarnings("ignore", message="Missing cross-reference")
-            output = dict(runner(fileset, processor_instance, treename=None))
+            if pieces is None:
+                output = dict(runner(fileset, processor_instance, treename=None))
+            else:
+                output = _root_pieces(runner, fileset, None, processor_instance, pieces)
     except (ValueError, EventFileError):
         raise
     except Exception as err:
@@ -388,6 +412,58 @@ def run_columnar(
         path: int(entries[dataset][path]) for dataset, paths in files.items() for path in paths
     }
     return output
+
+
+def _root_pieces(
+    runner: processor.Runner,
+    fileset: dict[str, Any],
+    treename: str | None,
+    processor_instance: processor.ProcessorABC,
+    pieces: PieceStore,
+) -> dict[str, Any]:
+    """The Runner's output over ``fileset``, from the pieces kept and those it writes."""
+    items = {
+        Chunk.of_work_item(item): item for item in runner.preprocess(fileset, treename=treename)
+    }
+
+    def run_missing(chunks: list[Chunk]) -> None:
+        runner([items[chunk] for chunk in chunks], PieceProcessor(processor_instance, pieces))
+
+    merged = run_in_pieces(pieces, list(items), run_missing)
+    return dict(processor_instance.postprocess(merged))
+
+
+def _particle_pieces(
+    pool: processor.executor.ExecutorBase,
+    root_fileset: dict[str, Any],
+    lhco_items: list[LHCOChunk],
+    processor_instance: ParticleProcessor,
+    pieces: PieceStore,
+    chunksize: int,
+) -> dict[str, Any]:
+    """The particle processor's output over ROOT and LHCO files, kept in ``pieces``."""
+    runner = processor.Runner(executor=pool.copy(), schema=BaseSchema, chunksize=int(chunksize))
+    items: dict[Chunk, Any] = {}
+    if root_fileset:
+        work = runner.preprocess(root_fileset, treename=EVENTS_TREE)
+        items.update((Chunk.of_work_item(item), item) for item in work)
+    items.update((_lhco_chunk(item), item) for item in lhco_items)
+
+    def run_missing(chunks: list[Chunk]) -> None:
+        todo = [items[chunk] for chunk in chunks]
+        root = [item for item in todo if not isinstance(item, LHCOChunk)]
+        if root:
+            runner(root, PieceProcessor(processor_instance, pieces))
+        lhco = [item for item in todo if isinstance(item, LHCOChunk)]
+        task = PieceTask(processor_instance.process_lhco, _lhco_chunk, pieces)
+        map_items(pool, lhco, task, "LHCO chunks")
+
+    return dict(processor_instance.postprocess(run_in_pieces(pieces, list(items), run_missing)))
+
+
+def _lhco_chunk(item: LHCOChunk) -> Chunk:
+    """The chunk of an LHCO entry range."""
+    return Chunk(item.dataset, item.path, item.start, item.stop)
 
 
 def map_items(

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from rosenblatt._atomic import write_text
+from rosenblatt._records import file_digest
 from rosenblatt.studies._common import Steps
 from rosenblatt.studies.abcd_config import COLUMNAR_CHUNKSIZE, PARTICLE_CHUNKSIZE, AbcdConfig
 from rosenblatt.studies.abcd_preflight import Preflight
@@ -40,6 +41,7 @@ from rosenblatt.studies.abcd_summary import PassOutput
 
 if TYPE_CHECKING:
     from rosenblatt.processors.analysis import Variant
+    from rosenblatt.processors.pieces import PieceStore
     from rosenblatt.studies.abcd_config import TransformConfig
     from rosenblatt.studies.abcd_estimate import CutChoice
     from rosenblatt.studies.abcd_summary import AbcdSummary
@@ -118,16 +120,15 @@ def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
         checked.schema,
     )
     skim_dir = cfg.data_dir / "skim"
-    for old in skim_dir.glob("*.parquet"):
-        old.unlink()
     executor = cfg.executor
-    passes = _Passes(cfg, checked, skim_dir)
+    passes = _Passes(cfg, checked, skim_dir, config)
     with make_executor(executor.kind, executor.workers, scheduler=executor.scheduler) as pool:
         passes.pool = pool
         with steps.timed("score"):
-            defining = passes.run(cfg.defining, variants=(), skim=True)
+            defining = passes.run(cfg.defining, variants=(), skim=True, name="score")
             steps.count("score", _events(defining))
             skims = sorted(defining["skim"])
+            _remove_other_skims(skim_dir, skims)
         log.info("defining sample: %d skim files written", len(skims))
 
         def run_pass(paths: Sequence[str], function: Callable[[str], Any], description: str) -> Any:
@@ -181,7 +182,7 @@ def _analyse(
         simulated = {n: f for n, f in cfg.fileset.items() if cfg.datasets[n].simulated}
         data = {n: f for n, f in cfg.fileset.items() if not cfg.datasets[n].simulated}
         filled = [*variants, *replica_variants] if data else list(variants)
-        output = passes.run(simulated, variants=filled) if simulated else None
+        output = passes.run(simulated, variants=filled, name="analyse") if simulated else None
         steps.count("analyse", _events(output))
     if not data or output is None:
         assert output is not None
@@ -203,9 +204,17 @@ def _analyse(
         else None
     )
     with steps.timed("analyse data"):
-        observed = passes.run(data, variants=variants, blind=blind)
+        observed = passes.run(data, variants=variants, blind=blind, name="analyse data")
         steps.count("analyse data", _events(observed))
     return _merge(output, observed), choices
+
+
+def _remove_other_skims(skim_dir: Path, skims: Sequence[str]) -> None:
+    """Remove the skim files of ``skim_dir`` that are not of this run's defining pass."""
+    kept = {Path(path).name for path in skims}
+    for old in skim_dir.glob("*.parquet"):
+        if old.name not in kept:
+            old.unlink()
 
 
 def _events(output: PassOutput | None) -> int:
@@ -386,12 +395,16 @@ def _replica_problem(
 class _Passes:
     """The passes of the study's processor over datasets, on one executor."""
 
-    def __init__(self, cfg: AbcdConfig, checked: Preflight, skim_dir: Path) -> None:
+    def __init__(
+        self, cfg: AbcdConfig, checked: Preflight, skim_dir: Path, config: dict[str, Any]
+    ) -> None:
         from rosenblatt.processors.analysis import PlaneBinning
 
         self.cfg = cfg
         self.checked = checked
         self.skim_dir = skim_dir
+        self.config = config
+        self.digests: dict[str, str] = {}
         self.pool: Any = None
         low, high = cfg.cuts.x0[0], cfg.cuts.x0[-1]
         self.plane = PlaneBinning(
@@ -405,14 +418,53 @@ class _Passes:
         variants: Sequence[Variant],
         skim: bool = False,
         blind: dict[str, tuple[float, float]] | None = None,
+        name: str,
     ) -> PassOutput:
-        """One pass over ``files``: histograms of ``variants``, skims of every chunk with ``skim``."""
+        """One pass over ``files``: histograms of ``variants``, skims of every chunk with ``skim``.
+
+        Each chunk's output is kept under ``<data folder>/pieces/<name>``, so
+        that a run stopped within the pass reads only the chunks left
+        (:mod:`rosenblatt.processors.pieces`).
+        """
         cfg = self.cfg
         processes = {name: d.process for name, d in cfg.datasets.items() if d.process is not None}
         skim_dir = str(self.skim_dir.resolve()) if skim else None
+        if skim_dir is not None:
+            Path(skim_dir).mkdir(parents=True, exist_ok=True)
+        pieces = self._pieces(name, files, variants, processes, skim_dir, blind)
         if self.checked.schema == "particles":
-            return self._particles(files, variants, processes, skim_dir, blind)
-        return self._columnar(files, variants, processes, skim_dir, blind)
+            return self._particles(files, variants, processes, skim_dir, blind, pieces)
+        return self._columnar(files, variants, processes, skim_dir, blind, pieces)
+
+    def _pieces(
+        self,
+        name: str,
+        files: dict[str, list[str]],
+        variants: Sequence[Variant],
+        processes: dict[str, int],
+        skim_dir: str | None,
+        blind: dict[str, tuple[float, float]] | None,
+    ) -> PieceStore:
+        """The store of the pass's pieces, keyed by everything its outputs depend on."""
+        from rosenblatt.processors.pieces import PieceStore
+        from rosenblatt.studies.abcd_pieces import pass_document
+
+        local = [path for paths in files.values() for path in paths if Path(path).is_file()]
+        for path in local:
+            if path not in self.digests:
+                self.digests[path] = file_digest(path)
+        document = pass_document(
+            self.config,
+            schema=self.checked.schema,
+            scales=self.checked.scales,
+            processes=processes,
+            variants=variants,
+            skim_dir=skim_dir,
+            blind=blind,
+            inputs=set(self.digests),
+        )
+        folder = self.cfg.data_dir / "pieces" / name.replace(" ", "-")
+        return PieceStore.create(folder, name, document, {p: self.digests[p] for p in local})
 
     def _particles(
         self,
@@ -421,6 +473,7 @@ class _Passes:
         processes: dict[str, int],
         skim_dir: str | None,
         blind: dict[str, tuple[float, float]] | None,
+        pieces: PieceStore,
     ) -> PassOutput:
         """A pass of the particle-level processor (events with jets' constituents)."""
         from rosenblatt.ml.scoring import make_scorer
@@ -448,6 +501,7 @@ class _Passes:
             self.pool,
             chunksize=cfg.executor.chunksize or PARTICLE_CHUNKSIZE,
             skip_bad_files=cfg.skip_bad_files,
+            pieces=pieces,
         )
         # the keys of PassOutput, as the processor's accumulator holds them
         return cast(PassOutput, output)
@@ -459,6 +513,7 @@ class _Passes:
         processes: dict[str, int],
         skim_dir: str | None,
         blind: dict[str, tuple[float, float]] | None,
+        pieces: PieceStore,
     ) -> PassOutput:
         """A pass of the columnar processor (flat ntuples, NanoAOD)."""
         from rosenblatt.processors.columnar import ColumnarAnalysisProcessor
@@ -492,6 +547,7 @@ class _Passes:
             entries=self.checked.entries,
             chunksize=cfg.executor.chunksize or COLUMNAR_CHUNKSIZE,
             skip_bad_files=cfg.skip_bad_files,
+            pieces=pieces,
         )
         # the keys of PassOutput, as the processor's accumulator holds them
         output = cast(PassOutput, merged)

@@ -1,0 +1,324 @@
+"""A pass's finished chunks kept on disk, so that a stopped pass resumes where it was.
+
+Each chunk of a pass (``dataset``, file, entries ``[start, stop)``) writes its
+output, in the worker that computed it, to one *piece*: a zip file named by a
+key that hashes what the output was computed from, the pass's
+:attr:`PieceStore.fingerprint` (its configuration: cuts, weights, scores, the
+states of the transforms applied, the blinding), the file's content hash
+(BLAKE2b, as the records of :mod:`rosenblatt._records`; for a remote file, its
+ROOT UUID) and the entry range. The piece is written atomically
+(:mod:`rosenblatt._atomic`): it is whole or absent. It holds a sealed manifest
+(the chunk, its cut flow, the skim files it wrote with their size and hash) and
+each histogram as UHI arrays (``uhi.io.zip``, read without pickle).
+
+A pass then (:func:`run_in_pieces`) runs only the chunks without a sound
+piece, and merges every piece read back from disk in the order of the chunks,
+sorted by dataset, file and entry: its output is the same bit for bit however
+the pass was split over runs, workers and completion orders. Pieces of another
+key (another configuration, a changed input file, another chunking) are never
+read, and are removed once the pass is done. A damaged piece, or one whose skim
+file is damaged, is named in one line and computed again
+(:func:`rosenblatt._records.corrupt`; refused under ``--refuse-corrupt-cache``);
+a chunk that could not be read is kept for the merge but computed again by the
+next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import signal
+import uuid
+import zipfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rosenblatt._atomic import atomic_write
+from rosenblatt._extras import optional_imports
+from rosenblatt._records import check_files, corrupt, file_entries, is_sealed, seal
+
+with optional_imports(__name__):
+    from coffea import processor
+
+__all__ = [
+    "PIECE_FORMAT",
+    "Chunk",
+    "PieceProcessor",
+    "PieceStore",
+    "PieceTask",
+    "fingerprint",
+    "run_in_pieces",
+]
+
+log = logging.getLogger("rosenblatt.pieces")
+
+#: the ``format`` of a piece's manifest
+PIECE_FORMAT = "rosenblatt-pass-piece"
+#: version of the pieces' layout: a piece of another version is not read
+PIECE_VERSION = 1
+#: the manifest's member in a piece
+_MANIFEST = "piece.json"
+#: keys of an output whose value is a mapping of names to histograms
+_HISTOGRAMS = ("abcd", "plane", "replicas", "resampled")
+#: test hook: ``<pass>:<n>`` sends SIGTERM to the run once the pass's folder holds n pieces
+STOP_AFTER_PIECES = "ROSENBLATT_STOP_AFTER_PIECES"
+
+
+def fingerprint(document: Any) -> str:
+    """A short BLAKE2b hash of a JSON-compatible document (keys sorted)."""
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, order=True)
+class Chunk:
+    """One work item of a pass: entries ``[start, stop)`` of ``file`` in ``dataset``.
+
+    ``uuid`` is the ROOT file's UUID where coffea read one (it identifies a
+    remote file, whose content is not hashed).
+    """
+
+    dataset: str
+    file: str
+    start: int
+    stop: int
+    uuid: str = ""
+
+    @classmethod
+    def of_metadata(cls, metadata: Mapping[str, Any]) -> Chunk:
+        """The chunk of a coffea chunk's ``events.metadata``."""
+        return cls(
+            str(metadata["dataset"]),
+            str(metadata["filename"]),
+            int(metadata.get("entrystart", 0)),
+            int(metadata.get("entrystop", 0)),
+            str(metadata.get("fileuuid") or ""),
+        )
+
+    @classmethod
+    def of_work_item(cls, item: Any) -> Chunk:
+        """The chunk of a coffea ``WorkItem`` (as :meth:`of_metadata` sees it in the worker)."""
+        raw = item.fileuuid
+        return cls(
+            str(item.dataset),
+            str(item.filename),
+            int(item.entrystart),
+            int(item.entrystop),
+            str(uuid.UUID(bytes=raw)) if len(raw) > 0 else "",
+        )
+
+
+@dataclass(frozen=True)
+class PieceStore:
+    """The pieces of one pass: a folder, the pass's fingerprint, the input files' hashes.
+
+    Picklable: the workers write the pieces.
+
+    Attributes
+    ----------
+    folder : str
+        Where the pieces are (created by :meth:`create`).
+    name : str
+        The pass's name, in the log and in the stop hook.
+    fingerprint : str
+        What the pass's outputs depend on besides the input (:func:`fingerprint`).
+    digests : mapping of str to str
+        Per local input file, its content hash (BLAKE2b).
+    driver : int
+        The process of the run (the stop hook's target).
+    """
+
+    folder: str
+    name: str
+    fingerprint: str
+    digests: Mapping[str, str]
+    driver: int
+
+    @classmethod
+    def create(
+        cls, folder: str | os.PathLike[str], name: str, document: Any, digests: Mapping[str, str]
+    ) -> PieceStore:
+        """The store of pass ``name`` in ``folder`` (made), for the configuration ``document``.
+
+        ``digests``: per local input file, its content hash
+        (:func:`rosenblatt._records.file_digest`).
+        """
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        path = str(Path(folder).resolve())
+        return cls(path, name, fingerprint(document), dict(digests), os.getpid())
+
+    def key(self, chunk: Chunk) -> str:
+        """The name of ``chunk``'s piece: what its output was computed from, hashed."""
+        content = self.digests.get(chunk.file) or f"uuid:{chunk.uuid}"
+        where = [chunk.dataset, chunk.file, content, chunk.start, chunk.stop]
+        return fingerprint([PIECE_VERSION, self.fingerprint, *where])
+
+    def path(self, chunk: Chunk) -> Path:
+        """Where ``chunk``'s piece is."""
+        return Path(self.folder) / f"{self.key(chunk)}.zip"
+
+    def save(self, chunk: Chunk, output: Mapping[str, Any]) -> None:
+        """Write ``chunk``'s output as its piece (atomically), then apply the stop hook."""
+        from hist import serialization
+        from uhi.io import zip as uhi_zip
+
+        histograms: list[list[str]] = []
+        path = self.path(chunk)
+        with (
+            atomic_write(path) as tmp,
+            zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf,
+        ):
+            for key in _HISTOGRAMS:
+                for variant, h in output.get(key, {}).items():
+                    member = f"h{len(histograms)}"
+                    uhi_zip.write(zf, member, serialization.to_uhi(h))  # type: ignore[arg-type]
+                    histograms.append([key, variant, member])
+            rest = {k: v for k, v in output.items() if k not in (*_HISTOGRAMS, "skim")}
+            manifest = {
+                "format": PIECE_FORMAT,
+                "version": PIECE_VERSION,
+                "key": self.key(chunk),
+                "chunk": [chunk.dataset, chunk.file, chunk.start, chunk.stop],
+                "histograms": histograms,
+                "skim": file_entries("/", output.get("skim", [])) if "skim" in output else None,
+                "rest": rest,
+            }
+            zf.writestr(_MANIFEST, json.dumps(seal(manifest), sort_keys=True))
+        self._stop_hook()
+
+    def _stop_hook(self) -> None:
+        """For tests: SIGTERM to the run once :data:`STOP_AFTER_PIECES` pieces of this pass exist."""
+        hook = os.environ.get(STOP_AFTER_PIECES, "")
+        name, _, count = hook.partition(":")
+        if not (name == self.name and count.isdigit()):
+            return
+        if sum(1 for _ in Path(self.folder).glob("*.zip")) >= int(count):
+            os.kill(self.driver, signal.SIGTERM)
+
+    def _manifest(self, zf: zipfile.ZipFile, chunk: Chunk) -> dict[str, Any] | None:
+        document = json.loads(zf.read(_MANIFEST))
+        sound = (
+            is_sealed(document)
+            and document.get("format") == PIECE_FORMAT
+            and document.get("version") == PIECE_VERSION
+            and document.get("key") == self.key(chunk)
+        )
+        return document if sound else None
+
+    def sound(self, chunk: Chunk) -> bool:
+        """Whether ``chunk`` has a piece that is whole, with its skim files intact.
+
+        A damaged piece is reported (:func:`rosenblatt._records.corrupt`) and
+        removed; a piece of a chunk that could not be read is not sound (it
+        is computed again).
+        """
+        path = self.path(chunk)
+        if not path.is_file():
+            return False
+        try:
+            with zipfile.ZipFile(path) as zf:
+                bad = zf.testzip()
+                document = None if bad is not None else self._manifest(zf, chunk)
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+            document = None
+        if document is None:
+            corrupt(path, "is not a readable piece of this pass (truncated or altered)")
+            path.unlink(missing_ok=True)
+            return False
+        if "unreadable" in document["rest"]:
+            return False
+        skim = document["skim"]
+        return skim is None or check_files("/", skim)
+
+    def load(self, chunk: Chunk) -> dict[str, Any]:
+        """The output of ``chunk``, read back from its piece (histograms exactly as written)."""
+        from hist import serialization
+        from uhi.io import zip as uhi_zip
+
+        with zipfile.ZipFile(self.path(chunk)) as zf:
+            document = self._manifest(zf, chunk)
+            if document is None:
+                raise ValueError(f"{self.path(chunk)}: not a piece of this pass")
+            output: dict[str, Any] = dict(document["rest"])
+            for key, variant, member in document["histograms"]:
+                h = serialization.from_uhi(uhi_zip.read(zf, member))
+                output.setdefault(key, {})[variant] = h
+        if document["skim"] is not None:
+            output["skim"] = [os.path.join("/", name) for name in document["skim"]]
+        return output
+
+    def prune(self, kept: Iterable[Chunk]) -> int:
+        """Remove every file of the folder but the pieces of ``kept``; return how many."""
+        wanted = {self.path(chunk).name for chunk in kept}
+        removed = 0
+        for path in Path(self.folder).iterdir():
+            if path.name not in wanted and path.is_file():
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed
+
+
+class PieceProcessor(processor.ProcessorABC):
+    """A coffea processor that writes each chunk's output of ``inner`` as a piece.
+
+    It returns only a count to the driver, which reads the pieces back in
+    order (:func:`run_in_pieces`).
+    """
+
+    def __init__(self, inner: Any, store: PieceStore) -> None:
+        self.inner, self.store = inner, store
+
+    def process(self, events: Any) -> dict[str, Any]:
+        """Process the chunk with ``inner`` and write its piece."""
+        output = self.inner.process(events)
+        self.store.save(Chunk.of_metadata(events.metadata), output)
+        return {"pieces": 1}
+
+    def postprocess(self, accumulator: Any) -> Any:
+        """Return the accumulator unchanged."""
+        return accumulator
+
+
+@dataclass(frozen=True)
+class PieceTask:
+    """``function(item)`` with its output written as the piece of ``chunk(item)`` (picklable)."""
+
+    function: Callable[[Any], Any]
+    chunk: Callable[[Any], Chunk]
+    store: PieceStore
+
+    def __call__(self, item: Any) -> dict[str, int]:
+        """Compute the item and write its piece."""
+        self.store.save(self.chunk(item), self.function(item))
+        return {"pieces": 1}
+
+
+def run_in_pieces(
+    store: PieceStore, chunks: Sequence[Chunk], run_missing: Callable[[list[Chunk]], Any]
+) -> dict[str, Any]:
+    """Run the chunks without a sound piece, then merge every piece in the chunks' order.
+
+    ``run_missing(chunks)`` computes the chunks given, writing their pieces
+    (:class:`PieceProcessor`, :class:`PieceTask`). Returns the merged output
+    (empty without chunks); pieces of other chunks or keys are removed.
+    """
+    ordered = sorted(set(chunks))
+    missing = [chunk for chunk in ordered if not store.sound(chunk)]
+    log.info(
+        "pass %s: %d chunks, %d kept from an earlier run, %d to run",
+        store.name,
+        len(ordered),
+        len(ordered) - len(missing),
+        len(missing),
+    )
+    if missing:
+        run_missing(missing)
+    merged = processor.accumulate(store.load(chunk) for chunk in ordered)
+    removed = store.prune(ordered)
+    if removed:
+        log.info("pass %s: %d pieces of other runs removed", store.name, removed)
+    return dict(merged or {})
