@@ -26,6 +26,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -472,11 +473,28 @@ def map_items(
     function: Callable[[Any], Any],
     description: str,
 ) -> Any:
-    """Map ``function`` over ``items`` on the executor's workers; return the sum of the results."""
+    """Map ``function`` over ``items`` on the executor's workers; return the sum of the results.
+
+    The results are added in the order of ``items``, whatever order the
+    workers finish in, so that a sum of floating-point numbers is the same
+    bit for bit on every run.
+    """
     if not items:
         return None
-    result = pool.copy(desc=description)(list(items), function, None)
-    return result[0] if isinstance(result, tuple) else result
+    result = pool.copy(desc=description)(list(enumerate(items)), _Indexed(function), None)
+    results = result[0] if isinstance(result, tuple) else result
+    return processor.accumulate(results[index] for index in sorted(results))
+
+
+@dataclass(frozen=True)
+class _Indexed:
+    """``function`` of the item of an ``(index, item)`` pair, as ``{index: result}`` (picklable)."""
+
+    function: Callable[[Any], Any]
+
+    def __call__(self, pair: tuple[int, Any]) -> dict[int, Any]:
+        index, item = pair
+        return {index: self.function(item)}
 
 
 def run_dijet(
