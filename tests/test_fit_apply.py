@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +84,9 @@ def test_fit_equals_the_fit_in_memory(
     x, y = columns["m_jj"], columns["tagger_out"].astype(np.float64)
     expected = rb.IRGI(depth=4).fit(x, y, columns["evt_w"])
     expected.save(tmp_path / "expected.json")
-    assert output.read_text() == (tmp_path / "expected.json").read_text()
+    saved = json.loads(output.read_text())
+    assert saved.pop("fitted_on")["n_events"] == 5000
+    assert saved == json.loads((tmp_path / "expected.json").read_text())
     assert np.array_equal(rb.load(output).transform(x, y), expected.transform(x, y))
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
@@ -360,3 +364,137 @@ def test_commands_are_listed(capsys: pytest.CaptureFixture[str]) -> None:
         main(["apply", "--help"])
     assert exit_info.value.code == 0
     assert "AddFriend" in capsys.readouterr().out
+
+
+def test_fit_records_what_it_was_fitted_on(
+    flat_files: tuple[list[Path], dict[str, np.ndarray]], tmp_path: Path
+) -> None:
+    paths, columns = flat_files
+    output = tmp_path / "t.json"
+    assert main(_fit_args(paths, output, "--weight", "evt_w", "--depth", "3")) == 0
+    record = rb.serialization.fitted_on(rb.load(output))
+    assert record is not None
+    files = record.pop("files")
+    assert record == {
+        "x": "m_jj",
+        "y": "tagger_out",
+        "weight": "evt_w",
+        "treename": TREE,
+        "schema": "base",
+        "jets": "FatJet",
+        "n_events": 5000,
+        "sum_weight": pytest.approx(columns["evt_w"].sum()),
+    }
+    assert [f["name"] for f in files] == [str(p) for p in paths]
+    for entry, path, n in zip(files, paths, (3000, 2000), strict=True):
+        content = path.read_bytes()
+        assert entry["size"] == len(content)
+        assert entry["blake2b"] == hashlib.blake2b(content, digest_size=32).hexdigest()
+        assert (entry["kind"], entry["entries"]) == ("tree", n)
+
+
+def _apply(transform: Path, paths: list[Path], out_dir: Path, *extra: str) -> list[str]:
+    return ["apply", str(transform), *map(str, paths), "--output-dir", str(out_dir), *extra]
+
+
+def test_apply_takes_the_recorded_quantities_and_tree(
+    flat_files: tuple[list[Path], dict[str, np.ndarray]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    paths, columns = flat_files
+    transform = tmp_path / "t.json"
+    assert main(_fit_args(paths, transform, "--depth", "3")) == 0
+    assert main(_apply(transform, paths[:1], tmp_path / "out")) == 0
+    assert "--x" not in capsys.readouterr().err
+    friend = uproot.open(str(tmp_path / "out" / "sample_0_gamma.root"))[TREE]
+    n = 3000
+    expected = rb.load(transform).transform(columns["m_jj"][:n], columns["tagger_out"][:n])
+    assert np.array_equal(friend["gamma_t"].array(library="np"), expected)
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            ["--x", "evt_w"],
+            (
+                "--x evt_w is not the quantity {t} was fitted on (x = m_jj); leave --x out to "
+                "use the recorded one, or give --allow-other-quantities"
+            ),
+        ),
+        (
+            ["--score", "m_jj"],
+            "--score m_jj is not the quantity {t} was fitted on (y = tagger_out)",
+        ),
+    ],
+)
+def test_apply_refuses_another_quantity_in_one_line(
+    given: list[str],
+    message: str,
+    flat_files: tuple[list[Path], dict[str, np.ndarray]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    paths, _ = flat_files
+    transform = tmp_path / "t.json"
+    assert main(_fit_args(paths, transform, "--depth", "3")) == 0
+    capsys.readouterr()
+    before = sorted(tmp_path.iterdir())
+    assert main(_apply(transform, paths, tmp_path / "out", *given)) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith("rosenblatt apply: error: " + message.format(t=transform))
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_apply_stops_when_too_many_events_lie_outside_the_domain(
+    flat_files: tuple[list[Path], dict[str, np.ndarray]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    paths, columns = flat_files
+    transform = tmp_path / "t.json"
+    assert main(_fit_args(paths, transform, "--depth", "3")) == 0
+    capsys.readouterr()
+    before = sorted(tmp_path.iterdir())
+    # the wrong branch, allowed: every event outside in x
+    other = ["--x", "evt_w", "--allow-other-quantities"]
+    assert main(_apply(transform, paths, tmp_path / "out", *other)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1
+    low = rb.load(transform).domain_[0][0]
+    assert captured.err.startswith(
+        "rosenblatt apply: error: 5,000 of the 5,000 events (100.0%) lie outside the domain "
+        f"{transform} was fitted on (5,000 with --x evt_w below {low:g}), more than "
+        "--max-outside 0.05: is --x or --score the wrong branch? Nothing was written"
+    )
+    assert sorted(tmp_path.iterdir()) == before
+    # 6% of the events beyond the fitted mass: refused; allowed by --max-outside 0.1
+    n = 1000
+    shifted = {k: v[:n].copy() for k, v in columns.items()}
+    shifted["m_jj"][:60] += 5000.0
+    sample = _write(tmp_path / "shifted.root", shifted)
+    assert main(_apply(transform, [sample], tmp_path / "out")) == 2
+    assert "60 of the 1,000 events (6.0%) lie outside" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert main(_apply(transform, [sample], tmp_path / "out", "--max-outside", "0.1")) == 0
+    assert "60 events lie outside the transform's domain" in capsys.readouterr().out
+
+
+def test_apply_needs_the_quantities_of_a_transform_that_records_none(
+    flat_files: tuple[list[Path], dict[str, np.ndarray]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    paths, columns = flat_files
+    transform = tmp_path / "plain.json"
+    rb.IRGI(depth=3).fit(columns["m_jj"], columns["tagger_out"]).save(transform)
+    assert main(_apply(transform, paths, tmp_path / "out", "--treename", TREE)) == 2
+    assert capsys.readouterr().err == (
+        f"rosenblatt apply: error: {transform} does not record what it was fitted on (it was "
+        "not saved by rosenblatt fit): give --x and --score\n"
+    )
+    given = ["--treename", TREE, "--x", "m_jj", "--score", "tagger_out"]
+    assert main(_apply(transform, paths, tmp_path / "out", *given)) == 0

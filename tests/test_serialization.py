@@ -142,3 +142,54 @@ def test_the_defining_module_is_written() -> None:
     x, y = bivariate_normal(500, seed=1)
     document = json.loads(rb.serialization.dumps(rb.IRGI(depth=2).fit(x, y)))
     assert document["module"] == "rosenblatt.transforms.irgi"
+
+
+FITTED_ON = {
+    "x": "m_jj",
+    "y": "tagger_out",
+    "weight": None,
+    "treename": "nominal",
+    "schema": "base",
+    "jets": "FatJet",
+    "files": [{"name": "a.root", "size": 10, "blake2b": "00ff"}],
+    "n_events": 3000,
+    "sum_weight": 3000.0,
+}
+
+
+def test_fitted_on_is_kept_by_save_and_load_and_dropped_by_a_new_fit(tmp_path: Path) -> None:
+    x, y = bivariate_normal(3000, seed=2)
+    t = rb.IRGI(3).fit(x, y)
+    t.fitted_on_ = dict(FITTED_ON)
+    t.save(tmp_path / "t.json")
+    loaded = rb.load(tmp_path / "t.json")
+    assert rb.serialization.fitted_on(loaded) == FITTED_ON
+    assert rb.serialization.dumps(loaded) == (tmp_path / "t.json").read_text()
+    loaded.fit(x, y)
+    assert rb.serialization.fitted_on(loaded) is None
+    assert "fitted_on" not in json.loads(rb.serialization.dumps(loaded))
+
+
+def test_a_file_without_fitted_on_loads(fitted, tmp_path: Path) -> None:
+    fitted.save(tmp_path / "t.json")
+    assert "fitted_on" not in json.loads((tmp_path / "t.json").read_text())
+    assert rb.serialization.fitted_on(rb.load(tmp_path / "t.json")) is None
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda b: b.update(x=3), r"fitted_on\.x must be str, got 3"),
+        (lambda b: b.pop("treename"), "fitted_on lacks 'treename'"),
+        (lambda b: b["files"][0].pop("blake2b"), r"fitted_on\.files\[0\] lacks 'blake2b'"),
+        (lambda b: b.update(sum_weight=-1.0), "sum_weight must be finite and positive"),
+        (lambda b: b.update(n_events=True), "n_events must be int"),
+    ],
+)
+def test_a_malformed_fitted_on_is_refused(tmp_path: Path, edit, message: str) -> None:
+    x, y = bivariate_normal(3000, seed=2)
+    t = rb.IRGI(3).fit(x, y)
+    t.fitted_on_ = json.loads(json.dumps(FITTED_ON))
+    path = _tamper(t, tmp_path, lambda d: edit(d["fitted_on"]))
+    with pytest.raises(rb.SchemaError, match=message):
+        rb.load(path)

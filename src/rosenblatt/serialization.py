@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rosenblatt._atomic import write_text
-from rosenblatt._schema import SchemaError, check_array, check_domain
+from rosenblatt._schema import SchemaError, check_array, check_domain, check_fitted_on
 from rosenblatt._validation import check_int
 from rosenblatt._version import __version__
 from rosenblatt.transforms import ConditionalCDFTransform
@@ -38,6 +38,7 @@ __all__ = [
     "check_array",
     "check_domain",
     "dumps",
+    "fitted_on",
     "load",
     "loads",
     "save",
@@ -45,14 +46,29 @@ __all__ = [
 
 #: identifies our files
 FORMAT = "rosenblatt-transform"
-#: version of the layout written by :func:`save`; older versions stay readable
+#: version of the layout written by :func:`save`; older versions stay readable. The
+#: ``fitted_on`` block is optional: a file without it is read as before, and a release
+#: that does not know the block reads the file and ignores it, so it keeps version 1
 SCHEMA_VERSION = 1
 #: the package whose modules a saved file may name as the one defining its kind
 _PACKAGE = "rosenblatt."
 
 
+def fitted_on(transform: ConditionalCDFTransform) -> dict[str, Any] | None:
+    """What ``rosenblatt fit`` fitted ``transform`` on, as its file records it, or ``None``.
+
+    The block (``transform.fitted_on_``, set by ``rosenblatt fit`` and by
+    :func:`load`; a new :meth:`~ConditionalCDFTransform.fit` drops it) holds
+    the quantities ``x``, ``y`` and ``weight`` as written, ``treename``,
+    ``schema``, ``jets``, ``files`` (each ``{"name", "size", "blake2b"}``),
+    ``n_events`` and ``sum_weight``: see :data:`rosenblatt._schema.FITTED_ON_KEYS`.
+    """
+    block = transform.__dict__.get("fitted_on_")
+    return None if block is None else dict(block)
+
+
 def dumps(transform: ConditionalCDFTransform) -> str:
-    """Return the JSON text of a fitted transform."""
+    """Return the JSON text of a fitted transform (with its ``fitted_on`` block, if any)."""
     document = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -61,6 +77,9 @@ def dumps(transform: ConditionalCDFTransform) -> str:
         "module": type(transform).__module__,
         "state": transform.get_state(),
     }
+    block = fitted_on(transform)
+    if block is not None:
+        document["fitted_on"] = check_fitted_on(block)
     return json.dumps(document, allow_nan=False, separators=(",", ":"))
 
 
@@ -84,13 +103,16 @@ def loads(text: str | bytes, *, source: str = "<string>") -> ConditionalCDFTrans
         raise SchemaError(msg)
     written = f"{source} (written by {_writer(document)})"
     try:
-        return cls.from_state(state)
+        transform = cls.from_state(state)
+        if "fitted_on" in document:
+            transform.fitted_on_ = check_fitted_on(document["fitted_on"])
     except SchemaError as err:
         msg = f"{written}: {err}"
         raise SchemaError(msg) from err
     except (KeyError, TypeError, ValueError) as err:
         msg = f"{written}: malformed {kind} state ({type(err).__name__}: {err})"
         raise SchemaError(msg) from err
+    return transform
 
 
 def _writer(document: dict[str, Any]) -> str:

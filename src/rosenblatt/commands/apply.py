@@ -13,12 +13,23 @@ from typing import Any
 import numpy as np
 
 from rosenblatt.commands._errors import print_error
-from rosenblatt.commands.fit import add_common_arguments, quantities_from_args
+from rosenblatt.commands.fit import DEFAULT_TREENAME, add_common_arguments, quantities_from_args
 
-__all__ = ["MISSING_GAMMA", "add_parser", "main", "output_paths"]
+__all__ = [
+    "DEFAULT_MAX_OUTSIDE",
+    "MISSING_GAMMA",
+    "add_parser",
+    "check_outside",
+    "main",
+    "output_paths",
+    "recorded_inputs",
+]
 
 #: gamma of an event that lacks a value of --x or --score (outside [0, 1], so no cut keeps it)
 MISSING_GAMMA = -1.0
+
+#: the largest fraction of the events with a value that may lie outside the fitted domain
+DEFAULT_MAX_OUTSIDE = 0.05
 
 DESCRIPTION = f"""\
 Evaluate a transform saved by `rosenblatt fit` (or rosenblatt's save) on every event of TTrees
@@ -34,12 +45,19 @@ fields, entry for entry. Use a tree as a friend tree, e.g. in ROOT's RDataFrame:
   events.AddFriend(&gamma, "g");
   ROOT::RDataFrame df(events);  // columns g.gamma_<name>, ...
 
---x and --score take the forms of `rosenblatt fit` (see its help) and must be those the
-transform was fitted with. An event lacking a value (fewer objects than an element needs,
-fewer than two jets for a jet feature) gets gamma = {MISSING_GAMMA:g}, so that the entries stay
-aligned; the summary counts them. A NaN or infinite value is an error naming the file and the
-entry. Every file, tree and branch is checked before any event is read; the files are written
-in chunks under temporary names and moved into place only when every one is complete.
+--x and --score take the forms of `rosenblatt fit` (see its help). A transform saved by
+`rosenblatt fit` records what it was fitted on (the JSON's fitted_on block): --x, --score,
+--treename and --jets default to the recorded ones, and a --x or --score that differs from the
+recorded one is refused in one line naming both, unless --allow-other-quantities. A transform
+saved otherwise records nothing: give --x and --score. When more than --max-outside (default
+{DEFAULT_MAX_OUTSIDE:g}) of the events with a value lie outside the domain the transform was
+fitted on (x or y beyond the fitted range: the wrong branch, or another selection), nothing is
+written and the run stops with one line (status 2). An event lacking a value (fewer objects
+than an element needs, fewer than two jets for a jet feature) gets gamma = {MISSING_GAMMA:g},
+so that the entries stay aligned; the summary counts them. A NaN or infinite value is an error
+naming the file and the entry. Every file, tree and branch is checked before any event is read;
+the files are written in chunks under temporary names and moved into place only when every one
+is complete.
 """
 
 _NAME = re.compile(r"^\w+$")
@@ -56,9 +74,32 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "transform", metavar="TRANSFORM.json", help="transform saved by rosenblatt fit"
     )
-    add_common_arguments(parser)
-    parser.add_argument("--x", required=True, metavar="X", help="the protected observable")
-    parser.add_argument("--score", required=True, metavar="Y", help="the classifier score")
+    add_common_arguments(parser, recorded=True)
+    parser.add_argument(
+        "--x",
+        default=None,
+        metavar="X",
+        help="the protected observable (default: the one the transform was fitted on)",
+    )
+    parser.add_argument(
+        "--score",
+        default=None,
+        metavar="Y",
+        help="the classifier score (default: the one the transform was fitted on)",
+    )
+    parser.add_argument(
+        "--allow-other-quantities",
+        action="store_true",
+        help="apply the transform to a --x or --score other than those it was fitted on",
+    )
+    parser.add_argument(
+        "--max-outside",
+        type=_fraction,
+        default=DEFAULT_MAX_OUTSIDE,
+        metavar="FRACTION",
+        help="stop, writing nothing, when more than this fraction of the events lies outside "
+        "the fitted domain; 1 never stops (default: %(default)s)",
+    )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--output-dir", metavar="DIR", help="folder of the <stem>_gamma.root files (made if absent)"
@@ -70,6 +111,76 @@ def add_parser(subparsers: Any) -> None:
         help="the branch is gamma_NAME (default: the transform file's stem)",
     )
     parser.set_defaults(func=main)
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1], got {text!r}")
+    return value
+
+
+def recorded_inputs(args: argparse.Namespace, record: dict[str, Any] | None) -> None:
+    """Fill ``--x``, ``--score``, ``--treename`` and ``--jets`` not given from ``record``.
+
+    ``record`` is the transform's ``fitted_on`` block
+    (:func:`rosenblatt.serialization.fitted_on`), or ``None``: then ``--x``
+    and ``--score`` must be given and the others take their usual defaults.
+
+    Raises
+    ------
+    ValueError
+        If ``--x`` or ``--score`` is missing and not recorded.
+    """
+    from rosenblatt.processors.quantities import DEFAULT_JETS
+
+    if record is None:
+        absent = [option for option in ("--x", "--score") if getattr(args, option[2:]) is None]
+        if absent:
+            raise ValueError(
+                f"{args.transform} does not record what it was fitted on (it was not saved by "
+                f"rosenblatt fit): give {' and '.join(absent)}"
+            )
+        record = {"treename": DEFAULT_TREENAME, "jets": DEFAULT_JETS}
+    else:
+        args.x = record["x"] if args.x is None else args.x
+        args.score = record["y"] if args.score is None else args.score
+    args.treename = record["treename"] if args.treename is None else args.treename
+    args.jets = record["jets"] if args.jets is None else args.jets
+
+
+def check_quantities(
+    args: argparse.Namespace, record: dict[str, Any] | None, quantities: dict[str, Any]
+) -> None:
+    """Refuse a ``--x`` or ``--score`` other than the recorded one, unless allowed.
+
+    A built-in jet feature read from another ``--jets`` collection is another
+    quantity too.
+
+    Raises
+    ------
+    ValueError
+        Naming the quantity given and the one recorded.
+    """
+    from rosenblatt.processors.quantities import JET_FEATURES
+
+    if record is None or args.allow_other_quantities:
+        return
+    for option, key in (("--x", "x"), ("--score", "y")):
+        given = quantities[option]
+        jet_feature = given.kind == "name" and given.name in JET_FEATURES
+        if given.text != record[key] or (jet_feature and args.jets != record["jets"]):
+            on = f" of --jets {args.jets}" if jet_feature else ""
+            was = f" of --jets {record['jets']}" if jet_feature else ""
+            raise ValueError(
+                f"{option} {given.text}{on} is not the quantity {args.transform} was fitted on "
+                f"({key} = {record[key]}{was}); leave {option} out to use the recorded one, or "
+                "give --allow-other-quantities"
+            )
 
 
 def branch_name(transform_path: str, name: str | None) -> str:
@@ -136,6 +247,7 @@ class _Written:
     lacking: dict[str, int] = field(default_factory=dict)
     missing: int = 0
     outside: int = 0
+    sides: dict[str, int] = field(default_factory=dict)
     branches: list[str] = field(default_factory=list)
 
 
@@ -170,7 +282,9 @@ def _write(
     ids = list(EVENT_IDS) if source.has_event_ids else []
     types: dict[str, Any] = {branch: np.float64}
     types.update(_id_types(source, ids) if ids else {"entry": np.int64})
-    written = _Written(lacking=dict.fromkeys(quantities, 0), branches=list(types))
+    written = _Written(
+        lacking=dict.fromkeys(quantities, 0), sides=dict.fromkeys(_SIDES, 0), branches=list(types)
+    )
     with uproot.recreate(str(temporary)) as handle:
         if source.kind == "RNTuple":
             tree = handle.mkrntuple(source.treename, types, source.treename)
@@ -182,7 +296,10 @@ def _write(
             x, y = chunk.values["--x"][keep], chunk.values["--score"][keep]
             if keep.any():
                 gamma[keep] = transform.transform(x, y)
-                written.outside += int(transform.outside(x, y).total)
+                outside = transform.outside(x, y)
+                written.outside += int(outside.total)
+                for side in _SIDES:
+                    written.sides[side] += int(getattr(outside, side))
             columns: dict[str, Any] = {branch: gamma}
             if ids:
                 columns.update({name: chunk.branches[name] for name in ids})
@@ -198,6 +315,39 @@ def _write(
             f"{source.path}: {written.entries} entries written, the tree has {source.entries}"
         )
     return written
+
+
+#: the sides of the domain an event may lie beyond (:class:`rosenblatt.transforms.OutsideCounts`)
+_SIDES = ("x_below", "x_above", "y_below", "y_above")
+
+
+def check_outside(args: argparse.Namespace, transform: Any, written: Sequence[_Written]) -> None:
+    """Refuse a run where more than ``--max-outside`` of the events with a value lie outside.
+
+    Raises
+    ------
+    ValueError
+        Saying how many events lie beyond which side of the fitted domain.
+    """
+    with_value = sum(w.entries - w.missing for w in written)
+    outside = sum(w.outside for w in written)
+    if with_value == 0 or outside <= args.max_outside * with_value:
+        return
+    (x_low, x_high), (y_low, y_high) = transform.domain_
+    edges = {"x_below": x_low, "x_above": x_high, "y_below": y_low, "y_above": y_high}
+    names = {"x": f"--x {args.x}", "y": f"--score {args.score}"}
+    sides = []
+    for side, edge in edges.items():
+        count = sum(w.sides[side] for w in written)
+        if count:
+            axis, where = side.split("_")
+            sides.append(f"{count:,} with {names[axis]} {where} {edge:g}")
+    raise ValueError(
+        f"{outside:,} of the {with_value:,} events ({outside / with_value:.1%}) lie outside the "
+        f"domain {args.transform} was fitted on ({'; '.join(sides)}), more than --max-outside "
+        f"{args.max_outside:g}: is --x or --score the wrong branch? Nothing was written "
+        "(raise --max-outside to apply it anyway)"
+    )
 
 
 def _describe(path: Path, source: Any, written: _Written, quantities: dict[str, Any]) -> str:
@@ -228,6 +378,7 @@ def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt apply``; return the exit status."""
     import rosenblatt as rb
     from rosenblatt.processors.branches import check_tree, require, require_for, temporary_beside
+    from rosenblatt.serialization import fitted_on
 
     temporaries: list[Path] = []
     created: Path | None = None
@@ -240,19 +391,24 @@ def main(args: argparse.Namespace) -> int:
                 "rosenblatt apply takes one --x"
             )
         branch = branch_name(args.transform, args.name)
+        record = fitted_on(transform)
+        recorded_inputs(args, record)
         quantities = quantities_from_args(args, {"--x": args.x, "--score": args.score})
         sources = [check_tree(path, args.treename, quantities) for path in args.files]
+        check_quantities(args, record, quantities)
         require_for(quantities, sources)
         outputs = output_paths(args.files, args.output_dir, args.output)
         if args.output_dir is not None and not Path(args.output_dir).exists():
             Path(args.output_dir).mkdir(parents=True)
             created = Path(args.output_dir)
-        lines = []
+        lines, counts = [], []
         for source, output in zip(sources, outputs, strict=True):
             temporary = temporary_beside(output)
             temporaries.append(temporary)
             written = _write(source, quantities, transform, branch, temporary, args.chunk_size)
+            counts.append(written)
             lines.append(_describe(output, source, written, quantities))
+        check_outside(args, transform, counts)
         for temporary, output in zip(temporaries, outputs, strict=True):
             os.replace(temporary, output)
         temporaries.clear()

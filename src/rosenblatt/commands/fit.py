@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 from rosenblatt.commands._errors import print_error
 
 __all__ = [
+    "DEFAULT_TREENAME",
     "TRANSFORMS",
     "add_common_arguments",
     "add_parser",
@@ -75,23 +76,34 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """The input options shared with ``rosenblatt apply``: files, tree, jets, chunk size."""
+#: ``--treename`` when neither given nor recorded
+DEFAULT_TREENAME = "Events"
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, recorded: bool = False) -> None:
+    """The input options shared with ``rosenblatt apply``: files, tree, jets, chunk size.
+
+    With ``recorded``, ``--treename`` and ``--jets`` default to ``None``: the
+    values the transform records, else the usual defaults.
+    """
     from rosenblatt.processors.branches import DEFAULT_STEP
     from rosenblatt.processors.quantities import DEFAULT_JETS
 
+    recorded_default = "the one the transform was fitted on, else "
     parser.add_argument("files", nargs="+", metavar="FILE", help="ROOT files with the tree")
     parser.add_argument(
         "--treename",
-        default="Events",
+        default=None if recorded else DEFAULT_TREENAME,
         metavar="TREE",
-        help="the TTree or RNTuple holding the events (default: %(default)s)",
+        help="the TTree or RNTuple holding the events (default: "
+        f"{recorded_default if recorded else ''}{DEFAULT_TREENAME})",
     )
     parser.add_argument(
         "--jets",
-        default=DEFAULT_JETS,
+        default=None if recorded else DEFAULT_JETS,
         metavar="COLLECTION",
-        help="collection of the built-in jet features (default: %(default)s)",
+        help="collection of the built-in jet features (default: "
+        f"{recorded_default if recorded else ''}{DEFAULT_JETS})",
     )
     parser.add_argument(
         "--chunk-size",
@@ -280,6 +292,44 @@ def _summary(
     )
 
 
+def fitted_on(
+    args: argparse.Namespace,
+    sources: list[Any],
+    quantities: dict[str, Any],
+    n_events: int,
+    sum_weight: float,
+) -> dict[str, Any]:
+    """The ``fitted_on`` block saved with the transform (see :func:`rosenblatt.serialization.fitted_on`).
+
+    The quantities as written, the tree, how its events were read (coffea's
+    ``BaseSchema``: every branch a field), and each file's name as given,
+    size, BLAKE2b hash, kind (``tree`` or ``RNTuple``) and entries.
+    """
+    from rosenblatt._records import HASH, file_digest
+
+    weight = quantities.get("--weight")
+    return {
+        "x": quantities["--x"].text,
+        "y": quantities["--score"].text,
+        "weight": None if weight is None else weight.text,
+        "treename": args.treename,
+        "schema": "base",
+        "jets": args.jets,
+        "files": [
+            {
+                "name": source.path,
+                "size": Path(source.path).stat().st_size,
+                HASH: file_digest(source.path),
+                "kind": source.kind,
+                "entries": source.entries,
+            }
+            for source in sources
+        ],
+        "n_events": n_events,
+        "sum_weight": sum_weight,
+    }
+
+
 def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt fit``; return the exit status."""
     from rosenblatt.processors.branches import check_tree, require, require_for
@@ -302,6 +352,9 @@ def main(args: argparse.Namespace) -> int:
         x, y = np.concatenate(sample.x), np.concatenate(sample.y)
         weights = np.concatenate(sample.w) if sample.w else None
         transform.fit(x, y, weights)
+        transform.fitted_on_ = fitted_on(
+            args, sources, quantities, transform.n_events_, transform.sum_weight_
+        )
         _save(transform, output)
     except (OSError, ValueError, TypeError) as err:
         print_error("rosenblatt fit", err)

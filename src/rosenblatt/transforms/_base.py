@@ -228,6 +228,9 @@ class ConditionalCDFTransform(ABC):
     domain_: tuple[tuple[float, float], tuple[float, float]]
     n_events_: int
     sum_weight_: float
+    #: what ``rosenblatt fit`` fitted the transform on, kept with it by save and load
+    #: (:func:`rosenblatt.serialization.fitted_on`); dropped by a new fit
+    fitted_on_: dict[str, Any]
 
     def fit(self, x: Any, y: Any, weight: Any = None) -> Self:
         """Learn ``gamma`` from the defining background sample.
@@ -248,6 +251,7 @@ class ConditionalCDFTransform(ABC):
         -------
         self
         """
+        self.__dict__.pop("fitted_on_", None)
         x_matrix, x = _observables.split_observables(x)
         if x_matrix is not None:
             return self._fit_observables(x_matrix, y, weight)
