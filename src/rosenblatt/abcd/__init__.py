@@ -25,7 +25,10 @@ carries its statistical uncertainty.
   (:func:`closure_correction`), and the corrected prediction (:func:`abcd_prediction`);
 - :mod:`~rosenblatt.abcd.likelihood`: the estimate as a pyhf model
   (:func:`pyhf_workspace`), its expected significance and limit, and their map
-  over the cuts (pyhf is imported on first use).
+  over the cuts (pyhf is imported on first use);
+- :mod:`~rosenblatt.abcd.passfail`: beyond one cut, the pass/fail fit of the
+  spectrum in bins of ``x`` (:func:`passfail_workspace`, :func:`passfail_fit`):
+  the passing background is the failing one times a transfer ratio.
 """
 
 from __future__ import annotations
@@ -45,15 +48,18 @@ from rosenblatt.abcd.likelihood import (
     background_fit,
     expected_significance,
     expected_upper_limit,
+    profile_interval,
     pyhf_workspace,
     sensitivity_map,
 )
+from rosenblatt.abcd.passfail import PassFailFit, passfail_fit, passfail_workspace
 
 __all__ = [
     "AbcdPrediction",
     "ClosureCorrection",
     "ClosureScan",
     "ClosureTest",
+    "PassFailFit",
     "SensitivityMap",
     "abcd_histogram",
     "abcd_prediction",
@@ -65,7 +71,10 @@ __all__ = [
     "expected_significance",
     "expected_upper_limit",
     "measured_closure",
+    "passfail_fit",
+    "passfail_workspace",
     "process_axis",
+    "profile_interval",
     "pyhf_workspace",
     "sensitivity_map",
 ]

@@ -1,0 +1,129 @@
+"""The pass/fail fit in bins of ``x``: its closed form, its Asimov fit, its errors and its coverage."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pyhf = pytest.importorskip("pyhf")
+
+from rosenblatt.abcd.passfail import PassFailFit, passfail_fit, passfail_workspace
+from rosenblatt.studies.lhco.statistics import quiet_pyhf
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:jsonschema.RefResolver is deprecated:DeprecationWarning"
+)
+
+#: bins of x on [0, 1], a falling background and a resonance at 0.6
+EDGES = np.linspace(0.0, 1.0, 13)
+CENTRES = 0.5 * (EDGES[1:] + EDGES[:-1])
+BACKGROUND = 20000 * np.exp(-3 * CENTRES) * np.diff(EDGES) * 3 / -np.expm1(-3)
+RESONANCE = np.exp(-0.5 * ((CENTRES - 0.6) / 0.04) ** 2)
+SIGNAL = 300 * RESONANCE / RESONANCE.sum()
+#: the cut keeps this fraction of the background in every bin (a decorrelated score)
+EPS = 0.05
+
+
+def _spectra(rng: np.random.Generator, eps: np.ndarray | float = EPS) -> tuple[np.ndarray, ...]:
+    failing = rng.poisson(BACKGROUND * (1 - eps) + 0.5 * SIGNAL)
+    passing = rng.poisson(BACKGROUND * eps + 0.5 * SIGNAL)
+    return failing, passing
+
+
+def test_the_background_only_fit_is_the_closed_form() -> None:
+    failing, passing = _spectra(np.random.default_rng(1))
+    workspace = passfail_workspace(failing, passing, 0.5 * SIGNAL, 0.5 * SIGNAL, ratio=0.04)
+    model = workspace.model()
+    pars = pyhf.infer.mle.fixed_poi_fit(0.0, workspace.data(model), model, tolerance=1e-12)
+    # the maximum of sum_i Pois(f_i | b_i) Pois(p_i | r b_i): r = sum p / sum f
+    ratio = passing.sum() / failing.sum()
+    transfer = float(pars[model.config.par_slice("transfer")][0]) * 0.04
+    assert transfer == pytest.approx(ratio, rel=1e-5)
+    shape = np.asarray(pars[model.config.par_slice("background_shape")])
+    np.testing.assert_allclose(shape * failing, (failing + passing) / (1 + ratio), rtol=1e-4)
+
+
+def test_the_asimov_spectra_give_back_their_signal_and_ratio() -> None:
+    failing = BACKGROUND * (1 - EPS) + 0.5 * SIGNAL
+    passing = BACKGROUND * EPS + 0.5 * SIGNAL
+    with quiet_pyhf():
+        fit = passfail_fit(passfail_workspace(failing, passing, 0.5 * SIGNAL, 0.5 * SIGNAL))
+    assert isinstance(fit, PassFailFit)
+    assert fit.mu == pytest.approx(1.0, abs=2e-3)
+    assert fit.mu_low < 1.0 < fit.mu_high
+    assert fit.transfer == pytest.approx(EPS / (1 - EPS), rel=1e-3)
+    np.testing.assert_allclose(fit.background_pass, BACKGROUND * EPS, rtol=5e-3)
+    np.testing.assert_allclose(fit.signal_pass, fit.mu * 0.5 * SIGNAL, rtol=1e-9)
+
+
+@pytest.mark.slow
+def test_a_nonclosure_per_bin_widens_the_interval() -> None:
+    failing = BACKGROUND * (1 - EPS) + 0.5 * SIGNAL
+    passing = BACKGROUND * EPS + 0.5 * SIGNAL
+    with quiet_pyhf():
+        tight = passfail_fit(passfail_workspace(failing, passing, 0.5 * SIGNAL, 0.5 * SIGNAL))
+        wide = passfail_fit(
+            passfail_workspace(
+                failing, passing, 0.5 * SIGNAL, 0.5 * SIGNAL, nonclosure=np.full(12, 0.2)
+            )
+        )
+    assert "nonclosure" in wide_parameters(failing, passing)
+    assert wide.mu_high - wide.mu_low > 1.2 * (tight.mu_high - tight.mu_low)
+
+
+def wide_parameters(failing: np.ndarray, passing: np.ndarray) -> list[str]:
+    workspace = passfail_workspace(
+        failing, passing, 0.5 * SIGNAL, 0.5 * SIGNAL, nonclosure=np.full(12, 0.2)
+    )
+    return list(workspace.model().config.parameters)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"passing": np.ones(5)}, "passing has 5 bins, the failing spectrum 12"),
+        (
+            {"failing": np.full(12, -1.0)},
+            r"failing must be finite and non-negative, got -1.0 in bin 0",
+        ),
+        ({"signal_passing": np.zeros(12)}, "signal_passing must have a positive yield"),
+        ({"failing": np.zeros(12)}, "ratio must be a positive number"),
+        ({"nonclosure": [np.nan] * 12}, "nonclosure must be finite"),
+        ({"failing": np.ones((2, 6))}, r"failing must be a non-empty 1-d array"),
+    ],
+)
+def test_bad_input_is_named(change: dict[str, object], message: str) -> None:
+    arguments: dict[str, object] = {
+        "failing": BACKGROUND,
+        "passing": BACKGROUND * EPS,
+        "signal_passing": SIGNAL,
+        **change,
+    }
+    with pytest.raises(ValueError, match=message):
+        passfail_workspace(**arguments)  # type: ignore[arg-type]
+
+
+def _coverage(eps: np.ndarray | float, toys: int) -> tuple[np.ndarray, float]:
+    mu = np.empty(toys)
+    covered = 0
+    for toy in range(toys):
+        failing, passing = _spectra(np.random.default_rng([5, toy]), eps)
+        with quiet_pyhf():
+            fit = passfail_fit(passfail_workspace(failing, passing, 0.5 * SIGNAL, 0.5 * SIGNAL))
+        mu[toy] = fit.mu
+        covered += fit.mu_low <= 1.0 <= fit.mu_high
+    return mu, covered / toys
+
+
+@pytest.mark.slow
+def test_the_interval_covers_for_a_decorrelated_score_and_not_for_a_sculpted_one() -> None:
+    toys = 100
+    mu, coverage = _coverage(EPS, toys)
+    error = np.sqrt(0.68 * 0.32 / toys)
+    assert abs(coverage - 0.68) < 3 * error, coverage
+    assert abs(mu.mean() - 1.0) < 3 * mu.std() / np.sqrt(toys), mu.mean()
+    # a raw score whose efficiency rises with x sculpts the passing spectrum: the constant
+    # transfer ratio is wrong, and the fitted signal is biased beyond its error
+    sculpted, sculpted_coverage = _coverage(EPS + 0.1 * (CENTRES - 0.3), 25)
+    assert abs(sculpted.mean() - 1.0) > 5 * sculpted.std() / np.sqrt(25), sculpted.mean()
+    assert sculpted_coverage < 0.2
