@@ -498,3 +498,48 @@ def test_apply_needs_the_quantities_of_a_transform_that_records_none(
     )
     given = ["--treename", TREE, "--x", "m_jj", "--score", "tagger_out"]
     assert main(_apply(transform, paths, tmp_path / "out", *given)) == 0
+
+
+def test_fit_mixes_the_defining_datasets_of_a_configuration_at_their_cross_sections(
+    flat_files: tuple[list[Path], dict[str, np.ndarray]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    paths, _ = flat_files
+    config = tmp_path / "analysis.yaml"
+    config.write_text(
+        "study: abcd\n"
+        f"treename: {TREE}\n"
+        "lumi: 10.0\n"
+        "datasets:\n"
+        f"  light: {{files: [{paths[0].name}], role: defining, weight: evt_w, xsec: 4.6}}\n"
+        f"  heavy: {{files: [{paths[1].name}], role: defining, weight: evt_w, xsec: 1.2}}\n"
+        "  other: {files: [sample_1.root], role: background}\n"
+        "score: tagger_out\n"
+        "transforms: [{kind: irgi, depth: 3}]\n"
+        "abcd: {x: m_jj, x0: [2000.0, 3000.0], n_x0: 3, y0: [0.2, 0.8], n_y0: 3}\n"
+    )
+    output = tmp_path / "mixed.json"
+    args = ["fit", "--config", str(config), "--x", "m_jj", "--score", "tagger_out"]
+    assert main([*args, "--depth", "3", "--output", str(output)]) == 0
+    assert "the defining datasets of" in capsys.readouterr().out
+
+    x, y, w = [], [], []
+    for path, xsec in zip(paths, (4.6, 1.2), strict=True):
+        events = uproot.open(str(path))[TREE].arrays(library="np")
+        x.append(events["m_jj"])
+        y.append(events["tagger_out"].astype(np.float64))
+        w.append(events["evt_w"] * (xsec * 10.0 / events["evt_w"].sum()))
+    by_hand = rb.IRGI(depth=3).fit(np.concatenate(x), np.concatenate(y), np.concatenate(w))
+    fitted = rb.load(output)
+    assert fitted.get_state() == by_hand.get_state()
+    record = rb.serialization.fitted_on(fitted)
+    assert record is not None
+    assert record["lumi"] == 10.0
+    assert sorted(record["datasets"]) == ["heavy", "light"]
+    assert record["datasets"]["heavy"]["xsec"] == 1.2
+    assert [f["name"] for f in record["files"]] == [str(p) for p in paths]
+    assert record["sum_weight"] == pytest.approx(4.6 * 10.0 + 1.2 * 10.0)
+
+    assert main([*args, str(paths[0]), "--output", str(output)]) == 2
+    assert "leave FILEs out" in capsys.readouterr().err

@@ -45,6 +45,14 @@ An event lacking a value (fewer objects than an element needs, fewer than two je
 feature) is left out of the fit and counted in the summary; a NaN or infinite value is an
 error naming the file and the entry. Weights may be negative; their sum must be positive.
 Every file, tree and branch is checked before any event is read.
+
+With --config, the events are those of the defining datasets of an analysis configuration
+(`study: abcd`: its datasets:, defining:, lumi:, treename: and jets: are read, the rest is
+not), mixed at their physical proportions as the analysis mixes them: each dataset's weight
+(its weight: quantity, or 1) times xsec * lumi / sum(w), sum(w) over every event of its files
+(NanoAOD: Runs.genEventSumw); a dataset without xsec keeps its weights. The transform saved
+records what it was fitted on (the quantities as written, tree, files with their BLAKE2b
+hashes, number and weighted sum of events), which `rosenblatt apply` uses.
 """
 
 
@@ -80,7 +88,9 @@ def positive_int(text: str) -> int:
 DEFAULT_TREENAME = "Events"
 
 
-def add_common_arguments(parser: argparse.ArgumentParser, *, recorded: bool = False) -> None:
+def add_common_arguments(
+    parser: argparse.ArgumentParser, *, recorded: bool = False, files: str = "+"
+) -> None:
     """The input options shared with ``rosenblatt apply``: files, tree, jets, chunk size.
 
     With ``recorded``, ``--treename`` and ``--jets`` default to ``None``: the
@@ -90,7 +100,7 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, recorded: bool = Fa
     from rosenblatt.processors.quantities import DEFAULT_JETS
 
     recorded_default = "the one the transform was fitted on, else "
-    parser.add_argument("files", nargs="+", metavar="FILE", help="ROOT files with the tree")
+    parser.add_argument("files", nargs=files, metavar="FILE", help="ROOT files with the tree")
     parser.add_argument(
         "--treename",
         default=None if recorded else DEFAULT_TREENAME,
@@ -122,7 +132,15 @@ def add_parser(subparsers: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_common_arguments(parser)
+    add_common_arguments(parser, files="*")
+    parser.add_argument(
+        "--config",
+        default=None,
+        metavar="CONFIG.yaml",
+        help="fit on the defining datasets of an analysis configuration (its datasets:, "
+        "defining:, lumi:, treename: and jets:), each normalised to xsec * lumi * w / sum(w), "
+        "instead of FILEs",
+    )
     parser.add_argument("--x", required=True, metavar="X", help="the protected observable")
     parser.add_argument("--score", required=True, metavar="Y", help="the classifier score")
     parser.add_argument(
@@ -205,22 +223,41 @@ class _Sample:
     left_out: int = 0
 
 
-def _read(sources: list[Any], quantities: dict[str, Any], step: int) -> _Sample:
+@dataclass(frozen=True)
+class _Input:
+    """The files of one dataset, the quantities read from them and the factor of its weights."""
+
+    sources: list[Any]
+    quantities: dict[str, Any]
+    scale: float = 1.0
+
+
+def _read(inputs: list[_Input], step: int) -> _Sample:
     from rosenblatt.processors.branches import iter_chunks
 
-    sample = _Sample(lacking=dict.fromkeys(quantities, 0))
-    for source in sources:
-        for chunk in iter_chunks(source, quantities, step_size=step):
-            keep = chunk.complete()
-            sample.read += len(chunk)
-            sample.left_out += int((~keep).sum())
-            for option, present in chunk.present.items():
-                sample.lacking[option] += int((~present).sum())
-            sample.x.append(chunk.values["--x"][keep])
-            sample.y.append(chunk.values["--score"][keep])
-            if "--weight" in chunk.values:
-                sample.w.append(chunk.values["--weight"][keep])
+    weighted = any("--weight" in i.quantities or i.scale != 1.0 for i in inputs)
+    sample = _Sample(lacking=dict.fromkeys(inputs[0].quantities, 0))
+    for part in inputs:
+        for source in part.sources:
+            _read_source(sample, source, part, step, weighted, iter_chunks)
     return sample
+
+
+def _read_source(
+    sample: _Sample, source: Any, part: _Input, step: int, weighted: bool, iter_chunks: Any
+) -> None:
+    """Add the events of one file to ``sample``, their weights times the dataset's factor."""
+    for chunk in iter_chunks(source, part.quantities, step_size=step):
+        keep = chunk.complete()
+        sample.read += len(chunk)
+        sample.left_out += int((~keep).sum())
+        for option, present in chunk.present.items():
+            sample.lacking[option] = sample.lacking.get(option, 0) + int((~present).sum())
+        sample.x.append(chunk.values["--x"][keep])
+        sample.y.append(chunk.values["--score"][keep])
+        if weighted:
+            w = chunk.values["--weight"][keep] if "--weight" in chunk.values else 1.0
+            sample.w.append(np.broadcast_to(w * part.scale, (int(keep.sum()),)))
 
 
 def _check_output(path: str) -> Path:
@@ -256,6 +293,8 @@ def _summary(
 
     n_used = sample.read - sample.left_out
     files = f"{len(args.files)} file{'s' if len(args.files) > 1 else ''}"
+    if args.config is not None:
+        files += f" (the defining datasets of {args.config}, mixed at xsec * lumi)"
     given = ", ".join(f"{option} {q.text}" for option, q in quantities.items())
     if weights is None:
         weighted = f"unit weights (sum {n_used:,})"
@@ -277,7 +316,7 @@ def _summary(
             f"{n:,} with {missing_reason(quantities[option])} for {option} "
             f"{quantities[option].text}"
             for option, n in sample.lacking.items()
-            if n
+            if n and option in quantities
         )
         lacking = (
             f"{sample.left_out:,} of the {sample.read:,} events read were left out, lacking a "
@@ -330,9 +369,68 @@ def fitted_on(
     }
 
 
+def _file_inputs(args: argparse.Namespace, quantities: dict[str, Any]) -> list[_Input]:
+    """The FILEs given, their weights as they are."""
+    from rosenblatt.processors.branches import check_tree
+
+    if not args.files:
+        raise ValueError("give the ROOT files to fit on, or --config with their datasets")
+    return [
+        _Input([check_tree(path, args.treename, quantities) for path in args.files], quantities)
+    ]
+
+
+def _config_inputs(
+    args: argparse.Namespace, quantities: dict[str, Any]
+) -> tuple[list[_Input], dict[str, Any]]:
+    """The defining datasets of ``--config``, each with its weight and normalisation.
+
+    Returns the inputs and what the record adds: ``lumi`` and, per dataset,
+    its files, tree, weight, cross section and factor.
+    """
+    from rosenblatt.processors.branches import check_tree
+    from rosenblatt.studies.abcd_config import AbcdConfig
+    from rosenblatt.studies.abcd_preflight import dataset_scales
+    from rosenblatt.studies.config import load_config
+
+    if args.files or args.weight is not None:
+        given = "FILEs" if args.files else "--weight"
+        raise ValueError(
+            f"--config {args.config} names the files and weights of its datasets: leave {given} out"
+        )
+    config = load_config(args.config)
+    if config["study"] != "abcd":
+        raise ValueError(f"--config {args.config}: study {config['study']!r} has no datasets:")
+    cfg = AbcdConfig.parse(config)
+    if cfg.defining_selection is not None:
+        raise ValueError(
+            f"{cfg.source}: defining.selection: rosenblatt fit does not apply a selection; fit "
+            "on the selected events' files, or run the analysis"
+        )
+    defining = {name: cfg.datasets[name] for name in cfg.defining_names}
+    scales = dataset_scales(defining, cfg.lumi, cfg.source, cfg.schema)
+    inputs, datasets = [], {}
+    for name, dataset in defining.items():
+        wanted = dict(quantities)
+        if dataset.weight is not None:
+            wanted["--weight"] = dataset.weight
+        sources = [check_tree(path, dataset.treename, wanted) for path in dataset.files]
+        inputs.append(_Input(sources, wanted, scales[name]))
+        datasets[name] = {
+            "files": list(dataset.files),
+            "treename": dataset.treename,
+            "weight": None if dataset.weight is None else dataset.weight.text,
+            "xsec": dataset.xsec,
+            "scale": scales[name],
+        }
+    args.files = [path for dataset in defining.values() for path in dataset.files]
+    args.treename, args.jets = cfg.treename, cfg.jets
+    return inputs, {"config": cfg.source, "lumi": cfg.lumi, "datasets": datasets}
+
+
 def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt fit``; return the exit status."""
-    from rosenblatt.processors.branches import check_tree, require, require_for
+    from rosenblatt.processors.branches import require, require_for
 
     try:
         require("uproot", "io", "rosenblatt fit")
@@ -341,9 +439,15 @@ def main(args: argparse.Namespace) -> int:
         quantities = quantities_from_args(
             args, {"--x": args.x, "--score": args.score, "--weight": args.weight}
         )
-        sources = [check_tree(path, args.treename, quantities) for path in args.files]
-        require_for(quantities, sources)
-        sample = _read(sources, quantities, args.chunk_size)
+        mixed: dict[str, Any] = {}
+        if args.config is None:
+            inputs = _file_inputs(args, quantities)
+        else:
+            inputs, mixed = _config_inputs(args, quantities)
+        sources = [source for part in inputs for source in part.sources]
+        for part in inputs:
+            require_for(part.quantities, part.sources)
+        sample = _read(inputs, args.chunk_size)
         if not sample.x or sum(len(v) for v in sample.x) == 0:
             raise ValueError(
                 f"no event to fit on: {sample.read:,} events read, "
@@ -355,6 +459,7 @@ def main(args: argparse.Namespace) -> int:
         transform.fitted_on_ = fitted_on(
             args, sources, quantities, transform.n_events_, transform.sum_weight_
         )
+        transform.fitted_on_.update(mixed)
         _save(transform, output)
     except (OSError, ValueError, TypeError) as err:
         print_error("rosenblatt fit", err)

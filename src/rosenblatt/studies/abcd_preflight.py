@@ -13,8 +13,10 @@ events).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, TypedDict
 
 import numpy as np
@@ -23,7 +25,14 @@ from rosenblatt.exceptions import PreflightError, UnreadableFileError
 from rosenblatt.processors.quantities import Quantity, closest
 from rosenblatt.studies.abcd_datasets import DatasetConfig, is_url
 
-__all__ = ["NANOAOD_EVENT_IDS", "Preflight", "PreflightError", "SkippedFile", "preflight"]
+__all__ = [
+    "NANOAOD_EVENT_IDS",
+    "Preflight",
+    "PreflightError",
+    "SkippedFile",
+    "dataset_scales",
+    "preflight",
+]
 
 #: the branches coffea's NanoAODSchema needs in every file
 NANOAOD_EVENT_IDS = ("run", "luminosityBlock", "event")
@@ -323,6 +332,36 @@ def _scales(cfg: Any, sum_weights: dict[str, float]) -> dict[str, float]:
             )
         scales[name] = dataset.xsec * cfg.lumi / total
     return scales
+
+
+def dataset_scales(
+    datasets: Mapping[str, DatasetConfig], lumi: float | None, source: str, schema: str = "auto"
+) -> dict[str, float]:
+    """Per dataset, the factor of its weights: ``xsec * lumi / sum(w)``, or 1 without ``xsec``.
+
+    ``sum(w)`` is taken as :func:`preflight` takes it, over every event of the
+    dataset's files (``Runs.genEventSumw`` of NanoAOD files; ``schema`` as
+    ``schema:``, ``auto`` detected per file).
+
+    Raises
+    ------
+    PreflightError
+        If the weights of a dataset with ``xsec`` do not sum to a positive number.
+    """
+    import uproot
+
+    sum_weights = {}
+    for dataset in datasets.values():
+        if dataset.xsec is None:
+            continue
+        total = 0.0
+        for path in dataset.files:
+            with uproot.open(path) as handle:
+                keys = list(handle[dataset.treename].keys())
+                found = schema if schema != "auto" else _detect(keys)
+                total += _sum_weights(handle, path, dataset, found)
+        sum_weights[dataset.name] = total
+    return _scales(SimpleNamespace(datasets=datasets, lumi=lumi, source=source), sum_weights)
 
 
 def _check_roles(cfg: Any, checked: Preflight) -> None:
