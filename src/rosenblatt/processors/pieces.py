@@ -6,7 +6,8 @@ key that hashes what the output was computed from, the pass's
 :attr:`PieceStore.fingerprint` (its configuration: cuts, weights, scores, the
 states of the transforms applied, the blinding), the file's content hash
 (BLAKE2b, as the records of :mod:`rosenblatt._records`; for a remote file, its
-ROOT UUID) and the entry range. The piece is written atomically
+ROOT UUID) and the entry range; a local file is named by its name and content, not
+its folder, so that a data folder moved with its input files keeps its pieces. The piece is written atomically
 (:mod:`rosenblatt._atomic`): it is whole or absent. It holds a sealed manifest
 (the chunk, its cut flow, the skim files it wrote with their size and hash) and
 each histogram as UHI arrays (``uhi.io.zip``, read without pickle).
@@ -153,8 +154,10 @@ class PieceStore:
 
     def key(self, chunk: Chunk) -> str:
         """The name of ``chunk``'s piece: what its output was computed from, hashed."""
-        content = self.digests.get(chunk.file) or f"uuid:{chunk.uuid}"
-        where = [chunk.dataset, chunk.file, content, chunk.start, chunk.stop]
+        # a local file by its name and content (the folder may be moved), a remote one by its UUID
+        digest = self.digests.get(chunk.file)
+        content = [Path(chunk.file).name, digest] if digest else [chunk.file, chunk.uuid]
+        where = [chunk.dataset, *content, chunk.start, chunk.stop]
         return fingerprint([PIECE_VERSION, self.fingerprint, *where])
 
     def path(self, chunk: Chunk) -> Path:
@@ -184,7 +187,8 @@ class PieceStore:
                 "key": self.key(chunk),
                 "chunk": [chunk.dataset, chunk.file, chunk.start, chunk.stop],
                 "histograms": histograms,
-                "skim": file_entries("/", output.get("skim", [])) if "skim" in output else None,
+                # skim files relative to the pieces, so that the data folder may be moved
+                "skim": file_entries(self.folder, output["skim"]) if "skim" in output else None,
                 "rest": rest,
             }
             zf.writestr(_MANIFEST, json.dumps(seal(manifest), sort_keys=True))
@@ -196,7 +200,7 @@ class PieceStore:
         name, _, count = hook.partition(":")
         if not (name == self.name and count.isdigit()):
             return
-        if sum(1 for _ in Path(self.folder).glob("*.zip")) >= int(count):
+        if len(_pieces_in(Path(self.folder))) >= int(count):
             os.kill(self.driver, signal.SIGTERM)
 
     def _manifest(self, zf: zipfile.ZipFile, chunk: Chunk) -> dict[str, Any] | None:
@@ -232,7 +236,7 @@ class PieceStore:
         if "unreadable" in document["rest"]:
             return False
         skim = document["skim"]
-        return skim is None or check_files("/", skim)
+        return skim is None or check_files(self.folder, skim)
 
     def load(self, chunk: Chunk) -> dict[str, Any]:
         """The output of ``chunk``, read back from its piece (histograms exactly as written)."""
@@ -248,7 +252,8 @@ class PieceStore:
                 h = serialization.from_uhi(uhi_zip.read(zf, member))
                 output.setdefault(key, {})[variant] = h
         if document["skim"] is not None:
-            output["skim"] = [os.path.join("/", name) for name in document["skim"]]
+            folder = self.folder
+            output["skim"] = [os.path.normpath(os.path.join(folder, n)) for n in document["skim"]]
         return output
 
     def prune(self, kept: Iterable[Chunk]) -> int:
@@ -260,6 +265,11 @@ class PieceStore:
                 path.unlink(missing_ok=True)
                 removed += 1
         return removed
+
+
+def _pieces_in(folder: Path) -> list[Path]:
+    """The pieces under their final names in ``folder`` (a hidden name is one being written)."""
+    return [path for path in folder.glob("*.zip") if not path.name.startswith(".")]
 
 
 class PieceProcessor(processor.ProcessorABC):

@@ -405,6 +405,8 @@ class _Passes:
         self.skim_dir = skim_dir
         self.config = config
         self.digests: dict[str, str] = {}
+        #: every input file of the run (a file the configuration names otherwise is hashed whole)
+        self.inputs = [p for f in (cfg.defining, cfg.fileset) for ps in f.values() for p in ps]
         self.pool: Any = None
         low, high = cfg.cuts.x0[0], cfg.cuts.x0[-1]
         self.plane = PlaneBinning(
@@ -461,7 +463,7 @@ class _Passes:
             variants=variants,
             skim_dir=skim_dir,
             blind=blind,
-            inputs=set(self.digests),
+            inputs=self.inputs,
         )
         folder = self.cfg.data_dir / "pieces" / name.replace(" ", "-")
         return PieceStore.create(folder, name, document, {p: self.digests[p] for p in local})

@@ -13,6 +13,7 @@ written, and the version of rosenblatt.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,7 +57,7 @@ def pass_document(
         "scales": dict(sorted(scales.items())),
         "processes": dict(sorted(processes.items())),
         "variants": [_variant(v) for v in variants],
-        "skim": skim_dir,
+        "skim": skim_dir is not None,
         "blind": None if blind is None else dict(sorted(blind.items())),
     }
 
@@ -93,11 +94,12 @@ def _strings(value: Any) -> Iterator[str]:
 def _named_files(config: Mapping[str, Any], base: Path, inputs: Collection[str]) -> dict[str, str]:
     """The content hash of each file the configuration names that is not an input file."""
     found = {}
+    known = {os.path.realpath(path) for path in inputs}
     for text in _strings(config):
         for path in (Path(text), base / text):
-            if str(path) in inputs or text in inputs or len(text) > 4096:
-                break
-            if path.is_file():
+            if len(text) > 4096 or not path.is_file():
+                continue
+            if os.path.realpath(path) not in known:
                 found[text] = file_digest(path)
-                break
+            break
     return dict(sorted(found.items()))

@@ -1,0 +1,298 @@
+"""A pass's chunks kept as pieces: read back exactly, keyed, checked, merged in a fixed order.
+
+The end-to-end tests stop a real ``rosenblatt run`` of the abcd study (SIGTERM, through
+the test hook :data:`~rosenblatt.processors.pieces.STOP_AFTER_PIECES`, once some
+chunks of its analysis pass are done), run it again, and check that the second run
+computed only the chunks left and gave the results of an uninterrupted run; and that a
+changed input file or configuration is never served from the pieces.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("coffea")
+pytest.importorskip("uhi")
+uproot = pytest.importorskip("uproot")
+
+from rosenblatt._records import CorruptCacheError, refusing_corrupt_cache
+from rosenblatt.processors.analysis import PlaneBinning, Variant, empty_output, fill_variants
+from rosenblatt.processors.pieces import (
+    STOP_AFTER_PIECES,
+    Chunk,
+    PieceStore,
+    fingerprint,
+    run_in_pieces,
+)
+
+VARIANTS = [Variant("score", "score", (0.2, 0.5, 0.8))]
+
+
+def _output(seed: int, dataset: str = "qcd", skim: list[str] | None = None) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    n = 500
+    output = empty_output(VARIANTS, (1.0, 2.0), PlaneBinning(x_range=(0.0, 3.0)), "x", dataset)
+    fill_variants(
+        output,
+        VARIANTS,
+        dataset=dataset,
+        x=rng.uniform(0.0, 3.0, n),
+        scores={"score": rng.uniform(0.0, 1.0, n)},
+        process=rng.integers(0, 2, n),
+        weight=rng.normal(1.0, 0.7, n) * 1e3 ** rng.uniform(-1, 1, n),
+    )
+    output["cutflow"] = {dataset: {"read": n, "in ABCD": n}}
+    output["skim"] = skim or []
+    return output
+
+
+def _store(folder: Path, document: Any = "config", digest: str = "d0") -> PieceStore:
+    return PieceStore.create(folder, "analyse", document, {"in.root": digest})
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    for key in ("abcd", "plane"):
+        for name, h in a[key].items():
+            if list(h.axes) != list(b[key][name].axes):
+                return False
+            for part in ("value", "variance"):
+                got, want = b[key][name].view(flow=True)[part], h.view(flow=True)[part]
+                if got.tobytes() != want.tobytes():
+                    return False
+    return a["cutflow"] == b["cutflow"] and a["skim"] == b["skim"]
+
+
+def test_a_piece_reads_back_bit_for_bit(tmp_path: Path) -> None:
+    store = _store(tmp_path / "pieces")
+    chunk = Chunk("qcd", "in.root", 0, 500)
+    skim = tmp_path / "skim.parquet"
+    skim.write_bytes(b"skim")
+    output = _output(1, skim=[str(skim.resolve())])
+    assert not store.sound(chunk)
+    store.save(chunk, output)
+    assert store.sound(chunk)
+    assert _same(output, store.load(chunk))
+
+
+def test_the_key_holds_configuration_content_and_entries(tmp_path: Path) -> None:
+    chunk = Chunk("qcd", "in.root", 0, 500)
+    base = _store(tmp_path)
+    keys = {
+        base.key(chunk),
+        _store(tmp_path, document="other").key(chunk),
+        _store(tmp_path, digest="d1").key(chunk),
+        base.key(Chunk("qcd", "in.root", 0, 499)),
+        base.key(Chunk("sig", "in.root", 0, 500)),
+    }
+    assert len(keys) == 5
+    assert fingerprint({"a": 1, "b": 2}) == fingerprint({"b": 2, "a": 1})
+
+
+def test_a_damaged_piece_or_skim_is_named_and_computed_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = _store(tmp_path / "pieces")
+    chunk = Chunk("qcd", "in.root", 0, 500)
+    skim = tmp_path / "skim.parquet"
+    skim.write_bytes(b"skim")
+    store.save(chunk, _output(1, skim=[str(skim.resolve())]))
+    skim.write_bytes(b"SKIM")
+    with caplog.at_level(logging.WARNING, "rosenblatt.cache"):
+        assert not store.sound(chunk)
+    assert "skim.parquet" in caplog.text
+    store.save(chunk, _output(1, skim=[str(skim.resolve())]))
+    path = store.path(chunk)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with refusing_corrupt_cache(), pytest.raises(CorruptCacheError, match=path.name):
+        store.sound(chunk)
+    assert not store.sound(chunk)
+    assert not path.exists()
+
+
+def test_the_merge_is_the_same_whatever_ran_when(tmp_path: Path) -> None:
+    chunks = [Chunk("qcd", "in.root", start, start + 500) for start in range(0, 3000, 500)]
+    outputs = {chunk: _output(k) for k, chunk in enumerate(chunks)}
+
+    def runner(store: PieceStore, order: list[int], ran: list[Chunk]) -> Any:
+        def run_missing(missing: list[Chunk]) -> None:
+            ran.extend(missing)
+            for k in order:
+                if chunks[k] in missing:
+                    store.save(chunks[k], outputs[chunks[k]])
+
+        return run_missing
+
+    whole = _store(tmp_path / "whole")
+    first = run_in_pieces(whole, chunks[::-1], runner(whole, [0, 1, 2, 3, 4, 5], []))
+    split = _store(tmp_path / "split")
+    for k in (4, 1):
+        split.save(chunks[k], outputs[chunks[k]])
+    stale = Chunk("qcd", "in.root", 0, 10)
+    _store(tmp_path / "split", document="other").save(stale, outputs[chunks[0]])
+    ran: list[Chunk] = []
+    second = run_in_pieces(split, chunks, runner(split, [5, 3, 2, 0], ran))
+    assert ran == [chunks[k] for k in (0, 2, 3, 5)]
+    assert _same(first, second)
+    assert sorted(p.name for p in (tmp_path / "split").iterdir()) == sorted(
+        split.path(c).name for c in chunks
+    )
+
+
+# a real run, stopped and run again -----------------------------------------------------
+
+CONFIG = """
+study: abcd
+name: pieces
+treename: nominal
+lumi: 3.0
+datasets:
+  qcd-defining: {files: [qcd_def.root], role: defining, weight: w_mc, xsec: 2000.0}
+  qcd: {files: [qcd.root], role: background, weight: w_mc, xsec: 2000.0}
+  sig: {files: [sig.root], role: signal, weight: w_mc, xsec: 10.0}
+  data: {files: [data.root], role: data}
+score: tagger_out
+transforms:
+  - {kind: irgi, depth: 4}
+  - {kind: gridkde, sigma_r: 0.3, degree: 1}
+abcd: {x: m_jj_reco, x0: [2200.0, 3800.0], n_x0: 6, y0: [0.1, 0.9], n_y0: 6}
+executor: {kind: futures, workers: 2, chunksize: 500}
+statistics: {n_boot: 3, seed: 1}
+data: {folder: cache}
+"""
+
+PASS_LINE = re.compile(r"pass (?P<name>[a-z ]+): (?P<n>\d+) chunks, (?P<kept>\d+) kept")
+
+
+def _events(rng: np.random.Generator, n: int, signal: bool) -> dict[str, np.ndarray]:
+    if signal:
+        mass = rng.normal(3400.0, 150.0, n)
+        score = np.clip(rng.normal(0.8, 0.1, n), 0.0, 1.0)
+    else:
+        mass = 2000.0 + rng.exponential(600.0, n)
+        score = np.clip(rng.beta(2.0, 5.0, n) + (mass - 2000.0) / 8000.0, 0.0, 1.0)
+    return {"m_jj_reco": mass, "tagger_out": score}
+
+
+def _write(path: Path, columns: dict[str, np.ndarray]) -> None:
+    with uproot.recreate(path) as handle:
+        handle.mktree("nominal", {key: value.dtype for key, value in columns.items()})
+        handle["nominal"].extend(columns)
+
+
+def _files(folder: Path, data_seed: int = 9) -> None:
+    rng = np.random.default_rng(7)
+    for name, n, signal in (("qcd_def", 4000, False), ("qcd", 6000, False), ("sig", 600, True)):
+        columns = _events(rng, n, signal)
+        columns["w_mc"] = rng.choice([-0.5, 1.0, 1.5], n, p=[0.1, 0.6, 0.3])
+        _write(folder / f"{name}.root", columns)
+    _write(folder / "data.root", _events(np.random.default_rng(data_seed), 3000, False))
+
+
+def _rosenblatt(folder: Path, env: dict[str, str] | None = None) -> tuple[int, str]:
+    script = Path(sys.executable).with_name("rosenblatt")
+    command = (
+        [str(script)]
+        if script.is_file()
+        else [sys.executable, "-c", "import sys; from rosenblatt.cli import main; sys.exit(main())"]
+    )
+    done = subprocess.run(
+        [*command, "run", "config.yaml", "--output", "results"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+        check=False,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def _passes(log: str) -> dict[str, tuple[int, int]]:
+    return {m["name"]: (int(m["n"]), int(m["kept"])) for m in PASS_LINE.finditer(log)}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_resume import results_of
+
+    folder = tmp_path_factory.mktemp("pieces") / "reference"
+    folder.mkdir()
+    _files(folder)
+    (folder / "config.yaml").write_text(CONFIG, encoding="utf-8")
+    code, log = _rosenblatt(folder)
+    assert code == 0, log[-3000:]
+    assert all(kept == 0 for _, kept in _passes(log).values())
+    return folder, results_of(folder)
+
+
+def _copy(source: Path, target: Path, *, cache: bool) -> Path:
+    shutil.copytree(
+        source, target, ignore=shutil.ignore_patterns("results", *(() if cache else ("cache",)))
+    )
+    return target
+
+
+@pytest.mark.slow
+def test_stopped_in_the_analysis_pass_runs_only_the_chunks_left(
+    reference: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    from test_resume import assert_same_results
+
+    base, results = reference
+    folder = _copy(base, tmp_path / "stopped", cache=False)
+    code, log = _rosenblatt(folder, {STOP_AFTER_PIECES: "analyse:5"})
+    assert code == 143, log[-3000:]
+    assert "stopped by SIGTERM during step 'analyse'" in log
+    pieces = [
+        path
+        for path in sorted((folder / "cache" / "pieces" / "analyse").glob("*.zip"))
+        if not path.name.startswith(".")  # a temporary name: a piece being written
+    ]
+    total = _passes(log)["analyse"][0]
+    assert 5 <= len(pieces) < total
+    for path in pieces:  # every file under a final name is whole
+        with zipfile.ZipFile(path) as zf:
+            assert zf.testzip() is None
+    code, log = _rosenblatt(folder)
+    assert code == 0, log[-3000:]
+    passes = _passes(log)
+    assert passes["score"][0] == passes["score"][1]
+    assert passes["analyse"] == (total, len(pieces))
+    assert passes["analyse data"][1] == 0
+    assert_same_results(folder, results)
+
+
+@pytest.mark.slow
+def test_a_changed_input_file_or_configuration_is_computed_again(
+    reference: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    base, _ = reference
+    folder = _copy(base, tmp_path / "changed", cache=True)
+    _write(folder / "data.root", _events(np.random.default_rng(10), 3000, False))
+    code, log = _rosenblatt(folder)
+    assert code == 0, log[-3000:]
+    passes = _passes(log)
+    assert passes["analyse"][0] == passes["analyse"][1]  # the simulation did not change
+    assert passes["analyse data"][1] == 0
+    config = (folder / "config.yaml").read_text(encoding="utf-8")
+    (folder / "config.yaml").write_text(config.replace("n_y0: 6", "n_y0: 5"), encoding="utf-8")
+    code, log = _rosenblatt(folder)
+    assert code == 0, log[-3000:]
+    passes = _passes(log)
+    assert passes["score"][1] == 0
+    assert passes["analyse"][1] == 0
+    assert "pieces of other runs removed" in log
