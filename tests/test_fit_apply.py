@@ -393,18 +393,30 @@ def test_fit_records_what_it_was_fitted_on(
         assert (entry["kind"], entry["entries"]) == ("tree", n)
 
 
+@pytest.fixture
+def fitted(
+    flat_files: tuple[list[Path], dict[str, np.ndarray]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[list[Path], dict[str, np.ndarray], Path]:
+    """The flat files, their columns and ``t.json``, fitted on them by ``rosenblatt fit``."""
+    paths, columns = flat_files
+    transform = tmp_path / "t.json"
+    assert main(_fit_args(paths, transform, "--depth", "3")) == 0
+    capsys.readouterr()
+    return paths, columns, transform
+
+
 def _apply(transform: Path, paths: list[Path], out_dir: Path, *extra: str) -> list[str]:
     return ["apply", str(transform), *map(str, paths), "--output-dir", str(out_dir), *extra]
 
 
 def test_apply_takes_the_recorded_quantities_and_tree(
-    flat_files: tuple[list[Path], dict[str, np.ndarray]],
+    fitted: tuple[list[Path], dict[str, np.ndarray], Path],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    paths, columns = flat_files
-    transform = tmp_path / "t.json"
-    assert main(_fit_args(paths, transform, "--depth", "3")) == 0
+    paths, columns, transform = fitted
     assert main(_apply(transform, paths[:1], tmp_path / "out")) == 0
     assert "--x" not in capsys.readouterr().err
     friend = uproot.open(str(tmp_path / "out" / "sample_0_gamma.root"))[TREE]
@@ -432,14 +444,11 @@ def test_apply_takes_the_recorded_quantities_and_tree(
 def test_apply_refuses_another_quantity_in_one_line(
     given: list[str],
     message: str,
-    flat_files: tuple[list[Path], dict[str, np.ndarray]],
+    fitted: tuple[list[Path], dict[str, np.ndarray], Path],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    paths, _ = flat_files
-    transform = tmp_path / "t.json"
-    assert main(_fit_args(paths, transform, "--depth", "3")) == 0
-    capsys.readouterr()
+    paths, _, transform = fitted
     before = sorted(tmp_path.iterdir())
     assert main(_apply(transform, paths, tmp_path / "out", *given)) == 2
     captured = capsys.readouterr()
@@ -450,14 +459,11 @@ def test_apply_refuses_another_quantity_in_one_line(
 
 
 def test_apply_stops_when_too_many_events_lie_outside_the_domain(
-    flat_files: tuple[list[Path], dict[str, np.ndarray]],
+    fitted: tuple[list[Path], dict[str, np.ndarray], Path],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    paths, columns = flat_files
-    transform = tmp_path / "t.json"
-    assert main(_fit_args(paths, transform, "--depth", "3")) == 0
-    capsys.readouterr()
+    paths, columns, transform = fitted
     before = sorted(tmp_path.iterdir())
     # the wrong branch, allowed: every event outside in x
     other = ["--x", "evt_w", "--allow-other-quantities"]
