@@ -127,3 +127,19 @@ def test_the_interval_covers_for_a_decorrelated_score_and_not_for_a_sculpted_one
     sculpted, sculpted_coverage = _coverage(EPS + 0.1 * (CENTRES - 0.3), 25)
     assert abs(sculpted.mean() - 1.0) > 5 * sculpted.std() / np.sqrt(25), sculpted.mean()
     assert sculpted_coverage < 0.2
+
+
+def test_the_post_fit_figure(tmp_path) -> None:
+    from rosenblatt.plotting import plot_passfail, save_figure
+
+    failing = BACKGROUND * (1 - EPS) + 0.5 * SIGNAL
+    passing = BACKGROUND * EPS + 0.5 * SIGNAL
+    with quiet_pyhf():
+        fit = passfail_fit(passfail_workspace(failing, passing, 0.5 * SIGNAL, 0.5 * SIGNAL))
+    fig = plot_passfail(fit, EDGES, failing, passing, expected_ratio=EPS / (1 - EPS))
+    labels = [text.get_text() for ax in fig.axes for text in ax.get_legend().get_texts()]
+    assert "data: pass / fail" in labels
+    assert f"fitted ratio {fit.transfer:.4f}" in labels
+    assert any(label.startswith("signal, $\\mu$ = 1.00") for label in labels)
+    path = save_figure(fig, tmp_path / "passfail.png")
+    assert path.stat().st_size > 10_000

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from rosenblatt.abcd.passfail import PassFailFit
     from rosenblatt.transforms import IRGI
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "plot_dcc_scan",
     "plot_eta_map",
     "plot_irgi_grid",
+    "plot_passfail",
     "plot_plane",
     "plot_plane_histogram",
     "quantity_label",
@@ -380,3 +382,57 @@ def plot_dcc_scan(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(r"dCor$^2$(x, $\gamma$)")
     legend_above(ax)
+
+
+def plot_passfail(
+    fit: PassFailFit,
+    edges: NDArray[np.float64],
+    failing: NDArray[np.float64],
+    passing: NDArray[np.float64],
+    *,
+    xlabel: str = r"$x$",
+    expected_ratio: float | None = None,
+) -> Figure:
+    """The post-fit spectra of the passing and failing regions, and their ratio.
+
+    Top two panels: the data of each region (points with Poisson errors) over
+    the fitted background and signal, stacked. Bottom: the data's pass/fail
+    ratio per bin of ``x``, the fitted transfer ratio and, where given, its
+    expectation ``eps / (1 - eps)``.
+    """
+    import mplhep
+
+    fig, axes = figure(nrows=3, width=8.0, height=3.6)
+    for ax, name, data, background, signal in (
+        (axes[0], "pass", passing, fit.background_pass, fit.signal_pass),
+        (axes[1], "fail", failing, fit.background_fail, fit.signal_fail),
+    ):
+        mplhep.histplot(
+            [background, signal],
+            edges,
+            ax=ax,
+            stack=True,
+            histtype="fill",
+            color=["#BBBBBB", SIGNAL_COLOUR],
+            label=["background (post-fit)", rf"signal, $\mu$ = {fit.mu:.2f}"],
+        )
+        mplhep.histplot(
+            data, edges, ax=ax, histtype="errorbar", yerr=np.sqrt(data), color="black", label="data"
+        )
+        ax.set_ylabel(f"events, {name}")
+        ax.set_yscale("log")
+        legend_above(ax, ncol=2, fontsize="x-small")
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = passing / failing
+        error = ratio * np.sqrt(1.0 / passing + 1.0 / failing)
+    axes[2].errorbar(centres, ratio, yerr=error, fmt="o", color="black", label="data: pass / fail")
+    axes[2].axhline(fit.transfer, color=CUT_COLOUR, label=f"fitted ratio {fit.transfer:.4f}")
+    if expected_ratio is not None:
+        axes[2].axhline(
+            expected_ratio, color="grey", ls="--", label=f"expected {expected_ratio:.4f}"
+        )
+    axes[2].set_ylabel("pass / fail")
+    axes[2].set_xlabel(xlabel)
+    legend_above(axes[2], ncol=2, fontsize="x-small")
+    return fig
