@@ -104,6 +104,7 @@ def passfail_workspace(
 
     Examples
     --------
+    >>> from rosenblatt.abcd import passfail_workspace
     >>> ws = passfail_workspace([900, 400, 150], [48, 21, 27], [0, 2, 12], [0, 2, 12])
     >>> sorted(ws.channels)
     ['fail', 'pass']
