@@ -27,6 +27,8 @@ pytest.importorskip("pyhf")
 uproot = pytest.importorskip("uproot")
 vector = pytest.importorskip("vector")
 
+from dijet_ntuple import dijet_columns
+
 import rosenblatt as rb
 from rosenblatt.cli import main
 
@@ -34,16 +36,6 @@ pytestmark = pytest.mark.slow
 
 XSEC = {"qcd": 2000.0, "sig": 10.0}
 LUMI = 3.0
-
-
-def _events(rng: np.random.Generator, n: int, signal: bool) -> dict[str, np.ndarray]:
-    if signal:
-        mass = rng.normal(3400.0, 150.0, n)
-        score = np.clip(rng.normal(0.8, 0.1, n), 0.0, 1.0)
-    else:
-        mass = 2000.0 + rng.exponential(600.0, n)
-        score = np.clip(rng.beta(2.0, 5.0, n) + (mass - 2000.0) / 8000.0, 0.0, 1.0)
-    return {"m_jj_reco": mass, "tagger_out": score}
 
 
 def _write_tree(path: Path, name: str, columns: dict[str, np.ndarray]) -> None:
@@ -58,13 +50,15 @@ def ntuples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("ntuples")
     rng = np.random.default_rng(7)
     for name, n, signal in (("qcd_def", 12000, False), ("qcd", 8000, False), ("sig", 1500, True)):
-        columns = _events(rng, n, signal)
+        columns = dijet_columns(rng, n, signal)
         columns["w_mc"] = rng.choice([-0.5, 1.0, 1.5], n, p=[0.1, 0.6, 0.3])
         _write_tree(folder / f"{name}.root", "nominal", columns)
     data = {
         key: np.concatenate([a, b])
         for (key, a), b in zip(
-            _events(rng, 8000, False).items(), _events(rng, 80, True).values(), strict=True
+            dijet_columns(rng, 8000, False).items(),
+            dijet_columns(rng, 80, True).values(),
+            strict=True,
         )
     }
     _write_tree(folder / "data.root", "nominal", data)

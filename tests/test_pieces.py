@@ -26,6 +26,8 @@ pytest.importorskip("coffea")
 pytest.importorskip("uhi")
 uproot = pytest.importorskip("uproot")
 
+from dijet_ntuple import dijet_columns
+
 from rosenblatt._records import CorruptCacheError, refusing_corrupt_cache
 from rosenblatt.processors.analysis import PlaneBinning, Variant, empty_output, fill_variants
 from rosenblatt.processors.pieces import (
@@ -176,16 +178,6 @@ data: {folder: cache}
 PASS_LINE = re.compile(r"pass (?P<name>[a-z ]+): (?P<n>\d+) chunks, (?P<kept>\d+) kept")
 
 
-def _events(rng: np.random.Generator, n: int, signal: bool) -> dict[str, np.ndarray]:
-    if signal:
-        mass = rng.normal(3400.0, 150.0, n)
-        score = np.clip(rng.normal(0.8, 0.1, n), 0.0, 1.0)
-    else:
-        mass = 2000.0 + rng.exponential(600.0, n)
-        score = np.clip(rng.beta(2.0, 5.0, n) + (mass - 2000.0) / 8000.0, 0.0, 1.0)
-    return {"m_jj_reco": mass, "tagger_out": score}
-
-
 def _write(path: Path, columns: dict[str, np.ndarray]) -> None:
     with uproot.recreate(path) as handle:
         handle.mktree("nominal", {key: value.dtype for key, value in columns.items()})
@@ -195,10 +187,10 @@ def _write(path: Path, columns: dict[str, np.ndarray]) -> None:
 def _files(folder: Path, data_seed: int = 9) -> None:
     rng = np.random.default_rng(7)
     for name, n, signal in (("qcd_def", 4000, False), ("qcd", 6000, False), ("sig", 600, True)):
-        columns = _events(rng, n, signal)
+        columns = dijet_columns(rng, n, signal)
         columns["w_mc"] = rng.choice([-0.5, 1.0, 1.5], n, p=[0.1, 0.6, 0.3])
         _write(folder / f"{name}.root", columns)
-    _write(folder / "data.root", _events(np.random.default_rng(data_seed), 3000, False))
+    _write(folder / "data.root", dijet_columns(np.random.default_rng(data_seed), 3000, False))
 
 
 def _rosenblatt(folder: Path, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -282,7 +274,7 @@ def test_a_changed_input_file_or_configuration_is_computed_again(
 ) -> None:
     base, _ = reference
     folder = _copy(base, tmp_path / "changed", cache=True)
-    _write(folder / "data.root", _events(np.random.default_rng(10), 3000, False))
+    _write(folder / "data.root", dijet_columns(np.random.default_rng(10), 3000, False))
     code, log = _rosenblatt(folder)
     assert code == 0, log[-3000:]
     passes = _passes(log)

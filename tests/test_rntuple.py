@@ -22,6 +22,8 @@ pytest.importorskip("pyhf")
 uproot = pytest.importorskip("uproot")
 pytest.importorskip("vector")
 
+from dijet_ntuple import dijet_columns
+
 import rosenblatt as rb
 from rosenblatt.cli import main
 from rosenblatt.io.nanoaod import FATJET_FIELDS, NanoAODWriter
@@ -43,15 +45,10 @@ def _write_flat(path: Path, columns: dict[str, np.ndarray], rntuple: bool) -> No
 
 
 def _flat_events(rng: np.random.Generator, n: int, signal: bool) -> dict[str, np.ndarray]:
-    if signal:
-        mass = rng.normal(3400.0, 150.0, n)
-        score = np.clip(rng.normal(0.8, 0.1, n), 0.0, 1.0)
-    else:
-        mass = 2000.0 + rng.exponential(600.0, n)
-        score = np.clip(rng.beta(2.0, 5.0, n) + (mass - 2000.0) / 8000.0, 0.0, 1.0)
+    columns = dijet_columns(rng, n, signal)
     return {
-        "m_jj_reco": mass,
-        "tagger_out": score.astype(np.float32),
+        "m_jj_reco": columns["m_jj_reco"],
+        "tagger_out": columns["tagger_out"].astype(np.float32),
         "w_mc": rng.choice([-0.5, 1.0, 1.5], n, p=[0.1, 0.6, 0.3]),
     }
 
