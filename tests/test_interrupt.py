@@ -34,6 +34,22 @@ from rosenblatt._interrupt import (
 )
 
 
+@pytest.fixture(autouse=True)
+def stop_signals_not_ignored() -> Any:
+    """The stop signals at their default action, as a batch job has them.
+
+    A test session started under ``nohup`` ignores SIGHUP, and a run rightly
+    leaves an ignored signal ignored; the tests here are of a run that receives
+    them, so for each test (and the runs it starts) none is ignored.
+    """
+    ignored = [signum for signum in STOP_SIGNALS if signal.getsignal(signum) is signal.SIG_IGN]
+    for signum in ignored:
+        signal.signal(signum, signal.SIG_DFL)
+    yield
+    for signum in ignored:
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def test_the_innermost_step_names_the_interrupt() -> None:
     with pytest.raises(KeyboardInterrupt) as caught, step("train"), step("scan"):
         raise KeyboardInterrupt
