@@ -1,0 +1,342 @@
+"""The abcd study on a dask cluster of separately started processes, as on a batch system.
+
+A ``dask scheduler`` and two ``dask worker`` processes are started here, each in its own
+temporary working folder, the workers' ``--local-directory`` elsewhere, as a cluster of
+dask-jobqueue's would be. The study run on it gives the results of the futures executor bit
+for bit. Each worker records, through an audit hook (``sys.addaudithook``, loaded with
+``--preload``), every file it opens, renames or makes under the driver's folder: the
+tasks carry the transforms by value (no worker opens a file of the results folder), and
+the places where the workers still need the driver's disk are named by the test
+:func:`test_the_workers_need_the_data_folder_but_never_the_results_folder`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip("coffea")
+pytest.importorskip("pyhf")
+pytest.importorskip("distributed")
+uproot = pytest.importorskip("uproot")
+
+from dijet_ntuple import dijet_columns
+
+from rosenblatt.cli import main
+
+pytestmark = pytest.mark.slow
+
+#: the audit hook each worker loads: it appends ``event<TAB>path<TAB>mode`` to its log
+#: for every path under ``ROSENBLATT_AUDIT_PREFIX`` (parquet's reads and writes included)
+_PRELOAD = """\
+import os
+import sys
+
+_prefix = os.environ["ROSENBLATT_AUDIT_PREFIX"]
+_log = os.open(os.environ["ROSENBLATT_AUDIT_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+
+
+def _hook(event, args):
+    if event not in ("open", "os.rename", "os.mkdir", "os.remove"):
+        return
+    path = args[0]
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str):
+        return
+    path = os.path.abspath(path)
+    if path.startswith(_prefix):
+        mode = args[1] if event == "open" and isinstance(args[1], str) else ""
+        if event == "open" and args[1] is None:
+            mode = "w" if args[2] & (os.O_WRONLY | os.O_RDWR) else "r"
+        os.write(_log, f"{event}\\t{path}\\t{mode}\\n".encode())
+
+
+sys.addaudithook(_hook)
+
+# pyarrow reads and writes parquet in C++, unseen by the hook: its two calls are wrapped
+import pyarrow.parquet as _pq
+
+for _name, _mode in (("read_table", "r"), ("write_table", "w")):
+
+    def _wrapped(*args, _call=getattr(_pq, _name), _mode=_mode, **kwargs):
+        where = args[0] if _mode == "r" else args[1]
+        if isinstance(where, (str, os.PathLike)):
+            _hook("open", (os.fspath(where), _mode, 0))
+        return _call(*args, **kwargs)
+
+    setattr(_pq, _name, _wrapped)
+"""
+
+
+def _dask(command: str) -> list[str]:
+    """The command line of ``dask scheduler`` or ``dask worker`` of this interpreter."""
+    script = Path(sys.executable).with_name("dask")
+    if script.is_file():
+        return [str(script), command]
+    return [sys.executable, "-m", f"distributed.cli.dask_{command}"]
+
+
+class Cluster:
+    """A running scheduler and its workers; ``opened()`` reads what the workers touched."""
+
+    def __init__(self, address: str, logs: list[Path]) -> None:
+        self.address, self.logs = address, logs
+
+    def opened(self) -> list[tuple[str, str, str]]:
+        """Every ``(event, path, mode)`` the workers recorded so far."""
+        lines = [line for log in self.logs for line in log.read_text().splitlines()]
+        return [tuple(line.split("\t")) for line in lines]  # type: ignore[misc]
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The driver's folder: the input files, the configuration, data and results."""
+    folder = tmp_path_factory.mktemp("driver").resolve()
+    rng = np.random.default_rng(5)
+    for name, n, signal in (("qcd_def", 9000, False), ("qcd", 6000, False), ("sig", 900, True)):
+        columns = dijet_columns(rng, n, signal)
+        columns["w_mc"] = rng.choice([-0.5, 1.0, 1.5], n, p=[0.1, 0.6, 0.3])
+        _write_tree(folder / f"{name}.root", columns)
+    data = {
+        key: np.concatenate([a, b])
+        for (key, a), b in zip(
+            dijet_columns(rng, 6000, False).items(),
+            dijet_columns(rng, 60, True).values(),
+            strict=True,
+        )
+    }
+    _write_tree(folder / "data.root", data)
+    return folder
+
+
+def _write_tree(path: Path, columns: dict[str, np.ndarray]) -> None:
+    with uproot.recreate(path) as handle:
+        handle.mktree("nominal", {key: value.dtype for key, value in columns.items()})
+        handle["nominal"].extend(columns)
+
+
+@pytest.fixture(scope="module")
+def cluster(driver: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """``dask scheduler`` and two ``dask worker`` processes, each in a folder of its own."""
+    from dask.distributed import Client
+
+    base = tmp_path_factory.mktemp("cluster").resolve()
+    preload = base / "audit_preload.py"
+    preload.write_text(_PRELOAD, encoding="utf-8")
+    scheduler_file = base / "scheduler" / "s.json"
+    scheduler_file.parent.mkdir()
+    processes: list[subprocess.Popen[bytes]] = []
+    logs: list[Path] = []
+    try:
+        processes.append(
+            subprocess.Popen(
+                [
+                    *_dask("scheduler"),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(scheduler_file),
+                ],
+                cwd=scheduler_file.parent,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        deadline = time.monotonic() + 60
+        while not scheduler_file.is_file() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for index in range(2):
+            home = base / f"worker-{index}"
+            home.mkdir()
+            logs.append(home / "audit.log")
+            logs[-1].touch()
+            env = os.environ | {
+                "ROSENBLATT_AUDIT_PREFIX": str(driver),
+                "ROSENBLATT_AUDIT_LOG": str(logs[-1]),
+            }
+            processes.append(
+                subprocess.Popen(
+                    [
+                        *_dask("worker"),
+                        "--scheduler-file",
+                        str(scheduler_file),
+                        "--nthreads",
+                        "1",
+                        "--no-dashboard",
+                        "--local-directory",
+                        str(base / f"scratch-{index}"),
+                        "--preload",
+                        str(preload),
+                    ],
+                    cwd=home,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        with Client(scheduler_file=str(scheduler_file), timeout=60) as client:
+            client.wait_for_workers(2, timeout=120)
+            address = client.scheduler.address
+        yield Cluster(address, logs)
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _config(driver: Path, name: str, executor: dict[str, Any]) -> Path:
+    xsec = {"qcd": 2000.0, "sig": 10.0}
+    config: dict[str, Any] = {
+        "study": "abcd",
+        "name": name,
+        "treename": "nominal",
+        "lumi": 3.0,
+        "datasets": {
+            "qcd-defining": {
+                "files": [str(driver / "qcd_def.root")],
+                "role": "defining",
+                "weight": "w_mc",
+                "xsec": xsec["qcd"],
+            },
+            "qcd": {
+                "files": [str(driver / "qcd.root")],
+                "role": "background",
+                "weight": "w_mc",
+                "xsec": xsec["qcd"],
+            },
+            "sig": {
+                "files": [str(driver / "sig.root")],
+                "role": "signal",
+                "weight": "w_mc",
+                "xsec": xsec["sig"],
+            },
+            "data": {"files": [str(driver / "data.root")], "role": "data"},
+        },
+        "score": "tagger_out",
+        "transforms": [{"kind": "irgi", "depth": 5}, {"kind": "gridkde"}],
+        "abcd": {"x": "m_jj_reco", "x0": [2200.0, 3800.0], "n_x0": 5, "y0": [0.1, 0.9], "n_y0": 5},
+        "executor": {"chunksize": 2000, **executor},
+        "statistics": {"n_boot": 0},
+        "data": {"folder": str(driver / f"data-{name}")},
+    }
+    path = driver / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def _run(driver: Path, name: str, executor: dict[str, Any]) -> Path:
+    out = driver / f"results-{name}"
+    assert main(["run", str(_config(driver, name, executor)), "--output", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def on_futures(driver: Path) -> Path:
+    return _run(driver, "futures", {"kind": "futures", "workers": 2})
+
+
+@pytest.fixture(scope="module")
+def on_cluster(driver: Path, cluster: Cluster) -> Path:
+    return _run(driver, "cluster", {"kind": "dask", "scheduler": cluster.address})
+
+
+def _hashes(out: Path) -> dict[str, str]:
+    """Each file of a run (its manifest) by its hash.
+
+    Left out: the wall times, the report and figures that show them, and ``abcd.root``,
+    whose ROOT header holds the time it was written (its histograms are compared).
+    """
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    files = manifest["files"]
+    entries = files.items() if isinstance(files, dict) else ((f["path"], f) for f in files)
+    return {
+        name: entry["blake2b"] if isinstance(entry, dict) else str(entry)
+        for name, entry in entries
+        if not name.endswith((".md", ".log", ".png", ".pdf", ".svg"))
+        and name not in ("summary.json", "timings.json", "abcd.root")
+    }
+
+
+def test_a_cluster_of_separate_processes_gives_the_futures_results_bit_for_bit(
+    on_futures: Path, on_cluster: Path
+) -> None:
+    expected, actual = _hashes(on_futures), _hashes(on_cluster)
+    assert expected, "the futures run wrote no file"
+    assert actual == expected
+    summary = json.loads((on_cluster / "summary.json").read_text(encoding="utf-8"))
+    reference = json.loads((on_futures / "summary.json").read_text(encoding="utf-8"))
+    assert _without_times(summary) == _without_times(reference)
+    with uproot.open(on_cluster / "abcd.root") as a, uproot.open(on_futures / "abcd.root") as b:
+        assert sorted(a.keys(cycle=False)) == sorted(b.keys(cycle=False))
+        for key in b.keys(cycle=False):
+            assert np.array_equal(a[key].values(flow=True), b[key].values(flow=True)), key
+            assert np.array_equal(a[key].variances(flow=True), b[key].variances(flow=True)), key
+
+
+def _without_times(value: Any) -> Any:
+    """A summary without its wall times and the run's name and configuration file."""
+    if isinstance(value, dict):
+        return {
+            key: _without_times(item)
+            for key, item in value.items()
+            if key not in ("timings", "name", "configuration")
+        }
+    if isinstance(value, list):
+        return [_without_times(item) for item in value]
+    return value
+
+
+def test_the_workers_need_the_data_folder_but_never_the_results_folder(
+    driver: Path, cluster: Cluster, on_cluster: Path
+) -> None:
+    opened = cluster.opened()
+    data = driver / "data-cluster"
+    places = {_place(Path(path), driver, data, on_cluster) for _, path, _ in opened}
+    # the transforms, the configuration and every result travel with the tasks by value
+    assert "results" not in places
+    assert "configuration" not in places
+    # what breaks without a shared disk today: the workers write each chunk's piece and
+    # the defining sample's skims into the driver's data folder, and read the skims back
+    # in the fit's passes; and they read the input files by the paths the driver names
+    written = {
+        _place(Path(path), driver, data, on_cluster)
+        for event, path, mode in opened
+        if event == "os.rename" or (event == "open" and mode.startswith(("w", "a", "x")))
+    }
+    read = {
+        _place(Path(path), driver, data, on_cluster)
+        for event, path, mode in opened
+        if event == "open" and not mode.startswith(("w", "a", "x"))
+    }
+    assert {"pieces", "skims"} <= written
+    assert "skims" in read
+    assert "inputs" in read
+
+
+def _place(path: Path, driver: Path, data: Path, results: Path) -> str:
+    """Which of the driver's places ``path`` is in."""
+    folders = ((results, "results"), (data / "pieces", "pieces"), (data / "skim", "skims"))
+    for folder, name in (*folders, (data, "data")):
+        if path.is_relative_to(folder):
+            return name
+    suffixes = {".yaml": "configuration", ".root": "inputs"}
+    return suffixes.get(path.suffix, str(path.relative_to(driver)))
