@@ -94,9 +94,21 @@ class Cluster:
         self.address, self.logs = address, logs
 
     def opened(self) -> list[tuple[str, str, str]]:
-        """Every ``(event, path, mode)`` the workers recorded so far."""
+        """Every ``(event, path, mode)`` the workers recorded since the last :meth:`clear`."""
         lines = [line for log in self.logs for line in log.read_text().splitlines()]
         return [tuple(line.split("\t")) for line in lines]  # type: ignore[misc]
+
+    def clear(self) -> None:
+        """Forget what the workers recorded (no task runs in between)."""
+        for log in self.logs:
+            log.write_text("")
+
+
+class Run:
+    """A study's results folder and what the cluster's workers touched while it ran."""
+
+    def __init__(self, out: Path, opened: list[tuple[str, str, str]]) -> None:
+        self.out, self.opened = out, opened
 
 
 @pytest.fixture(scope="module")
@@ -254,9 +266,20 @@ def on_futures(driver: Path) -> Path:
     return _run(driver, "futures", {"kind": "futures", "workers": 2})
 
 
+def _on_cluster(driver: Path, cluster: Cluster, name: str, **executor: Any) -> Run:
+    cluster.clear()
+    out = _run(driver, name, {"kind": "dask", "scheduler": cluster.address, **executor})
+    return Run(out, cluster.opened())
+
+
 @pytest.fixture(scope="module")
-def on_cluster(driver: Path, cluster: Cluster) -> Path:
-    return _run(driver, "cluster", {"kind": "dask", "scheduler": cluster.address})
+def on_cluster(driver: Path, cluster: Cluster) -> Run:
+    return _on_cluster(driver, cluster, "cluster")
+
+
+@pytest.fixture(scope="module")
+def unshared(driver: Path, cluster: Cluster) -> Run:
+    return _on_cluster(driver, cluster, "unshared", shared_disk=False)
 
 
 def _hashes(out: Path) -> dict[str, str]:
@@ -276,20 +299,30 @@ def _hashes(out: Path) -> dict[str, str]:
     }
 
 
-def test_a_cluster_of_separate_processes_gives_the_futures_results_bit_for_bit(
-    on_futures: Path, on_cluster: Path
-) -> None:
-    expected, actual = _hashes(on_futures), _hashes(on_cluster)
-    assert expected, "the futures run wrote no file"
-    assert actual == expected
-    summary = json.loads((on_cluster / "summary.json").read_text(encoding="utf-8"))
-    reference = json.loads((on_futures / "summary.json").read_text(encoding="utf-8"))
+def _assert_same_results(actual: Path, expected: Path) -> None:
+    """Two runs' results agree bit for bit, but for wall times and names."""
+    assert _hashes(expected), "the reference run wrote no file"
+    assert _hashes(actual) == _hashes(expected)
+    summary = json.loads((actual / "summary.json").read_text(encoding="utf-8"))
+    reference = json.loads((expected / "summary.json").read_text(encoding="utf-8"))
     assert _without_times(summary) == _without_times(reference)
-    with uproot.open(on_cluster / "abcd.root") as a, uproot.open(on_futures / "abcd.root") as b:
+    with uproot.open(actual / "abcd.root") as a, uproot.open(expected / "abcd.root") as b:
         assert sorted(a.keys(cycle=False)) == sorted(b.keys(cycle=False))
         for key in b.keys(cycle=False):
             assert np.array_equal(a[key].values(flow=True), b[key].values(flow=True)), key
             assert np.array_equal(a[key].variances(flow=True), b[key].variances(flow=True)), key
+
+
+def test_a_cluster_of_separate_processes_gives_the_futures_results_bit_for_bit(
+    on_futures: Path, on_cluster: Run
+) -> None:
+    _assert_same_results(on_cluster.out, on_futures)
+
+
+def test_without_a_shared_disk_the_results_are_the_futures_results_bit_for_bit(
+    on_futures: Path, unshared: Run
+) -> None:
+    _assert_same_results(unshared.out, on_futures)
 
 
 def _without_times(value: Any) -> Any:
@@ -305,31 +338,42 @@ def _without_times(value: Any) -> Any:
     return value
 
 
+def _places(run: Run, driver: Path, name: str) -> dict[str, set[str]]:
+    """Which of the driver's places the workers read, wrote, and touched at all."""
+    data = driver / f"data-{name}"
+    places: dict[str, set[str]] = {"read": set(), "written": set(), "any": set()}
+    for event, path, mode in run.opened:
+        place = _place(Path(path), driver, data, run.out)
+        places["any"].add(place)
+        writes = event != "open" or mode.startswith(("w", "a", "x", "r+"))
+        places["written" if writes else "read"].add(place)
+    return places
+
+
 def test_the_workers_need_the_data_folder_but_never_the_results_folder(
-    driver: Path, cluster: Cluster, on_cluster: Path
+    driver: Path, on_cluster: Run
 ) -> None:
-    opened = cluster.opened()
-    data = driver / "data-cluster"
-    places = {_place(Path(path), driver, data, on_cluster) for _, path, _ in opened}
+    places = _places(on_cluster, driver, "cluster")
     # the transforms, the configuration and every result travel with the tasks by value
-    assert "results" not in places
-    assert "configuration" not in places
-    # what breaks without a shared disk today: the workers write each chunk's piece and
-    # the defining sample's skims into the driver's data folder, and read the skims back
-    # in the fit's passes; and they read the input files by the paths the driver names
-    written = {
-        _place(Path(path), driver, data, on_cluster)
-        for event, path, mode in opened
-        if event == "os.rename" or (event == "open" and mode.startswith(("w", "a", "x")))
-    }
-    read = {
-        _place(Path(path), driver, data, on_cluster)
-        for event, path, mode in opened
-        if event == "open" and not mode.startswith(("w", "a", "x"))
-    }
-    assert {"pieces", "skims"} <= written
-    assert "skims" in read
-    assert "inputs" in read
+    assert "results" not in places["any"]
+    assert "configuration" not in places["any"]
+    # on a shared disk (the default), the workers write each chunk's piece and the
+    # defining sample's skims into the driver's data folder and read the skims back in
+    # the fit's passes; they read the input files by the paths the driver names
+    assert {"pieces", "skims"} <= places["written"]
+    assert {"skims", "inputs"} <= places["read"]
+
+
+def test_without_a_shared_disk_the_workers_read_only_the_input_files(
+    driver: Path, unshared: Run
+) -> None:
+    places = _places(unshared, driver, "unshared")
+    assert places["written"] == set()
+    assert places["read"] == {"inputs"}
+    # the driver wrote the pieces and skims the workers returned
+    data = driver / "data-unshared"
+    assert list((data / "skim").glob("*.parquet"))
+    assert list((data / "pieces" / "analyse").glob("*.zip"))
 
 
 def _place(path: Path, driver: Path, data: Path, results: Path) -> str:

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,10 @@ from rosenblatt.processors.pieces import (
     STOP_AFTER_PIECES,
     Chunk,
     PieceStore,
+    PieceTask,
     fingerprint,
     run_in_pieces,
+    write_returned,
 )
 
 VARIANTS = [Variant("score", "score", (0.2, 0.5, 0.8))]
@@ -122,6 +125,48 @@ def test_a_damaged_piece_or_skim_is_named_and_computed_again(
         store.sound(chunk)
     assert not store.sound(chunk)
     assert not path.exists()
+
+
+@dataclass
+class _Skimmer:
+    """A processor of one item that writes a skim into ``skim_dir`` (as the analysis does)."""
+
+    skim_dir: str
+
+    def process_item(self, chunk: Chunk) -> dict[str, Any]:
+        path = Path(self.skim_dir) / f"{chunk.dataset}-{chunk.start}.parquet"
+        path.write_bytes(f"skim of {chunk}".encode())
+        return _output(chunk.start, skim=[str(path)])
+
+
+def test_without_a_shared_disk_the_piece_and_skims_come_back_as_bytes(tmp_path: Path) -> None:
+    chunk = Chunk("qcd", "in.root", 0, 500)
+    results = {}
+    for shared in (True, False):
+        data = tmp_path / f"shared-{shared}"
+        (data / "skim").mkdir(parents=True)
+        store = PieceStore.create(data / "pieces", "score", "config", {}, shared=shared)
+        task = PieceTask(_Skimmer(str(data / "skim")).process_item, lambda item: item, store)
+        returned = task(chunk)
+        if not shared:
+            # the worker wrote nothing of the driver's: the driver writes what came back
+            assert not list((data / "skim").iterdir())
+            assert not store.path(chunk).exists()
+            assert set(returned["files"]) == {
+                str(data / "skim" / "qcd-0.parquet"),
+                str(store.path(chunk)),
+            }
+            write_returned(returned)
+        assert store.sound(chunk)
+        results[shared] = store.load(chunk), (data / "skim" / "qcd-0.parquet").read_bytes()
+    (shared_output, shared_skim), (output, skim) = results[True], results[False]
+    assert skim == shared_skim
+    assert _same(shared_output, {**output, "skim": shared_output["skim"]})
+    assert [Path(path).name for path in output["skim"]] == ["qcd-0.parquet"]
+    # a plain function, no processor's method, that writes no skim: the piece alone
+    store = PieceStore.create(tmp_path / "plain", "analyse", "config", {}, shared=False)
+    returned = PieceTask(lambda item: _output(3), lambda item: item, store)(chunk)
+    assert list(returned["files"]) == [str(store.path(chunk))]
 
 
 def test_the_merge_is_the_same_whatever_ran_when(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from rosenblatt.exceptions import NegativeWeightError
 __all__ = [
     "DEFAULT_MAX_GATHER",
     "ScoreHistogram",
+    "SkimData",
     "SkimPass",
     "fit_in_workers",
     "fit_on_skims",
@@ -56,13 +57,32 @@ SKIM_NAME = re.compile(
 )
 
 
+@dataclass(frozen=True)
+class SkimData:
+    """A skim file sent to the workers by value: its path on the driver and its bytes.
+
+    The passes over skims (:class:`SkimPass`, :class:`ScoreHistogram`) take it
+    in place of the path where the workers share no disk with the driver.
+    """
+
+    path: str
+    data: bytes
+
+    @classmethod
+    def read(cls, path: str) -> SkimData:
+        """The skim file at ``path``, read whole."""
+        return cls(path, Path(path).read_bytes())
+
+
 def _read(
-    path: str, score: str
+    path: str | SkimData, score: str
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     column = f"score_{score}"
-    table = pq.read_table(path, columns=["x", column, "weight"])
+    source = pa.BufferReader(path.data) if isinstance(path, SkimData) else path
+    table = pq.read_table(source, columns=["x", column, "weight"])
     return tuple(  # type: ignore[return-value]
         np.asarray(table.column(name).to_numpy(), dtype=np.float64)
         for name in ("x", column, "weight")
@@ -84,10 +104,11 @@ class SkimPass:
     request: Any
     score: str
 
-    def __call__(self, path: str) -> Any:
+    def __call__(self, path: str | SkimData) -> Any:
         """Return the partial result of the file's events (in the order of the file names)."""
         x, y, weight = _read(path, self.score)
-        return self.request(x, y, weight, chunk={"filename": path})
+        name = path.path if isinstance(path, SkimData) else path
+        return self.request(x, y, weight, chunk={"filename": name})
 
 
 @dataclass(frozen=True)
@@ -99,7 +120,7 @@ class ScoreHistogram:
     high: float
     bins: int = 4096
 
-    def __call__(self, path: str) -> NDArray[np.float64]:
+    def __call__(self, path: str | SkimData) -> NDArray[np.float64]:
         """Return the summed weight per bin (values outside are put in the end bins)."""
         _, y, weight = _read(path, self.score)
         counts, _ = np.histogram(

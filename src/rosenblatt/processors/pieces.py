@@ -22,19 +22,27 @@ file is damaged, is named in one line and computed again
 (:func:`rosenblatt._records.corrupt`; refused under ``--refuse-corrupt-cache``);
 a chunk that could not be read is kept for the merge but computed again by the
 next run.
+
+Where the workers share no disk with the driver (a store made with
+``shared=False``), a worker writes nothing of the driver's: the chunk's skims go
+to a temporary folder of its own, and its piece and skims travel back to the
+driver as bytes in the task's result (``"files"``: ``{path on the driver:
+bytes}``), which :func:`write_returned` writes, the skims before their piece.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
 import signal
+import tempfile
 import uuid
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +61,7 @@ __all__ = [
     "PieceTask",
     "fingerprint",
     "run_in_pieces",
+    "write_returned",
 ]
 
 log = logging.getLogger("rosenblatt.pieces")
@@ -131,6 +140,9 @@ class PieceStore:
         Per local input file, its content hash (BLAKE2b).
     driver : int
         The process of the run (the stop hook's target).
+    shared : bool
+        Whether the workers see the driver's folders; if not, the pieces and
+        skims come back in the tasks' results (see the module docstring).
     """
 
     folder: str
@@ -138,19 +150,27 @@ class PieceStore:
     fingerprint: str
     digests: Mapping[str, str]
     driver: int
+    shared: bool = True
 
     @classmethod
     def create(
-        cls, folder: str | os.PathLike[str], name: str, document: Any, digests: Mapping[str, str]
+        cls,
+        folder: str | os.PathLike[str],
+        name: str,
+        document: Any,
+        digests: Mapping[str, str],
+        *,
+        shared: bool = True,
     ) -> PieceStore:
         """The store of pass ``name`` in ``folder`` (made), for the configuration ``document``.
 
         ``digests``: per local input file, its content hash
-        (:func:`rosenblatt._records.file_digest`).
+        (:func:`rosenblatt._records.file_digest`); ``shared``: whether the
+        workers see ``folder``.
         """
         Path(folder).mkdir(parents=True, exist_ok=True)
         path = str(Path(folder).resolve())
-        return cls(path, name, fingerprint(document), dict(digests), os.getpid())
+        return cls(path, name, fingerprint(document), dict(digests), os.getpid(), bool(shared))
 
     def key(self, chunk: Chunk) -> str:
         """The name of ``chunk``'s piece: what its output was computed from, hashed."""
@@ -166,15 +186,39 @@ class PieceStore:
 
     def save(self, chunk: Chunk, output: Mapping[str, Any]) -> None:
         """Write ``chunk``'s output as its piece (atomically), then apply the stop hook."""
+        skim = file_entries(self.folder, output["skim"]) if "skim" in output else None
+        with atomic_write(self.path(chunk)) as tmp:
+            self._write_piece(tmp, chunk, output, skim)
+        self._stop_hook()
+
+    def returned(self, chunk: Chunk, output: Mapping[str, Any], skim_dir: str | None) -> bytes:
+        """``chunk``'s piece as bytes, its skims (written here) recorded as in ``skim_dir``."""
+        skim = None
+        if "skim" in output:
+            skim = {}
+            for path in output["skim"]:
+                if skim_dir is None:
+                    raise ValueError("a pass that writes skims needs the driver's skim folder")
+                (entry,) = file_entries(Path(path).parent, [path]).values()
+                skim[os.path.relpath(Path(skim_dir) / Path(path).name, self.folder)] = entry
+            skim = dict(sorted(skim.items()))
+        buffer = io.BytesIO()
+        self._write_piece(buffer, chunk, output, skim)
+        return buffer.getvalue()
+
+    def _write_piece(
+        self,
+        path: Path | io.BytesIO,
+        chunk: Chunk,
+        output: Mapping[str, Any],
+        skim: Mapping[str, Any] | None,
+    ) -> None:
+        """Write the zip file of ``chunk``'s piece to ``path``; ``skim``: its skims' entries."""
         from hist import serialization
         from uhi.io import zip as uhi_zip
 
         histograms: list[list[str]] = []
-        path = self.path(chunk)
-        with (
-            atomic_write(path) as tmp,
-            zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf,
-        ):
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
             for key in _HISTOGRAMS:
                 for variant, h in output.get(key, {}).items():
                     member = f"h{len(histograms)}"
@@ -188,11 +232,10 @@ class PieceStore:
                 "chunk": [chunk.dataset, chunk.file, chunk.start, chunk.stop],
                 "histograms": histograms,
                 # skim files relative to the pieces, so that the data folder may be moved
-                "skim": file_entries(self.folder, output["skim"]) if "skim" in output else None,
+                "skim": skim,
                 "rest": rest,
             }
             zf.writestr(_MANIFEST, json.dumps(seal(manifest), sort_keys=True))
-        self._stop_hook()
 
     def _stop_hook(self) -> None:
         """For tests: SIGTERM to the run once :data:`STOP_AFTER_PIECES` pieces of this pass exist."""
@@ -283,9 +326,11 @@ class PieceProcessor(processor.ProcessorABC):
         self.inner, self.store = inner, store
 
     def process(self, events: Any) -> dict[str, Any]:
-        """Process the chunk with ``inner`` and write its piece."""
-        output = self.inner.process(events)
-        self.store.save(Chunk.of_metadata(events.metadata), output)
+        """Process the chunk with ``inner`` and write its piece (or return it)."""
+        chunk = Chunk.of_metadata(events.metadata)
+        if not self.store.shared:
+            return _returned(self.store, chunk, self.inner, lambda inner: inner.process(events))
+        self.store.save(chunk, self.inner.process(events))
         return {"pieces": 1}
 
     def postprocess(self, accumulator: Any) -> Any:
@@ -301,10 +346,57 @@ class PieceTask:
     chunk: Callable[[Any], Chunk]
     store: PieceStore
 
-    def __call__(self, item: Any) -> dict[str, int]:
-        """Compute the item and write its piece."""
+    def __call__(self, item: Any) -> dict[str, Any]:
+        """Compute the item and write its piece (or return it)."""
+        if not self.store.shared:
+            # a processor's method: called on the copy of the processor that skims locally
+            owner = getattr(self.function, "__self__", None)
+            name = getattr(self.function, "__name__", "")
+
+            def compute(inner: Any) -> Mapping[str, Any]:
+                return self.function(item) if inner is None else getattr(inner, name)(item)
+
+            return _returned(self.store, self.chunk(item), owner, compute)
         self.store.save(self.chunk(item), self.function(item))
         return {"pieces": 1}
+
+
+def _returned(
+    store: PieceStore, chunk: Chunk, inner: Any, compute: Callable[[Any], Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``compute(inner)`` with its skims in a folder of the worker, returned with its piece.
+
+    ``inner`` is the processor; where it writes skims (a dataclass with a
+    ``skim_dir``), a copy of it writes them to a temporary folder, and their bytes
+    travel back under their paths in the driver's skim folder.
+    """
+    skim_dir = getattr(inner, "skim_dir", None)
+    with tempfile.TemporaryDirectory(prefix="rosenblatt-skim-") as local:
+        if skim_dir is not None:
+            if not is_dataclass(inner) or "skim_dir" not in {f.name for f in fields(inner)}:
+                raise TypeError(f"{type(inner).__name__}: its skim folder cannot be redirected")
+            inner = replace(inner, skim_dir=local)  # type: ignore[type-var]
+        output = compute(inner)
+        piece = store.returned(chunk, output, skim_dir)
+        files = {
+            str(Path(str(skim_dir)) / Path(path).name): Path(path).read_bytes()
+            for path in output.get("skim", [])
+        }
+        files[str(store.path(chunk))] = piece
+    return {"pieces": 1, "files": files}
+
+
+def write_returned(output: Mapping[str, Any]) -> None:
+    """Write the files a pass's workers returned (``output["files"]``), each piece last.
+
+    Each is written atomically; a chunk's piece after its skims, so that a run
+    stopped in between finds the chunk without a piece and computes it again.
+    """
+    files = output.get("files", {})
+    for path in sorted(files, key=lambda p: (p.endswith(".zip"), p)):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(Path(path)) as tmp:
+            Path(tmp).write_bytes(files[path])
 
 
 def run_in_pieces(

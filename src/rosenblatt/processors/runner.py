@@ -50,6 +50,7 @@ from rosenblatt.processors.pieces import (
     PieceStore,
     PieceTask,
     run_in_pieces,
+    write_returned,
 )
 
 with optional_imports(__name__):
@@ -428,7 +429,8 @@ def _root_pieces(
     }
 
     def run_missing(chunks: list[Chunk]) -> None:
-        runner([items[chunk] for chunk in chunks], PieceProcessor(processor_instance, pieces))
+        todo = [items[chunk] for chunk in chunks]
+        write_returned(runner(todo, PieceProcessor(processor_instance, pieces)))
 
     merged = run_in_pieces(pieces, list(items), run_missing)
     return dict(processor_instance.postprocess(merged))
@@ -454,10 +456,10 @@ def _particle_pieces(
         todo = [items[chunk] for chunk in chunks]
         root = [item for item in todo if not isinstance(item, LHCOChunk)]
         if root:
-            runner(root, PieceProcessor(processor_instance, pieces))
+            write_returned(runner(root, PieceProcessor(processor_instance, pieces)))
         lhco = [item for item in todo if isinstance(item, LHCOChunk)]
         task = PieceTask(processor_instance.process_lhco, _lhco_chunk, pieces)
-        map_items(pool, lhco, task, "LHCO chunks")
+        write_returned(map_items(pool, lhco, task, "LHCO chunks") or {})
 
     return dict(processor_instance.postprocess(run_in_pieces(pieces, list(items), run_missing)))
 

@@ -104,6 +104,7 @@ class Ensembles:
 
 def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
     """Run the ABCD analysis of ``config``; write its outputs to ``folder``."""
+    from rosenblatt.processors.fitting import SkimData
     from rosenblatt.processors.runner import make_executor, map_items
     from rosenblatt.studies.abcd_outputs import write_outputs
     from rosenblatt.studies.abcd_preflight import preflight
@@ -132,7 +133,13 @@ def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
         log.info("defining sample: %d skim files written", len(skims))
 
         def run_pass(paths: Sequence[str], function: Callable[[str], Any], description: str) -> Any:
-            return map_items(pool, list(paths), function, description)
+            # without a shared disk, the skims travel to the workers by value (a fit's
+            # later passes map its own tasks, which are values already)
+            items = [
+                SkimData.read(item) if isinstance(item, str) and not executor.shared_disk else item
+                for item in paths
+            ]
+            return map_items(pool, items, function, description)
 
         with steps.timed("fit"):
             fitted = _fit_transforms(cfg, skims, run_pass, folder)
@@ -466,7 +473,9 @@ class _Passes:
             inputs=self.inputs,
         )
         folder = self.cfg.data_dir / "pieces" / name.replace(" ", "-")
-        return PieceStore.create(folder, name, document, {p: self.digests[p] for p in local})
+        digests = {p: self.digests[p] for p in local}
+        shared = self.cfg.executor.shared_disk
+        return PieceStore.create(folder, name, document, digests, shared=shared)
 
     def _particles(
         self,

@@ -177,7 +177,7 @@ def _chunksize(value: Any, source: str, key: str) -> int | None:
 
 @config_dataclass
 class ExecutorConfig:
-    """Where the processors run: ``kind``, ``workers``, ``scheduler`` and ``chunksize``."""
+    """Where the processors run: ``kind``, ``workers``, ``scheduler``, ``chunksize``, ``shared_disk``."""
 
     kind: str = option(
         default="iterative",
@@ -205,6 +205,13 @@ class ExecutorConfig:
         type="integer >= 1 or null",
         default_doc=f"{PARTICLE_CHUNKSIZE:,} for particle-level files, "
         f"{COLUMNAR_CHUNKSIZE:,} for flat ntuples and NanoAOD",
+    )
+    shared_disk: bool = option(
+        default=True,
+        doc="whether the workers see the driver's data folder; false: each chunk's piece and "
+        "skims come back to the driver in the task's result, and the skims go to the "
+        "workers by value",
+        check=flag,
     )
 
     @classmethod
