@@ -19,9 +19,8 @@ PACKAGE = Path(__file__).parents[1] / "src" / "rosenblatt"
 LAYERS = (
     ("cli", "commands"),
     ("studies", "config"),
-    ("processors",),
+    ("processors", "outofcore", ""),
     (
-        "",
         "hep",
         "ml",
         "abcd",
@@ -162,3 +161,41 @@ def test_imports_point_down_the_layers() -> None:
         if layer(other) < layer(module)
     )
     assert upward == []
+
+
+def _top(module: str) -> str:
+    return module.split(".")[1] if "." in module else ""
+
+
+def _imports_from(tops: tuple[str, ...], forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(
+        f"{module} -> {other}"
+        for module, others in GRAPH.items()
+        if _top(module) in tops
+        for other in others
+        if _top(other) in forbidden
+    )
+
+
+def test_the_core_imports_neither_the_out_of_core_fit_nor_studies_nor_processors() -> None:
+    """Estimators, metrics and ABCD statistics stand without the file-set machinery."""
+    forbidden = ("outofcore", "processors", "studies", "config", "commands", "cli")
+    assert _imports_from(("transforms", "metrics", "abcd"), forbidden) == []
+
+
+def test_the_out_of_core_fit_imports_no_study_and_no_command() -> None:
+    assert layer("rosenblatt.outofcore") == layer("rosenblatt.processors")
+    assert _imports_from(("outofcore",), ("studies", "config", "commands", "cli")) == []
+
+
+def test_the_abcd_statistics_are_not_borrowed_from_a_study() -> None:
+    """The abcd study and the toys take the ABCD likelihood from ``abcd/``, not from lhco."""
+    borrowed = sorted(
+        f"{module} -> {other}"
+        for module, others in GRAPH.items()
+        if module.startswith("rosenblatt.studies.")
+        and not module.startswith("rosenblatt.studies.lhco")
+        for other in others
+        if other.startswith("rosenblatt.studies.lhco")
+    )
+    assert borrowed == []

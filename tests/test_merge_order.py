@@ -1,8 +1,8 @@
 """The exact order statistics of a sample seen in chunks, against numpy's sort and quantiles.
 
-The search of :mod:`rosenblatt.transforms._merge_order` runs here in this
+The search of :mod:`rosenblatt.outofcore._order` runs here in this
 process: chunks write their skims and histogram, groups are sorted by
-:class:`~rosenblatt.transforms._merge_tasks.SortTask`, and the windows they
+:class:`~rosenblatt.outofcore._tasks.SortTask`, and the windows they
 report answer ranks, weighted quantiles and the recursive bisection exactly,
 on random chunkings, with unit, integer, float and negative weights, and
 with ties.
@@ -16,9 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rosenblatt.transforms._bisection import bisect_segments
-from rosenblatt.transforms._merge_first_pass import Facts, Request
-from rosenblatt.transforms._merge_order import (
+from rosenblatt.outofcore._first_pass import Facts, Request
+from rosenblatt.outofcore._order import (
     Cumulative,
     NotCovered,
     bisect_exact,
@@ -28,8 +27,9 @@ from rosenblatt.transforms._merge_order import (
     plan_groups,
     quantile_intervals,
 )
-from rosenblatt.transforms._merge_skims import SkimStore
-from rosenblatt.transforms._merge_tasks import Layout, Member, MemberAsk, SortTask, WindowTask
+from rosenblatt.outofcore._skims import SkimStore
+from rosenblatt.outofcore._tasks import Layout, Member, MemberAsk, SortTask, WindowTask
+from rosenblatt.transforms._bisection import bisect_segments
 
 
 def sample(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:

@@ -12,9 +12,9 @@ import pytest
 from conftest import bivariate_normal
 
 import rosenblatt as rb
+from rosenblatt.outofcore.mergeable import Partial, Request
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms.grid_kde import fine_edge_count
-from rosenblatt.transforms.mergeable import Partial, Request
 
 Chunks = Callable[[], Iterator[tuple[Any, Any, Any]]]
 
@@ -374,7 +374,7 @@ def test_nested_irgi_matches_the_in_memory_fit(depth: Any, weights: str, k: int)
 # ------------------------------------------------------------------ ensembles
 def replica_weights(fit: Any, seed: int, draw: int, w: np.ndarray | None) -> np.ndarray:
     """A replica's weights in the fit's order of the events (the chunks' order here)."""
-    from rosenblatt.transforms._merge_skims import bootstrap_counts, event_keys
+    from rosenblatt.outofcore._skims import bootstrap_counts, event_keys
 
     keys = np.concatenate([event_keys(name, n) for name, n in fit.chunks_])
     counts = bootstrap_counts(seed, draw, keys)

@@ -160,7 +160,7 @@ def test_futures_executor_reuses_one_pool(
 def test_bootstrap_ensemble(
     fileset: dict[str, Any], columns: dict[str, np.ndarray], tmp_path: Path
 ) -> None:
-    from rosenblatt.transforms._merge_skims import bootstrap_counts, event_keys
+    from rosenblatt.outofcore._skims import bootstrap_counts, event_keys
 
     ensemble = rb.TransformEnsemble(rb.IRGI(depth=4), n=3, seed=7)
     fit = rb.MergeableFit(ensemble)

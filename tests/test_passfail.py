@@ -7,8 +7,8 @@ import pytest
 
 pyhf = pytest.importorskip("pyhf")
 
+from rosenblatt.abcd.likelihood import quiet_pyhf
 from rosenblatt.abcd.passfail import PassFailFit, passfail_fit, passfail_workspace
-from rosenblatt.studies.lhco.statistics import quiet_pyhf
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:jsonschema.RefResolver is deprecated:DeprecationWarning"

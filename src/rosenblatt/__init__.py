@@ -16,13 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from rosenblatt._version import __version__
+from rosenblatt.outofcore import MergeableFit
 from rosenblatt.serialization import SchemaError, load
 from rosenblatt.transforms import (
     DDT,
     IRGI,
     KDE,
     GridKDE,
-    MergeableFit,
     NaNInputWarning,
     NotFittedError,
     OutsideCounts,

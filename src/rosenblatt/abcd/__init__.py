@@ -24,8 +24,9 @@ carries its statistical uncertainty.
   ``B C / D`` and its uncertainty from a keyed bootstrap of the transform's fit
   (:func:`closure_correction`), and the corrected prediction (:func:`abcd_prediction`);
 - :mod:`~rosenblatt.abcd.likelihood`: the estimate as a pyhf model
-  (:func:`pyhf_workspace`), its expected significance and limit, and their map
-  over the cuts (pyhf is imported on first use);
+  (:func:`pyhf_workspace`), its expected significance and limit at one cut
+  (:func:`likelihood_at_cut`) and their map over the cuts (pyhf is imported on
+  first use);
 - :mod:`~rosenblatt.abcd.passfail`: beyond one cut, the pass/fail fit of the
   spectrum in bins of ``x`` (:func:`passfail_workspace`, :func:`passfail_fit`):
   the passing background is the failing one times a transfer ratio.
@@ -44,21 +45,27 @@ from rosenblatt.abcd.closure_correction import (
 from rosenblatt.abcd.closure_testing import ClosureTest, closure_test
 from rosenblatt.abcd.histograms import abcd_histogram, cut_axes, process_axis
 from rosenblatt.abcd.likelihood import (
+    MAX_NONCLOSURE,
+    CutLikelihood,
     SensitivityMap,
     background_fit,
     expected_significance,
     expected_upper_limit,
+    likelihood_at_cut,
     profile_interval,
     pyhf_workspace,
+    quiet_pyhf,
     sensitivity_map,
 )
 from rosenblatt.abcd.passfail import PassFailFit, passfail_fit, passfail_workspace
 
 __all__ = [
+    "MAX_NONCLOSURE",
     "AbcdPrediction",
     "ClosureCorrection",
     "ClosureScan",
     "ClosureTest",
+    "CutLikelihood",
     "PassFailFit",
     "SensitivityMap",
     "abcd_histogram",
@@ -70,11 +77,13 @@ __all__ = [
     "cut_axes",
     "expected_significance",
     "expected_upper_limit",
+    "likelihood_at_cut",
     "measured_closure",
     "passfail_fit",
     "passfail_workspace",
     "process_axis",
     "profile_interval",
     "pyhf_workspace",
+    "quiet_pyhf",
     "sensitivity_map",
 ]

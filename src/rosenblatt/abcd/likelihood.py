@@ -20,18 +20,32 @@ shift and ``mu = 1`` (discovery significance) or ``mu = 0`` (upper limit). At
 the parameters that generate an Asimov data set the likelihood is at its
 maximum, so each test statistic needs only its conditional fits. pyhf is
 imported on first use (the ``stats`` extra).
+
+At one cut, :func:`likelihood_at_cut` takes the four regions' expected
+background and signal and a measured relative non-closure (capped at
+:data:`MAX_NONCLOSURE`), and returns the expected significance and limit with
+a note of what was left out, writing the workspace as pyhf's JSON;
+:func:`quiet_pyhf` silences pyhf's deprecation warning and log lines around
+any of these fits.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
+import logging
 import math
 import time
-from typing import TYPE_CHECKING, Any
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt._atomic import write_text
 from rosenblatt._validation import is_real
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_testing import thinned_indices
@@ -40,14 +54,18 @@ if TYPE_CHECKING:
     import pyhf
 
 __all__ = [
+    "MAX_NONCLOSURE",
+    "CutLikelihood",
     "SensitivityMap",
     "background_fit",
     "expected_significance",
     "expected_upper_limit",
+    "likelihood_at_cut",
     "observed_significance",
     "observed_upper_limit",
     "profile_interval",
     "pyhf_workspace",
+    "quiet_pyhf",
     "sensitivity_map",
 ]
 
@@ -69,6 +87,26 @@ NORMFACTOR_BOUNDS = (0.0, 10.0)
 FIT_TOLERANCE = 1e-10
 #: times the search for an expected limit may widen its range of mu fourfold
 MAX_WIDENING = 12
+#: largest relative non-closure accepted as a ``normsys`` (:func:`pyhf_workspace` needs < 1)
+MAX_NONCLOSURE = 0.99
+
+
+@contextlib.contextmanager
+def quiet_pyhf() -> Iterator[None]:
+    """Silence pyhf 0.7's jsonschema ``RefResolver`` deprecation warning and its INFO log lines."""
+    logger = logging.getLogger("pyhf")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings(
+                "ignore",
+                message="jsonschema.RefResolver is deprecated",
+                category=DeprecationWarning,
+            )
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 def pyhf_workspace(
@@ -391,6 +429,81 @@ def _conditional(model: Any, data: Any, mu: float) -> float:
         mu, data, model, par_bounds=bounds, return_fitted_val=True, tolerance=FIT_TOLERANCE
     )
     return float(twice_nll)
+
+
+class _CutLikelihoodNotes(TypedDict, total=False):
+    likelihood_note: str
+    workspace: str
+
+
+class CutLikelihood(_CutLikelihoodNotes):
+    """The ABCD likelihood at one cut (:func:`likelihood_at_cut`).
+
+    ``significance`` and ``upper_limit`` are NaN where not computed;
+    ``nonclosure`` is the relative non-closure given; ``workspace`` names the
+    file written and ``likelihood_note`` says what was left out or failed.
+    """
+
+    significance: float
+    upper_limit: float
+    nonclosure: float
+
+
+def likelihood_at_cut(
+    folder: Path, name: str, background: list[float], signal: list[float], relative: float
+) -> CutLikelihood:
+    """Asimov significance and expected limit of the ABCD likelihood at one cut.
+
+    Parameters
+    ----------
+    folder, name
+        The workspace is written as ``folder / f"workspace_{name}.json"`` (pyhf's JSON).
+    background, signal
+        Expected background and signal in the regions A, B, C, D of the cut.
+    relative
+        Relative background non-closure in A (the ``normsys``); NaN leaves it
+        out, values from :data:`MAX_NONCLOSURE` up are capped there.
+
+    Returns
+    -------
+    CutLikelihood
+        ``significance``, ``upper_limit`` (NaN where not computed),
+        ``nonclosure``, ``workspace`` (the file's name, when written) and a
+        ``likelihood_note`` saying what was left out or failed.
+    """
+    out: CutLikelihood = {
+        "significance": float("nan"),
+        "upper_limit": float("nan"),
+        "nonclosure": relative,
+    }
+    n_a, n_b, n_c, n_d = background
+    if min(n_b, n_c, n_d, signal[0]) <= 0:
+        out["likelihood_note"] = (
+            "a control region holds no background or A no signal at the best cut"
+        )
+        return out
+    if not np.isfinite(relative):
+        relative = 0.0
+        out["likelihood_note"] = "non-closure not measurable at the best cut: left out"
+    elif relative >= MAX_NONCLOSURE:
+        out["likelihood_note"] = f"non-closure {relative:.3g} capped at {MAX_NONCLOSURE}"
+        relative = MAX_NONCLOSURE
+    import pyhf
+
+    with quiet_pyhf():
+        signal_a, signal_b, signal_c, signal_d = signal
+        workspace = pyhf_workspace(
+            n_a, n_b, n_c, n_d, signal_a, signal_b, signal_c, signal_d, nonclosure=relative
+        )
+        try:
+            out["significance"] = expected_significance(workspace)
+            out["upper_limit"] = expected_upper_limit(workspace)
+        except (ValueError, pyhf.exceptions.FailedMinimization) as err:
+            out["likelihood_note"] = f"fit failed: {err}"
+    path = folder / f"workspace_{name}.json"
+    write_text(path, json.dumps(dict(workspace), indent=2))
+    out["workspace"] = path.name
+    return out
 
 
 @dataclasses.dataclass(frozen=True)

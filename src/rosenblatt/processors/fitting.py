@@ -204,7 +204,7 @@ def fit_in_workers(
     -------
     The fitted transform.
     """
-    from rosenblatt.transforms.mergeable import MergeableFit
+    from rosenblatt.outofcore.mergeable import MergeableFit
 
     fit = MergeableFit(transform)
     request = fit.request()
@@ -311,7 +311,7 @@ def _digests(file: str) -> set[str]:
 
 def mergeable(transform: Any) -> bool:
     """Whether :class:`rosenblatt.MergeableFit` can fit ``transform``."""
-    from rosenblatt.transforms.mergeable import MergeableFit
+    from rosenblatt.outofcore.mergeable import MergeableFit
 
     try:
         MergeableFit(transform)

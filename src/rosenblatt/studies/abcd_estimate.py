@@ -560,13 +560,14 @@ def _likelihood(
     except ImportError:
         return {"likelihood_note": 'pyhf is not installed: pip install "rosenblatt[stats]"'}
     from rosenblatt.abcd.likelihood import (
+        MAX_NONCLOSURE,
         expected_significance,
         expected_upper_limit,
         observed_significance,
         observed_upper_limit,
         pyhf_workspace,
+        quiet_pyhf,
     )
-    from rosenblatt.studies.lhco.statistics import MAX_NONCLOSURE, quiet_pyhf
 
     n_a, n_b, n_c, n_d = data
     factor, error = closure

@@ -135,7 +135,7 @@ def _likelihood_at_best_cut(
     folder: Path, variant: str, histogram: Hist, scan: ClosureScan
 ) -> LikelihoodJson:
     """The likelihood of one variant at its cut of smallest ``|eta_A|`` (:func:`write_likelihoods`)."""
-    from rosenblatt.studies.lhco.statistics import likelihood_at_cut
+    from rosenblatt.abcd.likelihood import likelihood_at_cut
 
     abs_eta = np.where(scan.valid, np.abs(scan.eta), np.inf)
     i, j = np.unravel_index(int(np.argmin(abs_eta)), abs_eta.shape)

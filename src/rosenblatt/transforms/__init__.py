@@ -14,7 +14,6 @@ from rosenblatt.transforms.ensemble import TransformEnsemble, bootstrap, keyed_p
 from rosenblatt.transforms.grid_kde import GridKDE
 from rosenblatt.transforms.irgi import IRGI
 from rosenblatt.transforms.kde import KDE, absolute_sigma
-from rosenblatt.transforms.mergeable import MergeableFit
 from rosenblatt.transforms.rarity import Rarity
 from rosenblatt.transforms.sequential import SequentialTransform
 
@@ -24,7 +23,6 @@ __all__ = [
     "KDE",
     "ConditionalCDFTransform",
     "GridKDE",
-    "MergeableFit",
     "NaNInputWarning",
     "NegativeWeightError",
     "NotFittedError",

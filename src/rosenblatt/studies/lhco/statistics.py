@@ -22,7 +22,7 @@ Everything here works on the in-memory arrays of the study's samples:
   transform (testing Poisson weights and a Poisson refit on the defining
   sample: the ``n_boot`` replicas of the figures of merit, then further
   refits).
-* **The ABCD likelihood** (:func:`rosenblatt.abcd.pyhf_workspace`) at each
+* **The ABCD likelihood** (:func:`rosenblatt.abcd.likelihood_at_cut`) at each
   classifier's best cut, with the testing background's measured relative
   non-closure as a ``normsys``: Asimov significance and expected 95% CLs limit
   on ``mu``; the workspace is written as ``workspace_<classifier>.json``.
@@ -36,20 +36,16 @@ Everything here works on the in-memory arrays of the study's samples:
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 import rosenblatt as rb
-from rosenblatt._atomic import write_text
 from rosenblatt.abcd import (
     ClosureScan,
     ClosureTest,
@@ -57,7 +53,9 @@ from rosenblatt.abcd import (
     closure_test,
     expected_significance,
     expected_upper_limit,
+    likelihood_at_cut,
     pyhf_workspace,
+    quiet_pyhf,
 )
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_testing import thinned_indices
@@ -72,39 +70,15 @@ from rosenblatt.studies.lhco.summary import AutomaticChoice, ClassifierStatistic
 
 __all__ = [
     "CONTAMINATION_FRACTIONS",
-    "Likelihood",
     "StatisticsInput",
     "StatisticsResult",
     "StatisticsSettings",
-    "likelihood_at_cut",
-    "quiet_pyhf",
     "statistics",
 ]
 
 log = logging.getLogger("rosenblatt.lhco")
 
 FloatArray = NDArray[np.float64]
-
-#: largest relative non-closure accepted as a normsys (pyhf_workspace needs < 1)
-MAX_NONCLOSURE = 0.99
-
-
-@contextlib.contextmanager
-def quiet_pyhf() -> Iterator[None]:
-    """Silence pyhf 0.7's jsonschema ``RefResolver`` deprecation warning and its INFO log lines."""
-    logger = logging.getLogger("pyhf")
-    level = logger.level
-    logger.setLevel(max(level, logging.WARNING))
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings(
-                "ignore",
-                message="jsonschema.RefResolver is deprecated",
-                category=DeprecationWarning,
-            )
-            yield
-    finally:
-        logger.setLevel(level)
 
 
 def statistics(
@@ -450,81 +424,6 @@ def _std(replicas: FloatArray) -> FloatArray:
         mean = values.sum(axis=0) / count
         variance = (np.where(finite, replicas - mean, 0.0) ** 2).sum(axis=0) / (count - 1)
     return np.where(2 * count >= max(len(replicas), 2), np.sqrt(variance), np.nan)
-
-
-class _LikelihoodNotes(TypedDict, total=False):
-    likelihood_note: str
-    workspace: str
-
-
-class Likelihood(_LikelihoodNotes):
-    """The ABCD likelihood at one cut (:func:`likelihood_at_cut`).
-
-    ``significance`` and ``upper_limit`` are NaN where not computed;
-    ``nonclosure`` is the relative non-closure given; ``workspace`` names the
-    file written and ``likelihood_note`` says what was left out or failed.
-    """
-
-    significance: float
-    upper_limit: float
-    nonclosure: float
-
-
-def likelihood_at_cut(
-    folder: Path, name: str, background: list[float], signal: list[float], relative: float
-) -> Likelihood:
-    """Asimov significance and expected limit of the ABCD likelihood at one cut.
-
-    Parameters
-    ----------
-    folder, name
-        The workspace is written as ``folder / f"workspace_{name}.json"`` (pyhf's JSON).
-    background, signal
-        Expected background and signal in the regions A, B, C, D of the cut.
-    relative
-        Relative background non-closure in A (the ``normsys``); NaN leaves it
-        out, values from :data:`MAX_NONCLOSURE` up are capped there.
-
-    Returns
-    -------
-    Likelihood
-        ``significance``, ``upper_limit`` (NaN where not computed),
-        ``nonclosure``, ``workspace`` (the file's name, when written) and a
-        ``likelihood_note`` saying what was left out or failed.
-    """
-    out: Likelihood = {
-        "significance": float("nan"),
-        "upper_limit": float("nan"),
-        "nonclosure": relative,
-    }
-    n_a, n_b, n_c, n_d = background
-    if min(n_b, n_c, n_d, signal[0]) <= 0:
-        out["likelihood_note"] = (
-            "a control region holds no background or A no signal at the best cut"
-        )
-        return out
-    if not np.isfinite(relative):
-        relative = 0.0
-        out["likelihood_note"] = "non-closure not measurable at the best cut: left out"
-    elif relative >= MAX_NONCLOSURE:
-        out["likelihood_note"] = f"non-closure {relative:.3g} capped at {MAX_NONCLOSURE}"
-        relative = MAX_NONCLOSURE
-    import pyhf
-
-    with quiet_pyhf():
-        signal_a, signal_b, signal_c, signal_d = signal
-        workspace = pyhf_workspace(
-            n_a, n_b, n_c, n_d, signal_a, signal_b, signal_c, signal_d, nonclosure=relative
-        )
-        try:
-            out["significance"] = expected_significance(workspace)
-            out["upper_limit"] = expected_upper_limit(workspace)
-        except (ValueError, pyhf.exceptions.FailedMinimization) as err:
-            out["likelihood_note"] = f"fit failed: {err}"
-    path = folder / f"workspace_{name}.json"
-    write_text(path, json.dumps(dict(workspace), indent=2))
-    out["workspace"] = path.name
-    return out
 
 
 def _sensitivity_map(

@@ -257,8 +257,12 @@ def _signal_strength(
         return nan, nan, nan
     import pyhf
 
-    from rosenblatt.abcd.likelihood import profile_interval, pyhf_workspace
-    from rosenblatt.studies.lhco.statistics import MAX_NONCLOSURE, quiet_pyhf
+    from rosenblatt.abcd.likelihood import (
+        MAX_NONCLOSURE,
+        profile_interval,
+        pyhf_workspace,
+        quiet_pyhf,
+    )
 
     relative = min(error / factor, MAX_NONCLOSURE) if math.isfinite(error) else 0.0
     with quiet_pyhf(), contextlib.suppress(pyhf.exceptions.FailedMinimization, ValueError):

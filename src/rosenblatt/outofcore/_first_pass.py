@@ -23,8 +23,8 @@ from numpy.typing import NDArray
 
 from rosenblatt._awkward import is_awkward
 from rosenblatt._validation import as_1d_float, check_finite, check_same_length
+from rosenblatt.outofcore._skims import SkimStore, chunk_name, event_keys
 from rosenblatt.transforms import _observables
-from rosenblatt.transforms._merge_skims import SkimStore, chunk_name, event_keys
 
 __all__ = ["Facts", "Partial", "Request", "Sketch", "order_keys"]
 

@@ -31,11 +31,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rosenblatt.transforms._base import ConditionalCDFTransform
-from rosenblatt.transforms._merge_first_pass import Facts
-from rosenblatt.transforms._merge_order import Cumulative, Group, NotCovered
-from rosenblatt.transforms._merge_plans import Plan, Sample
-from rosenblatt.transforms._merge_tasks import (
+from rosenblatt.outofcore._first_pass import Facts
+from rosenblatt.outofcore._order import Cumulative, Group, NotCovered
+from rosenblatt.outofcore._plans import Plan, Sample
+from rosenblatt.outofcore._tasks import (
     GroupReport,
     Layout,
     Member,
@@ -43,6 +42,7 @@ from rosenblatt.transforms._merge_tasks import (
     SortTask,
     WindowTask,
 )
+from rosenblatt.transforms._base import ConditionalCDFTransform
 
 __all__ = ["Fitted", "Pass", "Replicas", "skim_passes"]
 

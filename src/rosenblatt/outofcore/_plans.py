@@ -7,7 +7,7 @@ A plan turns what the passes reported into the estimator's learned state:
 - which intervals of the cumulative weight the windows must cover
   (:meth:`Plan.intervals`), and the order statistics they give
   (:meth:`Plan.resolve`, which raises
-  :class:`~rosenblatt.transforms._merge_order.NotCovered` when a window is
+  :class:`~rosenblatt.outofcore._order.NotCovered` when a window is
   missing);
 - the tasks of the last pass (:meth:`Plan.tasks`) and the fitted transform
   from their results (:meth:`Plan.finish`).
@@ -26,10 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt.exceptions import NegativeWeightError
-from rosenblatt.transforms import _local_polynomial as lp
-from rosenblatt.transforms._irgi_vector import Cells, y_depth_for
-from rosenblatt.transforms._merge_first_pass import Facts
-from rosenblatt.transforms._merge_order import (
+from rosenblatt.outofcore._first_pass import Facts
+from rosenblatt.outofcore._order import (
     Cumulative,
     Group,
     NotCovered,
@@ -38,7 +36,7 @@ from rosenblatt.transforms._merge_order import (
     first_crossings,
     quantile_intervals,
 )
-from rosenblatt.transforms._merge_tasks import (
+from rosenblatt.outofcore._tasks import (
     BinTask,
     ColumnTask,
     Failure,
@@ -46,6 +44,8 @@ from rosenblatt.transforms._merge_tasks import (
     Member,
     SlabTask,
 )
+from rosenblatt.transforms import _local_polynomial as lp
+from rosenblatt.transforms._irgi_vector import Cells, y_depth_for
 from rosenblatt.transforms.grid_kde import GridKDE, fine_edge_count, grid_columns
 from rosenblatt.transforms.irgi import (
     IRGI,

@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rosenblatt.transforms._merge_first_pass import Partial, Request
-from rosenblatt.transforms._merge_tasks import run_task
+from rosenblatt.outofcore._first_pass import Partial, Request
+from rosenblatt.outofcore._tasks import run_task
 
 __all__ = [
     "Executor",

@@ -1,7 +1,7 @@
 """Exact order statistics and weighted quantiles of a sample held in pieces.
 
 The events are ordered by one value (ties by their global number). A
-histogram of that value (:class:`~rosenblatt.transforms._merge_first_pass.Sketch`)
+histogram of that value (:class:`~rosenblatt.outofcore._first_pass.Sketch`)
 cuts the order into :class:`Group` s of consecutive events; a worker sorts
 each group. ``C(p)``, the summed weight of the first ``p`` events, is then
 known exactly wherever a worker reports it: each group reports its total
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from rosenblatt.transforms._merge_first_pass import Sketch
+from rosenblatt.outofcore._first_pass import Sketch
 
 __all__ = [
     "Cumulative",

@@ -2,13 +2,13 @@
 
 Every task is a small picklable object that a worker runs with
 :func:`run_task`; it reads skims or sorted group tables from the fit's
-:class:`~rosenblatt.transforms._merge_skims.SkimStore` and returns
+:class:`~rosenblatt.outofcore._skims.SkimStore` and returns
 ``{task.key: result}``, so that the results of a pass merge as coffea's
 ``accumulate`` merges dictionaries.
 
 - :class:`SortTask` gathers one group of the order from every skim, sorts it,
   writes the sorted group table and reports, per set of weights, the group's
-  totals, moments and windows (:mod:`rosenblatt.transforms._merge_order`);
+  totals, moments and windows (:mod:`rosenblatt.outofcore._order`);
 - :class:`WindowTask` reports the same from a group table already sorted;
 - :class:`ColumnTask`, :class:`SlabTask` and :class:`BinTask` compute the
   last stage of IRGI on one observable (the ``y`` edges of whole columns),
@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.outofcore._order import Group, window_mask
+from rosenblatt.outofcore._skims import SkimStore, bootstrap_counts
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._irgi_nested import nested_cells
 from rosenblatt.transforms._irgi_vector import residual
-from rosenblatt.transforms._merge_order import Group, window_mask
-from rosenblatt.transforms._merge_skims import SkimStore, bootstrap_counts
 from rosenblatt.transforms.irgi import column_edges
 
 __all__ = [

@@ -21,11 +21,11 @@ processor::
     output = runner(fileset, MyProcessor(request), treename="Events")
     transform = fit.finish(output["fit"], runner)
 
-The order statistics are exact (:mod:`rosenblatt.transforms._merge_order`):
+The order statistics are exact (:mod:`rosenblatt.outofcore._order`):
 the skims are sorted in groups of consecutive values, each group reports the
 cumulative weight around the quantiles that the fit needs, and the fit's
 last stage runs in the workers on whole columns, slabs or groups
-(:mod:`rosenblatt.transforms._merge_tasks`). IRGI and GridKDE take two
+(:mod:`rosenblatt.outofcore._tasks`). IRGI and GridKDE take two
 passes over the skims, a bootstrap ensemble three.
 """
 
@@ -39,20 +39,20 @@ from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import Any
 
 from rosenblatt._validation import check_int, is_int
-from rosenblatt.transforms._base import ConditionalCDFTransform
-from rosenblatt.transforms._merge_first_pass import Facts, Partial, Request
-from rosenblatt.transforms._merge_order import plan_groups
-from rosenblatt.transforms._merge_passes import Fitted, Pass, Replicas, skim_passes
-from rosenblatt.transforms._merge_plans import BinSpec, Plan, plan_for
-from rosenblatt.transforms._merge_running import (
+from rosenblatt.outofcore._first_pass import Facts, Partial, Request
+from rosenblatt.outofcore._order import plan_groups
+from rosenblatt.outofcore._passes import Fitted, Pass, Replicas, skim_passes
+from rosenblatt.outofcore._plans import BinSpec, Plan, plan_for
+from rosenblatt.outofcore._running import (
     Executor,
     FitProgress,
     ObservablesPass,
     executor_for,
     read_with_runner,
 )
-from rosenblatt.transforms._merge_skims import SkimStore
-from rosenblatt.transforms._merge_tasks import Layout
+from rosenblatt.outofcore._skims import SkimStore
+from rosenblatt.outofcore._tasks import Layout
+from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms.ensemble import TransformEnsemble
 from rosenblatt.transforms.grid_kde import GridKDE
 from rosenblatt.transforms.irgi import IRGI
@@ -133,7 +133,7 @@ class MergeableFit:
     the first crossing (the in-memory fit a binary search of the cumulative
     weight, which is not monotone). A bootstrap replica's Poisson counts
     depend on the event's chunk and position
-    (:func:`~rosenblatt.transforms._merge_skims.bootstrap_counts`), not on
+    (:func:`~rosenblatt.outofcore._skims.bootstrap_counts`), not on
     :func:`~rosenblatt.transforms.ensemble.poisson_weights`.
 
     A task of a later pass holds about ``gather_limit`` events at most where
