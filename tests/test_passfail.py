@@ -8,7 +8,14 @@ import pytest
 pyhf = pytest.importorskip("pyhf")
 
 from rosenblatt.abcd.likelihood import quiet_pyhf
-from rosenblatt.abcd.passfail import PassFailFit, passfail_fit, passfail_workspace
+from rosenblatt.abcd.passfail import (
+    SLOPE,
+    SLOPE_SPAN,
+    PassFailFit,
+    passfail_fit,
+    passfail_workspace,
+    with_linear_transfer,
+)
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:jsonschema.RefResolver is deprecated:DeprecationWarning"
@@ -143,3 +150,23 @@ def test_the_post_fit_figure(tmp_path) -> None:
     assert any(label.startswith("signal, $\\mu$ = 1.00") for label in labels)
     path = save_figure(fig, tmp_path / "passfail.png")
     assert path.stat().st_size > 10_000
+
+
+def test_a_linear_transfer_takes_up_a_slope_the_constant_one_reads_as_signal() -> None:
+    # the expected spectra of a cut whose efficiency rises by 40% across x, no signal
+    eps = EPS * (1.0 + 0.4 * (CENTRES - 0.5) / (CENTRES[-1] - 0.5))
+    failing, passing = BACKGROUND * (1 - eps), BACKGROUND * eps
+    ratio = float(np.mean(eps / (1 - eps)))
+    constant = passfail_workspace(failing, passing, SIGNAL, 0.1 * SIGNAL, ratio=ratio)
+    linear = with_linear_transfer(constant, CENTRES)
+    assert SLOPE in linear.model().config.par_order
+    with quiet_pyhf():
+        biased, fitted = passfail_fit(constant), passfail_fit(linear)
+    assert abs(fitted.mu) < 0.05
+    assert abs(biased.mu) > 3 * abs(fitted.mu)
+    # the fitted slope: the transfer ratio's relative change from the middle to the last bin
+    change = float(fitted.parameters[SLOPE][0]) * SLOPE_SPAN
+    expected = (passing / failing)[-1] / np.interp(0.5, CENTRES, passing / failing) - 1.0
+    assert change == pytest.approx(expected, rel=0.1)
+    with pytest.raises(ValueError, match="centres"):
+        with_linear_transfer(constant, CENTRES[:-1])

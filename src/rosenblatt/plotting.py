@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from rosenblatt._atomic import atomic_write
 
@@ -392,16 +392,22 @@ def plot_passfail(
     *,
     xlabel: str = r"$x$",
     expected_ratio: float | None = None,
+    hidden: ArrayLike | None = None,
 ) -> Figure:
     """The post-fit spectra of the passing and failing regions, and their ratio.
 
     Top two panels: the data of each region (points with Poisson errors) over
     the fitted background and signal, stacked. Bottom: the data's pass/fail
     ratio per bin of ``x``, the fitted transfer ratio and, where given, its
-    expectation ``eps / (1 - eps)``.
+    expectation ``eps / (1 - eps)``. The bins of ``hidden`` (indices: a blinded
+    signal window) show no passing data and no ratio, whatever ``passing``
+    holds there.
     """
     import mplhep
 
+    passing = np.asarray(passing, dtype=np.float64).copy()
+    if hidden is not None:
+        passing[np.asarray(hidden, dtype=np.intp)] = np.nan
     fig, axes = figure(nrows=3, width=8.0, height=3.6)
     for ax, name, data, background, signal in (
         (axes[0], "pass", passing, fit.background_pass, fit.signal_pass),
@@ -432,6 +438,7 @@ def plot_passfail(
         axes[2].axhline(
             expected_ratio, color="grey", ls="--", label=f"expected {expected_ratio:.4f}"
         )
+    axes[2].set_xlim(edges[0], edges[-1])
     axes[2].set_ylabel("pass / fail")
     axes[2].set_xlabel(xlabel)
     legend_above(axes[2], ncol=2, fontsize="x-small")

@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rosenblatt.abcd.likelihood import FIT_TOLERANCE, POI, profile_interval
+from rosenblatt.abcd.likelihood import POI
 
 if TYPE_CHECKING:
     import pyhf
 
-__all__ = ["PassFailFit", "passfail_fit", "passfail_workspace"]
+__all__ = ["PassFailFit", "passfail_fit", "passfail_workspace", "with_linear_transfer"]
 
 FloatArray = NDArray[np.float64]
 
@@ -46,6 +46,12 @@ SHAPE, TRANSFER, NONCLOSURE = "background_shape", "transfer", "nonclosure"
 TRANSFER_BOUNDS = (1e-3, 100.0)
 #: the least nominal background of a bin (an empty failing bin keeps a free parameter)
 FLOOR = 0.5
+#: the modifier of a linear transfer ratio's slope in x
+SLOPE = "transfer_slope"
+#: the relative change of the transfer ratio at the outer bins' centres per unit of the slope
+SLOPE_SPAN = 0.5
+#: the bound of the slope's parameter (the passing background stays positive)
+SLOPE_BOUND = 1.8
 
 
 def _spectrum(values: ArrayLike, name: str, bins: int | None = None) -> FloatArray:
@@ -182,6 +188,59 @@ def _channel(
     return {"name": name, "samples": samples}
 
 
+def with_linear_transfer(workspace: pyhf.Workspace, centres: ArrayLike) -> pyhf.Workspace:
+    """``workspace`` whose transfer ratio is linear in ``x`` rather than constant.
+
+    pyhf has no modifier that is a formula of ``x``; the passing background
+    gets a ``histosys`` :data:`SLOPE` whose up and down variations are the
+    nominal times ``1 +- SLOPE_SPAN (x - x_c) / h`` (``x_c`` and ``h`` the
+    middle and half-width of the bins' ``centres``). Its interpolation is
+    linear in the parameter, and it multiplies with the shared shapefactor
+    and the ``transfer`` normfactor, so the passing background is the failing
+    one times ``ratio * transfer * (1 + theta SLOPE_SPAN (x - x_c) / h)``
+    in every bin. Its standard normal constraint allows a change of the ratio
+    by ``+-SLOPE_SPAN`` at the outer bins per standard deviation; it is
+    bounded at ``+-SLOPE_BOUND``.
+
+    Parameters
+    ----------
+    workspace
+        A :func:`passfail_workspace`.
+    centres
+        The centres of its bins of ``x``.
+    """
+    import json
+
+    import pyhf
+
+    x = np.asarray(centres, dtype=np.float64)
+    spec = json.loads(json.dumps(dict(workspace)))
+    bins = len(spec["observations"][0]["data"])
+    if x.shape != (bins,):
+        msg = f"centres has shape {x.shape}, the workspace {bins} bins"
+        raise ValueError(msg)
+    half = 0.5 * (x[-1] - x[0]) or 1.0
+    lever = SLOPE_SPAN * (x - 0.5 * (x[0] + x[-1])) / half
+    for channel in spec["channels"]:
+        if channel["name"] != "pass":
+            continue
+        sample = channel["samples"][0]
+        nominal = np.asarray(sample["data"], dtype=np.float64)
+        sample["modifiers"].append(
+            {
+                "name": SLOPE,
+                "type": "histosys",
+                "data": {
+                    "hi_data": (nominal * (1.0 + lever)).tolist(),
+                    "lo_data": (nominal * (1.0 - lever)).tolist(),
+                },
+            }
+        )
+    parameters = spec["measurements"][0]["config"]["parameters"]
+    parameters.append({"name": SLOPE, "bounds": [[-SLOPE_BOUND, SLOPE_BOUND]]})
+    return pyhf.Workspace(spec)
+
+
 @dataclasses.dataclass(frozen=True)
 class PassFailFit:
     """The fitted pass/fail model.
@@ -196,6 +255,8 @@ class PassFailFit:
         expected ratio times the ``transfer`` normfactor).
     background_fail, background_pass, signal_fail, signal_pass
         The post-fit yields per bin of ``x``.
+    parameters
+        The fitted value of each parameter of the model, by modifier name, at ``mu``.
     """
 
     mu: float
@@ -206,34 +267,33 @@ class PassFailFit:
     background_pass: FloatArray
     signal_fail: FloatArray
     signal_pass: FloatArray
+    parameters: dict[str, FloatArray] = dataclasses.field(default_factory=dict)
 
 
 def passfail_fit(workspace: pyhf.Workspace, *, mu_low: float = -10.0) -> PassFailFit:
     """Fit a :func:`passfail_workspace`: ``mu`` with its 68% interval and the post-fit spectra.
 
     ``mu`` may fall below zero (to ``mu_low``), so that the interval of a
-    downward fluctuation is not cut at zero.
+    downward fluctuation is not cut at zero. The interval's ends are where
+    the profiled ``-2 ln L`` rises by 1 (:func:`profile_ends`); the post-fit
+    spectra are those of the best fit.
     """
     import pyhf
 
-    mu_hat, low, high = profile_interval(workspace, mu_low=mu_low)
     model = workspace.model()
     data = workspace.data(model)
     bounds = model.config.suggested_bounds()
-    bounds[model.config.poi_index] = (mu_low, bounds[model.config.poi_index][1])
-    pars = np.asarray(
-        pyhf.infer.mle.fixed_poi_fit(
-            mu_hat, data, model, par_bounds=bounds, tolerance=FIT_TOLERANCE
-        ),
-        dtype=np.float64,
-    )
+    poi = model.config.poi_index
+    bounds[poi] = (mu_low, bounds[poi][1])
+    best, twice_min = pyhf.infer.mle.fit(data, model, par_bounds=bounds, return_fitted_val=True)
+    pars = np.asarray(best, dtype=np.float64)
+    mu_hat = float(pars[poi])
+    low, high = profile_ends(model, data, bounds, mu_hat, float(twice_min))
     ratio = _nominal_ratio(workspace)
+    by_sample = model.main_model.expected_data(pars, return_by_sample=True)
     yields = {
         (channel, sample): np.asarray(
-            model.main_model.expected_data(pars, return_by_sample=True)[index][
-                model.config.channel_slices[channel]
-            ],
-            dtype=np.float64,
+            by_sample[index][model.config.channel_slices[channel]], dtype=np.float64
         )
         for index, sample in enumerate(model.config.samples)
         for channel in CHANNELS
@@ -248,7 +308,83 @@ def passfail_fit(workspace: pyhf.Workspace, *, mu_low: float = -10.0) -> PassFai
         background_pass=yields[("pass", "background")],
         signal_fail=yields.get(("fail", "signal"), empty),
         signal_pass=yields.get(("pass", "signal"), empty),
+        parameters={
+            name: pars[model.config.par_slice(name)].copy() for name in model.config.par_order
+        },
     )
+
+
+#: the largest error of an interval's end in the rise of ``sqrt(-2 ln L)`` (1 at the end)
+END_TOLERANCE = 1e-3
+#: the most fits spent on one end of an interval
+MAX_END_FITS = 12
+
+
+def profile_ends(
+    model: Any,
+    data: Any,
+    bounds: list[tuple[float, float]],
+    mu_hat: float,
+    twice_min: float,
+    *,
+    rise: float = 1.0,
+) -> tuple[float, float]:
+    """The ends of the interval where the profiled ``-2 ln L`` rises by ``rise`` above its minimum.
+
+    Near its minimum ``sqrt(-2 ln L - twice_min)`` is close to linear in
+    ``mu``, so each end is found by secant steps on it from a first step of
+    a quarter of ``max(|mu_hat|, 1)``: a few conditional fits per end, where a
+    bracketing root search takes many (a model with one free parameter per
+    bin takes about a second per fit).
+
+    Raises
+    ------
+    ValueError
+        If the likelihood does not rise by ``rise`` within the bounds of ``mu``.
+    """
+    import pyhf
+
+    poi = model.config.poi_index
+    target = math.sqrt(rise)
+
+    def height(mu: float) -> float | None:
+        try:
+            _, twice = pyhf.infer.mle.fixed_poi_fit(
+                mu, data, model, par_bounds=bounds, return_fitted_val=True
+            )
+        except pyhf.exceptions.FailedMinimization:
+            return None
+        return math.sqrt(max(float(twice) - twice_min, 0.0))
+
+    ends = []
+    for direction, limit in ((-1.0, float(bounds[poi][0])), (1.0, float(bounds[poi][1]))):
+        lower, upper = sorted((mu_hat, limit))
+        points = [(mu_hat, 0.0)]
+        mu = min(max(mu_hat + direction * 0.25 * max(abs(mu_hat), 1.0), lower), upper)
+        for _ in range(MAX_END_FITS):
+            value = height(mu)
+            if value is None:
+                # a conditional fit that fails (a negative yield on the way): halve the step
+                mu = 0.5 * (mu + points[-1][0])
+                continue
+            points.append((mu, value))
+            if abs(value - target) < END_TOLERANCE:
+                break
+            if mu in (lower, upper) and value < target:
+                msg = (
+                    f"the profile likelihood does not rise by {rise} within the bounds of mu "
+                    f"({limit})"
+                )
+                raise ValueError(msg)
+            (mu_a, h_a), (mu_b, h_b) = points[-2], points[-1]
+            slope = (h_b - h_a) / (mu_b - mu_a) if mu_b != mu_a else 0.0
+            step = (target - h_b) / slope if direction * slope > 0 else direction * abs(mu_b - mu_a)
+            mu = min(max(mu_b + step, lower), upper)
+        else:
+            msg = f"no end of the interval of mu found in {MAX_END_FITS} fits toward {limit}"
+            raise ValueError(msg)
+        ends.append(mu)
+    return ends[0], ends[1]
 
 
 def _nominal_ratio(workspace: pyhf.Workspace) -> float:
