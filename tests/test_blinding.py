@@ -21,6 +21,8 @@ from rosenblatt.processors.analysis import (
 
 X0 = (2500.0, 3000.0, 3500.0)
 BOX = (3000.0, 0.5)
+#: the pass/fail fit's bins of x: one straddles the blinded x0
+PASSFAIL_EDGES = tuple(np.linspace(2000.0, 4500.0, 12))
 
 
 def _filled() -> tuple[dict[str, Any], dict[str, int], dict[str, np.ndarray]]:
@@ -32,7 +34,8 @@ def _filled() -> tuple[dict[str, Any], dict[str, int], dict[str, np.ndarray]]:
         "process": rng.choice([0, 1, DATA], n, p=[0.3, 0.1, 0.6]).astype(np.int64),
     }
     variants = [Variant("cut", "score", (0.3, 0.5, 0.7)), Variant("uncut", "score", (0.3, 0.7))]
-    output = empty_output(variants, X0, PlaneBinning(25, (2000.0, 4500.0), 10), "x", "mixed")
+    plane = PlaneBinning(25, (2000.0, 4500.0), 10)
+    output = empty_output(variants, X0, plane, "x", "mixed", passfail=PASSFAIL_EDGES)
     regions = fill_variants(
         output,
         variants,
@@ -57,12 +60,19 @@ def test_data_in_region_a_are_filled_nowhere_and_uncut_variants_get_no_data() ->
     output, regions, events = _filled()
     x, y, data = events["x"], events["score"], events["process"] == DATA
     in_x, in_y = x >= BOX[0], y >= BOX[1]
-    for kind in ("abcd", "plane"):
+    for kind in ("abcd", "plane", "passfail"):
         cut = _data(output[kind]["cut"])
         assert cut.sum() == np.count_nonzero(data & ~(in_x & in_y))
         assert not _data(output[kind]["uncut"]).any()
     # the ABCD histogram's bins of A (x >= 3000: index 3 on, y >= 0.5: index 3 on) are empty
     assert _data(output["abcd"]["cut"])[3:, 3:].sum() == 0
+    # the pass/fail histogram's passing data (y >= 0.5: flow index 2 on) above x0: none in the
+    # bins above, and in the bin that straddles x0 only its part below
+    passing = _data(output["passfail"]["cut"])[1:-1, 2:].sum(axis=1)
+    edges = np.asarray(PASSFAIL_EDGES)
+    below = np.histogram(x[data & in_y & ~in_x], edges)[0]
+    np.testing.assert_array_equal(passing, below)
+    assert passing[edges[:-1] >= BOX[0]].sum() == 0
     simulated = output["abcd"]["uncut"][{"dataset": sum}][{"process": 0}].values(flow=True)
     assert simulated.sum() == np.count_nonzero(events["process"] == 0)
     assert regions == {

@@ -15,6 +15,11 @@ applies the fitted transforms to them, and fills only histograms:
     closure over the whole cut grid;
 ``"plane"``
     per variant, the same on fine regular ``x`` and ``y`` axes, for the figures;
+``"passfail"`` (with ``passfail`` edges)
+    per variant, the ABCD histogram's ``y`` axis on the fit's finer bins of
+    ``x``: the spectra of ``x`` passing and failing each cut value ``y0``, for
+    the pass/fail fit (:mod:`rosenblatt.abcd.passfail`); blinded as the ABCD
+    histogram is;
 ``"cutflow"``
     ``{dataset: {step: events}}`` with the steps :data:`CUTFLOW_STEPS`, where
     ``read`` equals the sum of the others. In a blinded pass the data's events
@@ -172,11 +177,14 @@ def empty_output(
     plane: PlaneBinning,
     x_label: str,
     dataset: str | None = None,
+    passfail: Sequence[float] | None = None,
 ) -> dict[str, Any]:
     """The accumulator of no events: empty histograms, cut flow and skim list.
 
     With ``dataset`` (a chunk's), the histograms' dataset axes hold it from the
-    start, so that filling them does not grow the axis.
+    start, so that filling them does not grow the axis. With ``passfail``, the
+    edges of the pass/fail fit's bins of ``x``, each variant also gets a
+    ``"passfail"`` histogram: its ABCD histogram with these edges on ``x``.
     """
     shown = [v for v in variants if v.replica_of is None]
     replicas = [v for v in variants if v.replica_of is not None]
@@ -193,6 +201,10 @@ def empty_output(
         "cutflow": {},
         "skim": [],
     }
+    if passfail is not None:
+        output["passfail"] = {
+            v.name: abcd_histogram(passfail, v.y0, x_label=x_label, dataset=dataset) for v in shown
+        }
     if replicas:
         output["replicas"] = {v.name: abcd(v) for v in replicas}
     resampled = [v for v in replicas if v.keyed_draw is not None]
@@ -212,7 +224,7 @@ def fill_variants(
     weight: NDArray[np.float64],
     blind: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict[str, int]:
-    """Fill every variant's ABCD and plane histograms with the events given.
+    """Fill every variant's ABCD, plane and (where present) pass/fail histograms with the events.
 
     With ``blind``, the data events (``process == DATA``) inside a variant's
     signal region ``x >= x0, y >= y0`` (its ``(x0, y0)`` in ``blind``) are left
@@ -231,7 +243,7 @@ def fill_variants(
     data = None if blind is None else process == DATA
     x_bins = {
         name: flow_index(h.axes["x"], x)
-        for name in ("abcd", "plane", "replicas", "resampled")
+        for name in ("abcd", "plane", "passfail", "replicas", "resampled")
         for h in list(output.get(name, {}).values())[:1]
     }
     groups = _process_groups(process)
@@ -246,7 +258,8 @@ def fill_variants(
         keep = None
         if blind is not None and data is not None:
             keep = _blinded_keep(variant, blind.get(variant.name), data, x, values, regions)
-        for name in ("abcd", "plane") if variant.replica_of is None else ("replicas",):
+        kinds = ("abcd", "plane", "passfail") if variant.replica_of is None else ("replicas",)
+        for name in (kind for kind in kinds if kind in output):
             h = output[name][variant.name]
             if keep is None:
                 _add_groups(h, dataset, groups, x_bins[name], values, weight)
@@ -443,6 +456,9 @@ class AnalysisProcessor(ParticleProcessor):
         Per variant, the cut ``(x0, y0)`` whose signal region is blinded in data;
         a variant absent gets no data (see :func:`fill_variants`), and the data's
         cut flow counts only B, C and D (:func:`blind_cutflow`).
+    passfail : sequence of float, optional
+        Edges of the pass/fail fit's bins of ``x``: each variant also fills a
+        ``"passfail"`` histogram (see the module docstring).
     radius : float, default 1.0
         Anti-kT jet radius.
     skip_bad_chunks : bool, default False
@@ -460,6 +476,7 @@ class AnalysisProcessor(ParticleProcessor):
     processes: Mapping[str, int] | None = None
     scales: Mapping[str, float] | None = None
     blind: Mapping[str, tuple[float, float]] | None = None
+    passfail: Sequence[float] | None = None
     radius: float = JET_RADIUS
     skip_bad_chunks: bool = False
 
@@ -477,7 +494,7 @@ class AnalysisProcessor(ParticleProcessor):
 
     def empty_output(self, dataset: str | None = None) -> dict[str, Any]:
         """The accumulator of no events: empty histograms and cut flow (see :func:`empty_output`)."""
-        return empty_output(self.variants, self.x0, self.plane, self.x, dataset)
+        return empty_output(self.variants, self.x0, self.plane, self.x, dataset, self.passfail)
 
     def process_batch(self, batch: ParticleBatch) -> dict[str, Any]:
         """Return the histograms, cut flow and skim file of one batch of events."""

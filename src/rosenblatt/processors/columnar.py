@@ -81,6 +81,9 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
     blind : mapping of str to (float, float), optional
         Per variant, the cut whose signal region is blinded in data; a variant
         absent gets no data, and the data's cut flow counts only B, C and D.
+    passfail : sequence of float, optional
+        Edges of the pass/fail fit's bins of ``x``: each variant also fills a
+        ``"passfail"`` histogram.
     skim_dir : str, optional
         Folder of the per-chunk skims.
     skip_bad_chunks : bool, default False
@@ -100,12 +103,15 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
     x_label: str = "x"
     plane: PlaneBinning = field(default_factory=PlaneBinning)
     blind: Mapping[str, tuple[float, float]] | None = None
+    passfail: Sequence[float] | None = None
     skim_dir: str | None = None
     skip_bad_chunks: bool = False
 
     def empty_output(self, dataset: str | None = None) -> dict[str, Any]:
         """The accumulator of no events (see :func:`~rosenblatt.processors.analysis.empty_output`)."""
-        return empty_output(self.variants, self.x0, self.plane, self.x_label, dataset)
+        return empty_output(
+            self.variants, self.x0, self.plane, self.x_label, dataset, self.passfail
+        )
 
     def process(self, events: Any) -> dict[str, Any]:
         """Return the histograms, cut flow and skim file of one chunk of events."""

@@ -73,7 +73,7 @@ PIECE_VERSION = 1
 #: the manifest's member in a piece
 _MANIFEST = "piece.json"
 #: keys of an output whose value is a mapping of names to histograms
-_HISTOGRAMS = ("abcd", "plane", "replicas", "resampled")
+_HISTOGRAMS = ("abcd", "plane", "passfail", "replicas", "resampled")
 #: test hook: ``<pass>:<n>`` sends SIGTERM to the run once the pass's folder holds n pieces
 STOP_AFTER_PIECES = "ROSENBLATT_STOP_AFTER_PIECES"
 

@@ -419,6 +419,12 @@ class _Passes:
         self.plane = PlaneBinning(
             x_range=cfg.plane_x_range or (low - 0.5 * (high - low), high + 0.5 * (high - low))
         )
+        #: the edges of the pass/fail fit's bins of x (none: no pass/fail histograms)
+        self.passfail = (
+            None
+            if cfg.passfail is None
+            else cfg.passfail.bin_edges(self.plane.x_range, cfg.cuts.x_max)
+        )
 
     def run(
         self,
@@ -504,6 +510,7 @@ class _Passes:
             processes=processes,
             scales=self.checked.scales,
             blind=blind,
+            passfail=None if skim_dir is not None else self.passfail,
             skip_bad_chunks=cfg.skip_bad_files,
         )
         output = run_processor(
@@ -545,6 +552,7 @@ class _Passes:
             x_label=cfg.cuts.x_label,
             plane=self.plane,
             blind=blind,
+            passfail=None if skim else self.passfail,
             skim_dir=skim_dir,
             skip_bad_chunks=cfg.skip_bad_files,
         )

@@ -22,6 +22,7 @@ from rosenblatt.studies.abcd_datasets import (
     parse_defining,
 )
 from rosenblatt.studies.abcd_generate import MAX_WORKERS, GenerateEntry, parse_generate
+from rosenblatt.studies.abcd_passfail import PassFailConfig
 from rosenblatt.studies.config_checks import (
     ConfigError,
     file_problem,
@@ -50,6 +51,7 @@ __all__ = [
     "AbcdCuts",
     "ConfigError",
     "ExecutorConfig",
+    "PassFailConfig",
     "StatisticsConfig",
     "TransformConfig",
 ]
@@ -408,6 +410,11 @@ class AbcdConfig:
         default_factory=StatisticsConfig,
         doc="the bootstrap ensembles of the transforms",
         check=StatisticsConfig,
+    )
+    passfail: PassFailConfig | None = option(
+        default=None,
+        doc="the pass/fail fit in bins of x at each variant's cut (none: no fit)",
+        check=PassFailConfig,
     )
     seed: int = option(
         default=0,

@@ -67,8 +67,9 @@ def write_histograms_json(path: Path, output: PassOutput) -> None:
     from hist import serialization
 
     document = {
-        "abcd": {variant: serialization.to_uhi(h) for variant, h in output["abcd"].items()},
-        "plane": {variant: serialization.to_uhi(h) for variant, h in output["plane"].items()},
+        kind: {variant: serialization.to_uhi(h) for variant, h in output[kind].items()}
+        for kind in ("abcd", "plane", "passfail")
+        if kind in output
     }
     write_text(path, json.dumps(document, default=uhi.io.json.default))
 
@@ -195,6 +196,10 @@ def write_outputs(
         if estimates:
             estimates[variant] = {"valid": False, "note": f"not valid: {reason}"}
     timings["likelihood (in close and report)"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    passfail = _passfail(folder, cfg, output, estimates)
+    if passfail is not None:
+        timings["pass/fail fit (in close and report)"] = time.perf_counter() - clock
     figures = draw_figures(
         folder,
         output,
@@ -220,6 +225,8 @@ def write_outputs(
         summary["datasets"] = _datasets(cfg, checked)
         summary["lumi"] = cfg.lumi
         summary["schema"] = checked.schema
+    if passfail is not None:
+        summary["passfail"] = passfail
     if estimates:
         summary["estimate"] = estimates
         write_text(
@@ -228,6 +235,24 @@ def write_outputs(
     write_summary(folder, strict_json(summary), strict=True)
     write_text(folder / "report.md", report(summary, figures))
     return summary
+
+
+def _passfail(
+    folder: Path, cfg: AbcdConfig, output: PassOutput, estimates: dict[str, EstimateJson]
+) -> dict[str, dict[str, Any]] | None:
+    """Per variant, the pass/fail fit at its cut (``passfail:``), or ``None`` without the block.
+
+    Without data, each variant says there is none to fit.
+    """
+    from rosenblatt.studies.abcd_passfail import write_passfail, write_results
+
+    if cfg.passfail is None:
+        return None
+    if not estimates:
+        variants = output["abcd"]
+        return {v: {"note": "no fit: the file set holds no data"} for v in variants}
+    results = write_passfail(folder, cfg, output.get("passfail", {}), estimates)
+    return write_results(folder, results)
 
 
 def _write_closure(

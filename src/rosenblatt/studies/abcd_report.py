@@ -30,6 +30,7 @@ def report(summary: AbcdSummary, figures: dict[str, str]) -> str:
         lines.append(f"- `{name}`: {saved if name in summary['closure'] else route}")
     lines += _closure_lines(summary)
     lines += _estimate_lines(summary)
+    lines += _passfail_lines(summary)
     lines += _statistics_lines(summary)
     lines += ["", "## Time per step", ""] + [
         f"- {step}: {seconds:.1f} s" for step, seconds in summary["timings"].items()
@@ -298,6 +299,49 @@ def _simulation_yield_lines(estimates: dict[str, EstimateJson]) -> list[str]:
     for variant, process, counts in rows:
         cells = " | ".join(_fmt_num(counts[r], ".4g") for r in ("A", "B", "C", "D"))
         lines.append(f"| {variant} | {process} | {cells} |")
+    return lines
+
+
+def _passfail_lines(summary: AbcdSummary) -> list[str]:
+    """Each variant's pass/fail fit in bins of x at its cut (``passfail:``), or why it has none."""
+    fits = summary.get("passfail")
+    if fits is None:
+        return []
+    lines = [
+        "",
+        "## Pass/fail fit in bins of x",
+        "",
+        "At each variant's cut y0, the failing background is free in every bin of x and the",
+        "passing background is it times one transfer ratio; the signal simulation enters both",
+        "regions and the background simulation's per-bin non-closure is a systematic of each bin",
+        "(`passfail/<variant>/workspace.json`, numbers in `passfail/<variant>/passfail.json`).",
+        "",
+        "| variant | y0 | μ (68% interval) | fitted ratio | expected (sim.) | (1-eps)/eps | linear transfer needed (sim.) | figure |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for variant, fit in fits.items():
+        if "mu" not in fit:
+            notes.append(f"- `{variant}`: {fit.get('note', 'no fit')}")
+            continue
+        interval = (
+            f"{fit['mu']:.3g} [{_fmt_num(fit['mu_low'], '.3g')}, {_fmt_num(fit['mu_high'], '.3g')}]"
+        )
+        needed = fit.get("linear_transfer_needed")
+        lines.append(
+            f"| {variant} | {fit['y0']:.4g} | {interval} | {fit['transfer_fitted']:.4g} | "
+            f"{fit['transfer_expected']:.4g} | {_fmt_num(fit.get('transfer_uniform'), '.4g')} | "
+            f"{'–' if needed is None else ('yes' if needed else 'no')} | "
+            f"![{variant}]({fit['figure']}) |"
+        )
+    if summary["blind"]:
+        lines += [
+            "",
+            "Blinded: the data's passing events above x0 were never filled; the passing observation of",
+            "the bins above x0 is the failing data times the data's pass/fail ratio below x0, so μ is an",
+            "expected result.",
+        ]
+    lines += ["", *notes] if notes else []
     return lines
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from hist import Hist
@@ -30,6 +30,9 @@ class PassOutput(TypedDict, total=False):
     abcd, plane : dict
         Per variant, its ABCD histogram and its ``(x, score)`` plane, over
         ``dataset``, ``x``, ``y`` and ``process``.
+    passfail : dict
+        With ``passfail:``, per variant, its ABCD histogram on the pass/fail
+        fit's bins of ``x``.
     replicas : dict
         Per bootstrap replica of a transform (``<variant>#<k>``), its ABCD histogram.
     resampled : dict
@@ -49,6 +52,7 @@ class PassOutput(TypedDict, total=False):
 
     abcd: dict[str, Hist]
     plane: dict[str, Hist]
+    passfail: dict[str, Hist]
     replicas: dict[str, Hist]
     resampled: dict[str, Hist]
     cutflow: dict[str, dict[str, int]]
@@ -150,10 +154,12 @@ class AbcdSummary(AbcdSummaryCore, total=False):
     """The ABCD study's ``summary.json``.
 
     ``datasets``, ``lumi`` and ``schema`` come with the checks of the files;
-    ``estimate`` with data.
+    ``estimate`` with data; ``passfail`` with the configuration's ``passfail:``
+    (per variant, the numbers of its ``passfail/<variant>/passfail.json``).
     """
 
     datasets: dict[str, DatasetJson]
     lumi: float | None
     schema: str
     estimate: dict[str, EstimateJson]
+    passfail: dict[str, dict[str, Any]]

@@ -1,0 +1,562 @@
+"""The pass/fail fit of the ABCD study (``passfail:``): the spectra of ``x`` passing and failing a cut.
+
+Where the configuration gives ``passfail:``, the analysis pass fills per
+variant the spectra of ``x`` on the fit's bins at every cut value ``y0``
+(the ``"passfail"`` histograms of :mod:`rosenblatt.processors.analysis`),
+and after the estimate each valid variant with a cut gets the pass/fail fit
+of :mod:`rosenblatt.abcd.passfail` at its cut ``y0``:
+
+- the data's failing and passing spectra are the observations;
+- the background simulation gives the expected transfer ratio (its passing
+  over its failing events, all bins together) and, per bin, the non-closure:
+  its pass/fail ratio in the bin relative to the overall one, in quadrature
+  with that ratio's statistical error, as the relative uncertainty of the
+  ``nonclosure`` modifier. The chi-square of its per-bin ratios against a
+  constant and the slope of a straight line through them say whether a
+  transfer ratio linear in ``x`` is needed;
+- the signal simulation is the template of both regions (its leakage into
+  the failing region included).
+
+With ``transfer: linear`` the passing background's transfer ratio also has
+a slope in ``x`` (:func:`rosenblatt.abcd.passfail.with_linear_transfer`).
+
+Blinded as the ABCD estimate: the data's passing events with ``x >= x0``
+are never filled. The bins whose upper edge lies above ``x0`` are the signal
+window; their passing observation is the prediction of the sidebands, the
+failing data times the data's pass/fail ratio in the bins below ``x0``. The
+fitted ``mu`` is then an expected result, and no file holds a passing data
+count of the window.
+
+Each variant's files are in ``passfail/<variant>/``: ``workspace.json``,
+``passfail.json`` and the figure ``passfail.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rosenblatt._atomic import write_text
+from rosenblatt.studies.config_checks import count as _count
+from rosenblatt.studies.config_checks import fail as _fail
+from rosenblatt.studies.config_checks import number as _number
+from rosenblatt.studies.config_fields import config_dataclass, option
+
+if TYPE_CHECKING:
+    from hist import Hist
+
+    from rosenblatt.abcd.passfail import PassFailFit
+    from rosenblatt.studies.abcd_config import AbcdConfig
+    from rosenblatt.studies.abcd_estimate import EstimateJson
+
+__all__ = [
+    "FOLDER",
+    "TRANSFER_SHAPES",
+    "PassFailConfig",
+    "PassFailJson",
+    "SimulationClosure",
+    "simulation_closure",
+    "spectra",
+    "summary_numbers",
+    "write_passfail",
+    "write_results",
+]
+
+FloatArray = NDArray[np.float64]
+
+#: ``passfail.transfer`` values
+TRANSFER_SHAPES = ("constant", "linear")
+#: the results' subfolder of the pass/fail fits
+FOLDER = "passfail"
+#: the largest relative non-closure of a bin (a bin the simulation leaves empty gets it)
+MAX_RELATIVE = 1.0
+#: below this p-value of the simulation's straight line, the transfer ratio is not constant
+LINEAR_P_MIN = 0.05
+#: the most bins of the fit
+MAX_BINS = 10_000
+
+
+def _bins(value: Any, source: str, key: str) -> int:
+    return _count(value, source, key, 1, MAX_BINS)
+
+
+def _range(value: Any, source: str, key: str) -> tuple[float, float] | None:
+    """``passfail.range``: ``[low, high]`` of ``x``, or ``None``."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise _fail(source, key, f"must be [low, high], got {value!r}")
+    low, high = (_number(v, source, key) for v in value)
+    if not low < high:
+        raise _fail(source, key, f"must be [low, high] with low < high, got {value!r}")
+    return low, high
+
+
+def _edges(value: Any, source: str, key: str) -> tuple[float, ...] | None:
+    """``passfail.edges``: at least two increasing edges, or ``None``."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or len(value) < 2:
+        raise _fail(source, key, f"must be a list of at least two increasing edges, got {value!r}")
+    edges = tuple(_number(v, source, key) for v in value)
+    if np.any(np.diff(edges) <= 0):
+        raise _fail(source, key, f"must increase, got {list(edges)}")
+    return edges
+
+
+def _transfer(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or value not in TRANSFER_SHAPES:
+        raise _fail(source, key, f"must be one of {list(TRANSFER_SHAPES)}, got {value!r}")
+    return value
+
+
+@config_dataclass
+class PassFailConfig:
+    """``passfail:``: the pass/fail fit in bins of ``x`` at each variant's cut.
+
+    The fit runs where the block is given (``passfail: {}`` for every default).
+    """
+
+    bins: int = option(
+        default=40,
+        doc="bins of x of the pass/fail fit at each variant's cut (the fit runs where "
+        "passfail: is given; passfail: {} for every default)",
+        check=_bins,
+    )
+    x_range: tuple[float, float] | None = option(
+        default=None,
+        key="range",
+        doc="[low, high] of x of the pass/fail fit's bins",
+        check=_range,
+        type="list of 2 numbers or null",
+        default_doc="that of the plane's figures (plane:), below abcd.x_max",
+    )
+    edges: tuple[float, ...] | None = option(
+        default=None,
+        doc="the pass/fail fit's bin edges in x, increasing (instead of bins and range)",
+        check=_edges,
+        type="list of numbers or null",
+    )
+    transfer: str = option(
+        default="constant",
+        doc="the pass/fail transfer ratio in x: constant (one normfactor) or linear "
+        "(with a slope in x, a histosys)",
+        check=_transfer,
+    )
+
+    def bin_edges(self, plane_range: tuple[float, float], x_max: float | None) -> tuple[float, ...]:
+        """The fit's bin edges: ``edges``, or ``bins`` over ``range`` (default ``plane_range``)."""
+        if self.edges is not None:
+            return self.edges
+        low, high = self.x_range or plane_range
+        if self.x_range is None and x_max is not None and low < x_max < high:
+            high = x_max
+        return tuple(float(v) for v in np.linspace(low, high, self.bins + 1))
+
+
+class PassFailJson(TypedDict, total=False):
+    """One variant's pass/fail fit (``passfail.json``; its numbers in ``summary.json``).
+
+    A variant without a fit holds ``note`` only, saying why.
+    """
+
+    x0: float
+    y0: float
+    blind: bool
+    transfer_shape: str
+    edges: list[float]
+    signal_window: list[int]
+    mu: float
+    mu_low: float
+    mu_high: float
+    mu_note: str
+    transfer_fitted: float
+    transfer_expected: float
+    transfer_uniform: float | None
+    transfer_slope: float | None
+    simulation: dict[str, Any]
+    data_fail: list[float]
+    data_pass: list[float | None]
+    postfit: dict[str, list[float]]
+    workspace: str
+    figure: str
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationClosure:
+    """The background simulation's pass/fail ratio over bins of ``x``.
+
+    Attributes
+    ----------
+    ratio : float
+        Its passing over failing events, all bins together.
+    relative : array
+        Per bin, its ratio over ``ratio`` minus one (``nan`` where a region is empty).
+    relative_error : array
+        Per bin, that ratio's relative statistical error.
+    uncertainty : array
+        Per bin, the relative uncertainty the fit gives the passing background:
+        ``relative`` in quadrature with ``relative_error``, at most
+        :data:`MAX_RELATIVE` (which a bin without simulation gets).
+    chi2, ndof, p_value : float
+        The chi-square of the per-bin ratios against ``ratio``.
+    slope, slope_error, slope_p_value : float
+        A straight line's relative slope in ``x`` through them (per unit of
+        ``x``, relative to ``ratio``), its error and the p-value of zero slope.
+    """
+
+    ratio: float
+    relative: FloatArray
+    relative_error: FloatArray
+    uncertainty: FloatArray
+    chi2: float
+    ndof: int
+    p_value: float
+    slope: float
+    slope_error: float
+    slope_p_value: float
+
+    def as_json(self) -> dict[str, Any]:
+        """Its numbers for ``passfail.json``."""
+        return {
+            "transfer_ratio": self.ratio,
+            "nonclosure_relative": _listed(self.relative),
+            "nonclosure_relative_error": _listed(self.relative_error),
+            "nonclosure_in_fit": _listed(self.uncertainty),
+            "chi2_constant": self.chi2,
+            "ndof": self.ndof,
+            "p_value_constant": self.p_value,
+            "linear_slope": self.slope,
+            "linear_slope_error": self.slope_error,
+            "linear_slope_p_value": self.slope_p_value,
+            "linear_transfer_needed": bool(self.slope_p_value < LINEAR_P_MIN),
+        }
+
+
+def _listed(values: FloatArray) -> list[float | None]:
+    return [float(v) if math.isfinite(v) else None for v in values]
+
+
+def simulation_closure(
+    failing: FloatArray,
+    passing: FloatArray,
+    failing_variance: FloatArray,
+    passing_variance: FloatArray,
+    centres: FloatArray,
+) -> SimulationClosure:
+    """The background simulation's pass/fail ratio per bin against a constant and a line.
+
+    Parameters
+    ----------
+    failing, passing
+        The simulation's sums of weights per bin of ``x``.
+    failing_variance, passing_variance
+        Their sums of squared weights.
+    centres
+        The bins' centres in ``x``.
+
+    Raises
+    ------
+    ValueError
+        If the simulation has no positive failing or passing sum.
+    """
+    from scipy import stats
+
+    total_fail, total_pass = float(failing.sum()), float(passing.sum())
+    if not (total_fail > 0 and total_pass > 0):
+        msg = (
+            f"the background simulation has {total_pass:.3g} passing and {total_fail:.3g} "
+            "failing events in the fit's range"
+        )
+        raise ValueError(msg)
+    ratio = total_pass / total_fail
+    filled = (failing > 0) & (passing > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_bin = np.where(filled, passing / failing, np.nan)
+        error = np.where(
+            filled,
+            np.sqrt(passing_variance / passing**2 + failing_variance / failing**2),
+            np.nan,
+        )
+    relative = per_bin / ratio - 1.0
+    uncertainty = np.where(filled, np.minimum(np.hypot(relative, error), MAX_RELATIVE), 1.0)
+    uncertainty = np.where(np.isfinite(uncertainty), uncertainty, MAX_RELATIVE)
+    usable = filled & (error > 0) & np.isfinite(error)
+    pulls = relative[usable] / error[usable]
+    ndof = max(int(usable.sum()) - 1, 0)
+    chi2 = float(np.sum(pulls**2))
+    p_value = float(stats.chi2.sf(chi2, ndof)) if ndof else float("nan")
+    slope = slope_error = slope_p = float("nan")
+    if usable.sum() >= 3:
+        x = centres[usable]
+        weights = 1.0 / error[usable] ** 2
+        design = np.column_stack([np.ones_like(x), x - np.average(x, weights=weights)])
+        normal = design.T @ (design * weights[:, None])
+        covariance = np.linalg.inv(normal)
+        coefficients = covariance @ (design.T @ (weights * relative[usable]))
+        slope, slope_error = float(coefficients[1]), float(math.sqrt(covariance[1, 1]))
+        slope_p = float(2.0 * stats.norm.sf(abs(slope) / slope_error))
+    return SimulationClosure(
+        ratio=ratio,
+        relative=relative,
+        relative_error=error,
+        uncertainty=uncertainty,
+        chi2=chi2,
+        ndof=ndof,
+        p_value=p_value,
+        slope=slope,
+        slope_error=slope_error,
+        slope_p_value=slope_p,
+    )
+
+
+def spectra(
+    histogram: Hist, y0: float, process: int
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """A process's spectra of ``x`` failing and passing the cut ``y0`` (summed over datasets).
+
+    Returns the failing and passing sums of weights per bin of ``x`` (the flow
+    bins of ``x`` left out) and their sums of squared weights; zeros where the
+    histogram holds no event of ``process``.
+    """
+    from rosenblatt.studies.abcd_estimate import summed_over_datasets
+
+    h: Any = summed_over_datasets(histogram) if "dataset" in histogram.axes.name else histogram
+    bins = len(h.axes["x"])
+    axis = h.axes["process"]
+    if process not in axis:
+        zeros = np.zeros(bins)
+        return zeros, zeros.copy(), zeros.copy(), zeros.copy()
+    edges = np.asarray(h.axes["y"].edges)
+    # flow index of the first bin at or above y0: the underflow is 0
+    first = int(np.argmin(np.abs(edges - y0))) + 1
+    view = h.view(flow=True)
+    k = axis.index(process)
+    value = np.asarray(view.value[1:-1, :, k], dtype=np.float64)
+    variance = np.asarray(view.variance[1:-1, :, k], dtype=np.float64)
+    return (
+        value[:, :first].sum(axis=1),
+        value[:, first:].sum(axis=1),
+        variance[:, :first].sum(axis=1),
+        variance[:, first:].sum(axis=1),
+    )
+
+
+def write_passfail(
+    folder: Path,
+    cfg: AbcdConfig,
+    histograms: dict[str, Hist],
+    estimates: dict[str, EstimateJson],
+) -> dict[str, PassFailJson]:
+    """Per variant, the pass/fail fit at its cut, written to ``passfail/<variant>/``.
+
+    A variant whose estimate is not valid, or without a cut, gets a note
+    saying why it has no fit; so does one whose fit cannot be built (pyhf
+    missing, an empty region, a failed minimisation).
+    """
+    results: dict[str, PassFailJson] = {}
+    for variant, found in estimates.items():
+        if variant not in histograms:
+            results[variant] = {"note": "no pass/fail histogram was filled for it"}
+        elif not found.get("valid", False):
+            results[variant] = {"note": "no fit: its ABCD estimate is not valid"}
+        elif found.get("x0") is None or found.get("y0") is None:
+            results[variant] = {"note": "no fit: it has no cut"}
+        else:
+            results[variant] = _variant_fit(
+                folder / FOLDER / variant,
+                cfg,
+                variant,
+                histograms[variant],
+                float(found["x0"]),  # type: ignore[arg-type]
+                float(found["y0"]),  # type: ignore[arg-type]
+            )
+    return results
+
+
+def _variant_fit(
+    where: Path, cfg: AbcdConfig, variant: str, histogram: Hist, x0: float, y0: float
+) -> PassFailJson:
+    """The pass/fail fit of one variant at its cut ``(x0, y0)`` (see the module docstring)."""
+    try:
+        import pyhf
+    except ImportError:
+        return {"note": 'no fit: pyhf is not installed: pip install "rosenblatt[stats]"'}
+    from rosenblatt.abcd.likelihood import quiet_pyhf
+    from rosenblatt.abcd.passfail import passfail_fit, passfail_workspace, with_linear_transfer
+
+    assert cfg.passfail is not None
+    edges = np.asarray(histogram.axes["x"].edges, dtype=np.float64)
+    data_fail, data_pass, _, _ = spectra(histogram, y0, 2)
+    background = spectra(histogram, y0, 0)
+    signal_fail, signal_pass, _, _ = spectra(histogram, y0, 1)
+    kept = np.flatnonzero(data_fail > 0)
+    if len(kept) < 2:
+        return {"note": "no fit: the data fail the cut in fewer than two bins of x"}
+    span = slice(int(kept[0]), int(kept[-1]) + 1)
+    edges = edges[span.start : span.stop + 1]
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    data_fail, data_pass = data_fail[span], data_pass[span]
+    signal_fail = np.maximum(signal_fail[span], 0.0)
+    signal_pass = np.maximum(signal_pass[span], 0.0)
+    try:
+        fail, passed, fail_variance, pass_variance = (v[span] for v in background)
+        closure = simulation_closure(fail, passed, fail_variance, pass_variance, centres)
+    except ValueError as err:
+        return {"note": f"no fit: {err}"}
+    window = np.flatnonzero(edges[1:] > x0) if cfg.blind else np.zeros(0, dtype=np.intp)
+    observed_pass = data_pass.copy()
+    out: PassFailJson = {
+        "x0": x0,
+        "y0": y0,
+        "blind": cfg.blind,
+        "transfer_shape": cfg.passfail.transfer,
+        "edges": edges.tolist(),
+        "signal_window": window.tolist(),
+        "transfer_expected": closure.ratio,
+        "transfer_uniform": None if variant == "score" else (1.0 - y0) / y0,
+        "simulation": closure.as_json(),
+        "data_fail": data_fail.tolist(),
+    }
+    if cfg.blind:
+        sideband = np.ones(len(data_fail), dtype=bool)
+        sideband[window] = False
+        if not (data_fail[sideband].sum() > 0 and data_pass[sideband].sum() > 0):
+            return {
+                **out,
+                "note": "no fit: blinded, and the sidebands below x0 hold no passing or no "
+                "failing data to predict the signal window's passing events from",
+            }
+        observed_pass[window] = data_fail[window] * (
+            data_pass[sideband].sum() / data_fail[sideband].sum()
+        )
+    hidden = set(window.tolist())
+    out["data_pass"] = [None if i in hidden else float(v) for i, v in enumerate(data_pass)]
+    try:
+        with quiet_pyhf():
+            workspace = passfail_workspace(
+                data_fail,
+                observed_pass,
+                signal_pass,
+                signal_fail,
+                ratio=closure.ratio,
+                nonclosure=closure.uncertainty,
+            )
+            if cfg.passfail.transfer == "linear":
+                workspace = with_linear_transfer(workspace, centres)
+            fit = passfail_fit(workspace)
+    except (ValueError, pyhf.exceptions.FailedMinimization) as err:
+        return {**out, "note": f"no fit: {err}"}
+    where.mkdir(parents=True, exist_ok=True)
+    write_text(where / "workspace.json", json.dumps(dict(workspace), indent=2))
+    out.update(
+        {
+            "mu": fit.mu,
+            "mu_low": fit.mu_low,
+            "mu_high": fit.mu_high,
+            "transfer_fitted": fit.transfer,
+            "transfer_slope": _fitted_slope(fit, centres)
+            if cfg.passfail.transfer == "linear"
+            else None,
+            "postfit": {
+                "background_fail": fit.background_fail.tolist(),
+                "background_pass": fit.background_pass.tolist(),
+                "signal_fail": fit.signal_fail.tolist(),
+                "signal_pass": fit.signal_pass.tolist(),
+            },
+            "workspace": f"{FOLDER}/{variant}/workspace.json",
+        }
+    )
+    if cfg.blind:
+        out["mu_note"] = (
+            "expected: blinded, the passing observation of the signal window (bins above x0) "
+            "is the failing data times the data's pass/fail ratio below x0"
+        )
+    out["figure"] = _figure(where, cfg, fit, edges, data_fail, data_pass, window, closure.ratio)
+    out["figure"] = f"{FOLDER}/{variant}/{out['figure']}"
+    return out
+
+
+def _fitted_slope(fit: PassFailFit, centres: FloatArray) -> float:
+    """The fitted transfer ratio's relative change per unit of ``x`` (``transfer: linear``)."""
+    from rosenblatt.abcd.passfail import SLOPE, SLOPE_SPAN
+
+    half = 0.5 * (centres[-1] - centres[0]) or 1.0
+    return float(fit.parameters[SLOPE][0]) * SLOPE_SPAN / half
+
+
+def _figure(
+    where: Path,
+    cfg: AbcdConfig,
+    fit: PassFailFit,
+    edges: FloatArray,
+    failing: FloatArray,
+    passing: FloatArray,
+    window: NDArray[np.intp],
+    expected: float,
+) -> str:
+    """The post-fit spectra of both regions and their ratio, as ``passfail.png``."""
+    from rosenblatt.plotting import plot_passfail, save_figure
+
+    fig = plot_passfail(
+        fit,
+        edges,
+        failing,
+        passing,
+        xlabel=cfg.cuts.x_axis_label,
+        expected_ratio=expected,
+        hidden=window,
+    )
+    return save_figure(fig, where / "passfail.png").name
+
+
+#: the keys of a variant's ``passfail.json`` that ``summary.json`` holds
+SUMMARY_KEYS = (
+    "x0",
+    "y0",
+    "blind",
+    "transfer_shape",
+    "mu",
+    "mu_low",
+    "mu_high",
+    "mu_note",
+    "transfer_fitted",
+    "transfer_expected",
+    "transfer_uniform",
+    "transfer_slope",
+    "workspace",
+    "figure",
+    "note",
+)
+
+
+def summary_numbers(result: PassFailJson) -> dict[str, Any]:
+    """The numbers of a variant's pass/fail fit that ``summary.json`` holds (no spectra)."""
+    numbers: dict[str, Any] = {key: result[key] for key in SUMMARY_KEYS if key in result}  # type: ignore[literal-required]
+    simulation = result.get("simulation")
+    if simulation is not None:
+        numbers["linear_transfer_needed"] = simulation["linear_transfer_needed"]
+        numbers["simulation_p_value_constant"] = simulation["p_value_constant"]
+    return numbers
+
+
+def write_results(folder: Path, results: dict[str, PassFailJson]) -> dict[str, dict[str, Any]]:
+    """Write each variant's ``passfail/<variant>/passfail.json``; return the summary's numbers."""
+    from rosenblatt.studies.abcd_estimate import strict_json
+
+    numbers = {}
+    for variant, result in results.items():
+        where = folder / FOLDER / variant
+        where.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(strict_json(result), indent=2, allow_nan=False)
+        write_text(where / "passfail.json", text)
+        numbers[variant] = summary_numbers(result)
+        numbers[variant]["file"] = f"{FOLDER}/{variant}/passfail.json"
+    return numbers
