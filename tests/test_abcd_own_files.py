@@ -513,8 +513,11 @@ def test_nanoaod_normalised_to_generated_sum_and_mjj_from_vector(tmp_path: Path)
     assert cutflow["read"] == 3000
 
 
-def test_a_given_cut_and_a_defining_selection(ntuples: Path) -> None:
-    """abcd.cut fixes every variant's cut; defining.selection fits on the selected events only."""
+def test_a_given_cut_and_a_defining_selection(
+    ntuples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """abcd.cut fixes every variant's cut; defining.selection fits on the selected events only,
+    in the study and in ``rosenblatt fit --config``."""
     out = _run(
         ntuples,
         "given",
@@ -549,3 +552,44 @@ def test_a_given_cut_and_a_defining_selection(ntuples: Path) -> None:
         expected.transform(probe_x, probe_y),
         atol=1e-12,
     )
+    capsys.readouterr()
+    fitted = _fit_from_config(ntuples / "given.yaml", tmp_path / "irgi.json")
+    n_selected = int(keep.sum())
+    assert f"fitted on {n_selected:,} events" in capsys.readouterr().out
+    _assert_same_state(fitted, json.loads((out / "irgi.json").read_text()))
+    assert fitted["fitted_on"]["selection"] == "function sel.py:low_mass"
+
+
+def _fit_from_config(config: Path, output: Path) -> dict[str, Any]:
+    """``rosenblatt fit --config`` with the study's transform: x, score and selection not given."""
+    args = ["fit", "--config", str(config), "--transform", "irgi", "--depth", "5"]
+    assert main([*args, "--output", str(output)]) == 0
+    return json.loads(output.read_text())
+
+
+#: IRGI's state entries that are sums of weights: the study adds them chunk by chunk in its
+#: workers, ``rosenblatt fit`` in memory, so they agree to rounding
+_SUMS = frozenset({"cdf", "column_weight"})
+
+
+def _assert_same_state(fitted: dict[str, Any], study: dict[str, Any]) -> None:
+    """The two saved transforms hold the same state: every entry equal, sums to rounding."""
+    assert fitted["kind"] == study["kind"]
+    assert sorted(fitted["state"]) == sorted(study["state"])
+    for key, value in study["state"].items():
+        if key in _SUMS:
+            np.testing.assert_allclose(fitted["state"][key], value, rtol=1e-10, err_msg=key)
+        else:
+            assert fitted["state"][key] == value, key
+
+
+def test_fit_with_the_analysis_configuration_equals_the_study_fit(
+    ntuples: Path, blinded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fitted = _fit_from_config(ntuples / "blinded.yaml", tmp_path / "irgi.json")
+    out = capsys.readouterr().out
+    assert "fitted on 12,000 events" in out
+    assert "(--x m_jj_reco, --score tagger_out)" in out
+    _assert_same_state(fitted, json.loads((blinded / "irgi.json").read_text()))
+    assert fitted["fitted_on"]["x"] == "m_jj_reco"
+    assert fitted["fitted_on"]["selection"] is None

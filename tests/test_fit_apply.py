@@ -345,6 +345,9 @@ def test_bad_options_are_refused(
     paths, _ = flat_files
     assert main(_fit_args(paths, tmp_path / "t.json", "--transform", "kde", "--depth", "3")) == 2
     assert "--depth is a parameter of irgi" in capsys.readouterr().err
+    without_score = ["fit", *map(str, paths), "--x", "m_jj", "--output", str(tmp_path / "t.json")]
+    assert main(without_score) == 2
+    assert "give --score, or --config with its abcd.x and score:" in capsys.readouterr().err
     transform = tmp_path / "t.json"
     assert main(_fit_args(paths, transform, "--depth", "2")) == 0
     args = ["apply", str(transform), *map(str, paths), "--treename", TREE]
@@ -523,12 +526,17 @@ def test_fit_mixes_the_defining_datasets_of_a_configuration_at_their_cross_secti
         "  other: {files: [sample_1.root], role: background}\n"
         "score: tagger_out\n"
         "transforms: [{kind: irgi, depth: 3}]\n"
-        "abcd: {x: m_jj, x0: [2000.0, 3000.0], n_x0: 3, y0: [0.2, 0.8], n_y0: 3}\n"
+        "abcd: {x: m_jj, x0: [2000.0, 3000.0], n_x0: 3, y0: [0.3, 0.7], n_y0: 3}\n"
     )
     output = tmp_path / "mixed.json"
     args = ["fit", "--config", str(config), "--x", "m_jj", "--score", "tagger_out"]
     assert main([*args, "--depth", "3", "--output", str(output)]) == 0
     assert "the defining datasets of" in capsys.readouterr().out
+    # without --x and --score: the configuration's abcd.x and score:
+    from_config = tmp_path / "from_config.json"
+    assert main(["fit", "--config", str(config), "--depth", "3", "--output", str(from_config)]) == 0
+    assert "(--x m_jj, --score tagger_out)" in capsys.readouterr().out
+    assert rb.load(from_config).get_state() == rb.load(output).get_state()
 
     x, y, w = [], [], []
     for path, xsec in zip(paths, (4.6, 1.2), strict=True):
@@ -536,7 +544,9 @@ def test_fit_mixes_the_defining_datasets_of_a_configuration_at_their_cross_secti
         x.append(events["m_jj"])
         y.append(events["tagger_out"].astype(np.float64))
         w.append(events["evt_w"] * (xsec * 10.0 / events["evt_w"].sum()))
-    by_hand = rb.IRGI(depth=3).fit(np.concatenate(x), np.concatenate(y), np.concatenate(w))
+    # the configuration's cut levels, as the analysis gives them
+    by_hand = rb.IRGI(depth=3, cut_levels=(0.3, 0.5, 0.7))
+    by_hand.fit(np.concatenate(x), np.concatenate(y), np.concatenate(w))
     fitted = rb.load(output)
     assert fitted.get_state() == by_hand.get_state()
     record = rb.serialization.fitted_on(fitted)

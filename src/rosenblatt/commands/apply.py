@@ -74,7 +74,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "transform", metavar="TRANSFORM.json", help="transform saved by rosenblatt fit"
     )
-    add_common_arguments(parser, recorded=True)
+    add_common_arguments(parser, recorded="the one the transform was fitted on")
     parser.add_argument(
         "--x",
         default=None,

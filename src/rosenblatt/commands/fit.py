@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,10 +48,14 @@ error naming the file and the entry. Weights may be negative; their sum must be 
 Every file, tree and branch is checked before any event is read.
 
 With --config, the events are those of the defining datasets of an analysis configuration
-(`study: abcd`: its datasets:, defining:, lumi:, treename: and jets: are read, the rest is
-not), mixed at their physical proportions as the analysis mixes them: each dataset's weight
-(its weight: quantity, or 1) times xsec * lumi / sum(w), sum(w) over every event of its files
-(NanoAOD: Runs.genEventSumw); a dataset without xsec keeps its weights. The transform saved
+(`study: abcd`: its datasets:, defining:, lumi:, treename:, jets:, abcd.x, score: and the cut
+levels abcd.y0 are read, the rest is not), selected by its defining.selection and mixed at
+their physical proportions as the analysis selects and mixes them: each dataset's weight (its
+weight: quantity, or 1) times xsec * lumi / sum(w), sum(w) over every event of its files
+(NanoAOD: Runs.genEventSumw); a dataset without xsec keeps its weights. --x and --score default
+to the configuration's abcd.x and score:, --treename and --jets given replace its treename:
+and jets:, and IRGI is given its cut levels, so that the transform is the one the analysis
+fits with the same parameters. The transform saved
 records what it was fitted on (the quantities as written, tree, files with their BLAKE2b
 hashes, number and weighted sum of events), which `rosenblatt apply` uses.
 """
@@ -89,31 +94,31 @@ DEFAULT_TREENAME = "Events"
 
 
 def add_common_arguments(
-    parser: argparse.ArgumentParser, *, recorded: bool = False, files: str = "+"
+    parser: argparse.ArgumentParser, *, recorded: str | None = None, files: str = "+"
 ) -> None:
     """The input options shared with ``rosenblatt apply``: files, tree, jets, chunk size.
 
-    With ``recorded``, ``--treename`` and ``--jets`` default to ``None``: the
-    values the transform records, else the usual defaults.
+    With ``recorded`` (where else they come from, in words: ``"the one the
+    transform was fitted on"``), ``--treename`` and ``--jets`` default to
+    ``None``: that value where there is one, else the usual defaults.
     """
     from rosenblatt.processors.branches import DEFAULT_STEP
     from rosenblatt.processors.quantities import DEFAULT_JETS
 
-    recorded_default = "the one the transform was fitted on, else "
+    recorded_default = "" if recorded is None else f"{recorded}, else "
     parser.add_argument("files", nargs=files, metavar="FILE", help="ROOT files with the tree")
     parser.add_argument(
         "--treename",
         default=None if recorded else DEFAULT_TREENAME,
         metavar="TREE",
-        help="the TTree or RNTuple holding the events (default: "
-        f"{recorded_default if recorded else ''}{DEFAULT_TREENAME})",
+        help=f"the TTree or RNTuple holding the events (default: {recorded_default}"
+        f"{DEFAULT_TREENAME})",
     )
     parser.add_argument(
         "--jets",
         default=None if recorded else DEFAULT_JETS,
         metavar="COLLECTION",
-        help="collection of the built-in jet features (default: "
-        f"{recorded_default if recorded else ''}{DEFAULT_JETS})",
+        help=f"collection of the built-in jet features (default: {recorded_default}{DEFAULT_JETS})",
     )
     parser.add_argument(
         "--chunk-size",
@@ -132,17 +137,27 @@ def add_parser(subparsers: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_common_arguments(parser, files="*")
+    add_common_arguments(parser, files="*", recorded="with --config, the configuration's")
     parser.add_argument(
         "--config",
         default=None,
         metavar="CONFIG.yaml",
         help="fit on the defining datasets of an analysis configuration (its datasets:, "
-        "defining:, lumi:, treename: and jets:), each normalised to xsec * lumi * w / sum(w), "
-        "instead of FILEs",
+        "defining: with its selection, lumi:, treename:, jets:, abcd.x and score:), each "
+        "normalised to xsec * lumi * w / sum(w), instead of FILEs",
     )
-    parser.add_argument("--x", required=True, metavar="X", help="the protected observable")
-    parser.add_argument("--score", required=True, metavar="Y", help="the classifier score")
+    parser.add_argument(
+        "--x",
+        default=None,
+        metavar="X",
+        help="the protected observable (default: with --config, its abcd.x)",
+    )
+    parser.add_argument(
+        "--score",
+        default=None,
+        metavar="Y",
+        help="the classifier score (default: with --config, its score:)",
+    )
     parser.add_argument(
         "--weight", default=None, metavar="W", help="the event weight (default: 1 per event)"
     )
@@ -198,13 +213,14 @@ def quantities_from_args(
     return quantities
 
 
-def _make_transform(args: argparse.Namespace) -> Any:
+def _make_transform(args: argparse.Namespace, cut_levels: tuple[float, ...] | None = None) -> Any:
+    """The unfitted transform of the options; IRGI given the levels of ``gamma`` cut at."""
     import rosenblatt as rb
 
     if args.transform == "irgi":
         if args.sigma_r is not None:
             raise ValueError("--sigma-r is a parameter of kde and gridkde, not of irgi")
-        return rb.IRGI(depth="auto" if args.depth is None else args.depth)
+        return rb.IRGI(depth="auto" if args.depth is None else args.depth, cut_levels=cut_levels)
     if args.depth is not None:
         raise ValueError(f"--depth is a parameter of irgi, not of {args.transform}")
     sigma_r = "auto" if args.sigma_r is None else args.sigma_r
@@ -221,15 +237,25 @@ class _Sample:
     read: int = 0
     lacking: dict[str, int] = field(default_factory=dict)
     left_out: int = 0
+    not_selected: int = 0
 
 
 @dataclass(frozen=True)
 class _Input:
-    """The files of one dataset, the quantities read from them and the factor of its weights."""
+    """The files of one dataset, the quantities read from them, the factor of its weights
+    and the selection of its events (``None``: every event)."""
 
     sources: list[Any]
     quantities: dict[str, Any]
     scale: float = 1.0
+    selection: Any = None
+
+    @property
+    def checked(self) -> dict[str, Any]:
+        """The quantities read, the selection among them (as ``defining.selection``)."""
+        if self.selection is None:
+            return dict(self.quantities)
+        return {**self.quantities, "defining.selection": self.selection}
 
 
 def _read(inputs: list[_Input], step: int) -> _Sample:
@@ -246,13 +272,20 @@ def _read(inputs: list[_Input], step: int) -> _Sample:
 def _read_source(
     sample: _Sample, source: Any, part: _Input, step: int, weighted: bool, iter_chunks: Any
 ) -> None:
-    """Add the events of one file to ``sample``, their weights times the dataset's factor."""
-    for chunk in iter_chunks(source, part.quantities, step_size=step):
-        keep = chunk.complete()
+    """Add the selected events of one file to ``sample``, their weights times the dataset's factor.
+
+    An event outside the selection is counted as such, not as lacking a value.
+    """
+    chunks = iter_chunks(source, part.quantities, step_size=step, selection=part.selection)
+    for chunk in chunks:
+        chosen = np.ones(len(chunk), dtype=bool) if chunk.selected is None else chunk.selected
+        keep = chosen & chunk.complete()
         sample.read += len(chunk)
-        sample.left_out += int((~keep).sum())
+        sample.not_selected += int((~chosen).sum())
+        sample.left_out += int((chosen & ~keep).sum())
         for option, present in chunk.present.items():
-            sample.lacking[option] = sample.lacking.get(option, 0) + int((~present).sum())
+            lacking = int((chosen & ~present).sum())
+            sample.lacking[option] = sample.lacking.get(option, 0) + lacking
         sample.x.append(chunk.values["--x"][keep])
         sample.y.append(chunk.values["--score"][keep])
         if weighted:
@@ -288,10 +321,11 @@ def _summary(
     sample: _Sample,
     quantities: dict[str, Any],
     weights: NDArray[np.float64] | None,
+    selection: Any = None,
 ) -> str:
     from rosenblatt.processors.branches import missing_reason
 
-    n_used = sample.read - sample.left_out
+    n_used = sample.read - sample.not_selected - sample.left_out
     files = f"{len(args.files)} file{'s' if len(args.files) > 1 else ''}"
     if args.config is not None:
         files += f" (the defining datasets of {args.config}, mixed at xsec * lumi)"
@@ -311,6 +345,15 @@ def _summary(
     else:
         chosen = f"; sigma_r {transform.sigma_r_:.4g}" if args.sigma_r in (None, "auto") else ""
     chosen += " chosen by cross-validation" if chosen else ""
+    selected = sample.read - sample.not_selected
+    if selection is not None:
+        passing = (
+            f"{selected:,} of the {sample.read:,} events read passed defining.selection "
+            f"{selection.text}; "
+        )
+        of = f"the {selected:,} selected"
+    else:
+        passing, of = "", f"the {sample.read:,} events read"
     if sample.left_out:
         reasons = "; ".join(
             f"{n:,} with {missing_reason(quantities[option])} for {option} "
@@ -318,16 +361,16 @@ def _summary(
             for option, n in sample.lacking.items()
             if n and option in quantities
         )
-        lacking = (
-            f"{sample.left_out:,} of the {sample.read:,} events read were left out, lacking a "
-            f"value ({reasons})"
-        )
+        lacking = f"{sample.left_out:,} of {of} were left out, lacking a value ({reasons})"
     else:
-        lacking = f"every one of the {sample.read:,} events read had a value"
+        lacking = f"every one of {of} had a value"
+    coarse = getattr(transform, "coarse_cut_note", None)
+    note = coarse() if callable(coarse) else None
+    warning = "" if note is None else f" Warning: {note}."
     return (
         f"rosenblatt fit: {transform.describe()}{chosen}, fitted on {n_used:,} events of "
-        f"tree {args.treename!r} in {files} ({given}) with {weighted}; {lacking}. "
-        f"Saved to {args.output}."
+        f"tree {args.treename!r} in {files} ({given}) with {weighted}; {passing}{lacking}. "
+        f"Saved to {args.output}.{warning}"
     )
 
 
@@ -369,28 +412,32 @@ def fitted_on(
     }
 
 
-def _file_inputs(args: argparse.Namespace, quantities: dict[str, Any]) -> list[_Input]:
-    """The FILEs given, their weights as they are."""
+def _file_inputs(args: argparse.Namespace) -> tuple[list[_Input], dict[str, Any]]:
+    """The FILEs given, their weights as they are; and the quantities read."""
     from rosenblatt.processors.branches import check_tree
+    from rosenblatt.processors.quantities import DEFAULT_JETS
 
     if not args.files:
         raise ValueError("give the ROOT files to fit on, or --config with their datasets")
-    return [
-        _Input([check_tree(path, args.treename, quantities) for path in args.files], quantities)
-    ]
+    absent = [option for option in ("--x", "--score") if getattr(args, option[2:]) is None]
+    if absent:
+        raise ValueError(f"give {' and '.join(absent)}, or --config with its abcd.x and score:")
+    args.treename = DEFAULT_TREENAME if args.treename is None else args.treename
+    args.jets = DEFAULT_JETS if args.jets is None else args.jets
+    quantities = quantities_from_args(
+        args, {"--x": args.x, "--score": args.score, "--weight": args.weight}
+    )
+    sources = [check_tree(path, args.treename, quantities) for path in args.files]
+    return [_Input(sources, quantities)], quantities
 
 
-def _config_inputs(
-    args: argparse.Namespace, quantities: dict[str, Any]
-) -> tuple[list[_Input], dict[str, Any]]:
-    """The defining datasets of ``--config``, each with its weight and normalisation.
+def _analysis_config(args: argparse.Namespace) -> Any:
+    """The analysis configuration of ``--config``, ``--treename`` and ``--jets`` given in it.
 
-    Returns the inputs and what the record adds: ``lumi`` and, per dataset,
-    its files, tree, weight, cross section and factor.
+    An option given stands for the configuration's key of the same name
+    (``treename:``, ``jets:``), as if written there.
     """
-    from rosenblatt.processors.branches import check_tree
     from rosenblatt.studies.abcd_config import AbcdConfig
-    from rosenblatt.studies.abcd_preflight import dataset_scales
     from rosenblatt.studies.config import load_config
 
     if args.files or args.weight is not None:
@@ -398,15 +445,43 @@ def _config_inputs(
         raise ValueError(
             f"--config {args.config} names the files and weights of its datasets: leave {given} out"
         )
-    config = load_config(args.config)
+    config = dict(load_config(args.config))
     if config["study"] != "abcd":
         raise ValueError(f"--config {args.config}: study {config['study']!r} has no datasets:")
+    for key in ("treename", "jets"):
+        if getattr(args, key) is not None:
+            config[key] = getattr(args, key)
     cfg = AbcdConfig.parse(config)
-    if cfg.defining_selection is not None:
+    if cfg.schema == "particles":
         raise ValueError(
-            f"{cfg.source}: defining.selection: rosenblatt fit does not apply a selection; fit "
-            "on the selected events' files, or run the analysis"
+            f"{cfg.source}: schema: particles: rosenblatt fit reads branches of flat ntuples "
+            "and NanoAOD, not particle-level files; run the analysis"
         )
+    return cfg
+
+
+def _config_inputs(
+    args: argparse.Namespace, cfg: Any
+) -> tuple[list[_Input], dict[str, Any], dict[str, Any]]:
+    """The defining datasets of ``cfg``, each with its weight, normalisation and selection.
+
+    ``--x`` and ``--score`` not given are the configuration's ``abcd.x`` and
+    ``score:``; the events are those its ``defining.selection`` keeps, as the
+    analysis selects them. Returns the inputs, the quantities read and what
+    the record adds: ``config``, ``lumi``, ``selection`` and, per dataset,
+    its files, tree, weight, cross section and factor.
+    """
+    from rosenblatt.processors.branches import check_tree
+    from rosenblatt.studies.abcd_preflight import dataset_scales
+
+    args.treename, args.jets = cfg.treename, cfg.jets
+    given = quantities_from_args(args, {"--x": args.x, "--score": args.score})
+    quantities = {"--x": given.get("--x", cfg.x), "--score": given.get("--score", cfg.score)}
+    if quantities["--score"].reads_particles:
+        raise ValueError(
+            f"{cfg.source}: score: {cfg.score.text} scores particle-level files; give --score"
+        )
+    selection = cfg.defining_selection
     defining = {name: cfg.datasets[name] for name in cfg.defining_names}
     scales = dataset_scales(defining, cfg.lumi, cfg.source, cfg.schema)
     inputs, datasets = [], {}
@@ -414,8 +489,11 @@ def _config_inputs(
         wanted = dict(quantities)
         if dataset.weight is not None:
             wanted["--weight"] = dataset.weight
-        sources = [check_tree(path, dataset.treename, wanted) for path in dataset.files]
-        inputs.append(_Input(sources, wanted, scales[name]))
+        part = _Input([], wanted, scales[name], selection)
+        part.sources.extend(
+            check_tree(path, dataset.treename, part.checked) for path in dataset.files
+        )
+        inputs.append(part)
         datasets[name] = {
             "files": list(dataset.files),
             "treename": dataset.treename,
@@ -424,8 +502,13 @@ def _config_inputs(
             "scale": scales[name],
         }
     args.files = [path for dataset in defining.values() for path in dataset.files]
-    args.treename, args.jets = cfg.treename, cfg.jets
-    return inputs, {"config": cfg.source, "lumi": cfg.lumi, "datasets": datasets}
+    record = {
+        "config": cfg.source,
+        "lumi": cfg.lumi,
+        "selection": None if selection is None else selection.text,
+        "datasets": datasets,
+    }
+    return inputs, quantities, record
 
 
 def main(args: argparse.Namespace) -> int:
@@ -436,26 +519,31 @@ def main(args: argparse.Namespace) -> int:
         require("uproot", "io", "rosenblatt fit")
         transform = _make_transform(args)
         output = _check_output(args.output)
-        quantities = quantities_from_args(
-            args, {"--x": args.x, "--score": args.score, "--weight": args.weight}
-        )
         mixed: dict[str, Any] = {}
         if args.config is None:
-            inputs = _file_inputs(args, quantities)
+            inputs, quantities = _file_inputs(args)
         else:
-            inputs, mixed = _config_inputs(args, quantities)
+            cfg = _analysis_config(args)
+            # as the analysis fits it: IRGI's depths resolve the configuration's cut levels
+            transform = _make_transform(args, cfg.cuts.y0)
+            inputs, quantities, mixed = _config_inputs(args, cfg)
         sources = [source for part in inputs for source in part.sources]
         for part in inputs:
-            require_for(part.quantities, part.sources)
+            require_for(part.checked, part.sources)
         sample = _read(inputs, args.chunk_size)
         if not sample.x or sum(len(v) for v in sample.x) == 0:
+            selection = inputs[0].selection
+            outside = "" if selection is None else f"{sample.not_selected:,} not selected, "
             raise ValueError(
-                f"no event to fit on: {sample.read:,} events read, "
-                f"{sample.left_out:,} of them lacking a value"
+                f"no event to fit on: {sample.read:,} events read, {outside}"
+                f"{sample.left_out:,} lacking a value"
             )
         x, y = np.concatenate(sample.x), np.concatenate(sample.y)
         weights = np.concatenate(sample.w) if sample.w else None
-        transform.fit(x, y, weights)
+        with warnings.catch_warnings():
+            # a grid too coarse for the configuration's cuts is said in the summary
+            warnings.filterwarnings("ignore", "IRGI .* bins beyond the cut", UserWarning)
+            transform.fit(x, y, weights)
         transform.fitted_on_ = fitted_on(
             args, sources, quantities, transform.n_events_, transform.sum_weight_
         )
@@ -464,5 +552,5 @@ def main(args: argparse.Namespace) -> int:
     except (OSError, ValueError, TypeError) as err:
         print_error("rosenblatt fit", err)
         return 2
-    print(_summary(args, transform, sample, quantities, weights))
+    print(_summary(args, transform, sample, quantities, weights, inputs[0].selection))
     return 0

@@ -39,6 +39,7 @@ from rosenblatt.processors.quantities import (
     QuantityError,
     closest,
     parse_quantity,
+    passes_selection,
 )
 
 __all__ = [
@@ -280,12 +281,15 @@ class Chunk:
         Per option, whether each event has a value.
     branches : dict of str to numpy.ndarray
         The extra branches asked for, as read.
+    selected : numpy.ndarray of bool, optional
+        Whether each event passes the selection (``None``: no selection).
     """
 
     start: int
     values: dict[str, NDArray[np.float64]]
     present: dict[str, NDArray[np.bool_]]
     branches: dict[str, NDArray[Any]]
+    selected: NDArray[np.bool_] | None = None
 
     def __len__(self) -> int:
         for array in (*self.values.values(), *self.branches.values()):
@@ -306,6 +310,7 @@ def iter_chunks(
     *,
     extra: Sequence[str] = (),
     step_size: int = DEFAULT_STEP,
+    selection: Quantity | None = None,
 ) -> Iterator[Chunk]:
     """Evaluate the quantities on ``step_size`` entries of the tree at a time, in order.
 
@@ -319,6 +324,11 @@ def iter_chunks(
         Branches to read as they are (event identifiers).
     step_size : int
         Entries per chunk.
+    selection : Quantity, optional
+        The events kept (:func:`~rosenblatt.processors.quantities.passes_selection`:
+        those with a non-zero value), as the analysis's ``defining.selection``
+        keeps them; its branches must be among those :func:`check_tree` checked.
+        Only the selected events' values must be finite.
 
     Yields
     ------
@@ -334,13 +344,18 @@ def iter_chunks(
         raise TreeFileError(f"the chunk size must be at least 1, got {step_size}")
     reader = _lazy_chunks if source.lazy else _branch_chunks
     for start, events in reader(source, extra, step_size):
+        selected = None
+        if selection is not None:
+            evaluated = _evaluate(selection, events, source, start, "selection")
+            selected = passes_selection(*evaluated)
         values: dict[str, NDArray[np.float64]] = {}
         present: dict[str, NDArray[np.bool_]] = {}
         for option, quantity in quantities.items():
             values[option], present[option] = _evaluate(quantity, events, source, start, option)
-            _check_finite(values[option], present[option], source, start, option, quantity)
+            checked = present[option] if selected is None else present[option] & selected
+            _check_finite(values[option], checked, source, start, option, quantity)
         branches = {name: np.asarray(ak.to_numpy(events[name])) for name in extra}
-        yield Chunk(start, values, present, branches)
+        yield Chunk(start, values, present, branches, selected)
 
 
 def _branch_chunks(

@@ -37,7 +37,7 @@ from rosenblatt.processors.analysis import (
     write_skim,
 )
 from rosenblatt.processors.events import chunk_file_name, unreadable_chunk
-from rosenblatt.processors.quantities import Quantity, QuantityError
+from rosenblatt.processors.quantities import Quantity, QuantityError, passes_selection
 
 with optional_imports(__name__):
     from coffea import processor
@@ -190,8 +190,7 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
         selected = np.ones(n, dtype=bool)
         applies = self.selected_datasets is None or dataset in self.selected_datasets
         if self.selection is not None and applies:
-            values, ok = self.selection.evaluate(events)
-            selected = ok & (np.nan_to_num(values) != 0)
+            selected = passes_selection(*self.selection.evaluate(events))
         x, present = self.x.evaluate(events)
         scores = {}
         for name, quantity in self.scores.items():

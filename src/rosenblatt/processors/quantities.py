@@ -58,6 +58,7 @@ __all__ = [
     "QuantityError",
     "closest",
     "parse_quantity",
+    "passes_selection",
 ]
 
 #: built-in features of the two leading jets (GeV for masses and momenta)
@@ -263,6 +264,24 @@ class Quantity:
             _MODULES[key] = make_scorer(dict(self.spec))
         values = _MODULES[key](events)
         return _as_float(values, len(events), self.text), np.ones(len(events), dtype=bool)
+
+
+def passes_selection(values: NDArray[np.float64], present: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """Whether each event passes a selection, from the selection quantity's evaluation.
+
+    An event passes where it has a value and the value is non-zero (``True``
+    of a boolean); NaN does not pass.
+
+    Parameters
+    ----------
+    values, present : numpy.ndarray
+        What :meth:`Quantity.evaluate` of the selection returned.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+    """
+    return np.asarray(present & (np.nan_to_num(values) != 0), dtype=bool)
 
 
 def parse_quantity(
