@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -41,12 +45,30 @@ STATISTICS_KEYS = (
 pytestmark = pytest.mark.slow
 
 
+@contextlib.contextmanager
+def _kept_log(path: Path) -> Iterator[None]:
+    """The package's log messages of the ``with`` block written to ``path``."""
+    logger = logging.getLogger("rosenblatt")
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        handler.close()
+
+
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("lhco")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        assert main(["run", "lhco-smoke", "--output", "results"]) == 0
+        with _kept_log(folder / "run.log"):
+            assert main(["run", "lhco-smoke", "--output", "results"]) == 0
         # a second run reuses the generated events, the features and the trained models
         assert main(["run", "lhco-smoke", "--output", "results-again"]) == 0
     return folder
@@ -80,6 +102,16 @@ def test_report_summary_and_figures(study: Path) -> None:
         assert closure["total_a"] >= closure["true_signal_a"] >= 0
     assert summary["depth"] in (1, 2, 3)
     assert summary["sigma_r"] in (0.05, 0.1)
+
+
+def test_each_step_reports_its_events_per_second(study: Path) -> None:
+    log = (study / "run.log").read_text(encoding="utf-8")
+    for step in ("generate", "features", "partition", "train", "decorrelate", "close", "peers"):
+        line = rf"^step {step}: \d+ events in [\d.]+ s, [\d,.]+ events/s$"
+        assert re.search(line, log, re.MULTILINE), step
+    testing = json.loads((study / "results" / "summary.json").read_text())["sizes"]["testing"]
+    n_testing = testing["background"] + testing["signal"]
+    assert re.search(rf"^step close: {n_testing} events in ", log, re.MULTILINE)
 
 
 def test_testing_sample_goes_through_the_analysis_processor(study: Path) -> None:

@@ -151,3 +151,17 @@ def test_write_summary(tmp_path: Path) -> None:
     assert json.loads(path.read_text()) == {"a": 0.5, "b": [1, None]}
     with pytest.raises(ValueError, match="not JSON compliant"):
         write_summary(tmp_path, {"a": math.nan}, strict=True)
+
+
+def test_a_step_run_counts_the_events_of_its_result(caplog: pytest.LogCaptureFixture) -> None:
+    """``events`` counts from the step's result; a step shorter than the rounding has a rate."""
+    steps = Steps(("table",), logging.getLogger("rosenblatt.test"), digits=0)
+    with caplog.at_level(logging.INFO, logger="rosenblatt.test"):
+        table = steps.run("table", lambda n: list(range(n)), 3000, events=len)
+    assert len(table) == 3000
+    assert steps.events == {"table": 3000}
+    assert steps.seconds["table"] == 0.0  # rounded to whole seconds
+    rate = steps.rate("table")
+    assert rate is not None
+    assert rate > 3000 / 0.5
+    assert "step table: 3000 events in 0.0 s, " in caplog.text

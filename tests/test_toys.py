@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -90,12 +92,18 @@ def test_pull_statistics() -> None:
 
 
 @pytest.mark.slow
-def test_the_study_writes_its_table_and_reuses_its_toys(tmp_path: Path) -> None:
+def test_the_study_writes_its_table_and_reuses_its_toys(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     config = {**SMALL, "data": {"folder": str(tmp_path / "cache")}}
     path = tmp_path / "toys-test.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     out = tmp_path / "results"
-    assert main(["run", str(path), "--output", str(out)]) == 0
+    with caplog.at_level(logging.INFO, logger="rosenblatt.toys"):
+        assert main(["run", str(path), "--output", str(out)]) == 0
+    # the toys step reports its events (two settings, four toys of 4,000 defining events)
+    line = re.compile(r"step toys: 32000 events in [\d.]+ s, [\d,.]+ events/s")
+    assert [m for m in caplog.messages if line.fullmatch(m)], caplog.messages
     summary = json.loads((out / "summary.json").read_text())
     from summary_keys import assert_same_keys
 
@@ -188,6 +196,14 @@ def test_shipped_configurations_parse(name: str) -> None:
     cfg = ToysConfig.parse(config)
     assert cfg.defining_sizes == tuple(config["defining_sizes"])
     assert cfg.simulation_size == config.get("simulation_size", 1.0)
+
+
+def test_the_toys_step_counts_the_defining_and_simulation_events(tmp_path: Path) -> None:
+    from rosenblatt.studies.toys.study import toy_events
+
+    assert toy_events(_config(tmp_path)) == 2 * 4 * 4000
+    independent = _config(tmp_path, simulation="independent", simulation_size=2.5)
+    assert toy_events(independent) == 2 * 4 * (4000 + 10000)
 
 
 def test_an_independent_simulation_has_its_own_size(tmp_path: Path) -> None:

@@ -248,14 +248,19 @@ class Steps:
         self.digits = digits
         self.seconds: dict[str, float] = {}
         self.events: dict[str, int] = {}
+        # the wall times unrounded: a step shorter than the rounding still has a rate
+        self._wall: dict[str, float] = {}
 
     def count(self, name: str, events: int) -> None:
         """Add ``events`` to the events step ``name`` processed (called within the step)."""
         self.events[name] = self.events.get(name, 0) + int(events)
 
     def rate(self, name: str) -> float | None:
-        """Events per second of step ``name``; ``None`` without a count or a positive time."""
-        seconds = self.seconds.get(name)
+        """Events per second of step ``name``; ``None`` without a count or a positive time.
+
+        The time is the step's wall time before rounding to ``digits``.
+        """
+        seconds = self._wall.get(name, self.seconds.get(name))
         if name not in self.events or not seconds:
             return None
         return self.events[name] / seconds
@@ -268,7 +273,7 @@ class Steps:
                 "step %s: %d events in %.1f s, %s events/s",
                 name,
                 self.events[name],
-                self.seconds[name],
+                self._wall.get(name, self.seconds[name]),
                 per_second,
             )
 
@@ -282,14 +287,28 @@ class Steps:
         with interrupt_step(name):
             yield
         seconds = time.perf_counter() - start
+        self._wall[name] = seconds
         self.seconds[name] = round(seconds, self.digits) if self.digits is not None else seconds
         self._log_rate(name)
 
-    def run(self, name: str, function: Callable[..., Any], *args: Any) -> Any:
-        """Run step ``name`` as ``function(*args)``, logging and timing it."""
+    def run(
+        self,
+        name: str,
+        function: Callable[..., Any],
+        *args: Any,
+        events: Callable[[Any], int] | None = None,
+    ) -> Any:
+        """Run step ``name`` as ``function(*args)``, logging and timing it.
+
+        ``events``, given the step's result, says how many events the step
+        read or processed: they are counted (:meth:`count`) within the step,
+        so that its end logs them and its events per second.
+        """
         self.log.info("step %d of %d: %s", len(self.seconds) + 1, len(self.names), name)
         with self.timed(name):
             result = function(*args)
+            if events is not None:
+                self.count(name, events(result))
         self.log.info("step %s done in %.1f s", name, self.seconds[name])
         return result
 

@@ -59,9 +59,11 @@ __all__ = [
     "choose_models",
     "feature_table",
     "generate_events",
+    "generated_events",
     "partition_samples",
     "render_again",
     "run",
+    "sample_events",
     "train_classifiers",
 ]
 
@@ -97,7 +99,7 @@ def generate_events(cfg: LhcoConfig) -> dict[str, Path]:
     paths = {}
     for offset, (process, cls) in enumerate((("qcd", "background"), ("wprime", "signal"))):
         path = cfg.data.folder / f"{process}.root"
-        n_events = int(np.ceil(cfg.needed(cls) * (1 + cfg.data.margin)))
+        n_events = _file_events(cfg, cls)
         if path.exists():
             log.info("found %s: kept if it holds these %d %s events", path, n_events, process)
         else:
@@ -121,6 +123,21 @@ def generate_events(cfg: LhcoConfig) -> dict[str, Path]:
         )
         paths[process] = path
     return paths
+
+
+def _file_events(cfg: LhcoConfig, cls: str) -> int:
+    """The events of one class's file: those the partition needs, and the margin."""
+    return int(np.ceil(cfg.needed(cls) * (1 + cfg.data.margin)))
+
+
+def generated_events(cfg: LhcoConfig) -> int:
+    """The events of the QCD and W' files together (the ``generate`` step's count)."""
+    return sum(_file_events(cfg, cls) for cls in CLASSES)
+
+
+def sample_events(samples: Samples) -> int:
+    """The events of the four samples together."""
+    return sum(len(getattr(samples, part)) for part in PARTS)
 
 
 def feature_table(cfg: LhcoConfig, paths: dict[str, Path]) -> Any:
@@ -338,6 +355,11 @@ def _decorrelate(
     return Decorrelation(x_def, y_def, scans, fitted, chosen)
 
 
+def _defining_events(fits: Decorrelation) -> int:
+    """The defining background's events, on which the transforms are fitted."""
+    return len(fits.x_def)
+
+
 def _testing_scores(
     samples: Samples, chosen: ChosenModels, fits: Decorrelation
 ) -> dict[str, NDArray[np.float64]]:
@@ -546,15 +568,24 @@ def run(config: dict[str, Any], folder: Path) -> LhcoSummary:
     cfg = LhcoConfig.parse(config)
     cfg.data.folder.mkdir(parents=True, exist_ok=True)
     steps = Steps(STEPS, log, digits=2)
-    paths = steps.run("generate", generate_events, cfg)
-    table = steps.run("features", feature_table, cfg, paths)
-    samples = steps.run("partition", partition_samples, table, cfg)
-    samples, models = steps.run("train", train_classifiers, cfg, samples)
+    paths = steps.run("generate", generate_events, cfg, events=lambda _: generated_events(cfg))
+    table = steps.run("features", feature_table, cfg, paths, events=len)
+    samples = steps.run("partition", partition_samples, table, cfg, events=sample_events)
+    trained = steps.run(
+        "train", train_classifiers, cfg, samples, events=lambda r: sample_events(r[0])
+    )
+    samples, models = trained
     models = measure_models(models, samples.optimisation)
     chosen = choose_models(cfg, models)
-    fits = steps.run("decorrelate", _decorrelate, cfg, samples, chosen.best, folder)
-    closure = steps.run("close", _close, cfg, folder, paths, samples, chosen, fits)
-    peers = steps.run("peers", _peers, cfg, samples, fits, closure)
+    fits = steps.run(
+        "decorrelate", _decorrelate, cfg, samples, chosen.best, folder, events=_defining_events
+    )
+    n_testing = len(samples.testing)
+    closure = steps.run(
+        "close", _close, cfg, folder, paths, samples, chosen, fits, events=lambda _: n_testing
+    )
+    n_peers = len(fits.x_def) + n_testing
+    peers = steps.run("peers", _peers, cfg, samples, fits, closure, events=lambda _: n_peers)
     summary = _summary(cfg, models, fits, closure)
     summary["peers"] = peers
     summary["step_seconds"] = steps.seconds

@@ -40,8 +40,10 @@ from rosenblatt.studies.lhco.study import (
     choose_models,
     feature_table,
     generate_events,
+    generated_events,
     measure_models,
     partition_samples,
+    sample_events,
     train_classifiers,
 )
 from rosenblatt.studies.lhco.summary_2d import (
@@ -279,13 +281,21 @@ def run(config: dict[str, Any], folder: Path) -> Lhco2dSummary:
     base = cfg.base
     base.data.folder.mkdir(parents=True, exist_ok=True)
     steps = Steps(STEPS, log, digits=2)
-    paths = steps.run("generate", generate_events, base)
-    table = steps.run("features", feature_table, base, paths)
-    samples = steps.run("partition", partition_samples, table, base)
-    samples, models = steps.run("train", train_classifiers, base, samples)
+    paths = steps.run("generate", generate_events, base, events=lambda _: generated_events(base))
+    table = steps.run("features", feature_table, base, paths, events=len)
+    samples = steps.run("partition", partition_samples, table, base, events=sample_events)
+    trained = steps.run(
+        "train", train_classifiers, base, samples, events=lambda r: sample_events(r[0])
+    )
+    samples, models = trained
     best = choose_models(base, measure_models(models, samples.optimisation)).best
-    methods, n_defining = steps.run("decorrelate", _decorrelate, cfg, samples, best)
-    results = steps.run("measure", _measure, cfg, samples, best, methods)
+    methods, n_defining = steps.run(
+        "decorrelate", _decorrelate, cfg, samples, best, events=lambda r: r[1]
+    )
+    n_testing = len(samples.testing)
+    results = steps.run(
+        "measure", _measure, cfg, samples, best, methods, events=lambda _: n_testing
+    )
     summary: Lhco2dSummary = {
         "study": "lhco-2d",
         "name": cfg.name,

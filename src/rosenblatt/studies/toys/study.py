@@ -40,7 +40,7 @@ from rosenblatt.studies.toys.experiment import Setting, ToyResult, pseudo_experi
 from rosenblatt.studies.toys.report import coverage_table, draw_figure, report_text
 from rosenblatt.studies.toys.summary import ToysSummary, summarise
 
-__all__ = ["STEPS", "run", "settings"]
+__all__ = ["STEPS", "run", "settings", "toy_events"]
 
 log = logging.getLogger("rosenblatt.toys")
 
@@ -62,10 +62,25 @@ def run(config: dict[str, Any], folder: Path) -> ToysSummary:
     cfg = ToysConfig.parse(config)
     steps = Steps(STEPS, log, digits=1)
     cache = Path(cfg.data_folder or Path("data") / cfg.name)
-    results = steps.run("toys", _all_settings, cfg, cache)
+    results = steps.run("toys", _all_settings, cfg, cache, events=lambda _: toy_events(cfg))
     summary = steps.run("report", _report, cfg, folder, results, steps.seconds)
     write_text(folder / "timings.json", json.dumps(steps.seconds, indent=2))
     return summary
+
+
+def toy_events(cfg: ToysConfig) -> int:
+    """The events the pseudo-experiments draw and fit: their defining and simulation samples.
+
+    Each of the ``n_toys`` pseudo-experiments of each setting fits a defining
+    sample of its size and, where the simulation is independent, measures the
+    closure on a simulation sample of ``simulation_size`` times it.
+    """
+    independent = cfg.simulation != "defining"
+    total = 0
+    for setting in settings(cfg):
+        simulation = round(cfg.simulation_size * setting.n_defining) if independent else 0
+        total += cfg.n_toys * (setting.n_defining + simulation)
+    return total
 
 
 def _report(
