@@ -273,3 +273,43 @@ def test_keyed_replicas_give_the_error_and_covariance_of_the_closure_correction(
         closure_test_histogram(
             nominal, replica_histograms=replicas[:3], resampled_histograms=resampled
         )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shared", [False, True], ids=["independent", "shared"])
+def test_keyed_errors_are_the_spread_of_a_closing_transforms_nonclosure(shared: bool) -> None:
+    """Over defining samples, the keyed test's errors match the non-closure's real spread.
+
+    ``y`` is uniform and independent of ``x``, so the exact transform closes
+    and IRGI's interpolation adds no bias: the non-closure is its fit's and
+    the simulation's statistics. The simulation is either independent of the
+    defining sample (the spread holds the fit) or the defining sample itself
+    (the transform closes better on its own events than ``delta_k`` says).
+    """
+    from rosenblatt.abcd.closure_testing import closure_test_histogram
+    from rosenblatt.transforms.ensemble import keyed_poisson_weights
+
+    n, grid = 5000, {"x0": np.linspace(-0.5, 1.0, 5), "y0": np.linspace(0.5, 0.9, 5)}
+    values, errors = [], []
+    for toy in range(40):
+        rng = np.random.default_rng([21, toy])
+        x_fit, y_fit = rng.normal(size=n), rng.uniform(size=n)
+        x, y = (x_fit, y_fit) if shared else (rng.normal(size=n), rng.uniform(size=n))
+        label = np.zeros(n, dtype=int)
+        ensemble = rb.bootstrap(rb.IRGI(depth=4), x_fit, y_fit, n=20, seed=toy, keyed=True)
+        nominal = abcd_histogram(x, ensemble.nominal_.transform(x, y), label, **grid)
+        replicas, resampled = [], []
+        for replica, draw in zip(ensemble.replicas_, ensemble.replica_draws_, strict=True):
+            gamma = replica.transform(x, y)
+            counts = keyed_poisson_weights(x, y, toy, draw).astype(np.float64)
+            replicas.append(abcd_histogram(x, gamma, label, **grid))
+            resampled.append(abcd_histogram(x, gamma, label, weight=counts, **grid))
+        test = closure_test_histogram(
+            nominal, replica_histograms=replicas, resampled_histograms=resampled
+        )
+        values.append(test.nonclosure[1:-1, 1:-1])
+        errors.append(test.nonclosure_error[1:-1, 1:-1])
+    stated = np.mean(np.square(errors), axis=0)
+    ratio = np.median(stated / np.var(values, axis=0, ddof=1))
+    # delta_k alone gives 0.42 (independent) and 7.8 (shared) here
+    assert 0.6 < ratio < 1.7

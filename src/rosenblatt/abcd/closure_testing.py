@@ -313,12 +313,20 @@ def closure_test_histogram(
     resampled_histograms
         With ``replica_histograms`` of keyed replicas, the same events filled
         with each replica and their weights times its keyed Poisson counts
-        (:mod:`~rosenblatt.abcd.closure_correction`). The non-closure's
-        replicas are then the nominal's plus ``delta_k``, the difference of
-        replica ``k``'s non-closure between the two fills, which holds both the
-        testing sample's statistics and the transform's fit, with their
-        correlation where the two samples share events; the chi-square uses
+        (:mod:`~rosenblatt.abcd.closure_correction`). The test then asks
+        whether the transform closes within the statistics of its fit and of
+        the testing sample: the non-closure tested is the measured one less
+        the mean of ``delta_k`` (the difference of replica ``k``'s non-closure
+        between the two fills; its mean is the bootstrap's estimate of the
+        measurement's bias, which the closure correction subtracts too), and
+        its replicas are the non-closures of the keyed fills, each varying
+        with replica ``k``'s fit and its keyed counts; the chi-square uses
         their covariance (over a grid thinned to fewer cuts than replicas).
+        ``delta_k`` alone is the error of the measured closure factor, not the
+        spread of a closing transform's non-closure: it leaves out the fit
+        where the testing sample is independent of the defining one, and it
+        exceeds the spread of the non-closure measured on the defining events
+        themselves.
     """
     n_boot = _check_count(n_boot, "n_boot", 2)
     seed = _check_count(seed, "seed", 0)
@@ -339,7 +347,7 @@ def closure_test_histogram(
     if resampled_histograms:
         keyed = _keyed_nonclosure(values[..., 0], replica_histograms, resampled_histograms)
         if thin is not None:
-            thin = min(thin, max(2, math.isqrt(len(keyed) - 2)))
+            thin = min(thin, max(2, math.isqrt(len(keyed[0]) - 2)))
     elif replica_histograms:
         shifts = np.asarray([_background_signal(h) - content for h in replica_histograms])
         replicas += shifts[np.arange(n_boot) % len(shifts)]
@@ -358,9 +366,16 @@ def closure_test_histogram(
 
 
 def _keyed_nonclosure(
-    background: FloatArray, replicas: Sequence[Any] | None, resampled: Sequence[Any]
-) -> FloatArray:
-    """``(replicas, x0, y0)``: the nominal non-closure plus each keyed replica's ``delta_k``."""
+    background: FloatArray,
+    replicas: Sequence[Any] | None,
+    resampled: Sequence[Any],
+) -> tuple[FloatArray, FloatArray]:
+    """The non-closure's keyed replicas ``(replicas, x0, y0)``, and the bootstrap's bias.
+
+    Replica ``k`` is the nominal non-closure plus the deviation of the keyed
+    fill's non-closure from the mean of the replicas' non-closures on the
+    testing events; the bias is the mean of ``delta_k``.
+    """
     if not replicas or len(replicas) != len(resampled):
         msg = "resampled_histograms needs replica_histograms of the same replicas, as many"
         raise ValueError(msg)
@@ -374,8 +389,9 @@ def _keyed_nonclosure(
 
     fitted = np.asarray([nonclosure(_background_signal(h)[0]) for h in replicas])
     reweighted = np.asarray([nonclosure(_background_signal(h)[0]) for h in resampled])
-    keyed: FloatArray = nonclosure(background) + reweighted - fitted
-    return keyed
+    keyed: FloatArray = nonclosure(background) + reweighted - fitted.mean(axis=0)
+    bias: FloatArray = (reweighted - fitted).mean(axis=0)
+    return keyed, bias
 
 
 def _background_signal(histogram: Any) -> FloatArray:
@@ -396,17 +412,19 @@ def _test_replicas(
     min_events: float,
     *,
     transform_replicas: bool,
-    keyed: FloatArray | None = None,
+    keyed: tuple[FloatArray, FloatArray] | None = None,
 ) -> ClosureTest:
     """The closure test of a histogram's background and signal contents from their replicas.
 
-    ``keyed``, where given, holds the background non-closure's replicas
-    (:func:`_keyed_nonclosure`) and replaces those of ``replicas``.
+    ``keyed``, where given, holds the background non-closure's replicas and
+    the bootstrap's bias (:func:`_keyed_nonclosure`): the replicas replace
+    those of ``replicas`` and the chi-square tests the non-closure less the bias.
     """
     replica_a, replica_b, replica_c, replica_d = region_sums(replicas[:, 0])
     background = replica_a - _estimate(replica_b, replica_c, replica_d)
+    bias: FloatArray | float = 0.0
     if keyed is not None:
-        background, n_boot = keyed, len(keyed)
+        (background, bias), n_boot = keyed, len(keyed[0])
     eta = _eta(replicas)
     a, b, c, d = region_sums(values[..., 0])
     estimate = _estimate(b, c, d)
@@ -415,7 +433,8 @@ def _test_replicas(
         effective = np.min([n**2 / v for n, v in zip((a, b, c, d), var, strict=True)], axis=0)
     cuts = _chi2_cuts(effective, thin, min_events)
     nonclosure = a - estimate
-    chi2, ndof, p_value, covariance = _chi2(nonclosure[cuts], background[:, cuts[0], cuts[1]])
+    tested = (nonclosure - bias)[cuts]
+    chi2, ndof, p_value, covariance = _chi2(tested, background[:, cuts[0], cuts[1]])
     return ClosureTest(
         scan=closure_scan(histogram),
         nonclosure=nonclosure,
