@@ -1,4 +1,8 @@
-"""The code base stays lint-clean, formatted and typed: ruff (size rules included), ruff format, mypy."""
+"""The code base stays lint-clean, formatted and typed: ruff (size rules included), ruff format, mypy.
+
+The nox sessions lint and types run the same commands; these tests (marker ``lint``, left
+out of the default run) give them to ``python -m pytest -m lint``.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PATHS = ("src", "tests", "benchmarks")
+PATHS = ("src", "tests", "benchmarks", "noxfile.py")
 
-pytestmark = pytest.mark.skipif(
-    not (ROOT / "pyproject.toml").is_file(), reason="needs the source tree"
-)
+pytestmark = [
+    pytest.mark.lint,
+    pytest.mark.skipif(not (ROOT / "pyproject.toml").is_file(), reason="needs the source tree"),
+]
 
 
 def _run(*command: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

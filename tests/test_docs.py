@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.docs]
+# the build executes the tutorials: longer than the suite's timeout on a busy machine
+pytestmark = [pytest.mark.slow, pytest.mark.docs, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).parents[1]
 DOCS = ROOT / "docs"

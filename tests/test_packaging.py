@@ -20,6 +20,7 @@ PACKAGE_CONFIGS = ROOT / "src" / "rosenblatt" / "configs"
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.packaging,
     pytest.mark.skipif(
         not (ROOT / "pyproject.toml").is_file() or not (ROOT / ".git").exists(),
         reason="needs the source tree (pyproject.toml, a git checkout)",
