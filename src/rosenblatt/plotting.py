@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from rosenblatt.abcd.bumphunt import BumpHunt, GlobalSignificance
     from rosenblatt.abcd.passfail import PassFailFit
     from rosenblatt.transforms import IRGI
 
@@ -33,9 +34,11 @@ __all__ = [
     "figure_key",
     "legend_above",
     "method_style",
+    "plot_brazil",
     "plot_dcc_scan",
     "plot_eta_map",
     "plot_irgi_grid",
+    "plot_local_significance",
     "plot_passfail",
     "plot_plane",
     "plot_plane_histogram",
@@ -442,4 +445,84 @@ def plot_passfail(
     axes[2].set_ylabel("pass / fail")
     axes[2].set_xlabel(xlabel)
     legend_above(axes[2], ncol=2, fontsize="x-small")
+    return fig
+
+
+#: the colours of the expected limit's bands, +-1 and +-2 standard deviations
+BRAZIL_GREEN, BRAZIL_YELLOW = "#00CC00", "#FFCC00"
+
+
+def plot_brazil(
+    hunt: BumpHunt,
+    *,
+    xlabel: str = "mass hypothesis",
+    log: bool = True,
+) -> Figure:
+    """The expected and observed CLs upper limits on ``mu`` per mass hypothesis.
+
+    The expected median dashed, its +-1 standard deviation band green and its
+    +-2 band yellow, the observed limit a solid line with markers.
+
+    Parameters
+    ----------
+    hunt
+        A :func:`~rosenblatt.abcd.bumphunt.bump_hunt`.
+    xlabel
+        The label of the mass axis.
+    log
+        Whether the axis of ``mu`` is logarithmic.
+    """
+    fig, ax = figure(width=8.0, height=5.5)
+    masses, expected = hunt.masses, hunt.expected_limits
+    confidence = f"{100 * (1 - hunt.level):.0f}%"
+    ax.fill_between(
+        masses, expected[:, 0], expected[:, 4], color=BRAZIL_YELLOW, label=r"expected $\pm 2\sigma$"
+    )
+    ax.fill_between(
+        masses, expected[:, 1], expected[:, 3], color=BRAZIL_GREEN, label=r"expected $\pm 1\sigma$"
+    )
+    ax.plot(masses, expected[:, 2], color="black", ls="--", label="expected (median)")
+    ax.plot(masses, hunt.observed_limit, color="black", marker="o", ms=4, label="observed")
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlim(masses[0], masses[-1])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(rf"{confidence} CL$_s$ upper limit on $\mu$")
+    legend_above(ax, ncol=2)
+    return fig
+
+
+def plot_local_significance(
+    hunt: BumpHunt,
+    *,
+    xlabel: str = "mass hypothesis",
+    global_significance: GlobalSignificance | None = None,
+) -> Figure:
+    """The local significance per mass hypothesis, with the global one of its largest if given.
+
+    Grey dotted lines mark 1 to 5 standard deviations.
+    """
+    fig, ax = figure(width=8.0, height=5.0)
+    ax.plot(hunt.masses, hunt.local_z, color="black", marker="o", ms=4, label="local significance")
+    top = max(float(np.max(hunt.local_z)), 1.0)
+    for z in range(1, int(top) + 2):
+        ax.axhline(z, color="grey", ls=":", lw=1)
+    if global_significance is not None:
+        g = global_significance
+        n_toys = int(np.size(g.toys_max_z))
+        toys = f"< {1 / n_toys:.2g}" if g.p_toys == 0 else f"{g.p_toys:.3g}"
+        ax.plot(
+            [],
+            [],
+            " ",
+            label=(
+                f"global p of {g.local_z:.2f}$\\sigma$: {toys} ({n_toys} toys),\n"
+                f"{g.p_gross_vitells:.3g} (Gross-Vitells)"
+            ),
+        )
+    ax.set_ylim(-0.1, top + 1.0)
+    ax.set_xlim(hunt.masses[0], hunt.masses[-1])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(r"local significance [$\sigma$]")
+    legend_above(ax)
     return fig

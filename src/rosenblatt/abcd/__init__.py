@@ -29,11 +29,25 @@ carries its statistical uncertainty.
   first use);
 - :mod:`~rosenblatt.abcd.passfail`: beyond one cut, the pass/fail fit of the
   spectrum in bins of ``x`` (:func:`passfail_workspace`, :func:`passfail_fit`):
-  the passing background is the failing one times a transfer ratio.
+  the passing background is the failing one times a transfer ratio;
+- :mod:`~rosenblatt.abcd.bumphunt`: the bump hunt on a grid of mass hypotheses
+  with that fit (:func:`bump_hunt`): the local significance and the CLs limit
+  per hypothesis, the global significance (:func:`global_significance`).
 """
 
 from __future__ import annotations
 
+from rosenblatt.abcd.bumphunt import (
+    BumpHunt,
+    GlobalSignificance,
+    SignalTemplates,
+    bump_hunt,
+    gaussian_templates,
+    global_significance,
+    local_significance_scan,
+    signal_templates,
+    upcrossings,
+)
 from rosenblatt.abcd.closure import ClosureScan, closure_scan
 from rosenblatt.abcd.closure_correction import (
     AbcdPrediction,
@@ -62,22 +76,29 @@ from rosenblatt.abcd.passfail import PassFailFit, passfail_fit, passfail_workspa
 __all__ = [
     "MAX_NONCLOSURE",
     "AbcdPrediction",
+    "BumpHunt",
     "ClosureCorrection",
     "ClosureScan",
     "ClosureTest",
     "CutLikelihood",
+    "GlobalSignificance",
     "PassFailFit",
     "SensitivityMap",
+    "SignalTemplates",
     "abcd_histogram",
     "abcd_prediction",
     "background_fit",
+    "bump_hunt",
     "closure_correction",
     "closure_scan",
     "closure_test",
     "cut_axes",
     "expected_significance",
     "expected_upper_limit",
+    "gaussian_templates",
+    "global_significance",
     "likelihood_at_cut",
+    "local_significance_scan",
     "measured_closure",
     "passfail_fit",
     "passfail_workspace",
@@ -86,4 +107,6 @@ __all__ = [
     "pyhf_workspace",
     "quiet_pyhf",
     "sensitivity_map",
+    "signal_templates",
+    "upcrossings",
 ]
