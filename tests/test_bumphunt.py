@@ -167,7 +167,7 @@ def test_q0_is_pyhfs_on_the_same_workspace(small: tuple) -> None:
     assert hunt.q0[0] == pytest.approx(q0, rel=1e-6)
     assert hunt.mu_hat[0] == pytest.approx(float(best[model.config.poi_index]), rel=1e-4)
     assert hunt.local_p[0] == pytest.approx(stats.norm.sf(np.sqrt(q0)), rel=1e-6)
-    assert hunt.local_p[0] == pytest.approx(p0, rel=1e-5)
+    assert hunt.local_p[0] == pytest.approx(p0, rel=1e-6)
     np.testing.assert_allclose(
         local_significance_scan(passing, failing, templates), hunt.local_z, rtol=1e-9
     )
