@@ -238,9 +238,12 @@ def test_the_look_elsewhere_effect_toys_and_gross_vitells() -> None:
 
 def test_brazil_and_local_significance_plots_render(tmp_path, injected_hunt: BumpHunt) -> None:
     pytest.importorskip("mplhep")
+    from test_figures import assert_inside_canvas
+
     from rosenblatt.plotting import plot_brazil, plot_local_significance, save_figure
 
     fig = plot_brazil(injected_hunt, xlabel="$m$")
+    assert_inside_canvas(fig)
     ax = fig.axes[0]
     assert ax.get_xlabel() == "$m$"
     assert "upper limit" in ax.get_ylabel()
@@ -249,6 +252,12 @@ def test_brazil_and_local_significance_plots_render(tmp_path, injected_hunt: Bum
     assert "expected (median)" in labels
     path = save_figure(fig, tmp_path / "brazil.png")
     assert path.stat().st_size > 1000
-    fig = plot_local_significance(injected_hunt)
+    small_toys = global_significance(
+        *_expected(), EDGES, gaussian_templates(EDGES, MASSES, RESOLUTION), n_toys=20, seed=1
+    )
+    fig = plot_local_significance(injected_hunt, global_significance=small_toys)
+    assert_inside_canvas(fig)
     assert "significance" in fig.axes[0].get_ylabel()
+    labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert any("Gross-Vitells" in label for label in labels)
     assert save_figure(fig, tmp_path / "local.png").stat().st_size > 1000
