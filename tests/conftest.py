@@ -1,10 +1,99 @@
-"""Shared fixtures: samples with a known conditional distribution."""
+"""Shared fixtures: samples with a known conditional distribution, and the smoke events that
+several test modules read, generated once per test session."""
 
 from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 from gaussian_blob import bivariate_normal
+
+#: the tests marked long run for half an hour or more each: their own timeout
+LONG_TIMEOUT = 4 * 3600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("long") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(LONG_TIMEOUT))
+
+
+def once_per_session(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]
+) -> Path:
+    """The folder ``name``, filled by ``make`` once per test session.
+
+    Under pytest-xdist every worker asks for it: the first makes it in the folder the
+    workers share (the parent of their base temporary folders), under a file lock, and the
+    others wait for it and read it. The folder is read-only by convention: a test that
+    changes files copies them first.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        folder = tmp_path_factory.mktemp(name)
+        make(folder)
+        return folder
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent
+    folder, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
+#: the abcd study's generated events: name, process, events, seed
+ABCD_EVENTS = (("defining", "qcd", 400, 31), ("qcd", "qcd", 200, 32), ("wprime", "wprime", 60, 33))
+
+
+def _generate_abcd_events(folder: Path) -> None:
+    from rosenblatt.hep.generation import generate_file
+
+    for name, process, events, seed in ABCD_EVENTS:
+        path = folder / f"{name}.root"
+        generate_file(path, process, events, seed, chunk_size=100, workers=1, progress=False)
+
+
+@pytest.fixture(scope="session")
+def abcd_event_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Generated ROOT files: a defining QCD sample, an analysed QCD sample and a W' sample."""
+    pytest.importorskip("pythia8mc")
+    folder = once_per_session(tmp_path_factory, "abcd-events", _generate_abcd_events)
+    return {name: folder / f"{name}.root" for name, *_ in ABCD_EVENTS}
+
+
+def _generate_lhco_smoke_events(folder: Path) -> None:
+    from rosenblatt.studies.config import load_config
+    from rosenblatt.studies.lhco.config import LhcoConfig
+    from rosenblatt.studies.lhco.study import generate_events
+
+    config = load_config("lhco-smoke")
+    config["data"] = {**config["data"], "folder": str(folder)}
+    generate_events(LhcoConfig.parse(config))
+
+
+@pytest.fixture(scope="session")
+def copy_lhco_smoke_events(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+    """Copy the lhco-smoke study's generated events (``qcd.root``, ``wprime.root`` and their
+    records) into a data folder, where the study finds and keeps them."""
+    pytest.importorskip("pythia8mc")
+    events = once_per_session(tmp_path_factory, "lhco-smoke-events", _generate_lhco_smoke_events)
+
+    def copy(data: Path) -> Path:
+        data.mkdir(parents=True, exist_ok=True)
+        for path in events.iterdir():
+            if path.is_file():
+                shutil.copy2(path, data / path.name)
+        return data
+
+    return copy
 
 
 @pytest.fixture(scope="session")

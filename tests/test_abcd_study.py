@@ -24,21 +24,10 @@ Y0_LEVELS = [0.2, 0.5, 0.8]
 
 
 @pytest.fixture(scope="module")
-def event_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Generated events: a defining QCD file, an analysed QCD file and a W' file."""
-    from rosenblatt.hep.generation import generate_file
-
-    folder = tmp_path_factory.mktemp("abcd-events")
-    files = {}
-    for name, process, events, seed in (
-        ("defining", "qcd", 400, 31),
-        ("qcd", "qcd", 200, 32),
-        ("wprime", "wprime", 60, 33),
-    ):
-        path = folder / f"{name}.root"
-        generate_file(path, process, events, seed, chunk_size=100, workers=1, progress=False)
-        files[name] = path
-    return files
+def event_files(abcd_event_files: dict[str, Path]) -> dict[str, Path]:
+    """Generated events (conftest): a defining QCD file (400 events), an analysed QCD file
+    (200) and a W' file (60)."""
+    return abcd_event_files
 
 
 def study_config(files: dict[str, Path], data: Path, **changes: Any) -> dict[str, Any]:

@@ -190,19 +190,9 @@ def interrupt_when_working(
 
 
 @pytest.fixture(scope="module")
-def event_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from rosenblatt.hep.generation import generate_file
-
-    folder = tmp_path_factory.mktemp("interrupt-events")
-    files = {}
-    for name, process, events, seed in (
-        ("defining", "qcd", 300, 41),
-        ("qcd", "qcd", 150, 42),
-        ("wprime", "wprime", 40, 43),
-    ):
-        files[name] = folder / f"{name}.root"
-        generate_file(files[name], process, events, seed, chunk_size=100, progress=False)
-    return files
+def event_files(abcd_event_files: dict[str, Path]) -> dict[str, Path]:
+    """The abcd study's generated events (conftest): defining and analysed QCD, and W'."""
+    return abcd_event_files
 
 
 def abcd_config(files: dict[str, Path], folder: Path) -> dict[str, Any]:

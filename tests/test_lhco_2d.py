@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,14 +73,17 @@ def test_a_feature_table_of_other_columns_or_events_is_computed_again(tmp_path: 
 
 
 @pytest.fixture(scope="module")
-def smoke_summary(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+def smoke_summary(
+    tmp_path_factory: pytest.TempPathFactory, copy_lhco_smoke_events: Callable[[Path], Path]
+) -> tuple[Path, dict[str, Any]]:
     pytest.importorskip("pythia8mc")
     pytest.importorskip("torch")
     from rosenblatt.studies import run_study
 
     folder = tmp_path_factory.mktemp("lhco2d")
     config = two_d_config("lhco-smoke", permutations=20, estimators=["gridkde"])
-    config["data"] = {**config["data"], "folder": str(folder / "data")}
+    # the lhco-smoke study's events, generated once per session (conftest)
+    config["data"] = {**config["data"], "folder": str(copy_lhco_smoke_events(folder / "data"))}
     config["name"] = "lhco-2d-smoke"
     # one baseline CNN instead of the smoke study's scan of baselines and DisCo strengths
     config["classifier"] = {**config["classifier"], "seeds": 1}

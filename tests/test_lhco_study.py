@@ -6,7 +6,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -63,8 +63,12 @@ def _kept_log(path: Path) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def study(
+    tmp_path_factory: pytest.TempPathFactory, copy_lhco_smoke_events: Callable[[Path], Path]
+) -> Path:
     folder = tmp_path_factory.mktemp("lhco")
+    # the session's generated events (conftest), found and kept by the first run
+    copy_lhco_smoke_events(folder / "data" / "lhco-smoke")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
         with _kept_log(folder / "run.log"):
