@@ -67,6 +67,7 @@ __all__ = [
     "fill_variants",
     "plane_histogram",
     "region_stage",
+    "summed_over_datasets",
     "write_skim",
 ]
 
@@ -130,6 +131,14 @@ class PlaneBinning:
     x_bins: int = 80
     x_range: tuple[float, float] = (0.0, 10_000.0)
     y_bins: int = 50
+
+
+def summed_over_datasets(h: hist.Hist) -> hist.Hist:
+    """``h`` summed over its ``dataset`` axis."""
+    # hist's type hints do not take the builtin ``sum`` as an index
+    histogram: Any = h
+    summed: hist.Hist = histogram[{"dataset": sum}]
+    return summed
 
 
 def _dataset_axis(dataset: str | None) -> Any:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
+import numpy as np
+
 from rosenblatt._atomic import write_text
 from rosenblatt._interrupt import step as interrupt_step
 
@@ -41,6 +43,7 @@ __all__ = [
     "markdown_table",
     "pm",
     "rows_table",
+    "strict_json",
     "verdict_of",
     "verdict_reason",
     "write_summary",
@@ -311,6 +314,21 @@ class Steps:
                 self.count(name, events(result))
         self.log.info("step %s done in %.1f s", name, self.seconds[name])
         return result
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``None`` (strict JSON)."""
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
 
 
 def write_summary(folder: Path, summary: Mapping[str, Any], strict: bool = False) -> Path:

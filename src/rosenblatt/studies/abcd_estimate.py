@@ -58,8 +58,6 @@ __all__ = [
     "closure_corrections",
     "closure_tests",
     "estimate",
-    "strict_json",
-    "summed_over_datasets",
 ]
 
 #: below this p-value of the closure test, a variant's estimate is not valid
@@ -195,21 +193,6 @@ class EstimateJson(TypedDict, total=False):
     workspace_note: str
 
 
-def strict_json(value: Any) -> Any:
-    """``value`` with every non-finite float replaced by ``None`` (strict JSON)."""
-    if isinstance(value, dict):
-        return {str(k): strict_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict_json(v) for v in value]
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
-
-
 def asimov_significance(s: FloatArray, b: FloatArray, sigma_b: FloatArray) -> FloatArray:
     """``Z_A`` of a count with signal ``s`` over a background ``b`` known to ``sigma_b``."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -276,15 +259,9 @@ def choose_cut(
     return CutChoice(how, cut)
 
 
-def summed_over_datasets(h: Hist) -> Hist:
-    """``h`` summed over its ``dataset`` axis."""
-    # hist's type hints do not take the builtin ``sum`` as an index
-    histogram: Any = h
-    summed: Hist = histogram[{"dataset": sum}]
-    return summed
-
-
 def _summed(h: Hist) -> Hist:
+    from rosenblatt.processors.analysis import summed_over_datasets
+
     return summed_over_datasets(h) if "dataset" in h.axes.name else h
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from rosenblatt._atomic import atomic_write, write_text
 from rosenblatt.abcd import ClosureScan, closure_scan
 from rosenblatt.abcd.closure import region_sums
-from rosenblatt.studies.abcd_estimate import summed_over_datasets
+from rosenblatt.processors.analysis import summed_over_datasets
 from rosenblatt.studies.abcd_report import report
 from rosenblatt.studies.abcd_summary import (
     AbcdSummary,
@@ -177,8 +177,7 @@ def write_outputs(
     ``timings`` gains the time of the likelihoods; a transform of ``invalid``
     (left out of the analysis, with why) is ``valid: false`` with its reason.
     """
-    from rosenblatt.studies._common import write_summary
-    from rosenblatt.studies.abcd_estimate import strict_json
+    from rosenblatt.studies._common import strict_json, write_summary
 
     names = write_root_histograms(folder / "abcd.root", output["abcd"])
     write_histograms_json(folder / "histograms.json", output)
@@ -251,7 +250,14 @@ def _passfail(
     if not estimates:
         variants = output["abcd"]
         return {v: {"note": "no fit: the file set holds no data"} for v in variants}
-    results = write_passfail(folder, cfg, output.get("passfail", {}), estimates)
+    results = write_passfail(
+        folder,
+        cfg.passfail,
+        output.get("passfail", {}),
+        estimates,
+        blind=cfg.blind,
+        x_label=cfg.cuts.x_axis_label,
+    )
     return write_results(folder, results)
 
 
@@ -259,7 +265,7 @@ def _write_closure(
     folder: Path, histograms: dict[str, Hist]
 ) -> tuple[dict[str, ClosureScan], dict[str, ClosureJson]]:
     """Each variant's closure over the cut grid (the raw score first), written as ``closure.json``."""
-    from rosenblatt.studies.abcd_estimate import strict_json
+    from rosenblatt.studies._common import strict_json
 
     order = sorted(histograms, key=lambda variant: (variant != "score", variant))
     scans = {variant: closure_scan(summed_over_datasets(histograms[variant])) for variant in order}

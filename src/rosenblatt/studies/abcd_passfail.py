@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
     from hist import Hist
 
     from rosenblatt.abcd.passfail import PassFailFit
-    from rosenblatt.studies.abcd_config import AbcdConfig
-    from rosenblatt.studies.abcd_estimate import EstimateJson
 
 __all__ = [
     "FOLDER",
@@ -326,7 +325,7 @@ def spectra(
     bins of ``x`` left out) and their sums of squared weights; zeros where the
     histogram holds no event of ``process``.
     """
-    from rosenblatt.studies.abcd_estimate import summed_over_datasets
+    from rosenblatt.processors.analysis import summed_over_datasets
 
     h: Any = summed_over_datasets(histogram) if "dataset" in histogram.axes.name else histogram
     bins = len(h.axes["x"])
@@ -351,11 +350,17 @@ def spectra(
 
 def write_passfail(
     folder: Path,
-    cfg: AbcdConfig,
+    settings: PassFailConfig,
     histograms: dict[str, Hist],
-    estimates: dict[str, EstimateJson],
+    estimates: Mapping[str, Mapping[str, Any]],
+    *,
+    blind: bool,
+    x_label: str,
 ) -> dict[str, PassFailJson]:
     """Per variant, the pass/fail fit at its cut, written to ``passfail/<variant>/``.
+
+    ``settings`` is the configuration's ``passfail:``, ``blind`` whether the
+    run is blinded and ``x_label`` the figures' label of ``x``.
 
     A variant whose estimate is not valid, or without a cut, gets a note
     saying why it has no fit; so does one whose fit cannot be built (pyhf
@@ -372,17 +377,27 @@ def write_passfail(
         else:
             results[variant] = _variant_fit(
                 folder / FOLDER / variant,
-                cfg,
+                settings,
                 variant,
                 histograms[variant],
-                float(found["x0"]),  # type: ignore[arg-type]
-                float(found["y0"]),  # type: ignore[arg-type]
+                float(found["x0"]),
+                float(found["y0"]),
+                blind=blind,
+                x_label=x_label,
             )
     return results
 
 
 def _variant_fit(
-    where: Path, cfg: AbcdConfig, variant: str, histogram: Hist, x0: float, y0: float
+    where: Path,
+    settings: PassFailConfig,
+    variant: str,
+    histogram: Hist,
+    x0: float,
+    y0: float,
+    *,
+    blind: bool,
+    x_label: str,
 ) -> PassFailJson:
     """The pass/fail fit of one variant at its cut ``(x0, y0)`` (see the module docstring)."""
     try:
@@ -392,7 +407,6 @@ def _variant_fit(
     from rosenblatt.abcd.likelihood import quiet_pyhf
     from rosenblatt.abcd.passfail import passfail_fit, passfail_workspace, with_linear_transfer
 
-    assert cfg.passfail is not None
     edges = np.asarray(histogram.axes["x"].edges, dtype=np.float64)
     data_fail, data_pass, _, _ = spectra(histogram, y0, 2)
     background = spectra(histogram, y0, 0)
@@ -411,13 +425,13 @@ def _variant_fit(
         closure = simulation_closure(fail, passed, fail_variance, pass_variance, centres)
     except ValueError as err:
         return {"note": f"no fit: {err}"}
-    window = np.flatnonzero(edges[1:] > x0) if cfg.blind else np.zeros(0, dtype=np.intp)
+    window = np.flatnonzero(edges[1:] > x0) if blind else np.zeros(0, dtype=np.intp)
     observed_pass = data_pass.copy()
     out: PassFailJson = {
         "x0": x0,
         "y0": y0,
-        "blind": cfg.blind,
-        "transfer_shape": cfg.passfail.transfer,
+        "blind": blind,
+        "transfer_shape": settings.transfer,
         "edges": edges.tolist(),
         "signal_window": window.tolist(),
         "transfer_expected": closure.ratio,
@@ -425,7 +439,7 @@ def _variant_fit(
         "simulation": closure.as_json(),
         "data_fail": data_fail.tolist(),
     }
-    if cfg.blind:
+    if blind:
         sideband = np.ones(len(data_fail), dtype=bool)
         sideband[window] = False
         if not (data_fail[sideband].sum() > 0 and data_pass[sideband].sum() > 0):
@@ -449,7 +463,7 @@ def _variant_fit(
                 ratio=closure.ratio,
                 nonclosure=closure.uncertainty,
             )
-            if cfg.passfail.transfer == "linear":
+            if settings.transfer == "linear":
                 workspace = with_linear_transfer(workspace, centres)
             fit = passfail_fit(workspace)
     except (ValueError, pyhf.exceptions.FailedMinimization) as err:
@@ -463,7 +477,7 @@ def _variant_fit(
             "mu_high": fit.mu_high,
             "transfer_fitted": fit.transfer,
             "transfer_slope": _fitted_slope(fit, centres)
-            if cfg.passfail.transfer == "linear"
+            if settings.transfer == "linear"
             else None,
             "postfit": {
                 "background_fail": fit.background_fail.tolist(),
@@ -474,12 +488,14 @@ def _variant_fit(
             "workspace": f"{FOLDER}/{variant}/workspace.json",
         }
     )
-    if cfg.blind:
+    if blind:
         out["mu_note"] = (
             "expected: blinded, the passing observation of the signal window (bins above x0) "
             "is the failing data times the data's pass/fail ratio below x0"
         )
-    out["figure"] = _figure(where, cfg, fit, edges, data_fail, data_pass, window, closure.ratio)
+    out["figure"] = _figure(
+        where, fit, edges, data_fail, data_pass, window, closure.ratio, x_label=x_label
+    )
     out["figure"] = f"{FOLDER}/{variant}/{out['figure']}"
     return out
 
@@ -494,13 +510,14 @@ def _fitted_slope(fit: PassFailFit, centres: FloatArray) -> float:
 
 def _figure(
     where: Path,
-    cfg: AbcdConfig,
     fit: PassFailFit,
     edges: FloatArray,
     failing: FloatArray,
     passing: FloatArray,
     window: NDArray[np.intp],
     expected: float,
+    *,
+    x_label: str,
 ) -> str:
     """The post-fit spectra of both regions and their ratio, as ``passfail.png``."""
     from rosenblatt.plotting import plot_passfail, save_figure
@@ -510,7 +527,7 @@ def _figure(
         edges,
         failing,
         passing,
-        xlabel=cfg.cuts.x_axis_label,
+        xlabel=x_label,
         expected_ratio=expected,
         hidden=window,
     )
@@ -549,7 +566,7 @@ def summary_numbers(result: PassFailJson) -> dict[str, Any]:
 
 def write_results(folder: Path, results: dict[str, PassFailJson]) -> dict[str, dict[str, Any]]:
     """Write each variant's ``passfail/<variant>/passfail.json``; return the summary's numbers."""
-    from rosenblatt.studies.abcd_estimate import strict_json
+    from rosenblatt.studies._common import strict_json
 
     numbers = {}
     for variant, result in results.items():
