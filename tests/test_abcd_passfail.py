@@ -26,6 +26,9 @@ SIGNAL_EXPECTED, SIGNAL_INJECTED = 60.0, 120
 LUMI = 1.0
 #: the cut of every variant, given so that the runs do not depend on the choice
 CUT = {"x0": 2600.0, "y0": 0.8}
+#: the bump hunt's mass hypotheses (the injected resonance is at SIGNAL_MASS) and toys
+MASS_RANGE, N_MASSES, N_TOYS = (2400.0, 4200.0), 10, 100
+SIGNAL_MASS = 3400.0
 
 
 def _write_tree(path: Path, columns: dict[str, np.ndarray]) -> None:
@@ -75,7 +78,12 @@ def _config(folder: Path, name: str, **extra: Any) -> dict[str, Any]:
         "executor": {"kind": "iterative", "chunksize": 20000},
         # with bootstrap replicas: the closure test holds the transform's statistics too
         "statistics": {"n_boot": 10, "seed": 1},
-        "passfail": {"bins": 10, "range": [2000.0, 4400.0]},
+        "passfail": {
+            "bins": 10,
+            "range": [2000.0, 4400.0],
+            "masses": {"range": list(MASS_RANGE), "n": N_MASSES},
+            "global_toys": N_TOYS,
+        },
         "data": {"folder": str(folder / f"cache-{name}")},
         **extra,
     }
@@ -205,6 +213,8 @@ def test_passfail_keys_are_listed_and_checked(tmp_path: Path) -> None:
     text = keys_text("abcd", width=120)
     for key in ("passfail.bins", "passfail.range", "passfail.edges", "passfail.transfer"):
         assert key in text
+    for key in ("masses", "resolution", "relative_resolution", "global_toys", "signal_template"):
+        assert f"passfail.{key}" in text
     config = {**_config(tmp_path, "keys"), "_path": str(tmp_path / "keys.yaml")}
     for name in ("qcd_def", "qcd", "sig", "data"):
         (tmp_path / f"{name}.root").write_bytes(b"")
@@ -214,5 +224,185 @@ def test_passfail_keys_are_listed_and_checked(tmp_path: Path) -> None:
     config["passfail"] = {"edges": [3.0, 2.0]}
     with pytest.raises(ConfigError, match=r"passfail\.edges"):
         AbcdConfig.parse(config)
+    for masses in ([3000.0, 2500.0], {"range": [3000.0, 2500.0], "n": 3}, {"n": 3}, "3000"):
+        config["passfail"] = {"masses": masses}
+        with pytest.raises(ConfigError, match=r"passfail\.masses"):
+            AbcdConfig.parse(config)
+    for key, value in (("resolution", 0.0), ("global_toys", -1), ("relative_resolution", "yes")):
+        config["passfail"] = {"masses": [3000.0], key: value}
+        with pytest.raises(ConfigError, match=rf"passfail\.{key}"):
+            AbcdConfig.parse(config)
+    config["passfail"] = {"masses": {"range": [2000.0, 3000.0], "n": 3}, "global_toys": 0}
+    parsed = AbcdConfig.parse(config).passfail
+    assert parsed is not None
+    assert parsed.masses == (2000.0, 2500.0, 3000.0)
+    assert parsed.global_toys == 0
     del config["passfail"]
     assert AbcdConfig.parse(config).passfail is None
+
+
+def _bumphunt(out: Path, variant: str = "gridkde") -> dict[str, Any]:
+    return json.loads((out / "passfail" / variant / "bumphunt.json").read_text())
+
+
+@pytest.mark.slow
+def test_the_bump_hunt_finds_the_injected_resonance(unblinded: Path) -> None:
+    hunt = _bumphunt(unblinded)
+    assert hunt["masses"] == pytest.approx(np.linspace(*MASS_RANGE, N_MASSES).tolist())
+    assert hunt["template"] == "gaussian"
+    assert hunt["efficiency_from"] == "signal simulation"
+    assert 0.0 < hunt["efficiency"] < 1.0
+    assert hunt["leakage"] == pytest.approx(1.0 - hunt["efficiency"])
+    z = np.asarray(hunt["local_z"])
+    assert abs(hunt["masses"][int(np.argmax(z))] - SIGNAL_MASS) <= 200.0
+    assert z.max() > 3.0
+    assert np.all(np.asarray(hunt["observed_limit"]) > 0)
+    band = np.array([hunt["expected_limits"][k] for k in ("-2", "-1", "median", "+1", "+2")])
+    assert np.all(band > 0)
+    assert np.all(np.diff(band, axis=0) > 0)
+    found = hunt["global"]
+    assert found["n_toys"] == N_TOYS
+    assert found["local_z"] == pytest.approx(z.max())
+    assert 0.0 <= found["p_toys"] <= 1.0
+    assert found["p_gross_vitells"] > 0.0
+    # the global p-value is at least the local one
+    assert found["p_gross_vitells"] >= found["local_p"]
+    for figure in hunt["figures"].values():
+        assert (unblinded / figure).is_file()
+    summary = json.loads((unblinded / "summary.json").read_text())
+    headline = summary["passfail"]["gridkde"]["bumphunt"]
+    assert headline["max_local_z"] == pytest.approx(z.max())
+    assert headline["max_local_z_mass"] == hunt["masses"][int(np.argmax(z))]
+    assert headline["p_toys"] == found["p_toys"]
+    assert headline["file"] == "passfail/gridkde/bumphunt.json"
+    manifest = json.dumps(json.loads((unblinded / "manifest.json").read_text()))
+    for name in ("bumphunt.json", "brazil.png", "local_significance.png"):
+        assert f"passfail/gridkde/{name}" in manifest
+    report = (unblinded / "report.md").read_text()
+    assert "### Bump hunt of `gridkde`" in report
+    assert "| mass | local Z |" in report
+
+
+@pytest.mark.slow
+def test_the_bump_hunt_is_reproducible(ntuples: Path, unblinded: Path) -> None:
+    """The pseudo-experiments are drawn with statistics.seed: the same toys from the same spectra."""
+    from rosenblatt.abcd.bumphunt import gaussian_templates, global_significance
+
+    hunt, fit = _bumphunt(unblinded), _passfail(unblinded)
+    edges = np.asarray(fit["edges"])
+    templates = gaussian_templates(
+        edges,
+        hunt["masses"],
+        hunt["resolution"],
+        relative=True,
+        signal_yield=hunt["signal_yield"],
+        efficiency=hunt["efficiency"],
+        leakage=hunt["leakage"],
+    )
+    again = global_significance(
+        fit["data_pass"],
+        fit["data_fail"],
+        edges,
+        templates,
+        n_toys=N_TOYS,
+        seed=1,
+        ratio=fit["transfer_expected"],
+    )
+    np.testing.assert_allclose(again.toys_max_z, hunt["global"]["toys_max_z"], rtol=1e-9)
+
+
+@pytest.mark.slow
+def test_a_blinded_bump_hunt_has_expected_limits_only(blinded: Path) -> None:
+    hunt = _bumphunt(blinded)
+    assert hunt["blind"] is True
+    for key in ("q0", "local_p", "local_z", "mu_hat", "observed_limit"):
+        assert key not in hunt
+    assert hunt["global"] is None
+    assert "blinded" in hunt["note"]
+    band = np.array([hunt["expected_limits"][k] for k in ("-2", "-1", "median", "+1", "+2")])
+    assert np.all(band > 0)
+    assert np.all(np.diff(band, axis=0) > 0)
+    assert (blinded / "passfail" / "gridkde" / "brazil.png").is_file()
+    assert not (blinded / "passfail" / "gridkde" / "local_significance.png").exists()
+    summary = json.loads((blinded / "summary.json").read_text())
+    headline = summary["passfail"]["gridkde"]["bumphunt"]
+    assert "max_local_z" not in headline
+    assert "observed_limit" not in headline
+    assert "p_toys" not in headline
+    report = (blinded / "report.md").read_text()
+    assert "| mass | expected 95% CLs limit on μ |" in report
+    assert "| mass | local Z |" not in report
+
+
+def _spectra() -> tuple[np.ndarray, ...]:
+    """A falling background with a resonance at 0.6 in 20 bins of [0, 1], and its simulation."""
+    edges = np.linspace(0.0, 1.0, 21)
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    background = 2000.0 * np.exp(-3.0 * centres)
+    shape = np.exp(-0.5 * ((centres - 0.6) / 0.04) ** 2)
+    signal_pass, signal_fail = 30.0 * shape / shape.sum(), 10.0 * shape / shape.sum()
+    failing = np.round(background + 2.0 * signal_fail)
+    passing = np.round(0.1 * background + 2.0 * signal_pass)
+    return edges, failing, passing, signal_fail, signal_pass
+
+
+def test_the_hunt_takes_the_signal_simulation_as_template_of_one_mass(tmp_path: Path) -> None:
+    from rosenblatt.studies.abcd_bumphunt import HuntSettings, summary_numbers, write_bumphunt
+
+    edges, failing, passing, signal_fail, signal_pass = _spectra()
+    settings = HuntSettings((0.6,), 0.05, True, 0, 3, signal_template=True)
+    where = tmp_path / "passfail" / "v"
+    result = write_bumphunt(
+        where,
+        settings,
+        edges,
+        failing,
+        passing,
+        signal_fail,
+        signal_pass,
+        ratio=0.1,
+        blind=False,
+        x_label="x",
+    )
+    assert result["template"] == "signal simulation"
+    assert result["signal_yield"] == pytest.approx(40.0)
+    assert result["global"]["n_toys"] == 0
+    assert result["global"]["p_gross_vitells_observed"] >= result["global"]["local_p"]
+    assert json.loads((where / "bumphunt.json").read_text())["masses"] == [0.6]
+    numbers = summary_numbers(result)
+    assert numbers["max_local_z_mass"] == 0.6
+    assert "p_toys" not in numbers
+    settings = HuntSettings((0.4, 0.6), 0.05, True, 0, 3, signal_template=True)
+    args = (edges, failing, passing, signal_fail, signal_pass)
+    note = write_bumphunt(where, settings, *args, ratio=0.1, blind=False, x_label="x")
+    assert note == {"note": "no bump hunt: signal_template needs one mass, got 2"}
+    settings = HuntSettings((2.0, 3.0), 0.05, True, 0, 3, signal_template=False)
+    note = write_bumphunt(where, settings, *args, ratio=0.1, blind=False, x_label="x")
+    assert "no mass hypothesis lies inside" in note["note"]
+    assert summary_numbers(note) == note
+
+
+def test_without_signal_simulation_the_template_is_one_passing_event(tmp_path: Path) -> None:
+    from rosenblatt.studies.abcd_bumphunt import HuntSettings, write_bumphunt
+
+    edges, failing, passing, _, _ = _spectra()
+    zeros = np.zeros(len(failing))
+    settings = HuntSettings((0.4, 0.5, 0.6, 0.7), 0.03, False, 20, 5, signal_template=False)
+    result = write_bumphunt(
+        tmp_path / "passfail" / "v",
+        settings,
+        edges,
+        failing,
+        passing,
+        zeros,
+        zeros,
+        ratio=0.1,
+        blind=False,
+        x_label="x",
+    )
+    assert result["efficiency_from"] == "default (no signal simulation)"
+    assert (result["efficiency"], result["leakage"], result["signal_yield"]) == (1.0, 0.0, 1.0)
+    assert result["relative_resolution"] is False
+    assert result["masses"][int(np.argmax(result["local_z"]))] == 0.6
+    assert result["global"]["n_toys"] == 20
+    assert result["global"]["seed"] == 5

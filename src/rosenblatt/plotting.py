@@ -461,7 +461,8 @@ def plot_brazil(
     """The expected and observed CLs upper limits on ``mu`` per mass hypothesis.
 
     The expected median dashed, its +-1 standard deviation band green and its
-    +-2 band yellow, the observed limit a solid line with markers.
+    +-2 band yellow, the observed limit a solid line with markers (left out
+    where it is nowhere finite: a blinded hunt has expected limits only).
 
     Parameters
     ----------
@@ -481,11 +482,14 @@ def plot_brazil(
     ax.fill_between(
         masses, expected[:, 1], expected[:, 3], color=BRAZIL_GREEN, label=r"expected $\pm 1\sigma$"
     )
-    ax.plot(masses, expected[:, 2], color="black", ls="--", label="expected (median)")
-    ax.plot(masses, hunt.observed_limit, color="black", marker="o", ms=4, label="observed")
+    single = {"marker": "_", "ms": 12} if masses.size == 1 else {}
+    ax.plot(masses, expected[:, 2], color="black", ls="--", label="expected (median)", **single)
+    if np.any(np.isfinite(hunt.observed_limit)):
+        ax.plot(masses, hunt.observed_limit, color="black", marker="o", ms=4, label="observed")
     if log:
         ax.set_yscale("log")
-    ax.set_xlim(masses[0], masses[-1])
+    if masses[-1] > masses[0]:
+        ax.set_xlim(masses[0], masses[-1])
     ax.set_xlabel(xlabel)
     ax.set_ylabel(rf"{confidence} CL$_s$ upper limit on $\mu$")
     legend_above(ax, ncol=2)
@@ -521,7 +525,8 @@ def plot_local_significance(
             ),
         )
     ax.set_ylim(-0.1, top + 1.0)
-    ax.set_xlim(hunt.masses[0], hunt.masses[-1])
+    if hunt.masses[-1] > hunt.masses[0]:
+        ax.set_xlim(hunt.masses[0], hunt.masses[-1])
     ax.set_xlabel(xlabel)
     ax.set_ylabel(r"local significance [$\sigma$]")
     legend_above(ax)

@@ -257,6 +257,7 @@ def _passfail(
         estimates,
         blind=cfg.blind,
         x_label=cfg.cuts.x_axis_label,
+        seed=cfg.statistics.seed,
     )
     return write_results(folder, results)
 

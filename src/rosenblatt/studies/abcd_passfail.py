@@ -28,7 +28,9 @@ fitted ``mu`` is then an expected result, and no file holds a passing data
 count of the window.
 
 Each variant's files are in ``passfail/<variant>/``: ``workspace.json``,
-``passfail.json`` and the figure ``passfail.png``.
+``passfail.json`` and the figure ``passfail.png``. With ``masses``, a fitted
+variant also gets the bump hunt of :mod:`rosenblatt.studies.abcd_bumphunt` on
+the same spectra (``bumphunt.json``, ``brazil.png``, ``local_significance.png``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from numpy.typing import NDArray
 from rosenblatt._atomic import write_text
 from rosenblatt.studies.config_checks import count as _count
 from rosenblatt.studies.config_checks import fail as _fail
+from rosenblatt.studies.config_checks import flag as _flag
 from rosenblatt.studies.config_checks import number as _number
 from rosenblatt.studies.config_fields import config_dataclass, option
 
@@ -79,6 +82,10 @@ MAX_RELATIVE = 1.0
 LINEAR_P_MIN = 0.05
 #: the most bins of the fit
 MAX_BINS = 10_000
+#: the most mass hypotheses of the bump hunt
+MAX_MASSES = 1_000
+#: the most pseudo-experiments of the bump hunt's global significance
+MAX_TOYS = 100_000
 
 
 def _bins(value: Any, source: str, key: str) -> int:
@@ -107,6 +114,42 @@ def _edges(value: Any, source: str, key: str) -> tuple[float, ...] | None:
     if np.any(np.diff(edges) <= 0):
         raise _fail(source, key, f"must increase, got {list(edges)}")
     return edges
+
+
+def _masses(value: Any, source: str, key: str) -> tuple[float, ...] | None:
+    """``passfail.masses``: increasing masses, or ``{range: [low, high], n: N}``, or ``None``."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        if set(value) != {"range", "n"}:
+            raise _fail(
+                source, key, f"must be a list or {{range: [low, high], n: N}}, got {value!r}"
+            )
+        span = _range(value["range"], source, f"{key}.range")
+        n = _count(value["n"], source, f"{key}.n", 1, MAX_MASSES)
+        assert span is not None
+        if n == 1:
+            return (0.5 * (span[0] + span[1]),)
+        return tuple(float(v) for v in np.linspace(span[0], span[1], n))
+    if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= MAX_MASSES:
+        raise _fail(
+            source, key, f"must be a list of 1 to {MAX_MASSES} increasing masses, got {value!r}"
+        )
+    masses = tuple(_number(v, source, key) for v in value)
+    if np.any(np.diff(masses) <= 0):
+        raise _fail(source, key, f"must increase, got {list(masses)}")
+    return masses
+
+
+def _resolution(value: Any, source: str, key: str) -> float:
+    width = _number(value, source, key)
+    if not width > 0:
+        raise _fail(source, key, f"must be positive, got {value!r}")
+    return width
+
+
+def _toys(value: Any, source: str, key: str) -> int:
+    return _count(value, source, key, 0, MAX_TOYS)
 
 
 def _transfer(value: Any, source: str, key: str) -> str:
@@ -148,6 +191,36 @@ class PassFailConfig:
         "(with a slope in x, a histosys)",
         check=_transfer,
     )
+    masses: tuple[float, ...] | None = option(
+        default=None,
+        doc="mass hypotheses of a bump hunt at each variant's cut, in units of x: a list, or "
+        "{range: [low, high], n: N} for N evenly spaced (the hunt runs where masses is given)",
+        check=_masses,
+        type="list of numbers, {range: [low, high], n: N} or null",
+    )
+    resolution: float = option(
+        default=0.05,
+        doc="the bump hunt's Gaussian signal width: a fraction of the mass with "
+        "relative_resolution, else in units of x",
+        check=_resolution,
+    )
+    relative_resolution: bool = option(
+        default=True,
+        doc="whether resolution is a fraction of the mass (false: in units of x)",
+        check=_flag,
+    )
+    global_toys: int = option(
+        default=200,
+        doc="pseudo-experiments of the bump hunt's global significance, seeded with "
+        "statistics.seed (0: the Gross-Vitells estimate from the observed scan only)",
+        check=_toys,
+    )
+    signal_template: bool = option(
+        default=False,
+        doc="with one mass, the bump hunt's template is the signal simulation's spectra at "
+        "the cut instead of a Gaussian",
+        check=_flag,
+    )
 
     def bin_edges(self, plane_range: tuple[float, float], x_max: float | None) -> tuple[float, ...]:
         """The fit's bin edges: ``edges``, or ``bins`` over ``range`` (default ``plane_range``)."""
@@ -185,6 +258,7 @@ class PassFailJson(TypedDict, total=False):
     postfit: dict[str, list[float]]
     workspace: str
     figure: str
+    bumphunt: dict[str, Any]
     note: str
 
 
@@ -356,11 +430,15 @@ def write_passfail(
     *,
     blind: bool,
     x_label: str,
+    seed: int = 0,
 ) -> dict[str, PassFailJson]:
     """Per variant, the pass/fail fit at its cut, written to ``passfail/<variant>/``.
 
     ``settings`` is the configuration's ``passfail:``, ``blind`` whether the
-    run is blinded and ``x_label`` the figures' label of ``x``.
+    run is blinded, ``x_label`` the figures' label of ``x`` and ``seed`` that
+    of the bump hunt's pseudo-experiments (with ``settings.masses``, each
+    fitted variant also gets the bump hunt of
+    :mod:`rosenblatt.studies.abcd_bumphunt`).
 
     A variant whose estimate is not valid, or without a cut, gets a note
     saying why it has no fit; so does one whose fit cannot be built (pyhf
@@ -384,6 +462,7 @@ def write_passfail(
                 float(found["y0"]),
                 blind=blind,
                 x_label=x_label,
+                seed=seed,
             )
     return results
 
@@ -398,6 +477,7 @@ def _variant_fit(
     *,
     blind: bool,
     x_label: str,
+    seed: int,
 ) -> PassFailJson:
     """The pass/fail fit of one variant at its cut ``(x0, y0)`` (see the module docstring)."""
     try:
@@ -497,7 +577,43 @@ def _variant_fit(
         where, fit, edges, data_fail, data_pass, window, closure.ratio, x_label=x_label
     )
     out["figure"] = f"{FOLDER}/{variant}/{out['figure']}"
+    if settings.masses is not None:
+        out["bumphunt"] = _bump_hunt(
+            where,
+            settings,
+            seed,
+            (edges, data_fail, observed_pass, signal_fail, signal_pass),
+            ratio=closure.ratio,
+            blind=blind,
+            x_label=x_label,
+        )
     return out
+
+
+def _bump_hunt(
+    where: Path,
+    settings: PassFailConfig,
+    seed: int,
+    arrays: tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray],
+    *,
+    ratio: float,
+    blind: bool,
+    x_label: str,
+) -> dict[str, Any]:
+    """A variant's bump hunt on the fit's spectra; its numbers for ``passfail.json``."""
+    from rosenblatt.studies.abcd_bumphunt import HuntSettings, summary_numbers, write_bumphunt
+
+    assert settings.masses is not None
+    hunt = HuntSettings(
+        masses=settings.masses,
+        resolution=settings.resolution,
+        relative=settings.relative_resolution,
+        toys=settings.global_toys,
+        seed=seed,
+        signal_template=settings.signal_template,
+    )
+    result = write_bumphunt(where, hunt, *arrays, ratio=ratio, blind=blind, x_label=x_label)
+    return summary_numbers(result)
 
 
 def _fitted_slope(fit: PassFailFit, centres: FloatArray) -> float:
@@ -550,6 +666,7 @@ SUMMARY_KEYS = (
     "transfer_slope",
     "workspace",
     "figure",
+    "bumphunt",
     "note",
 )
 

@@ -342,7 +342,56 @@ def _passfail_lines(summary: AbcdSummary) -> list[str]:
             "expected result.",
         ]
     lines += ["", *notes] if notes else []
+    for variant, fit in fits.items():
+        if "bumphunt" in fit:
+            lines += _bumphunt_lines(variant, fit["bumphunt"])
     return lines
+
+
+def _bumphunt_lines(variant: str, hunt: dict[str, Any]) -> list[str]:
+    """A variant's bump hunt (``passfail.masses``): per mass its local Z and limits."""
+    if "masses" not in hunt:
+        return ["", f"Bump hunt of `{variant}`: {hunt.get('note', 'none')}"]
+    confidence = f"{100 * (1 - hunt['level']):.0f}%"
+    lines = ["", f"### Bump hunt of `{variant}`", ""]
+    figures = hunt["figures"]
+    if hunt["blind"]:
+        lines += [
+            "Blinded: the passing observation of the bins above x0 is the sidebands' prediction,",
+            "so only the expected limits are results (no local significance, no observed limit).",
+            "",
+            f"| mass | expected {confidence} CLs limit on μ |",
+            "|---|---|",
+        ]
+        for mass, expected in zip(hunt["masses"], hunt["expected_limit"], strict=True):
+            lines.append(f"| {mass:.5g} | {_fmt_num(expected, '.3g')} |")
+        return [*lines, "", f"![brazil]({figures['brazil']})"]
+    toys = hunt.get("n_toys", 0)
+    p_toys = ""
+    if toys:
+        value = hunt["p_toys"]
+        shown = f"< {1 / toys:.2g}" if value == 0 else f"{value:.3g} ± {hunt['p_toys_error']:.2g}"
+        p_toys = f"{shown} ({toys} pseudo-experiments), "
+    gross_vitells = hunt.get("p_gross_vitells", hunt["p_gross_vitells_observed"])
+    lines += [
+        f"Largest local significance {hunt['max_local_z']:.2f}σ at {hunt['max_local_z_mass']:.5g};",
+        f"its global p-value {p_toys}{gross_vitells:.3g} (Gross-Vitells).",
+        "",
+        f"| mass | local Z | observed {confidence} limit on μ | expected (median) |",
+        "|---|---|---|---|",
+    ]
+    rows = zip(
+        hunt["masses"], hunt["local_z"], hunt["observed_limit"], hunt["expected_limit"], strict=True
+    )
+    for mass, z, observed, expected in rows:
+        lines.append(
+            f"| {mass:.5g} | {z:.2f} | {_fmt_num(observed, '.3g')} | {_fmt_num(expected, '.3g')} |"
+        )
+    return [
+        *lines,
+        "",
+        f"![brazil]({figures['brazil']}) ![local significance]({figures['local_significance']})",
+    ]
 
 
 def _fmt_num(value: Any, spec: str) -> str:
