@@ -195,6 +195,41 @@ def test_unblinded_data_equal_an_independent_count(ntuples: Path, unblinded: Pat
         assert score["factor"] == pytest.approx(score["measured"])
 
 
+def test_effective_simulation_events_equal_an_independent_sum(
+    ntuples: Path, unblinded: Path
+) -> None:
+    """``(sum w)**2 / sum w**2`` of the simulation per region, and the caution below 50."""
+    from rosenblatt.studies.abcd_estimate import MIN_EFFECTIVE_EVENTS
+
+    estimates = json.loads((unblinded / "estimate.json").read_text())
+    x, score, w = _read(ntuples / "qcd.root", "m_jj_reco", "tagger_out", "w_mc")
+    for variant in ("score", "irgi"):
+        e = estimates[variant]
+        if e.get("x0") is None:
+            continue
+        y = (
+            score
+            if variant == "score"
+            else rb.load(unblinded / f"{variant}.json").transform(x, score)
+        )
+        high, up = x >= e["x0"], y >= e["y0"]
+        masks = {"A": high & up, "B": high & ~up, "C": ~high & up, "D": ~high & ~up}
+        expected = {r: w[m].sum() ** 2 / np.sum(w[m] ** 2) for r, m in masks.items()}
+        found = e["background_simulation_effective"]
+        assert found == pytest.approx(expected, rel=1e-9)
+        few = min(expected.values()) < MIN_EFFECTIVE_EVENTS
+        assert ("effective events in region" in e.get("note", "")) == few
+
+
+def test_too_few_effective_simulation_events_are_named() -> None:
+    from rosenblatt.studies.abcd_estimate import _few_effective_events
+
+    assert _few_effective_events({"A": 83.0, "B": 780.0, "C": 536.0, "D": 4845.0}) is None
+    note = _few_effective_events({"A": 240.0, "B": 780.0, "C": 12.4, "D": 4845.0})
+    assert note is not None
+    assert "12 effective events in region C" in note
+
+
 def test_blinded_outputs_hold_no_data_count_of_region_a(ntuples: Path, blinded: Path) -> None:
     estimates = json.loads((blinded / "estimate.json").read_text())
     cut = estimates["irgi"]
