@@ -13,12 +13,12 @@ import pytest
 
 from rosenblatt._atomic import atomic_directory, atomic_write, write_text
 from rosenblatt._records import (
-    CorruptCacheError,
     check_record,
     file_digest,
     refusing_corrupt_cache,
     write_record,
 )
+from rosenblatt.exceptions import CorruptCacheError
 
 pytestmark = pytest.mark.core
 

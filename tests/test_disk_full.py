@@ -18,8 +18,9 @@ import pytest
 import yaml
 from test_concurrent_runs import TINY
 
-from rosenblatt._atomic import DiskFullError, atomic_write, write_bytes
+from rosenblatt._atomic import atomic_write, write_bytes
 from rosenblatt.cli import DISK_FULL_STATUS, main
+from rosenblatt.exceptions import DiskFullError
 
 #: room on the small filesystem: the summary fits, the figures do not
 SMALL = 160 * 1024

@@ -24,7 +24,8 @@ torch = pytest.importorskip("torch")
 from coffea.nanoevents import BaseSchema, NanoEventsFactory
 
 from rosenblatt.cli import main
-from rosenblatt.processors.quantities import QuantityError, parse_quantity
+from rosenblatt.exceptions import QuantityError
+from rosenblatt.processors.quantities import parse_quantity
 
 N_EVENTS = 3000
 

@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("pythia8mc")
 pytest.importorskip("fastjet")
 
-from rosenblatt._records import CorruptCacheError, refusing_corrupt_cache
+from rosenblatt._records import refusing_corrupt_cache
+from rosenblatt.exceptions import CorruptCacheError
 from rosenblatt.hep.generation import (
     GenerationSettings,
     GenerationSummary,

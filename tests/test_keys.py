@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from rosenblatt.cli import main
+from rosenblatt.exceptions import UnknownStudyError
 from rosenblatt.studies import STUDIES
 from rosenblatt.studies.config_fields import CONFIG_CLASSES, study_keys
 from rosenblatt.studies.keys import (
-    UnknownStudyError,
     config_class,
     keys_text,
     studies_text,

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rosenblatt._lock import FolderLockedError, folder_lock, folder_locks, lock_path
+from rosenblatt._lock import folder_lock, folder_locks, lock_path
+from rosenblatt.exceptions import FolderLockedError
 
 #: a process that takes a folder's lock, says so, holds it until told, and marks its release
 HOLDER = textwrap.dedent(

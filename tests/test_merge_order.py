@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rosenblatt.exceptions import NotCovered
 from rosenblatt.outofcore._first_pass import Facts, Request
 from rosenblatt.outofcore._order import (
     Cumulative,
-    NotCovered,
     bisect_exact,
     bisection_intervals,
     first_crossings,

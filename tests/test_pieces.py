@@ -29,7 +29,8 @@ uproot = pytest.importorskip("uproot")
 
 from dijet_ntuple import dijet_columns
 
-from rosenblatt._records import CorruptCacheError, refusing_corrupt_cache
+from rosenblatt._records import refusing_corrupt_cache
+from rosenblatt.exceptions import CorruptCacheError
 from rosenblatt.processors.analysis import PlaneBinning, Variant, empty_output, fill_variants
 from rosenblatt.processors.pieces import (
     STOP_AFTER_PIECES,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from rosenblatt._version import __version__
+from rosenblatt.exceptions import RosenblattError
 from rosenblatt.outofcore import MergeableFit
 from rosenblatt.serialization import SchemaError, load
 from rosenblatt.transforms import (
@@ -55,6 +56,7 @@ __all__ = [
     "OutsideCounts",
     "PermutationTestResult",
     "Rarity",
+    "RosenblattError",
     "SchemaError",
     "SequentialTransform",
     "TransformEnsemble",

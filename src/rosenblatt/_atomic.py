@@ -31,8 +31,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rosenblatt.exceptions import DiskFullError
+
 __all__ = [
-    "DiskFullError",
     "atomic_directory",
     "atomic_write",
     "fsync_folder",
@@ -44,40 +45,6 @@ __all__ = [
 
 #: the errors of a device (or a quota) without space left
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
-
-
-class DiskFullError(OSError):
-    """Writing a file ran out of space on its device.
-
-    An :class:`OSError` with ``errno.ENOSPC``. Its message is one line naming
-    the file, the bytes it needed and the bytes free on that device.
-
-    Parameters
-    ----------
-    path : path-like
-        The file that was being written (its final name).
-    needed : int
-        Bytes the file needed: its whole size where it was known, else the
-        bytes written when the space ran out (then ``exact`` is false).
-    exact : bool, default True
-        Whether ``needed`` is the whole size of the file.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], needed: int, *, exact: bool = True) -> None:
-        self.path = Path(path)
-        self.needed = int(needed)
-        self.exact = bool(exact)
-        self.free = _free_bytes(self.path.parent)
-        amount = f"{self.needed} bytes" if exact else f"more than {self.needed} bytes"
-        free = "" if self.free is None else f", {self.free} bytes free there"
-        message = (
-            f"no space left on the device writing {self.path}: it needed {amount}{free}; "
-            "free some space and run the same command again"
-        )
-        super().__init__(errno.ENOSPC, message, str(self.path))
-
-    def __str__(self) -> str:
-        return str(self.strerror)
 
 
 def is_disk_full(error: BaseException) -> bool:
@@ -101,6 +68,11 @@ def _free_bytes(folder: Path) -> int | None:
         except OSError:
             continue
     return None
+
+
+def _disk_full(path: str | os.PathLike[str], needed: int, *, exact: bool = True) -> DiskFullError:
+    """The :class:`DiskFullError` of ``path``, naming the bytes free on its device."""
+    return DiskFullError(path, needed, exact=exact, free=_free_bytes(Path(path).parent))
 
 
 def _temporary_name(path: Path) -> Path:
@@ -223,7 +195,7 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[Path]:
         written = tmp.stat().st_size if tmp.exists() else 0
         tmp.unlink(missing_ok=True)
         if is_disk_full(err) and not isinstance(err, DiskFullError):
-            raise DiskFullError(final, written, exact=False) from err
+            raise _disk_full(final, written, exact=False) from err
         raise
 
 
@@ -267,7 +239,7 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException as err:
         _remove(tmp)
         if is_disk_full(err) and not isinstance(err, DiskFullError):
-            raise DiskFullError(final, 0, exact=False) from err
+            raise _disk_full(final, 0, exact=False) from err
         raise
 
 
@@ -283,7 +255,7 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         with atomic_write(path) as tmp:
             tmp.write_bytes(data)
     except DiskFullError as err:
-        raise DiskFullError(path, len(data)) from err.__cause__
+        raise _disk_full(path, len(data)) from err.__cause__
 
 
 def write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:

@@ -29,21 +29,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from rosenblatt.exceptions import FolderLockedError
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: the owner's record decides alone
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["FolderLockedError", "folder_lock", "folder_locks", "lock_path"]
+__all__ = ["folder_lock", "folder_locks", "lock_path"]
 
 log = logging.getLogger("rosenblatt.lock")
 
 #: seconds between two attempts while waiting
 POLL_SECONDS = 0.2
-
-
-class FolderLockedError(RuntimeError):
-    """Another process holds the lock of a folder this one would write (and waiting was refused)."""
 
 
 def lock_path(path: str | os.PathLike[str]) -> Path:

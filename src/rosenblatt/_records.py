@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from rosenblatt._atomic import write_text
+from rosenblatt.exceptions import CorruptCacheError
 
 __all__ = [
     "RECORD_FORMAT",
-    "CorruptCacheError",
     "check_files",
     "check_record",
     "corrupt",
@@ -54,10 +54,6 @@ _BLOCK = 1 << 20
 _refuse: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "refuse_corrupt_cache", default=False
 )
-
-
-class CorruptCacheError(ValueError):
-    """A cached file was truncated or altered after it was written, and reuse is refused."""
 
 
 @contextmanager

@@ -26,9 +26,9 @@ from rosenblatt._interrupt import (
     stop_signal,
     stop_workers,
 )
-from rosenblatt._lock import FolderLockedError
 from rosenblatt._version import __version__
 from rosenblatt.commands._errors import print_error
+from rosenblatt.exceptions import DiskFullError, FolderLockedError
 
 __all__ = [
     "COMMANDS",
@@ -155,9 +155,7 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _disk_full_line(error: OSError) -> str:
-    """One line for a full device: a :class:`~rosenblatt._atomic.DiskFullError` says it all."""
-    from rosenblatt._atomic import DiskFullError
-
+    """One line for a full device: a :class:`~rosenblatt.exceptions.DiskFullError` says it all."""
     if isinstance(error, DiskFullError):
         return str(error)
     where = f" writing {error.filename}" if error.filename else ""

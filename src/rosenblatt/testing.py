@@ -61,7 +61,7 @@ from numpy.typing import NDArray
 from scipy.special import ndtr
 from scipy.stats import kstest
 
-from rosenblatt.exceptions import NotFittedError
+from rosenblatt.exceptions import InvariantError, NotFittedError
 from rosenblatt.transforms._base import ConditionalCDFTransform
 
 __all__ = ["INVARIANTS", "check_transform", "exact_gamma", "negative_weight_sample"]
@@ -99,10 +99,6 @@ NEGATIVE_WEIGHT_EVENTS = 16384
 #: estimates reach 0.015-0.027 (the statistics of half as many unweighted events), and
 #: dropping the negative weights, or taking their absolute value, gives 0.06 and 0.10
 NEGATIVE_WEIGHT_RMS = 0.04
-
-
-class _Broken(AssertionError):
-    """An invariant is broken: the message says what was found."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,7 +215,7 @@ def _fit_returns_self(make: Callable[[], Any], s: _Sample) -> None:
     returned = transform.fit(s.x, s.y)
     if returned is not transform:
         msg = f"fit returned {type(returned).__name__} object {returned!r}, not the transform"
-        raise _Broken(msg)
+        raise InvariantError(msg)
 
 
 def _parameters_unchanged(make: Callable[[], Any], s: _Sample) -> None:
@@ -232,7 +228,7 @@ def _parameters_unchanged(make: Callable[[], Any], s: _Sample) -> None:
     ]
     if changed:
         msg = f"fit changed {', '.join(changed)} (before {before!r}, after {after!r})"
-        raise _Broken(msg)
+        raise InvariantError(msg)
 
 
 def _gamma_in_unit_interval(t: Any, s: _Sample) -> None:
@@ -241,7 +237,7 @@ def _gamma_in_unit_interval(t: Any, s: _Sample) -> None:
     if np.any(bad):
         i = int(np.argmax(bad))
         msg = f"{int(bad.sum())} of {len(g)} values outside [0, 1], e.g. gamma = {g[i]!r} at x = {s.x_probe[i]!r}, y = {s.y_probe[i]!r}"
-        raise _Broken(msg)
+        raise InvariantError(msg)
 
 
 def _monotone_in_y(t: Any, s: _Sample) -> None:
@@ -253,7 +249,7 @@ def _monotone_in_y(t: Any, s: _Sample) -> None:
         if np.any(drops < -MONOTONE_SLACK):
             i = int(np.argmin(drops))
             msg = f"at x = {x0}, gamma falls from {g[i]!r} at y = {ys[i]:.6g} to {g[i + 1]!r} at y = {ys[i + 1]:.6g}"
-            raise _Broken(msg)
+            raise InvariantError(msg)
 
 
 def _y_beyond_domain(t: Any, s: _Sample) -> None:
@@ -266,7 +262,7 @@ def _y_beyond_domain(t: Any, s: _Sample) -> None:
         g_below, g_above = t.transform(xs, below), t.transform(xs, above)
         if np.any(np.asarray(g_below) != 0.0) or np.any(np.asarray(g_above) != 1.0):
             msg = f"at x = {x0}, gamma is {float(g_below[0])!r} below the y domain (expected 0) and {float(g_above[0])!r} above it (expected 1)"
-            raise _Broken(msg)
+            raise InvariantError(msg)
 
 
 def _uniform(t: Any, s: _Sample) -> None:
@@ -279,7 +275,7 @@ def _uniform(t: Any, s: _Sample) -> None:
             f"the Kolmogorov-Smirnov distance of gamma to uniform is {distance:.4g} on "
             f"{len(g)} events, above {bound:.4g} (1.63/sqrt(n) + resolution {resolution:.3g})"
         )
-        raise _Broken(msg)
+        raise InvariantError(msg)
 
 
 def _weights_replicate(make: Callable[[], Any], s: _Sample) -> None:
@@ -294,7 +290,7 @@ def _weights_replicate(make: Callable[[], Any], s: _Sample) -> None:
             f"the class claims weights_replicate, but gamma fitted with integer weights differs "
             f"from gamma fitted on the repeated events by up to {np.max(difference):.3g}"
         )
-        raise _Broken(msg)
+        raise InvariantError(msg)
 
 
 def _negative_weights(make: Callable[[], Any], s: _Sample) -> None:
@@ -317,7 +313,7 @@ def _negative_weights(make: Callable[[], Any], s: _Sample) -> None:
             f"weight -1, gamma differs from the exact conditional CDF by {rms:.4g} (root mean "
             f"square), above {NEGATIVE_WEIGHT_RMS:g}"
         )
-        raise _Broken(msg)
+        raise InvariantError(msg)
 
 
 def _save_load(t: Any, s: _Sample) -> None:
@@ -329,16 +325,16 @@ def _save_load(t: Any, s: _Sample) -> None:
         loaded = load(first)
         if type(loaded) is not type(t):
             msg = f"load gave a {type(loaded).__name__}, not a {type(t).__name__}"
-            raise _Broken(msg)
+            raise InvariantError(msg)
         expected = t.transform(s.x_probe, s.y_probe)
         got = loaded.transform(s.x_probe, s.y_probe)
         if not np.array_equal(expected, got):
             msg = f"gamma of the loaded transform differs by up to {np.max(np.abs(expected - got)):.3g}"
-            raise _Broken(msg)
+            raise InvariantError(msg)
         loaded.save(second)
         if first.read_bytes() != second.read_bytes():
             msg = "saving the loaded transform again writes a different file"
-            raise _Broken(msg)
+            raise InvariantError(msg)
 
 
 def _awkward(t: Any, s: _Sample) -> None:
@@ -356,10 +352,10 @@ def _awkward(t: Any, s: _Sample) -> None:
     g = t.transform(x, y)
     if not isinstance(g, ak.Array) or ak.num(g, axis=1).tolist() != counts.tolist():
         msg = f"jagged input of counts {counts.tolist()} gave {g!r}"
-        raise _Broken(msg)
+        raise InvariantError(msg)
     if not np.array_equal(ak.to_numpy(ak.flatten(g)), flat):
         msg = "gamma of jagged input differs from gamma of the same events flat"
-        raise _Broken(msg)
+        raise InvariantError(msg)
 
 
 def _bad_input(make: Callable[[], Any] | None, t: Any, s: _Sample) -> None:
@@ -370,9 +366,9 @@ def _bad_input(make: Callable[[], Any] | None, t: Any, s: _Sample) -> None:
             return
         except Exception as err:
             msg = f"{what} raised {type(err).__name__} ({err}), not {error.__name__}"
-            raise _Broken(msg) from err
+            raise InvariantError(msg) from err
         msg = f"{what} was accepted"
-        raise _Broken(msg)
+        raise InvariantError(msg)
 
     if make is not None:
         y_nan = s.y.copy()
@@ -486,7 +482,7 @@ def check_transform(
     for name, step in steps:
         try:
             step()
-        except _Broken as err:
+        except InvariantError as err:
             msg = f"{label}: invariant '{name}' broken: {err}"
             raise AssertionError(msg) from None
         except Exception as err:

@@ -199,8 +199,8 @@ def quantities_from_args(
     QuantityError
         If one is none of the forms.
     """
+    from rosenblatt.exceptions import QuantityError
     from rosenblatt.processors.branches import option_quantity
-    from rosenblatt.processors.quantities import QuantityError
 
     quantities = {}
     for option, text in options.items():

@@ -38,7 +38,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Print the keys of ``args.study``, or the studies; an unknown study in one line, status 2."""
-    from rosenblatt.studies.keys import UnknownStudyError, keys_text, studies_text
+    from rosenblatt.exceptions import UnknownStudyError
+    from rosenblatt.studies.keys import keys_text, studies_text
 
     width = shutil.get_terminal_size().columns
     try:

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.exceptions import NotCovered
 from rosenblatt.outofcore._first_pass import Sketch
 
 __all__ = [
     "Cumulative",
     "Group",
-    "NotCovered",
     "bisect_exact",
     "bisection_intervals",
     "first_crossings",
@@ -49,14 +49,6 @@ IntArray = NDArray[np.int64]
 
 #: relative shift of a bisection target below the half weight (as in the in-memory fit)
 TARGET_SHIFT = 1e-9
-
-
-class NotCovered(LookupError):
-    """The windows do not hold an answer: another pass must fetch ``intervals`` of ``C``."""
-
-    def __init__(self, intervals: Array) -> None:
-        super().__init__(f"{len(intervals)} interval(s) of the cumulative weight are not covered")
-        self.intervals = intervals
 
 
 @dataclass(frozen=True)

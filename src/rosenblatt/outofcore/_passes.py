@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.exceptions import NotCovered
 from rosenblatt.outofcore._first_pass import Facts
-from rosenblatt.outofcore._order import Cumulative, Group, NotCovered
+from rosenblatt.outofcore._order import Cumulative, Group
 from rosenblatt.outofcore._plans import Plan, Sample
 from rosenblatt.outofcore._tasks import (
     GroupReport,

@@ -7,7 +7,7 @@ A plan turns what the passes reported into the estimator's learned state:
 - which intervals of the cumulative weight the windows must cover
   (:meth:`Plan.intervals`), and the order statistics they give
   (:meth:`Plan.resolve`, which raises
-  :class:`~rosenblatt.outofcore._order.NotCovered` when a window is
+  :class:`~rosenblatt.exceptions.NotCovered` when a window is
   missing);
 - the tasks of the last pass (:meth:`Plan.tasks`) and the fitted transform
   from their results (:meth:`Plan.finish`).
@@ -25,12 +25,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rosenblatt.exceptions import NegativeWeightError
+from rosenblatt.exceptions import NegativeWeightError, NotCovered
 from rosenblatt.outofcore._first_pass import Facts
 from rosenblatt.outofcore._order import (
     Cumulative,
     Group,
-    NotCovered,
     bisect_exact,
     bisection_intervals,
     first_crossings,

@@ -32,11 +32,10 @@ import awkward as ak
 import numpy as np
 from numpy.typing import NDArray
 
-from rosenblatt.exceptions import TreeFileError
+from rosenblatt.exceptions import QuantityError, TreeFileError
 from rosenblatt.processors.quantities import (
     JET_FEATURES,
     Quantity,
-    QuantityError,
     closest,
     parse_quantity,
     passes_selection,

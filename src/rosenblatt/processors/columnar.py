@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._extras import optional_imports
+from rosenblatt.exceptions import QuantityError
 from rosenblatt.processors.analysis import (
     DATA,
     PlaneBinning,
@@ -37,7 +38,7 @@ from rosenblatt.processors.analysis import (
     write_skim,
 )
 from rosenblatt.processors.events import chunk_file_name, unreadable_chunk
-from rosenblatt.processors.quantities import Quantity, QuantityError, passes_selection
+from rosenblatt.processors.quantities import Quantity, passes_selection
 
 with optional_imports(__name__):
     from coffea import processor

@@ -50,12 +50,13 @@ import awkward as ak
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.exceptions import QuantityError
+
 __all__ = [
     "DEFAULT_JETS",
     "JET_FEATURES",
     "JET_FIELDS",
     "Quantity",
-    "QuantityError",
     "closest",
     "parse_quantity",
     "passes_selection",
@@ -83,10 +84,6 @@ _ELEMENT = re.compile(r"^([A-Za-z_]\w*)\.([A-Za-z_]\w*)\[(\d+)\]$")
 _NAME = re.compile(r"^[A-Za-z_][\w.]*$")
 _MAPPING_KINDS = ("function", "xgboost", "torchscript", "model", "column")
 _MODULES: dict[str, Any] = {}
-
-
-class QuantityError(ValueError):
-    """A quantity is malformed, or the events lack what it reads."""
 
 
 def closest(name: str, candidates: Sequence[str]) -> str:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rosenblatt.processors.quantities import DEFAULT_JETS, Quantity, QuantityError, parse_quantity
+from rosenblatt.exceptions import QuantityError
+from rosenblatt.processors.quantities import DEFAULT_JETS, Quantity, parse_quantity
 from rosenblatt.studies.abcd_cuts import AbcdCuts, as_written
 from rosenblatt.studies.abcd_datasets import (
     DatasetConfig,

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rosenblatt.processors.quantities import Quantity, QuantityError, parse_quantity
+from rosenblatt.exceptions import QuantityError
+from rosenblatt.processors.quantities import Quantity, parse_quantity
 from rosenblatt.studies.abcd_cuts import as_written
 from rosenblatt.studies.config_checks import check_keys, fail, mapping, plain_name, resolve
 from rosenblatt.studies.config_fields import config_dataclass, config_keys, option, parse_dataclass

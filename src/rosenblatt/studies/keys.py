@@ -20,11 +20,11 @@ import importlib
 import inspect
 import textwrap
 
+from rosenblatt.exceptions import UnknownStudyError
 from rosenblatt.studies.config_fields import CONFIG_CLASSES, study_keys
 
 __all__ = [
     "KeyRow",
-    "UnknownStudyError",
     "config_class",
     "keys_text",
     "studies_text",
@@ -43,13 +43,6 @@ _GAP = 2
 _MIN_MEANING = 30
 #: the narrowest type and default columns of a table
 _MIN_TYPE, _MIN_DEFAULT = 10, 8
-
-
-class UnknownStudyError(KeyError):
-    """A study kind that no configuration declares; its message names the known ones."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 def known_studies() -> list[str]:
