@@ -16,10 +16,11 @@ from rosenblatt.abcd.bumphunt import (
     gaussian_templates,
     global_significance,
     local_significance_scan,
+    signal_strength,
     signal_templates,
     upcrossings,
 )
-from rosenblatt.abcd.likelihood import quiet_pyhf
+from rosenblatt.abcd.likelihood import profile_interval, quiet_pyhf
 from rosenblatt.abcd.passfail import passfail_workspace
 
 pytestmark = pytest.mark.filterwarnings(
@@ -261,3 +262,43 @@ def test_brazil_and_local_significance_plots_render(tmp_path, injected_hunt: Bum
     labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
     assert any("Gross-Vitells" in label for label in labels)
     assert save_figure(fig, tmp_path / "local.png").stat().st_size > 1000
+
+
+def test_the_signal_strength_and_its_interval_equal_pyhf() -> None:
+    """``mu`` free below 0 too: a downward fluctuation's fit and interval as pyhf's profile."""
+    rng = np.random.default_rng(8)
+    shape = np.diff(stats.norm.cdf(SMALL_EDGES, 0.45, 0.08))
+    s_pass, s_fail = 30.0 * shape, 10.0 * shape
+    for mu_true in (0.0, 1.0):
+        failing = rng.poisson(SMALL_BACKGROUND * 0.9 + mu_true * s_fail).astype(float)
+        passing = rng.poisson(SMALL_BACKGROUND * 0.1 + mu_true * s_pass).astype(float)
+        mu, low, high = signal_strength(passing, failing, s_pass, s_fail)
+        with quiet_pyhf():
+            workspace = passfail_workspace(failing, passing, s_pass, s_fail)
+            expected = profile_interval(workspace)
+        np.testing.assert_allclose([mu[0], low[0], high[0]], expected, atol=2e-3)
+
+
+def test_the_signal_strength_of_many_data_sets_at_once() -> None:
+    """Rows fitted together equal rows fitted alone, with one signal or one per row."""
+    rng = np.random.default_rng(9)
+    expected_pass, expected_fail = _expected()
+    passing = rng.poisson(expected_pass, (3, EDGES.size - 1)).astype(float)
+    failing = rng.poisson(expected_fail, (3, EDGES.size - 1)).astype(float)
+    templates = gaussian_templates(EDGES, [INJECTED], RESOLUTION, efficiency=EFFICIENCY)
+    s_pass, s_fail = templates.passing[0], templates.failing[0]
+    ratio = float(passing.sum() / failing.sum())
+    together = np.stack(signal_strength(passing, failing, s_pass, s_fail, ratio=ratio))
+    rows = np.stack([s_pass, 1.1 * s_pass, 0.9 * s_pass])
+    own = np.stack(signal_strength(passing, failing, rows, rows * 0.25, ratio=ratio))
+    for i in range(3):
+        alone = np.stack(signal_strength(passing[i], failing[i], s_pass, s_fail, ratio=ratio))
+        np.testing.assert_allclose(together[:, i], alone[:, 0], rtol=1e-8)
+        scaled = np.stack(
+            signal_strength(passing[i], failing[i], rows[i], rows[i] * 0.25, ratio=ratio)
+        )
+        np.testing.assert_allclose(own[:, i], scaled[:, 0], rtol=1e-8)
+    assert np.all(together[1] < together[0])
+    assert np.all(together[0] < together[2])
+    with pytest.raises(ValueError, match="the signal's yields"):
+        signal_strength(passing, failing, s_pass[:-1], s_fail[:-1])

@@ -45,6 +45,7 @@ from rosenblatt.abcd.bumphunt import (
     gaussian_templates,
     global_significance,
     local_significance_scan,
+    signal_strength,
     signal_templates,
     upcrossings,
 )
@@ -107,6 +108,7 @@ __all__ = [
     "pyhf_workspace",
     "quiet_pyhf",
     "sensitivity_map",
+    "signal_strength",
     "signal_templates",
     "upcrossings",
 ]

@@ -47,6 +47,7 @@ __all__ = [
     "gaussian_templates",
     "global_significance",
     "local_significance_scan",
+    "signal_strength",
     "signal_templates",
     "upcrossings",
 ]
@@ -652,6 +653,115 @@ def local_significance_scan(
         mu_hat, best = profile.free(s_pass, s_fail)
         z[:, index] = np.where(mu_hat > 0, np.sqrt(np.maximum(null - best, 0.0)), 0.0)
     return z[0] if np.ndim(fail_counts) == 1 else z
+
+
+def signal_strength(
+    pass_counts: ArrayLike,
+    fail_counts: ArrayLike,
+    s_pass: ArrayLike,
+    s_fail: ArrayLike,
+    *,
+    ratio: float | None = None,
+    rise: float = 1.0,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The best-fit signal strength of one hypothesis and its profile-likelihood interval.
+
+    The exact profile of :func:`bump_hunt` with ``mu`` free on both sides of
+    zero (a downward fluctuation gives a negative ``mu``), down to where the
+    smallest bin of either region would be emptied by the signal; the
+    interval's ends are where ``-2 ln L`` rises by ``rise`` above its minimum
+    (1: the 68% interval). Spectra of shape ``(n,)`` give one fit, ``(k, n)``
+    one per row.
+
+    Parameters
+    ----------
+    pass_counts, fail_counts
+        The observed spectra in bins of ``x``, passing and failing the cut.
+    s_pass, s_fail
+        The signal's yields per bin at ``mu = 1``, passing and failing: shape
+        ``(n,)``, or ``(k, n)`` for a signal of its own per data set.
+    ratio
+        As for :func:`bump_hunt` (default: ``sum(pass) / sum(fail)`` of all rows).
+    rise
+        Rise of ``-2 ln L`` at the interval's ends.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(mu_hat, low, high)``, each of shape ``(k,)`` (``(1,)`` for one fit).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rosenblatt.abcd.bumphunt import signal_strength
+    >>> fail = np.full(10, 900.0)
+    >>> passed = np.full(10, 100.0) + np.array([0, 0, 0, 0, 30, 0, 0, 0, 0, 0])
+    >>> s_pass = np.array([0, 0, 0, 0, 30.0, 0, 0, 0, 0, 0])
+    >>> mu, low, high = signal_strength(passed, fail, s_pass, np.zeros(10))
+    >>> bool(low[0] < 1.0 < high[0])
+    True
+    """
+    failing = np.atleast_2d(np.asarray(fail_counts, dtype=np.float64))
+    passing = np.atleast_2d(np.asarray(pass_counts, dtype=np.float64))
+    s_pass = np.asarray(s_pass, dtype=np.float64)
+    s_fail = np.asarray(s_fail, dtype=np.float64)
+    if (
+        failing.shape != passing.shape
+        or s_pass.shape != s_fail.shape
+        or s_pass.shape not in (failing.shape[1:], failing.shape)
+    ):
+        msg = (
+            f"the spectra have shapes {passing.shape} and {failing.shape}, "
+            f"the signal's yields {s_pass.shape} and {s_fail.shape}"
+        )
+        raise ValueError(msg)
+    if not np.all(np.atleast_2d(s_pass).sum(axis=1) + np.atleast_2d(s_fail).sum(axis=1) > 0):
+        msg = "the signal has no yield"
+        raise ValueError(msg)
+    if not rise > 0:
+        msg = f"rise must be positive, got {rise!r}"
+        raise ValueError(msg)
+    if ratio is None:
+        ratio = float(passing.sum() / failing.sum())
+    profile = _Profile(failing, passing, ratio)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.minimum(
+            np.where(s_pass > 0, passing / s_pass, np.inf),
+            np.where(s_fail > 0, failing / s_fail, np.inf),
+        ).min(axis=1)
+    floor = -0.99 * np.minimum(room, 1e6)
+
+    def conditional(mu: FloatArray) -> FloatArray:
+        return profile.deviance(mu, profile.transfer(mu, s_pass, s_fail), s_pass, s_fail)[0]
+
+    def slope(mu: FloatArray) -> FloatArray:
+        return profile.deviance(mu, profile.transfer(mu, s_pass, s_fail), s_pass, s_fail)[1]
+
+    ratio_0, b = profile.background_only()
+    step = np.sqrt(ratio_0 * b.sum(axis=1) + 1.0) / np.maximum(
+        np.atleast_2d(s_pass).sum(axis=1), 1e-12
+    )
+    high = np.abs(floor) + step
+    for _ in range(BISECTIONS):
+        short = slope(high) < 0
+        if not np.any(short):
+            break
+        high = np.where(short, 4.0 * high, high)
+    mu_hat = _increasing_root(slope, floor, high)
+    best = conditional(mu_hat)
+
+    def above(mu: FloatArray) -> FloatArray:
+        return conditional(mu) - best - rise
+
+    top = mu_hat + step
+    for _ in range(BISECTIONS):
+        short = above(top) < 0
+        if not np.any(short):
+            break
+        top = np.where(short, mu_hat + 4.0 * (top - mu_hat), top)
+    upper = _increasing_root(above, mu_hat, top)
+    lower = -_increasing_root(lambda m: above(-m), -mu_hat, -floor)
+    return mu_hat, lower, upper
 
 
 def upcrossings(q0: ArrayLike, level: float) -> NDArray[np.int64]:
