@@ -51,6 +51,7 @@ def test_every_study_has_recorded_keys() -> None:
         "lhco-2d-smoke",
         "lhco-paper",
         "lhco-smoke",
+        "passfail-toys-test",
         "toys-test",
     }
     for name in names - {"abcd-example", "abcd-test", "lhco-2d-smoke"}:

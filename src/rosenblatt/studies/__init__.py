@@ -20,6 +20,7 @@ STUDIES = {
     "fairness": "fairness",
     "lhco": "lhco.study",
     "lhco-2d": "lhco.study_2d",
+    "passfail-toys": "passfail_toys.study",
     "toys": "toys.study",
 }
 
@@ -30,6 +31,7 @@ STUDY_EXTRAS: dict[str, tuple[str, ...]] = {
     "fairness": ("study", "fairness"),
     "lhco": ("study", "hep", "ml"),
     "lhco-2d": ("study", "hep", "ml"),
+    "passfail-toys": ("study",),
     "toys": ("study", "stats"),
 }
 

@@ -62,6 +62,7 @@ CONFIG_CLASSES = {
     "fairness": "rosenblatt.studies.fairness_config:FairnessConfig",
     "lhco": "rosenblatt.studies.lhco.config:LhcoConfig",
     "lhco-2d": "rosenblatt.studies.lhco.config_2d:Lhco2dConfig",
+    "passfail-toys": "rosenblatt.studies.passfail_toys.config:PassfailToysConfig",
     "toys": "rosenblatt.studies.toys.config:ToysConfig",
 }
 

@@ -1,0 +1,258 @@
+"""The pass/fail pseudo-experiment study (``study: passfail-toys``).
+
+For each score of the configuration (the exact conditional CDF, fitted transforms, the
+raw score) ``n_toys`` pseudo-experiments of the pass/fail fit in bins of ``x``
+(:mod:`~rosenblatt.studies.passfail_toys.spectra`): for each injected mass and strength
+a data set is drawn and the signal strength fitted at that mass with its 68%
+profile-likelihood interval (:func:`~rosenblatt.abcd.bumphunt.signal_strength`); the
+background-only data set is also scanned over the mass grid, giving its largest local
+significance and its upcrossings of ``u0``. The global p-value each data set claims is
+the fraction of ``global_toys`` pseudo-experiments of a background-only fit (that of
+pseudo-experiment 0, :func:`~rosenblatt.abcd.bumphunt.global_significance`) whose
+largest local significance reaches its own.
+Steps:
+
+1. ``toys``: the pseudo-experiments of each score, kept in ``<data folder>/<score>.json``
+   with the configuration they came from, every ``SAVE_EVERY`` toys, so that a rerun of
+   the same configuration (after a stop, too) reads them and runs only the rest;
+2. ``report``: ``summary.json``, ``report.md``, ``table.md`` and the figure of bias and
+   coverage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rosenblatt._atomic import write_text
+from rosenblatt._extras import progress_bar
+from rosenblatt.abcd.bumphunt import (
+    global_significance,
+    local_significance_scan,
+    signal_strength,
+    upcrossings,
+)
+from rosenblatt.studies._common import Steps, write_summary
+from rosenblatt.studies.abcd_config import TransformConfig
+from rosenblatt.studies.passfail_toys.config import PassfailToysConfig
+from rosenblatt.studies.passfail_toys.report import draw_figure, report_text, result_table
+from rosenblatt.studies.passfail_toys.spectra import Spectra, expected_spectra
+from rosenblatt.studies.passfail_toys.summary import (
+    PassfailToysSummary,
+    ScoreRows,
+    ToyRow,
+    summarise,
+)
+
+__all__ = ["STEPS", "fingerprint", "pseudo_experiments", "reference_maxima", "run"]
+
+log = logging.getLogger("rosenblatt.passfail_toys")
+
+#: the steps of the study, in order
+STEPS = ("toys", "report")
+#: pseudo-experiments between two writes of a score's file
+SAVE_EVERY = 50
+
+
+def run(config: dict[str, Any], folder: Path) -> PassfailToysSummary:
+    """Run the pseudo-experiments of ``config``; write the report and summary to ``folder``."""
+    cfg = PassfailToysConfig.parse(config)
+    steps = Steps(STEPS, log, digits=1)
+    cache = Path(cfg.data_folder or Path("data") / cfg.name)
+    results = steps.run("toys", _all_scores, cfg, cache)
+    summary = steps.run("report", _report, cfg, folder, results, steps.seconds)
+    write_text(folder / "timings.json", json.dumps(steps.seconds, indent=2))
+    return summary
+
+
+def _report(
+    cfg: PassfailToysConfig,
+    folder: Path,
+    results: list[ScoreRows],
+    seconds: dict[str, float],
+) -> PassfailToysSummary:
+    summary = summarise(cfg, results, seconds)
+    write_summary(folder, summary, strict=False)
+    figure = draw_figure(folder, summary)
+    write_text(folder / "table.md", result_table(summary))
+    write_text(folder / "report.md", report_text(summary, figure))
+    return summary
+
+
+def fingerprint(cfg: PassfailToysConfig, score: str, transform: TransformConfig | None) -> str:
+    """What a score's pseudo-experiments depend on, hashed: a kept result is reused only on a match."""
+    keys: dict[str, Any] = {
+        "seed": cfg.seed,
+        "population": asdict(cfg.population),
+        "spectrum": asdict(cfg.spectrum),
+        "score": score,
+    }
+    if transform is not None:
+        keys["transform"] = {"kind": transform.kind, **dict(transform.parameters)}
+        keys["n_defining"] = cfg.n_defining
+    text = json.dumps(keys, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def pseudo_experiments(
+    cfg: PassfailToysConfig, spectra: list[Spectra], toys: list[int]
+) -> list[ToyRow]:
+    """Pseudo-experiments ``toys`` on their expected spectra, fitted together.
+
+    Parameters
+    ----------
+    cfg
+        The configuration.
+    spectra
+        The expected spectra of each pseudo-experiment (one object for all where
+        they are the same: its background-only scans are then fitted together).
+    toys
+        The pseudo-experiments' numbers: each seeds its own data sets.
+
+    Returns
+    -------
+    list of ToyRow
+        Per pseudo-experiment ``mu_hat``, ``low`` and ``high`` per
+        ``"<mass>/<strength>"``, and of its background-only data set the
+        largest local significance ``max_z`` over the scan and its upcrossings
+        of ``u0``.
+    """
+    spectrum = cfg.spectrum
+    rngs = [np.random.default_rng((cfg.seed, toy, 1)) for toy in toys]
+    b_pass = np.stack([s.background_pass for s in spectra])
+    b_fail = np.stack([s.background_fail for s in spectra])
+    s_pass_all = np.stack([s.templates.passing for s in spectra])
+    s_fail_all = np.stack([s.templates.failing for s in spectra])
+    null_pass = np.stack([rng.poisson(row) for rng, row in zip(rngs, b_pass, strict=True)])
+    null_fail = np.stack([rng.poisson(row) for rng, row in zip(rngs, b_fail, strict=True)])
+    masses = [float(m) for m in np.round(spectra[0].templates.masses, 10)]
+    rows: list[ToyRow] = [{"toy": toy, "fits": {}} for toy in toys]
+    for mass in spectrum.masses:
+        index = masses.index(round(mass, 10))
+        s_pass, s_fail = s_pass_all[:, index], s_fail_all[:, index]
+        for strength in spectrum.strengths:
+            if strength == 0:
+                passing, failing = null_pass, null_fail
+            else:
+                passing = np.stack(
+                    [
+                        rng.poisson(m)
+                        for rng, m in zip(rngs, b_pass + strength * s_pass, strict=True)
+                    ]
+                )
+                failing = np.stack(
+                    [
+                        rng.poisson(m)
+                        for rng, m in zip(rngs, b_fail + strength * s_fail, strict=True)
+                    ]
+                )
+            fits = signal_strength(
+                passing.astype(np.float64), failing.astype(np.float64), s_pass, s_fail
+            )
+            for row, values in zip(rows, np.stack(fits, axis=1), strict=True):
+                row["fits"][f"{mass:g}/{strength:g}"] = [float(v) for v in values]
+    if all(s is spectra[0] for s in spectra):
+        groups = [(list(range(len(toys))), spectra[0].templates)]
+    else:
+        groups = [([i], s.templates) for i, s in enumerate(spectra)]
+    for members, templates in groups:
+        z = np.atleast_2d(
+            local_significance_scan(
+                null_pass[members].astype(np.float64),
+                null_fail[members].astype(np.float64),
+                templates,
+            )
+        )
+        crossings = upcrossings(z**2, spectrum.reference_level)
+        for i, scan, count in zip(members, z, crossings, strict=True):
+            rows[i]["max_z"] = float(scan.max())
+            rows[i]["upcrossings"] = int(count)
+    return rows
+
+
+def reference_maxima(cfg: PassfailToysConfig, spectra: Spectra) -> list[float]:
+    """The largest local significances of the pseudo-experiments of one background-only fit.
+
+    Pseudo-experiment 0's background-only data set is fitted and
+    ``global_toys`` pseudo-experiments drawn from the fit
+    (:func:`~rosenblatt.abcd.bumphunt.global_significance`): the distribution
+    from which a data set's global p-value is claimed.
+    """
+    rng = np.random.default_rng((cfg.seed, 0, 1))
+    passing = rng.poisson(spectra.background_pass).astype(np.float64)
+    failing = rng.poisson(spectra.background_fail).astype(np.float64)
+    result = global_significance(
+        passing,
+        failing,
+        spectra.edges,
+        spectra.templates,
+        n_toys=cfg.spectrum.global_toys,
+        seed=cfg.seed,
+        reference_level=cfg.spectrum.reference_level,
+    )
+    return [float(z) for z in result.toys_max_z]
+
+
+def _all_scores(cfg: PassfailToysConfig, cache: Path) -> list[ScoreRows]:
+    cache.mkdir(parents=True, exist_ok=True)
+    return [(name, *_score(cfg, name, transform, cache)) for name, transform in cfg.scores()]
+
+
+def _score(
+    cfg: PassfailToysConfig, name: str, transform: TransformConfig | None, cache: Path
+) -> tuple[list[ToyRow], list[float]]:
+    """A score's pseudo-experiments and reference maxima, those kept read, the rest run."""
+    path = cache / f"{name}.json"
+    key = fingerprint(cfg, name, transform)
+    rows, reference = _read_cached(path, key)
+    done = {row["toy"]: row for row in rows}
+    missing = [toy for toy in range(cfg.n_toys) if toy not in done]
+    if not missing and reference:
+        log.info("%s: %d toys read from %s", name, cfg.n_toys, path)
+        return [done[toy] for toy in range(cfg.n_toys)], reference
+
+    def spectra_of(toy: int) -> Spectra:
+        return fixed or expected_spectra(cfg, name, transform, toy)
+
+    def keep() -> None:
+        ordered = sorted(done.values(), key=lambda row: row["toy"])
+        text = json.dumps({"fingerprint": key, "toys": ordered, "reference": reference})
+        write_text(path, text)
+
+    fixed = None if transform is not None else expected_spectra(cfg, name, None, 0)
+    if not reference:
+        reference = reference_maxima(cfg, spectra_of(0))
+        keep()
+    bar = progress_bar(total=len(missing), desc=f"pass/fail toys {name}", unit="toy")
+    try:
+        for start in range(0, len(missing), SAVE_EVERY):
+            toys = missing[start : start + SAVE_EVERY]
+            for row in pseudo_experiments(cfg, [spectra_of(toy) for toy in toys], toys):
+                done[row["toy"]] = row
+            keep()
+            bar.update(len(toys))
+    finally:
+        bar.close()
+    return [done[toy] for toy in range(cfg.n_toys)], reference
+
+
+def _read_cached(path: Path, key: str) -> tuple[list[ToyRow], list[float]]:
+    """The toys and reference maxima a kept file holds for this fingerprint (none if absent,
+    damaged or another's)."""
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [], []
+    if not isinstance(stored, dict) or stored.get("fingerprint") != key:
+        return [], []
+    rows, reference = stored.get("toys"), stored.get("reference")
+    return (
+        rows if isinstance(rows, list) else [],
+        reference if isinstance(reference, list) else [],
+    )
