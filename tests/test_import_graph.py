@@ -35,6 +35,7 @@ LAYERS = (
     ("transforms", "metrics"),
     (
         "_validation",
+        "typing",
         "_schema",
         "exceptions",
         "_atomic",

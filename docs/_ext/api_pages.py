@@ -13,6 +13,7 @@ import importlib
 import inspect
 import os
 import pkgutil
+import typing
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -45,6 +46,8 @@ def public_modules() -> list[ModuleType]:
 
 
 def _kind(obj: Any) -> str:
+    if typing.get_origin(obj) is not None:
+        return "data"  # a type alias (rosenblatt.typing's), callable but not a function
     if inspect.isclass(obj):
         return "exception" if issubclass(obj, BaseException) else "class"
     if callable(obj):

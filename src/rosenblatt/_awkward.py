@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.typing import FloatArray
+
 __all__ = ["apply_flat", "is_awkward"]
 
 
@@ -22,7 +24,7 @@ def is_awkward(values: Any) -> bool:
 
 
 def apply_flat(
-    function: Callable[[NDArray[Any], NDArray[Any]], NDArray[np.float64]],
+    function: Callable[[NDArray[Any], NDArray[Any]], FloatArray],
     x: Any,
     y: Any,
 ) -> Any:

@@ -12,9 +12,9 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.exceptions import SchemaError
+from rosenblatt.typing import FloatArray
 
 __all__ = ["FITTED_ON_KEYS", "SchemaError", "check_array", "check_domain", "check_fitted_on"]
 
@@ -27,7 +27,7 @@ def check_array(
     increasing: bool = False,
     nondecreasing: bool = False,
     unit: bool = False,
-) -> NDArray[np.float64]:
+) -> FloatArray:
     """Validate one array of a saved state and return it as float64.
 
     Parameters

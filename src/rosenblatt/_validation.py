@@ -18,6 +18,8 @@ from typing import Any, TypeGuard
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.typing import FloatArray
+
 __all__ = [
     "as_1d_float",
     "as_sigma_r",
@@ -36,7 +38,7 @@ __all__ = [
 ]
 
 
-def as_1d_float(values: Any, name: str, *, allow_empty: bool = False) -> NDArray[np.float64]:
+def as_1d_float(values: Any, name: str, *, allow_empty: bool = False) -> FloatArray:
     """Return ``values`` as a contiguous 1-D float64 array.
 
     Parameters
@@ -73,7 +75,7 @@ def as_1d_float(values: Any, name: str, *, allow_empty: bool = False) -> NDArray
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
-def check_finite(arr: NDArray[np.float64], name: str) -> None:
+def check_finite(arr: FloatArray, name: str) -> None:
     """Raise a :class:`ValueError` naming how many entries of ``arr`` are NaN or infinite."""
     bad = ~np.isfinite(arr)
     if bad.any():
@@ -96,7 +98,7 @@ def check_same_length(**arrays: NDArray[Any]) -> None:
         raise ValueError(msg)
 
 
-def as_weight(weight: Any, n: int, *, name: str = "weight") -> NDArray[np.float64] | None:
+def as_weight(weight: Any, n: int, *, name: str = "weight") -> FloatArray | None:
     """Validate an optional per-event weight array of length ``n``.
 
     Negative weights are allowed (Monte Carlo weights can be negative); the

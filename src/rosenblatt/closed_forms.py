@@ -37,10 +37,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy import special
 
 from rosenblatt._validation import check_int
+from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
     from rosenblatt.transforms._base import ConditionalCDFTransform
@@ -56,8 +56,6 @@ __all__ = [
     "rms_to_exact",
     "summarize",
 ]
-
-Array = NDArray[np.float64]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,15 +76,17 @@ class ClosedForm:
 
     name: str
     description: str
-    draw: Callable[[int, np.random.Generator], tuple[Array, Array]]
-    conditional_cdf: Callable[[Array, Array], Array]
+    draw: Callable[[int, np.random.Generator], tuple[FloatArray, FloatArray]]
+    conditional_cdf: Callable[[FloatArray, FloatArray], FloatArray]
 
-    def sample(self, n: int, seed: int | np.random.Generator | None = None) -> tuple[Array, Array]:
+    def sample(
+        self, n: int, seed: int | np.random.Generator | None = None
+    ) -> tuple[FloatArray, FloatArray]:
         """Draw ``n`` events with :func:`numpy.random.default_rng` of ``seed``."""
         n = check_int(n, "n", low=1, what="a positive integer number of events")
         return self.draw(n, np.random.default_rng(seed))
 
-    def exact(self, x: Any, y: Any) -> Array:
+    def exact(self, x: Any, y: Any) -> FloatArray:
         """The exact conditional CDF at the events ``(x, y)``."""
         x_arr, y_arr = np.broadcast_arrays(
             np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
@@ -98,32 +98,32 @@ class ClosedForm:
 RHO = 0.6
 
 
-def _normal_draw(n: int, rng: np.random.Generator) -> tuple[Array, Array]:
+def _normal_draw(n: int, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
     x = rng.standard_normal(n)
     return x, RHO * x + np.sqrt(1.0 - RHO * RHO) * rng.standard_normal(n)
 
 
-def _normal_cdf(x: Array, y: Array) -> Array:
+def _normal_cdf(x: FloatArray, y: FloatArray) -> FloatArray:
     return np.asarray(special.ndtr((y - RHO * x) / np.sqrt(1.0 - RHO * RHO)))
 
 
 # --------------------------------------------------------------- heteroscedastic
-def _hetero_draw(n: int, rng: np.random.Generator) -> tuple[Array, Array]:
+def _hetero_draw(n: int, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
     x = rng.standard_normal(n)
     return x, x + np.exp(0.5 * x) * rng.standard_normal(n)
 
 
-def _hetero_cdf(x: Array, y: Array) -> Array:
+def _hetero_cdf(x: FloatArray, y: FloatArray) -> FloatArray:
     return np.asarray(special.ndtr((y - x) * np.exp(-0.5 * x)))
 
 
 # ------------------------------------------------------------------------ skewed
-def _skewed_draw(n: int, rng: np.random.Generator) -> tuple[Array, Array]:
+def _skewed_draw(n: int, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
     x = rng.gamma(2.0, 1.0, n)
     return x, rng.gamma(1.0 + x, 1.0)
 
 
-def _skewed_cdf(x: Array, y: Array) -> Array:
+def _skewed_cdf(x: FloatArray, y: FloatArray) -> FloatArray:
     return np.asarray(special.gammainc(1.0 + x, np.maximum(y, 0.0)))
 
 
@@ -132,18 +132,18 @@ LOW_PEAK = (1.0, 6.0)
 HIGH_PEAK = (5.0, 2.0)
 
 
-def _low_fraction(x: Array) -> Array:
+def _low_fraction(x: FloatArray) -> FloatArray:
     return np.asarray(special.expit(1.0 + x))
 
 
-def _classifier_draw(n: int, rng: np.random.Generator) -> tuple[Array, Array]:
+def _classifier_draw(n: int, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
     x = rng.standard_normal(n)
     low = rng.uniform(size=n) < _low_fraction(x)
     y = np.where(low, rng.beta(*LOW_PEAK, n), rng.beta(*HIGH_PEAK, n))
     return x, y
 
 
-def _classifier_cdf(x: Array, y: Array) -> Array:
+def _classifier_cdf(x: FloatArray, y: FloatArray) -> FloatArray:
     y = np.clip(y, 0.0, 1.0)
     p = _low_fraction(x)
     return np.asarray(
@@ -211,7 +211,7 @@ class VectorClosedForm(ClosedForm):
         """The number ``k`` of protected observables."""
         return len(self.slopes)
 
-    def exact(self, x: Any, y: Any) -> Array:
+    def exact(self, x: Any, y: Any) -> FloatArray:
         """The exact ``P(Y <= y | X = x)`` for ``x`` of shape ``(n, k)`` (or ``(k,)``) and ``y``."""
         x_arr = np.asarray(x, dtype=np.float64)
         if x_arr.ndim == 0 or x_arr.shape[-1] != self.dims:
@@ -234,12 +234,12 @@ def _vector_form(
     factor = np.linalg.cholesky(covariance)
     mean_coefficients, width_coefficients = np.array(slopes), np.array(log_widths)
 
-    def cdf(x: Array, y: Array) -> Array:
+    def cdf(x: FloatArray, y: FloatArray) -> FloatArray:
         mean = x @ mean_coefficients
         sd = width * np.exp(x @ width_coefficients)
         return np.asarray(special.ndtr((y - mean) / sd))
 
-    def draw(n: int, rng: np.random.Generator) -> tuple[Array, Array]:
+    def draw(n: int, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
         x = rng.standard_normal((n, k)) @ factor.T
         y = x @ mean_coefficients + width * np.exp(x @ width_coefficients) * rng.standard_normal(n)
         return x, y
@@ -286,8 +286,8 @@ def closed_form(name: str) -> ClosedForm:
 def rms_to_exact(
     transform: ConditionalCDFTransform,
     case: ClosedForm | str,
-    x_test: Array,
-    y_test: Array,
+    x_test: FloatArray,
+    y_test: FloatArray,
 ) -> float:
     """Root mean square of a fitted ``transform`` minus the exact ``gamma`` on testing events."""
     form = closed_form(case) if isinstance(case, str) else case

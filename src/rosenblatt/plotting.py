@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from rosenblatt._atomic import atomic_write
+from rosenblatt.typing import ArrayLike, FloatArray
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -163,13 +163,13 @@ CUT_COLOUR = "#CC3311"
 
 def plot_plane(
     ax: Axes,
-    x: NDArray[np.float64],
-    y: NDArray[np.float64],
+    x: FloatArray,
+    y: FloatArray,
     *,
     x_range: tuple[float, float],
     y_range: tuple[float, float],
     bins: int = 100,
-    signal: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    signal: tuple[FloatArray, FloatArray] | None = None,
     xlabel: str = "x",
     ylabel: str = "y",
     cut: tuple[float, float] | None = None,
@@ -338,10 +338,10 @@ def plot_irgi_grid(ax: Axes, transform: IRGI, *, vertex_size: float = 6.0) -> No
 def plot_dcc_scan(
     ax: Axes,
     parameter: Sequence[float],
-    dcc: NDArray[np.float64],
+    dcc: FloatArray,
     *,
-    dcc_xy: NDArray[np.float64],
-    floor: NDArray[np.float64] | None = None,
+    dcc_xy: FloatArray,
+    floor: FloatArray | None = None,
     xlabel: str,
     log_x: bool = False,
 ) -> None:
@@ -389,9 +389,9 @@ def plot_dcc_scan(
 
 def plot_passfail(
     fit: PassFailFit,
-    edges: NDArray[np.float64],
-    failing: NDArray[np.float64],
-    passing: NDArray[np.float64],
+    edges: FloatArray,
+    failing: FloatArray,
+    passing: FloatArray,
     *,
     xlabel: str = r"$x$",
     expected_ratio: float | None = None,

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from rosenblatt._extras import optional_imports
 from rosenblatt._validation import check_bool, check_real, is_int
 from rosenblatt.transforms import KDE, ConditionalCDFTransform, GridKDE
+from rosenblatt.typing import FloatArray, IntArray
 
 with optional_imports(__name__):
     from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
@@ -53,7 +54,7 @@ def _is_dataframe(X: Any) -> bool:
     return hasattr(X, "columns") and hasattr(X, "iloc")
 
 
-def _binary_labels(y: Any, n_rows: int) -> tuple[NDArray[Any], NDArray[Any], NDArray[np.intp]]:
+def _binary_labels(y: Any, n_rows: int) -> tuple[NDArray[Any], NDArray[Any], IntArray]:
     """``y`` as a checked column of two classes: the labels, the classes and each label's index.
 
     Raises
@@ -237,7 +238,7 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             raise ValueError(msg)
         return positions
 
-    def _protected_values(self, X: Any) -> NDArray[np.float64]:
+    def _protected_values(self, X: Any) -> FloatArray:
         """The protected column(s) as float: shape ``(n,)`` for one, ``(n, k)`` for several."""
         idx = self.protected_indices_
         block = X.iloc[:, idx].to_numpy() if _is_dataframe(X) else np.asarray(X)[:, idx]
@@ -277,7 +278,7 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         validate_data(self, X, reset=reset, skip_check_array=True)
         return X
 
-    def _score(self, estimator: Any, X: Any) -> NDArray[np.float64]:
+    def _score(self, estimator: Any, X: Any) -> FloatArray:
         """The fitted estimator's score of the positive class."""
         if hasattr(estimator, "predict_proba"):
             return np.asarray(estimator.predict_proba(X), dtype=np.float64)[:, 1]
@@ -359,7 +360,7 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
 
     def _fit_estimator(
         self, X_est: Any, y: NDArray[Any], fit_params: dict[str, Any]
-    ) -> tuple[Any, NDArray[np.float64]]:
+    ) -> tuple[Any, FloatArray]:
         """The fitted estimator and the score that defines the transform.
 
         Without ``cv`` the score is the fitted estimator's on its own training
@@ -383,7 +384,7 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         return clone(self.estimator).fit(X_est, y, **fit_params), score
 
     # --------------------------------------------------------------- predict
-    def predict_proba(self, X: Any) -> NDArray[np.float64]:
+    def predict_proba(self, X: Any) -> FloatArray:
         """Return ``[1 - gamma, gamma]`` per event; ``gamma`` is the decorrelated score.
 
         Parameters
@@ -399,7 +400,7 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         gamma = self._gamma(X)
         return np.column_stack([1.0 - gamma, gamma])
 
-    def decision_function(self, X: Any) -> NDArray[np.float64]:
+    def decision_function(self, X: Any) -> FloatArray:
         """Return ``gamma - threshold``: positive where :meth:`predict` says ``classes_[1]``.
 
         Parameters
@@ -428,7 +429,7 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         positive = self._gamma(X) > float(self.threshold)
         return self.classes_[positive.astype(np.intp)]
 
-    def _gamma(self, X: Any) -> NDArray[np.float64]:
+    def _gamma(self, X: Any) -> FloatArray:
         check_is_fitted(self, "cdf_")
         X = self._check_X(X, reset=False)
         x = self._protected_values(X)

@@ -57,16 +57,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy.special import ndtr
 from scipy.stats import kstest
 
 from rosenblatt.exceptions import InvariantError, NotFittedError
 from rosenblatt.transforms._base import ConditionalCDFTransform
+from rosenblatt.typing import FloatArray
 
 __all__ = ["INVARIANTS", "check_transform", "exact_gamma", "negative_weight_sample"]
 
-Array = NDArray[np.float64]
 
 #: the invariants :func:`check_transform` checks, in order
 INVARIANTS = (
@@ -105,11 +104,11 @@ NEGATIVE_WEIGHT_RMS = 0.04
 class _Sample:
     """The defining sample, integer weights, and points to evaluate ``gamma`` at."""
 
-    x: Array
-    y: Array
-    weight: Array
-    x_probe: Array
-    y_probe: Array
+    x: FloatArray
+    y: FloatArray
+    weight: FloatArray
+    x_probe: FloatArray
+    y_probe: FloatArray
 
 
 def _sample(n_events: int, n_observables: int, seed: int) -> _Sample:
@@ -131,7 +130,7 @@ def _sample(n_events: int, n_observables: int, seed: int) -> _Sample:
 
 def negative_weight_sample(
     n_events: int, fraction: float = NEGATIVE_FRACTION, *, n_observables: int = 1, seed: int = 0
-) -> tuple[Array, Array, Array]:
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """A correlated Gaussian sample with negative weights whose weighted distribution is a density.
 
     ``x`` is standard normal (``n_observables`` independent columns) and the
@@ -165,7 +164,7 @@ def negative_weight_sample(
     return x, y, weight
 
 
-def exact_gamma(x: Array, y: Array) -> Array:
+def exact_gamma(x: FloatArray, y: FloatArray) -> FloatArray:
     """The exact ``gamma`` of the samples of :func:`check_transform` and :func:`negative_weight_sample`."""
     signal = x if x.ndim == 1 else x.mean(axis=1)
     return np.asarray(ndtr((y - SLOPE * signal) / NOISE), dtype=np.float64)
@@ -203,7 +202,7 @@ def _resolution(transform: Any) -> float:
     return 0.0
 
 
-def _at(x0: float, n: int, n_observables: int) -> Array:
+def _at(x0: float, n: int, n_observables: int) -> FloatArray:
     """``n`` copies of the point ``x0`` (on every observable)."""
     shape = (n,) if n_observables == 1 else (n, n_observables)
     return np.full(shape, x0)

@@ -35,9 +35,9 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from rosenblatt.abcd.passfail import TRANSFER_BOUNDS, _spectrum
+from rosenblatt.typing import ArrayLike, FloatArray, Int64Array
 
 __all__ = [
     "BumpHunt",
@@ -52,7 +52,6 @@ __all__ = [
     "upcrossings",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: the sigma of the expected band, in the order of :attr:`BumpHunt.expected_limits`
 BAND = (-2, -1, 0, 1, 2)
@@ -764,7 +763,7 @@ def signal_strength(
     return mu_hat, lower, upper
 
 
-def upcrossings(q0: ArrayLike, level: float) -> NDArray[np.int64]:
+def upcrossings(q0: ArrayLike, level: float) -> Int64Array:
     """The number of times each scan of ``q0`` over the masses rises through ``level``.
 
     ``q0`` is one scan (shape ``(m,)``) or one per row (``(toys, m)``); an
@@ -773,7 +772,7 @@ def upcrossings(q0: ArrayLike, level: float) -> NDArray[np.int64]:
     """
     scans = np.atleast_2d(np.asarray(q0, dtype=np.float64))
     above = scans >= level
-    counts: NDArray[np.int64] = np.sum(~above[:, :-1] & above[:, 1:], axis=1).astype(np.int64)
+    counts: Int64Array = np.sum(~above[:, :-1] & above[:, 1:], axis=1).astype(np.int64)
     return counts
 
 

@@ -6,11 +6,10 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from rosenblatt.typing import BoolArray, FloatArray
 
 __all__ = ["ClosureScan", "closure_scan", "region_sums"]
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +76,7 @@ class ClosureScan:
             return self.eta / self.eta_error
 
     @property
-    def valid(self) -> NDArray[np.bool_]:
+    def valid(self) -> BoolArray:
         """Cuts where every region is populated."""
         return (self.n_a > 0) & (self.n_b > 0) & (self.n_c > 0) & (self.n_d > 0)
 

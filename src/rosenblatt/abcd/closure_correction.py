@@ -43,9 +43,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.abcd.closure import region_sums
+from rosenblatt.typing import FloatArray
 
 __all__ = [
     "AbcdPrediction",
@@ -54,8 +54,6 @@ __all__ = [
     "closure_correction",
     "measured_closure",
 ]
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclasses.dataclass(frozen=True)

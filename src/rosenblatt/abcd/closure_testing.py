@@ -52,10 +52,10 @@ from numpy.typing import ArrayLike, NDArray
 from rosenblatt._validation import check_int
 from rosenblatt.abcd.closure import ClosureScan, closure_scan, region_sums
 from rosenblatt.abcd.histograms import abcd_histogram
+from rosenblatt.typing import FloatArray, IntArray
 
 __all__ = ["ClosureTest", "closure_test", "closure_test_histogram", "thinned_indices"]
 
-FloatArray = NDArray[np.float64]
 
 #: eigenvalues of the covariance below this fraction of the largest are dropped
 RANK_TOLERANCE = 1e-10
@@ -109,7 +109,7 @@ class ClosureTest:
     chi2: float
     ndof: int
     p_value: float
-    chi2_cuts: tuple[NDArray[np.intp], NDArray[np.intp]]
+    chi2_cuts: tuple[IntArray, IntArray]
     covariance: FloatArray
     n_boot: int
     seed: int
@@ -556,7 +556,7 @@ def _std(replicas: FloatArray) -> FloatArray:
     return out
 
 
-def thinned_indices(n: int, thin: int | None) -> NDArray[np.intp]:
+def thinned_indices(n: int, thin: int | None) -> IntArray:
     """``thin`` indices evenly spaced over ``range(n)``, the first and last included (all if ``None``)."""
     if thin is None or thin >= n:
         return np.arange(n, dtype=np.intp)
@@ -565,7 +565,7 @@ def thinned_indices(n: int, thin: int | None) -> NDArray[np.intp]:
 
 def _chi2_cuts(
     effective: FloatArray, thin: int | None, min_events: float
-) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+) -> tuple[IntArray, IntArray]:
     """Indices of the cuts in the chi-square: a thinned grid, well-populated regions only."""
     rows, cols = (thinned_indices(n, thin) for n in effective.shape)
     i, j = (a.ravel() for a in np.meshgrid(rows, cols, indexing="ij"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from rosenblatt._validation import as_1d_float, check_finite, check_same_length
+from rosenblatt.typing import ArrayLike
 
 __all__ = ["abcd_histogram", "cut_axes", "process_axis"]
 

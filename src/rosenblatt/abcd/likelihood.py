@@ -43,12 +43,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._atomic import write_text
 from rosenblatt._validation import is_real
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_testing import thinned_indices
+from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
     import pyhf
@@ -69,7 +69,6 @@ __all__ = [
     "sensitivity_map",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: names of the channels, the samples and the parameters
 REGIONS = ("A", "B", "C", "D")

@@ -28,16 +28,15 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from rosenblatt.abcd.likelihood import POI
+from rosenblatt.typing import ArrayLike, FloatArray
 
 if TYPE_CHECKING:
     import pyhf
 
 __all__ = ["PassFailFit", "passfail_fit", "passfail_workspace", "with_linear_transfer"]
 
-FloatArray = NDArray[np.float64]
 
 #: names of the channels and of the background's parameters
 CHANNELS = ("fail", "pass")

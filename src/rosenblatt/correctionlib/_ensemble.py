@@ -12,7 +12,6 @@ import itertools
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._validation import check_int
 from rosenblatt._version import __version__
@@ -29,6 +28,7 @@ from rosenblatt.correctionlib._tables import (
 from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms._column_grid import ColumnGridTransform
 from rosenblatt.transforms.tabulated import Table, evaluate
+from rosenblatt.typing import BoolArray, FloatArray
 
 __all__ = ["Ensemble", "export_ensemble"]
 
@@ -207,8 +207,8 @@ def _envelope_tables(
 
 
 def _refined_grid(
-    centres: NDArray[np.float64], y_edges: NDArray[np.float64], refine: int
-) -> tuple[NDArray[np.float64], list[tuple[NDArray[np.float64], NDArray[np.bool_]]]]:
+    centres: FloatArray, y_edges: FloatArray, refine: int
+) -> tuple[FloatArray, list[tuple[FloatArray, BoolArray]]]:
     """``x`` nodes and, per node, its ``y`` vertices and which of them are left limits.
 
     A node on a column centre has that column's edges, a node between two
@@ -230,9 +230,7 @@ def _refined_grid(
     return np.array(nodes), columns
 
 
-def _refined_edges(
-    rows: list[NDArray[np.float64]], refine: int
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+def _refined_edges(rows: list[FloatArray], refine: int) -> tuple[FloatArray, BoolArray]:
     """The union of the edges of ``rows``, refined; ties and the top doubled as left limits."""
     values = np.unique(np.concatenate(rows))
     fractions = np.arange(1, refine) / refine

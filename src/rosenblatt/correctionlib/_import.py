@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._validation import is_int, is_real
 from rosenblatt._version import __version__
@@ -28,6 +27,7 @@ from rosenblatt.correctionlib._layout import (
 )
 from rosenblatt.correctionlib._vector import VECTOR_LAYOUT
 from rosenblatt.transforms.tabulated import Table, TabulatedTransform
+from rosenblatt.typing import FloatArray
 
 __all__ = ["from_correctionlib", "read_correctionlib"]
 
@@ -44,7 +44,7 @@ def _list(value: Any, where: str) -> list[Any]:
     return value
 
 
-def _numbers(values: Any, where: str) -> NDArray[np.float64]:
+def _numbers(values: Any, where: str) -> FloatArray:
     items = _list(values, where)
     if not all(is_real(v) for v in items):
         raise fail(where, "expected a list of numbers")
@@ -60,7 +60,7 @@ def _keys(node: dict[str, Any], allowed: set[str], where: str) -> None:
         raise fail(where, f"unexpected field(s) {sorted(extra)} in the rosenblatt layout")
 
 
-def _edges(node: dict[str, Any], variable: str, where: str) -> NDArray[np.float64]:
+def _edges(node: dict[str, Any], variable: str, where: str) -> FloatArray:
     """The finite edges of a binning laid out as ``-inf, e_0, ..., e_m, +inf``."""
     _keys(node, {"nodetype", "input", "edges", "content", "flow"}, where)
     if node.get("nodetype") != "binning" or node.get("input") != variable:
@@ -81,7 +81,7 @@ def _edges(node: dict[str, Any], variable: str, where: str) -> NDArray[np.float6
     return finite
 
 
-def _parameters(node: Any, index: int, where: str) -> NDArray[np.float64]:
+def _parameters(node: Any, index: int, where: str) -> FloatArray:
     node = _dict(node, where)
     _keys(node, {"nodetype", "index", "parameters"}, where)
     if node.get("nodetype") != "formularef" or node.get("index") != index:
@@ -92,7 +92,7 @@ def _parameters(node: Any, index: int, where: str) -> NDArray[np.float64]:
     return params
 
 
-def _y_group(node: Any, index: int, where: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _y_group(node: Any, index: int, where: str) -> tuple[FloatArray, FloatArray]:
     node = _dict(node, where)
     edges = _edges(node, "y", where)
     content = node["content"]

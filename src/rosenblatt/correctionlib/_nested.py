@@ -32,15 +32,13 @@ import itertools
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.correctionlib._layout import TFORMULA_VARIABLES, formula_ref, y_binning
 from rosenblatt.correctionlib._tables import ColumnCDF, grid_columns
 from rosenblatt.transforms._irgi_nested import cell_centres
+from rosenblatt.typing import FloatArray
 
 __all__ = ["NestedTable", "nested_formulas"]
-
-Array = NDArray[np.float64]
 
 
 def _weight_terms(k: int) -> list[str]:
@@ -106,13 +104,13 @@ class NestedTable:
 
     def __init__(
         self,
-        boxes: Array,
+        boxes: FloatArray,
         splits: tuple[int, ...],
-        edges: Array,
-        cdf: Array,
-        centre: Array,
-        slope: Array,
-        domain: tuple[Array, Array, float, float],
+        edges: FloatArray,
+        cdf: FloatArray,
+        centre: FloatArray,
+        slope: FloatArray,
+        domain: tuple[FloatArray, FloatArray, float, float],
     ) -> None:
         self.splits = splits
         self.k = len(splits)
@@ -126,7 +124,7 @@ class NestedTable:
 
     def _bins(
         self, axis: int, nodes: tuple[int, ...]
-    ) -> tuple[Array, list[list[tuple[int, int, float, float]]]]:
+    ) -> tuple[FloatArray, list[list[tuple[int, int, float, float]]]]:
         """Edges along ``axis`` for the level's parent ``nodes`` and, per bin, each parent's child pair.
 
         A pair is ``(lower child, upper child, p, q)``: the upper child's
@@ -185,7 +183,7 @@ class NestedTable:
         columns = [self.columns[c] for c in cells]
         lower = functools.reduce(np.union1d, (c.nodes for c in columns))
         upper = np.append(lower[1:], self.u_max)
-        parts: list[Array] = []
+        parts: list[FloatArray] = []
         for column in columns:
             parts.extend(column.pieces(lower, upper, self.u_max))
         params = np.column_stack((*parts, lower))

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._extras import progress_bar
+from rosenblatt.typing import BoolArray, FloatArray, IntArray
 
 if TYPE_CHECKING:
     from rosenblatt.correctionlib._numbers import ExactNumbers
@@ -30,22 +30,22 @@ BLOCK_ELEMENTS = 2_000_000
 #: floats tried below a step for a vertex position that correctionlib reads exactly
 RELOCATION_TRIES = 16
 
-Column = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
+Column = tuple[FloatArray, FloatArray, FloatArray]
 
 
 class Staircase(Protocol):
     """A conditional CDF that is a staircase in ``y`` (a transform's ``staircase()``)."""
 
     #: where it steps, increasing; it is flat in between
-    levels: NDArray[np.float64]
+    levels: FloatArray
     #: the scale in ``x`` over which it changes
     x_scale: float
 
-    def cdf(self, xq: NDArray[np.float64]) -> NDArray[np.float64]:
+    def cdf(self, xq: FloatArray) -> FloatArray:
         """``gamma(xq[i], levels[j])`` as an array ``(len(xq), len(levels))``."""
         ...
 
-    def blocks(self, xq: NDArray[np.float64]) -> Iterator[tuple[int, NDArray[np.float64]]]:
+    def blocks(self, xq: FloatArray) -> Iterator[tuple[int, FloatArray]]:
         """:meth:`cdf` of consecutive blocks of ``xq``, with the first index of each."""
         ...
 
@@ -58,7 +58,7 @@ def staircase_x_nodes(
     tolerance: float,
     max_nodes: int,
     progress: bool = False,
-) -> NDArray[np.float64]:
+) -> FloatArray:
     """``x`` nodes from ``lo`` to ``hi`` refined until linear interpolation is within ``tolerance``.
 
     Starting from a regular grid of the given spacing, each interval is
@@ -105,8 +105,8 @@ def staircase_x_nodes(
 
 
 def staircase_vertices(
-    levels: NDArray[np.float64],
-) -> tuple[NDArray[np.float64], NDArray[np.intp], NDArray[np.bool_]]:
+    levels: FloatArray,
+) -> tuple[FloatArray, IntArray, BoolArray]:
     """Vertices of the staircase from the first defining score to just below the last.
 
     Before each score ``u_(j+1)`` the staircase has the value ``F_j`` at the
@@ -128,9 +128,7 @@ def staircase_vertices(
     return position[keep], source[keep], pre_step[keep]
 
 
-def simplify(
-    position: NDArray[np.float64], values: NDArray[np.float64], tolerance: float
-) -> list[NDArray[np.intp]]:
+def simplify(position: FloatArray, values: FloatArray, tolerance: float) -> list[IntArray]:
     """Vertices to keep per row so that linear interpolation stays within ``tolerance``.
 
     Every row of ``values`` is a polyline over ``position``; segments are split
@@ -176,7 +174,7 @@ class _PreStepPositions:
     ``u_(j+1)``, is taken.
     """
 
-    def __init__(self, levels: NDArray[np.float64], numbers: ExactNumbers) -> None:
+    def __init__(self, levels: FloatArray, numbers: ExactNumbers) -> None:
         self.levels = levels
         self.numbers = numbers
         self._cache: dict[int, float] = {}
@@ -199,7 +197,7 @@ class _PreStepPositions:
 
 def staircase_columns(
     steps: Staircase,
-    x_nodes: NDArray[np.float64],
+    x_nodes: FloatArray,
     tolerance: float,
     numbers: ExactNumbers,
     progress: bool,

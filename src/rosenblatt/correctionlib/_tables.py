@@ -26,7 +26,6 @@ from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._validation import check_int, is_real
 from rosenblatt._version import __version__
@@ -37,6 +36,7 @@ from rosenblatt.correctionlib._staircase import Staircase, staircase_columns, st
 from rosenblatt.transforms._base import ConditionalCDFTransform, NotFittedError, transform_classes
 from rosenblatt.transforms._column_grid import ColumnGridTransform
 from rosenblatt.transforms.tabulated import Table, TabulatedTransform, evaluate
+from rosenblatt.typing import FloatArray
 
 __all__ = [
     "ColumnCDF",
@@ -69,13 +69,13 @@ class ColumnCDF:
     ``y_max``) and goes linearly from ``start[j]`` to ``end[j]``.
     """
 
-    nodes: NDArray[np.float64]
-    start: NDArray[np.float64]
-    end: NDArray[np.float64]
+    nodes: FloatArray
+    start: FloatArray
+    end: FloatArray
 
     def pieces(
-        self, lower: NDArray[np.float64], upper: NDArray[np.float64], y_max: float
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        self, lower: FloatArray, upper: FloatArray, y_max: float
+    ) -> tuple[FloatArray, FloatArray]:
         """Value at ``lower`` and slope of the segment holding each bin ``[lower, upper)``.
 
         Every bin lies inside one segment. A bin that holds a single floating
@@ -99,10 +99,10 @@ class ColumnCDF:
         return value, slope
 
 
-def table_of_columns(x_nodes: NDArray[np.float64], columns: list[ColumnCDF], y_max: float) -> Table:
+def table_of_columns(x_nodes: FloatArray, columns: list[ColumnCDF], y_max: float) -> Table:
     """Tabulate ``gamma`` from piecewise-linear columns at ``x_nodes``."""
-    y_edges: list[NDArray[np.float64]] = []
-    params: list[NDArray[np.float64]] = []
+    y_edges: list[FloatArray] = []
+    params: list[FloatArray] = []
 
     def outer(column: ColumnCDF) -> None:
         edges = np.append(column.nodes, y_max)
@@ -123,7 +123,7 @@ def table_of_columns(x_nodes: NDArray[np.float64], columns: list[ColumnCDF], y_m
 
 
 def grid_columns(
-    y_edges: Iterable[NDArray[np.float64]], column_cdf: Iterable[NDArray[np.float64]], y_max: float
+    y_edges: Iterable[FloatArray], column_cdf: Iterable[FloatArray], y_max: float
 ) -> list[ColumnCDF]:
     """Columns of a grid (per column its ``y`` edges and the CDF at them) as they evaluate."""
     columns = []
@@ -139,7 +139,7 @@ def grid_columns(
 
 def check_points(
     transform: ConditionalCDFTransform, n_points: int, seed: int
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[FloatArray, FloatArray]:
     """Points to measure the table's error: the domain box and where ``gamma`` has kinks.
 
     A quarter is uniform over the domain widened by 5% on each side. The rest

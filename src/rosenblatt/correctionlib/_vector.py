@@ -56,7 +56,6 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._validation import check_int
 from rosenblatt._version import __version__
@@ -72,6 +71,7 @@ from rosenblatt.correctionlib._numbers import ExactNumbers
 from rosenblatt.correctionlib._tables import ColumnCDF, grid_columns
 from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms._tensor_grid import TensorColumns
+from rosenblatt.typing import FloatArray
 
 __all__ = [
     "DEFAULT_X_NODES",
@@ -89,7 +89,6 @@ __all__ = [
     "tabulate",
 ]
 
-Array = NDArray[np.float64]
 
 #: identifies the layout of a correction of several observables in its metadata line
 VECTOR_LAYOUT = "rosenblatt-correctionlib-vector"
@@ -153,9 +152,9 @@ class TensorTable:
         (from the lower to the upper end of the ``y`` domain) and the CDF at them.
     """
 
-    axes: tuple[Array, ...]
-    y_edges: Array
-    cdf: Array
+    axes: tuple[FloatArray, ...]
+    y_edges: FloatArray
+    cdf: FloatArray
 
     @property
     def y_max(self) -> float:
@@ -167,7 +166,7 @@ class TensorTable:
         """Every node's CDF as it evaluates, C order."""
         return grid_columns(self.y_edges, self.cdf, self.y_max)
 
-    def evaluate(self, x: Array, y: Array) -> Array:
+    def evaluate(self, x: FloatArray, y: FloatArray) -> FloatArray:
         """``gamma`` at ``x`` of shape ``(n, k)`` and ``y``, as the grid transforms evaluate it."""
         return TensorColumns(self.axes, self.y_edges, self.cdf)(x, y)
 
@@ -195,19 +194,19 @@ class TensorTable:
             for _, corners in self.boxes()
         )
 
-    def box_bins(self, corners: list[int]) -> tuple[Array, Array]:
+    def box_bins(self, corners: list[int]) -> tuple[FloatArray, FloatArray]:
         """A box's ``y`` edges (union of its corners', with ``y_max``) and its bins' parameters."""
         columns = [self.columns[c] for c in corners]
         lower = functools.reduce(np.union1d, (c.nodes for c in columns))
         edges = np.append(lower, self.y_max)
-        parts: list[Array] = []
+        parts: list[FloatArray] = []
         for column in columns:
             parts.extend(column.pieces(lower, edges[1:], self.y_max))
         return edges, np.column_stack((*parts, lower))
 
 
 def _box_node(
-    table: TensorTable, box: tuple[int, ...], edges: Array, params: Array
+    table: TensorTable, box: tuple[int, ...], edges: FloatArray, params: FloatArray
 ) -> dict[str, Any]:
     node = y_binning(edges.tolist(), params.tolist(), 0)
     for d in reversed(range(len(box))):
@@ -252,7 +251,7 @@ def data_node(table: TensorTable, max_bins: int) -> tuple[dict[str, Any], int, s
     return data, n_bins, places
 
 
-def _domain(transform: ConditionalCDFTransform) -> tuple[Array, Array, float, float]:
+def _domain(transform: ConditionalCDFTransform) -> tuple[FloatArray, FloatArray, float, float]:
     """The domain of a fit on several observables: ``x_lo``, ``x_hi`` (``(k,)``), ``y_lo``, ``y_hi``."""
     domain: Any = transform.domain_
     (x_lo, x_hi), (y_lo, y_hi) = domain
@@ -275,12 +274,12 @@ def tabulate(transform: ConditionalCDFTransform, x_nodes: int, y_nodes: int) -> 
     return TensorTable(axes, edges, cdf)
 
 
-def _grid_points(axes: tuple[Array, ...]) -> Array:
+def _grid_points(axes: tuple[FloatArray, ...]) -> FloatArray:
     mesh = np.meshgrid(*axes, indexing="ij")
     return np.stack([m.ravel() for m in mesh], axis=1)
 
 
-def _y_values(transform: ConditionalCDFTransform, n: int) -> Array:
+def _y_values(transform: ConditionalCDFTransform, n: int) -> FloatArray:
     """``n`` increasing ``y`` values from ``y_min`` to ``y_max``: half by the marginal CDF, half even."""
     x_lo, x_hi, y_lo, y_hi = _domain(transform)
     pilot = _grid_points(
@@ -298,7 +297,9 @@ def _y_values(transform: ConditionalCDFTransform, n: int) -> Array:
     return np.unique(values)
 
 
-def check_points(table: TensorTable, domain: Any, n: int, seed: int) -> tuple[Array, Array]:
+def check_points(
+    table: TensorTable, domain: Any, n: int, seed: int
+) -> tuple[FloatArray, FloatArray]:
     """Points to measure a table's error: the widened domain, the grid's nodes and edges in ``y``.
 
     A quarter of the points is uniform over the domain widened by 5% on every
@@ -492,7 +493,7 @@ def _export_nested(
     return dataclasses.replace(export, metadata=metadata, description=description)
 
 
-def nested_check_points(table: NestedTable, n: int, seed: int) -> tuple[Array, Array]:
+def nested_check_points(table: NestedTable, n: int, seed: int) -> tuple[FloatArray, FloatArray]:
     """Points to measure the nested correction: the widened domain, cells' edges and centres.
 
     A quarter of the points is uniform over the domain widened by 5% on every
@@ -517,7 +518,7 @@ def nested_check_points(table: NestedTable, n: int, seed: int) -> tuple[Array, A
     return x, y
 
 
-def _evaluate(export: VectorExport, x: Array, y: Array) -> Array:
+def _evaluate(export: VectorExport, x: FloatArray, y: FloatArray) -> FloatArray:
     """The correction evaluated by correctionlib, as a reader of the written file would."""
     import correctionlib
 
@@ -528,7 +529,7 @@ def _evaluate(export: VectorExport, x: Array, y: Array) -> Array:
     }
     text = export.numbers.dumps(json.dumps(document, allow_nan=False), export.positions())
     correction = correctionlib.CorrectionSet.from_string(text)["check"]
-    values: Array = np.asarray(correction.evaluate(*x.T, y), dtype=np.float64)
+    values: FloatArray = np.asarray(correction.evaluate(*x.T, y), dtype=np.float64)
     return values
 
 

@@ -17,6 +17,7 @@ from rosenblatt.hep.features import JET_RADIUS
 from rosenblatt.hep.jets import cluster_jets_with_constituents
 from rosenblatt.hep.momenta import as_cartesian, as_particle_lists
 from rosenblatt.hep.nsubjettiness import TAU21_WHEN_TAU1_IS_ZERO, nsubjettiness
+from rosenblatt.typing import FloatArray
 
 with optional_imports(__name__):
     import fastjet
@@ -67,7 +68,7 @@ FAT_JET_FIELDS = (
 _RECLUSTER_RADIUS = 1000.0
 
 
-def tagger_score(mass: ArrayLike, tau21: ArrayLike) -> NDArray[np.float64]:
+def tagger_score(mass: ArrayLike, tau21: ArrayLike) -> FloatArray:
     """Return the two-prong tagger ``(1 - clip(tau21, 0, 1)) * m / (m + 200 GeV)``.
 
     Parameters
@@ -94,7 +95,7 @@ def tagger_score(mass: ArrayLike, tau21: ArrayLike) -> NDArray[np.float64]:
 
 def softdrop_mass(
     constituents: ak.Array, *, beta: float = SOFTDROP_BETA, z_cut: float = SOFTDROP_Z_CUT
-) -> NDArray[np.float64]:
+) -> FloatArray:
     """Return the soft-drop mass of each jet, groomed by FastJet's ``SoftDrop``.
 
     Parameters

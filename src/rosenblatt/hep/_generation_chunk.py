@@ -32,6 +32,7 @@ from rosenblatt.hep.pythia_settings import (
     pythia_settings,
 )
 from rosenblatt.hep.trigger import TRIGGER_PT_MIN, TRIGGER_RADIUS, passes_trigger
+from rosenblatt.typing import FloatArray, Int64Array
 
 __all__ = [
     "CHUNK_FIELDS",
@@ -256,8 +257,8 @@ def generate_chunk(settings: GenerationSettings, index: int) -> GeneratedChunk:
         raise RuntimeError(f"Pythia failed to initialise {settings.process!r}")
 
     pieces: list[ak.Array] = []
-    weights: list[NDArray[np.float64]] = []
-    dropped: list[NDArray[np.int64]] = []
+    weights: list[FloatArray] = []
+    dropped: list[Int64Array] = []
     n_generated = n_passed = 0
     while n_passed < target:
         needed = target - n_passed

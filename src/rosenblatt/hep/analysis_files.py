@@ -72,7 +72,6 @@ from typing import Any
 
 import awkward as ak
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._validation import is_int
 from rosenblatt.hep._analysis_jets import (
@@ -95,6 +94,7 @@ from rosenblatt.hep.generation import (
     iter_chunks,
 )
 from rosenblatt.hep.pythia_settings import DEFAULT_PTHAT_MIN, PROCESS_LABELS
+from rosenblatt.typing import FloatArray
 
 __all__ = [
     "ANALYSIS_PROCESSES",
@@ -432,7 +432,7 @@ def _derived_seed(seed: int, process: str) -> int:
 
 def _weight_signs(
     source: GenerationSettings, index: int, n_events: int, fraction: float
-) -> NDArray[np.float64]:
+) -> FloatArray:
     """Return the weights (+-1) of chunk ``index``: -1 with probability ``fraction``."""
     sequence = np.random.SeedSequence(
         entropy=source.seed, spawn_key=(_WEIGHT_STREAM, source.label, index)

@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 import awkward as ak
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._extras import optional_imports
+from rosenblatt.typing import BoolArray, FloatArray, Int64Array
 
 with optional_imports(__name__):
     import vector
@@ -41,10 +41,10 @@ class LeadingDijet(NamedTuple):
         the two leading jets.
     """
 
-    has_two_jets: NDArray[np.bool_]
+    has_two_jets: BoolArray
     heavier: ak.Array
     lighter: ak.Array
-    heavier_index: NDArray[np.int64]
+    heavier_index: Int64Array
 
 
 def leading_dijet(jets: ak.Array) -> LeadingDijet:
@@ -76,7 +76,7 @@ def leading_dijet(jets: ak.Array) -> LeadingDijet:
     )
 
 
-def invariant_mass(first: ak.Array, second: ak.Array) -> NDArray[np.float64]:
+def invariant_mass(first: ak.Array, second: ak.Array) -> FloatArray:
     """Return the invariant mass of two four-momenta, event by event.
 
     Parameters
@@ -93,7 +93,7 @@ def invariant_mass(first: ak.Array, second: ak.Array) -> NDArray[np.float64]:
     return np.sqrt(np.maximum(mass_squared, 0.0))
 
 
-def leading_pt(dijet: LeadingDijet) -> NDArray[np.float64]:
+def leading_pt(dijet: LeadingDijet) -> FloatArray:
     """Return the transverse momentum of the leading (harder) jet of each pair.
 
     Parameters
@@ -109,7 +109,7 @@ def leading_pt(dijet: LeadingDijet) -> NDArray[np.float64]:
     return np.maximum(*_both(dijet, "pt"))
 
 
-def delta_eta(dijet: LeadingDijet) -> NDArray[np.float64]:
+def delta_eta(dijet: LeadingDijet) -> FloatArray:
     """Return the absolute pseudorapidity difference of the two jets of each pair.
 
     Parameters
@@ -126,7 +126,7 @@ def delta_eta(dijet: LeadingDijet) -> NDArray[np.float64]:
     return np.abs(heavier - lighter)
 
 
-def _both(dijet: LeadingDijet, field: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _both(dijet: LeadingDijet, field: str) -> tuple[FloatArray, FloatArray]:
     """``field`` of the heavier and of the lighter jet of each pair, as float64 arrays."""
     return (
         ak.to_numpy(dijet.heavier[field]).astype(np.float64),

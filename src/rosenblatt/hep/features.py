@@ -39,6 +39,7 @@ from rosenblatt.hep.images import track_images
 from rosenblatt.hep.jets import cluster_jets_with_constituents
 from rosenblatt.hep.momenta import as_particle_lists
 from rosenblatt.hep.nsubjettiness import tau21
+from rosenblatt.typing import BoolArray
 
 __all__ = [
     "CUTFLOW_STEPS",
@@ -76,7 +77,7 @@ class DijetFeatures(NamedTuple):
     """
 
     features: ak.Array
-    has_two_jets: NDArray[np.bool_]
+    has_two_jets: BoolArray
 
 
 def dijet_features(particles: ak.Array, radius: float = JET_RADIUS) -> DijetFeatures:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import awkward as ak
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._extras import optional_imports
 from rosenblatt.hep.particles import PARTICLE_FIELDS
+from rosenblatt.typing import FloatArray
 
 with optional_imports(__name__):
     import vector
@@ -54,7 +54,7 @@ def _restore_lists(flat: ak.Array, counts: list[ak.Array]) -> ak.Array:
     return flat
 
 
-def flat_components(momenta: ak.Array, fields: tuple[str, ...]) -> list[NDArray[np.float64]]:
+def flat_components(momenta: ak.Array, fields: tuple[str, ...]) -> list[FloatArray]:
     """Return the given fields of all records of a jagged array as flat float64 arrays."""
     flat, _ = _flatten_lists(momenta)
     return [np.asarray(ak.to_numpy(flat[name]), dtype=np.float64) for name in fields]

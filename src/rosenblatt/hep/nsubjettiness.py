@@ -30,10 +30,10 @@ import warnings
 
 import awkward as ak
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._extras import optional_imports
 from rosenblatt.hep.momenta import CARTESIAN_FIELDS, as_cartesian, flat_components
+from rosenblatt.typing import FloatArray
 
 with optional_imports(__name__):
     import fastjet
@@ -128,7 +128,7 @@ def exclusive_kt_axes(constituents: ak.Array, n_axes: int) -> ak.Array:
     return _exclusive_jets(_exclusive_kt_sequence(momenta), n_axes)
 
 
-def _pt_rapidity_phi(momenta: ak.Array) -> tuple[NDArray[np.float64], ...]:
+def _pt_rapidity_phi(momenta: ak.Array) -> tuple[FloatArray, ...]:
     """Return flat pT, rapidity and azimuth of cartesian ``Momentum4D`` records."""
     px, py, pz, energy = flat_components(momenta, CARTESIAN_FIELDS)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -138,7 +138,7 @@ def _pt_rapidity_phi(momenta: ak.Array) -> tuple[NDArray[np.float64], ...]:
 
 def _tau_from_axes(
     momenta: ak.Array, axes: ak.Array, n_axes: int, beta: float, r0: float
-) -> NDArray[np.float64]:
+) -> FloatArray:
     """Return tau_N of jets (jets x particles) given their axes (jets x ``n_axes``)."""
     counts = ak.to_numpy(ak.num(momenta, axis=1))
     pt, rapidity, phi = _pt_rapidity_phi(momenta)

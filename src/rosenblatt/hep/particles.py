@@ -24,7 +24,8 @@ from typing import Any, NamedTuple
 
 import awkward as ak
 import numpy as np
-from numpy.typing import NDArray
+
+from rosenblatt.typing import Int64Array
 
 __all__ = [
     "ETA_MAX",
@@ -66,7 +67,7 @@ class VisibleParticles(NamedTuple):
     """
 
     particles: ak.Array
-    n_dropped: NDArray[np.int64]
+    n_dropped: Int64Array
 
 
 def visible_final_state(

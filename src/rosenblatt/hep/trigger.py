@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import awkward as ak
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.hep.jets import cluster_jets
+from rosenblatt.typing import BoolArray, FloatArray
 
 __all__ = ["TRIGGER_PT_MIN", "TRIGGER_RADIUS", "leading_jet_pt", "passes_trigger"]
 
@@ -22,7 +22,7 @@ TRIGGER_PT_MIN = 1200.0
 TRIGGER_RADIUS = 1.0
 
 
-def leading_jet_pt(particles: ak.Array, radius: float = TRIGGER_RADIUS) -> NDArray[np.float64]:
+def leading_jet_pt(particles: ak.Array, radius: float = TRIGGER_RADIUS) -> FloatArray:
     """Return the pT of the hardest anti-kT jet of each event (0 without jets).
 
     Parameters
@@ -46,7 +46,7 @@ def leading_jet_pt(particles: ak.Array, radius: float = TRIGGER_RADIUS) -> NDArr
 
 def passes_trigger(
     particles: ak.Array, pt_min: float = TRIGGER_PT_MIN, radius: float = TRIGGER_RADIUS
-) -> NDArray[np.bool_]:
+) -> BoolArray:
     """Return, per event, whether a jet of radius ``radius`` has pT above ``pt_min``.
 
     Parameters

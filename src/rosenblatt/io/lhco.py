@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from rosenblatt.io import EventFileError, check_input_file
 from rosenblatt.io._probe import check_opens
+from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
     import os
@@ -75,7 +76,7 @@ _N_COLUMNS = LABEL_COLUMN + 1
 _ROWS_PER_HDF5_CHUNK = 64
 
 
-def events_to_rows(events: ak.Array) -> NDArray[np.float64]:
+def events_to_rows(events: ak.Array) -> FloatArray:
     """Return the ``(n_events, 2101)`` LHCO rows of an event array.
 
     Parameters
@@ -604,7 +605,7 @@ def _check_columns(n_columns: int, path: Any, group_path: str) -> None:
         )
 
 
-def _read_rows(values: Any, first: int, last: int, path: Any) -> NDArray[np.float64]:
+def _read_rows(values: Any, first: int, last: int, path: Any) -> FloatArray:
     import tables
 
     with _damaged(path, f"entries {first} to {last} cannot be read"):

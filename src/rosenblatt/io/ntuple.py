@@ -32,9 +32,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from rosenblatt.io._root_output import SETTINGS_KEY, SUMMARY_KEY, read_metadata
+from rosenblatt.typing import ArrayLike
 
 if TYPE_CHECKING:
     import uproot

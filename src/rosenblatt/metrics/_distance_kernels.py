@@ -10,10 +10,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
+from rosenblatt.typing import FloatArray, IntArray
 
 # With probabilities p_i (sum 1), a_i = sum_j p_j |x_i - x_j|, a = sum_i p_i a_i
 # and the same for y (b_i, b):
@@ -170,9 +168,7 @@ def _marginal_sums_sorted(values: FloatArray, prob: FloatArray) -> FloatArray:
     total_pv = cum_pv[-1]
     below_p = cum_p - prob
     below_pv = cum_pv - weighted
-    sums: NDArray[np.float64] = values * (below_p - (total_p - cum_p)) + (
-        (total_pv - cum_pv) - below_pv
-    )
+    sums: FloatArray = values * (below_p - (total_p - cum_p)) + ((total_pv - cum_pv) - below_pv)
     return sums
 
 

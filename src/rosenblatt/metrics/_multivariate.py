@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy import special
 
 from rosenblatt._jit import numba_enabled
+from rosenblatt.typing import FloatArray
 
 try:
     from numba import prange
@@ -38,7 +38,6 @@ except ImportError:  # pragma: no cover - numba is optional
 
 __all__ = ["ProjectedCorrelation", "exact_terms", "projected_correlation", "sphere_constant"]
 
-FloatArray = NDArray[np.float64]
 
 #: rows per block of the numpy path (each block holds ``ROW_BLOCK * n`` distances)
 ROW_BLOCK = 256

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from rosenblatt._jit import compiled
 from rosenblatt._validation import (
@@ -32,6 +31,7 @@ from rosenblatt.metrics._multivariate import (
     exact_terms,
     projected_correlation,
 )
+from rosenblatt.typing import ArrayLike, BoolArray, FloatArray, IntArray
 
 __all__ = [
     "EXACT_LIMIT",
@@ -45,9 +45,6 @@ __all__ = [
 EXACT_LIMIT = 50_000
 #: random directions of the projection estimate by default
 DEFAULT_PROJECTIONS = 100
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
 
 
 @dataclass(frozen=True)
@@ -71,7 +68,7 @@ class _SortedPair:
     y_constant: bool
 
 
-def _standardise(values: FloatArray, support: NDArray[np.bool_]) -> tuple[FloatArray, float, bool]:
+def _standardise(values: FloatArray, support: BoolArray) -> tuple[FloatArray, float, bool]:
     """Map the range of ``values`` over the events in ``support`` onto [-1, 1].
 
     Returns the mapped values, the factor that undoes the scaling, and whether

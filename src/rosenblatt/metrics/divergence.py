@@ -7,14 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from rosenblatt._validation import as_1d_float, check_finite, check_int, check_same_length, is_int
 from rosenblatt.metrics.roc import _check_efficiency, _classification_inputs, roc_curve
+from rosenblatt.typing import ArrayLike, FloatArray
 
 __all__ = ["inverse_jsd"]
-
-FloatArray = NDArray[np.float64]
 
 
 def _jsd_base2(first: FloatArray, second: FloatArray) -> float:

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from rosenblatt._validation import check_int
 from rosenblatt.metrics.distance import (
@@ -24,11 +23,9 @@ from rosenblatt.metrics.distance import (
     _vector_correlation,
     _vector_x,
 )
+from rosenblatt.typing import ArrayLike, FloatArray, IntArray
 
 __all__ = ["PermutationTestResult", "permutation_test"]
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
 
 
 @dataclass(frozen=True)

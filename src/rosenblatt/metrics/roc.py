@@ -9,16 +9,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_same_length
+from rosenblatt.typing import ArrayLike, BoolArray, FloatArray
 
 __all__ = ["background_rejection", "roc_auc", "roc_curve"]
 
-FloatArray = NDArray[np.float64]
 
-
-def _as_label(label: ArrayLike) -> NDArray[np.bool_]:
+def _as_label(label: ArrayLike) -> BoolArray:
     """Validate a 0/1 (or boolean) label array and return it as booleans."""
     values = as_1d_float(label, "label")
     not_binary = (values != 0) & (values != 1)
@@ -29,13 +27,13 @@ def _as_label(label: ArrayLike) -> NDArray[np.bool_]:
             f"{values.size} value(s) are neither (first at index {first}: {values[first]!r})"
         )
         raise ValueError(msg)
-    signal: NDArray[np.bool_] = values == 1
+    signal: BoolArray = values == 1
     return signal
 
 
 def _classification_inputs(
     label: ArrayLike, score: ArrayLike, weight: ArrayLike | None
-) -> tuple[NDArray[np.bool_], FloatArray, FloatArray | None]:
+) -> tuple[BoolArray, FloatArray, FloatArray | None]:
     """Validate label, score and weight; require both classes with positive weight."""
     is_signal = _as_label(label)
     score_arr = as_1d_float(score, "score")
@@ -59,7 +57,7 @@ def _classification_inputs(
 
 
 def _cumulative_rates(
-    is_signal: NDArray[np.bool_], score: FloatArray, weight: FloatArray | None
+    is_signal: BoolArray, score: FloatArray, weight: FloatArray | None
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Cumulative background and signal weight above each distinct score (descending)."""
     if weight is not None:

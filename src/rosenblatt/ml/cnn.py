@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 
 from rosenblatt._extras import optional_imports
 from rosenblatt.ml.tables import IMAGE_SHAPE
+from rosenblatt.typing import FloatArray
 
 with optional_imports(__name__):
     import torch
@@ -156,7 +157,7 @@ def load_network(path: str | os.PathLike[str]) -> TrackImageCNN:
 
 def predict_scores(
     network: TrackImageCNN, images: NDArray[np.float32], batch_size: int = 4096
-) -> NDArray[np.float64]:
+) -> FloatArray:
     """Return the classifier scores in [0, 1] (float64) of raw images ``(n, 36, 36)``.
 
     The logits are computed in float32 on the network's device, batch by

@@ -22,13 +22,13 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy.special import ndtr
 
 from rosenblatt._extras import optional_imports
 from rosenblatt._schema import SchemaError, check_array, check_domain
 from rosenblatt._validation import check_int, is_int
 from rosenblatt.transforms._base import ConditionalCDFTransform
+from rosenblatt.typing import FloatArray, Int64Array
 
 with optional_imports(__name__):
     import torch
@@ -37,9 +37,7 @@ with optional_imports(__name__):
 __all__ = ["ConditionalFlow"]
 
 
-def _weighted_moments(
-    values: NDArray[np.float64], w: NDArray[np.float64] | None
-) -> tuple[float, float]:
+def _weighted_moments(values: FloatArray, w: FloatArray | None) -> tuple[float, float]:
     if w is None:
         return float(values.mean()), float(values.std())
     total = float(w.sum())
@@ -161,9 +159,7 @@ class ConditionalFlow(ConditionalCDFTransform):
         )
 
     # ------------------------------------------------------------ fit
-    def _fit(
-        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
-    ) -> None:
+    def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         self._check_params()
         n = len(x)
         n_val = round(n * float(self.validation_fraction))
@@ -193,7 +189,7 @@ class ConditionalFlow(ConditionalCDFTransform):
         self.domain_ = ((float(x.min()), float(x.max())), (float(y.min()), float(y.max())))
 
     # ------------------------------------------------------------ evaluate
-    def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _transform(self, x: FloatArray, y: FloatArray) -> FloatArray:
         (x_lo, x_hi), (y_lo, y_hi) = self.domain_
         out = np.empty(len(x))
         x_std = (np.clip(x, x_lo, x_hi) - self.x_scale_[0]) / self.x_scale_[1]
@@ -313,8 +309,8 @@ def _train(
     options: ConditionalFlow,
     flow: zuko.flows.NSF,
     data: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-    train_idx: NDArray[np.int64],
-    val_idx: NDArray[np.int64],
+    train_idx: Int64Array,
+    val_idx: Int64Array,
 ) -> dict[str, Any]:
     """Adam on the weighted negative log-likelihood, early stopping on the held-out part."""
     xs, ys, ws = data

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from rosenblatt.typing import BoolArray, FloatArray, Int64Array
 
 __all__ = ["GBDTOptions", "TreeEnsemble", "fit_gbdt"]
 
@@ -63,14 +64,14 @@ class TreeEnsemble:
     """
 
     baseline: float
-    roots: NDArray[np.int64]
-    feature: NDArray[np.int64]
-    threshold: NDArray[np.float64]
-    missing_go_to_left: NDArray[np.bool_]
-    left: NDArray[np.int64]
-    right: NDArray[np.int64]
-    is_leaf: NDArray[np.bool_]
-    value: NDArray[np.float64]
+    roots: Int64Array
+    feature: Int64Array
+    threshold: FloatArray
+    missing_go_to_left: BoolArray
+    left: Int64Array
+    right: Int64Array
+    is_leaf: BoolArray
+    value: FloatArray
 
     @classmethod
     def from_sklearn(cls, classifier: Any, n_trees: int | None = None) -> TreeEnsemble:
@@ -102,7 +103,7 @@ class TreeEnsemble:
             value=stacked["value"].astype(np.float64),
         )
 
-    def raw_predict(self, features: NDArray[np.float64]) -> NDArray[np.float64]:
+    def raw_predict(self, features: FloatArray) -> FloatArray:
         """Return the log-odds ``(n,)`` of features ``(n, n_features)``."""
         features = np.asarray(features, dtype=np.float64)
         rows = np.arange(len(features))
@@ -121,7 +122,7 @@ class TreeEnsemble:
             raw += self.value[node]
         return raw
 
-    def predict(self, features: NDArray[np.float64]) -> NDArray[np.float64]:
+    def predict(self, features: FloatArray) -> FloatArray:
         """Return the signal probability ``(n,)`` in [0, 1]."""
         raw = self.raw_predict(features)
         return np.asarray(1.0 / (1.0 + np.exp(-raw)), dtype=np.float64)
@@ -146,21 +147,19 @@ class TreeEnsemble:
             )
 
 
-def _balanced_log_loss(
-    label: NDArray[np.int64], probability: NDArray[np.float64], weight: NDArray[np.float64]
-) -> float:
+def _balanced_log_loss(label: Int64Array, probability: FloatArray, weight: FloatArray) -> float:
     clipped = np.clip(probability, 1e-15, 1 - 1e-15)
     losses = -np.where(label == 1, np.log(clipped), np.log1p(-clipped))
     return float(np.sum(weight * losses) / np.sum(weight))
 
 
 def fit_gbdt(
-    train_features: NDArray[np.float64],
-    train_label: NDArray[np.int64],
-    train_weight: NDArray[np.float64],
-    val_features: NDArray[np.float64],
-    val_label: NDArray[np.int64],
-    val_weight: NDArray[np.float64],
+    train_features: FloatArray,
+    train_label: Int64Array,
+    train_weight: FloatArray,
+    val_features: FloatArray,
+    val_label: Int64Array,
+    val_weight: FloatArray,
     *,
     seed: int,
     options: GBDTOptions,

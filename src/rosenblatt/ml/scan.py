@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._atomic import atomic_write, write_text
 from rosenblatt._interrupt import ignore_interrupt, stop_pool, workers_ignore_interrupt
@@ -55,6 +54,7 @@ from rosenblatt.ml.training import (
     train_on_arrays,
     write_model_metadata,
 )
+from rosenblatt.typing import FloatArray
 
 __all__ = ["ModelSpec", "ScanResult", "plan_scan", "run_scan"]
 
@@ -379,7 +379,7 @@ def _train_in_worker(
 
 def _saved_scores(
     spec: ModelSpec, models_dir: Path, arrays: Mapping[str, EventArrays]
-) -> dict[str, NDArray[np.float64]]:
+) -> dict[str, FloatArray]:
     """Scores of a finished model on every sample; evaluated again where missing."""
     path = model_file(models_dir / spec.name, ".scores.npz")
     scores: dict[str, Any] = {}
@@ -402,7 +402,7 @@ def _saved_scores(
 
 
 def _write_back(
-    samples: Mapping[str, Any], columns: Mapping[str, Mapping[str, NDArray[np.float64]]]
+    samples: Mapping[str, Any], columns: Mapping[str, Mapping[str, FloatArray]]
 ) -> dict[str, Any]:
     """Add the score columns to every sample table (split across the parts of a sample)."""
     updated: dict[str, Any] = {}
@@ -512,7 +512,7 @@ def run_scan(
         if bar is not None:
             bar.close()
 
-    columns: dict[str, dict[str, NDArray[np.float64]]] = {name: {} for name in samples}
+    columns: dict[str, dict[str, FloatArray]] = {name: {} for name in samples}
     for spec in specs:
         for sample, scores in _saved_scores(spec, models_dir, arrays).items():
             columns[sample][spec.column] = scores

@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 from rosenblatt.ml.cache import cached_model
 from rosenblatt.ml.files import TORCHSCRIPT_SUFFIX, torchscript_file
 from rosenblatt.ml.tables import IMAGE_SHAPE, SUBSTRUCTURE_COLUMNS
+from rosenblatt.typing import FloatArray
 
 __all__ = [
     "ColumnScorer",
@@ -71,7 +72,7 @@ class Scorer(abc.ABC):
     description: str
     columns: tuple[str, ...]
 
-    def __call__(self, records: Any) -> NDArray[np.float64]:
+    def __call__(self, records: Any) -> FloatArray:
         """Return the scores ``(n,)`` of ``n`` records.
 
         Raises
@@ -294,7 +295,7 @@ def _require_fields(records: Any, names: tuple[str, ...], where: str) -> None:
         raise KeyError(msg)
 
 
-def _flat_field(records: Any, name: str, where: str) -> NDArray[np.float64]:
+def _flat_field(records: Any, name: str, where: str) -> FloatArray:
     """One number per event of a record field, as float64."""
     import awkward as ak
 

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from rosenblatt._awkward import is_awkward
 from rosenblatt.hep.images import IMAGE_SHAPE
+from rosenblatt.typing import FloatArray, Int64Array
 
 __all__ = [
     "IMAGE_SHAPE",
@@ -59,11 +60,11 @@ class EventArrays:
         when not requested.
     """
 
-    mjj: NDArray[np.float64]
-    label: NDArray[np.int64]
-    weight: NDArray[np.float64]
+    mjj: FloatArray
+    label: Int64Array
+    weight: FloatArray
     images: NDArray[np.float32] | None = None
-    substructure: NDArray[np.float64] | None = None
+    substructure: FloatArray | None = None
 
     def __len__(self) -> int:
         return len(self.mjj)
@@ -149,7 +150,7 @@ def _flat_column(table: Any, name: str) -> NDArray[Any]:
     return np.asarray(table[name].to_numpy())
 
 
-def _finite_column(table: Any, name: str, where: str) -> NDArray[np.float64]:
+def _finite_column(table: Any, name: str, where: str) -> FloatArray:
     values = np.array(_flat_column(table, name), dtype=np.float64)  # a writable copy
     bad = ~np.isfinite(values)
     if bad.any():

@@ -45,13 +45,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._atomic import atomic_write, write_text
 from rosenblatt._records import file_entries, seal
 from rosenblatt.ml.files import TORCHSCRIPT_SUFFIX, model_file, model_stem
 from rosenblatt.ml.gbdt import GBDTOptions, TreeEnsemble, fit_gbdt
 from rosenblatt.ml.tables import EventArrays, Table, event_arrays, table_name
+from rosenblatt.typing import FloatArray, Int64Array
 
 __all__ = [
     "KINDS",
@@ -151,9 +151,7 @@ def make_options(kind: str, options: Mapping[str, Any] | CNNOptions | GBDTOption
     return option_class(**dict(options))
 
 
-def balanced_weights(
-    label: NDArray[np.int64], weight: NDArray[np.float64], name: str
-) -> NDArray[np.float64]:
+def balanced_weights(label: Int64Array, weight: FloatArray, name: str) -> FloatArray:
     """Scale event weights so that signal and background have equal totals (mean 1 per event).
 
     Raises
@@ -185,7 +183,7 @@ class TrainedModel:
     model: Any
     metadata: dict[str, Any]
 
-    def predict_arrays(self, arrays: EventArrays, *, batch_size: int = 4096) -> NDArray[np.float64]:
+    def predict_arrays(self, arrays: EventArrays, *, batch_size: int = 4096) -> FloatArray:
         """Scores in [0, 1] (float64) of already extracted event arrays."""
         if self.kind == "gbdt":
             if arrays.substructure is None:
@@ -199,7 +197,7 @@ class TrainedModel:
 
         return predict_scores(self.model, arrays.images, batch_size)
 
-    def predict(self, table: Table, *, batch_size: int = 4096) -> NDArray[np.float64]:
+    def predict(self, table: Table, *, batch_size: int = 4096) -> FloatArray:
         """Scores in [0, 1] (float64), one per event of a feature table."""
         arrays = event_arrays(table, images=self.kind == "cnn", substructure=self.kind == "gbdt")
         return self.predict_arrays(arrays, batch_size=batch_size)
@@ -344,7 +342,7 @@ def _reflect_at_random(images: Any, generator: Any) -> Any:
     return torch.where(flips[:, 1, None, None], images.flip(2), images)
 
 
-def _batches(n: int, batch_size: int, order: NDArray[np.int64]) -> Iterator[NDArray[np.int64]]:
+def _batches(n: int, batch_size: int, order: Int64Array) -> Iterator[Int64Array]:
     """Consecutive slices of ``order``, each sorted (faster gathers, same loss)."""
     for start in range(0, n, batch_size):
         yield np.sort(order[start : start + batch_size])
@@ -377,7 +375,7 @@ class _CNNData:
         # fixed validation batches, shuffled once so each batch mixes both classes
         self.val_order = np.random.default_rng(0).permutation(len(val))
 
-    def batch(self, sample: str, index: NDArray[np.int64]) -> tuple[Any, ...]:
+    def batch(self, sample: str, index: Int64Array) -> tuple[Any, ...]:
         """Images, labels, weights and m_jj of the events ``index`` of ``sample``, on the device."""
         import torch
 

@@ -25,18 +25,17 @@ from rosenblatt._awkward import is_awkward
 from rosenblatt._validation import as_1d_float, check_finite, check_same_length
 from rosenblatt.outofcore._skims import SkimStore, chunk_name, event_keys
 from rosenblatt.transforms import _observables
+from rosenblatt.typing import FloatArray, Int64Array
 
 __all__ = ["Facts", "Partial", "Request", "Sketch", "order_keys"]
 
-Array = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 Domain = tuple[tuple[float, float], tuple[float, float]]
 
 #: bits of an event's key a histogram starts from (the rest are dropped at once)
 START_BITS = 40
 
 
-def order_keys(values: Array) -> NDArray[np.uint64]:
+def order_keys(values: FloatArray) -> NDArray[np.uint64]:
     """Unsigned integers in the order of the (finite) ``values``; ``-0.0`` and ``0.0`` share one."""
     bits = np.ascontiguousarray(values + 0.0).view(np.uint64)
     negative = (bits >> np.uint64(63)) == 1
@@ -62,14 +61,14 @@ class Sketch:
 
     shift: int
     keys: NDArray[np.uint64]
-    count: IntArray
-    weight: Array
-    vmin: Array
-    vmax: Array
+    count: Int64Array
+    weight: FloatArray
+    vmin: FloatArray
+    vmax: FloatArray
     limit: int
 
     @classmethod
-    def of(cls, values: Array, weights: Array, limit: int) -> Sketch:
+    def of(cls, values: FloatArray, weights: FloatArray, limit: int) -> Sketch:
         """The histogram of increasing ``values`` with ``weights``."""
         shift = 64 - START_BITS
         keys = order_keys(values) >> np.uint64(shift)
@@ -81,10 +80,10 @@ class Sketch:
         cls,
         shift: int,
         keys: NDArray[np.uint64],
-        count: IntArray,
-        weight: Array,
-        vmin: Array,
-        vmax: Array,
+        count: Int64Array,
+        weight: FloatArray,
+        vmin: FloatArray,
+        vmax: FloatArray,
         limit: int,
         *,
         ordered: bool = False,
@@ -174,8 +173,8 @@ class Partial:
     tag: str
     k: int = 0
     sums: dict[str, NDArray[Any]] = field(default_factory=dict)
-    minima: dict[str, Array] = field(default_factory=dict)
-    maxima: dict[str, Array] = field(default_factory=dict)
+    minima: dict[str, FloatArray] = field(default_factory=dict)
+    maxima: dict[str, FloatArray] = field(default_factory=dict)
     sketch: Sketch | None = None
     chunks: tuple[tuple[tuple[Any, ...], str, int], ...] = ()
 
@@ -334,7 +333,7 @@ def _flat(values: Any, name: str) -> Any:
     return ak.to_numpy(values)
 
 
-def _validated(x: Any, y: Any, weight: Any) -> tuple[Array, Array, Array | None]:
+def _validated(x: Any, y: Any, weight: Any) -> tuple[FloatArray, FloatArray, FloatArray | None]:
     """``x`` as ``(n, k)``, ``y`` and the weights (``None`` for unit weights), checked."""
     matrix, scalar = _observables.split_observables(x)
     if matrix is None:
@@ -354,7 +353,7 @@ def _validated(x: Any, y: Any, weight: Any) -> tuple[Array, Array, Array | None]
 
 
 def _fill_sums(
-    out: Partial, x: Array, y: Array, w: Array, weighted: bool, domain: Domain | None
+    out: Partial, x: FloatArray, y: FloatArray, w: FloatArray, weighted: bool, domain: Domain | None
 ) -> None:
     """Counts, weight sums, first moments and extremes of one chunk."""
     out.sums["n"] = np.array(len(w), dtype=np.int64)
@@ -389,7 +388,7 @@ class Weights:
     carrying: int
     lowest: float
     highest: float
-    weight_x: Array
+    weight_x: FloatArray
 
     @property
     def largest(self) -> float:

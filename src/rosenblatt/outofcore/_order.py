@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from rosenblatt.exceptions import NotCovered
 from rosenblatt.outofcore._first_pass import Sketch
+from rosenblatt.typing import BoolArray, FloatArray, Int64Array
 
 __all__ = [
     "Cumulative",
@@ -44,8 +45,6 @@ __all__ = [
     "window_mask",
 ]
 
-Array = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 #: relative shift of a bisection target below the half weight (as in the in-memory fit)
 TARGET_SHIFT = 1e-9
@@ -88,7 +87,7 @@ def plan_groups(sketch: Sketch, target: int) -> list[Group]:
     ]
 
 
-def merge_intervals(intervals: Array) -> Array:
+def merge_intervals(intervals: FloatArray) -> FloatArray:
     """The union of closed intervals ``(m, 2)`` as disjoint intervals, increasing."""
     if len(intervals) == 0:
         return np.zeros((0, 2))
@@ -100,16 +99,18 @@ def merge_intervals(intervals: Array) -> Array:
     return np.column_stack((ordered[starts, 0], reach[ends]))
 
 
-def _inside(values: Array, intervals: Array) -> NDArray[np.bool_]:
+def _inside(values: FloatArray, intervals: FloatArray) -> BoolArray:
     """Whether each value lies in one of the disjoint increasing ``intervals``."""
     if len(intervals) == 0:
         return np.zeros(len(values), dtype=bool)
     k = np.searchsorted(intervals[:, 0], values, side="right") - 1
-    inside: NDArray[np.bool_] = (k >= 0) & (values <= intervals[np.maximum(k, 0), 1])
+    inside: BoolArray = (k >= 0) & (values <= intervals[np.maximum(k, 0), 1])
     return inside
 
 
-def window_mask(before: Array, after: Array, intervals: Array, widen: float) -> NDArray[np.bool_]:
+def window_mask(
+    before: FloatArray, after: FloatArray, intervals: FloatArray, widen: float
+) -> BoolArray:
     """The events whose weight before or after them lies in ``intervals`` widened by ``widen``.
 
     ``before`` and ``after`` are on the scale of the intervals (the group's
@@ -119,7 +120,9 @@ def window_mask(before: Array, after: Array, intervals: Array, widen: float) -> 
     return _inside(before, wide) | _inside(after, wide)
 
 
-def bisection_intervals(bounds: Array, levels: int, largest: float, margin: float) -> Array:
+def bisection_intervals(
+    bounds: FloatArray, levels: int, largest: float, margin: float
+) -> FloatArray:
     """Intervals that hold ``C`` at every split of ``levels`` bisection levels below ``bounds``.
 
     Parameters
@@ -154,7 +157,7 @@ def bisection_intervals(bounds: Array, levels: int, largest: float, margin: floa
     return np.concatenate(out)
 
 
-def quantile_intervals(targets: Array, total: float, margin: float) -> Array:
+def quantile_intervals(targets: FloatArray, total: float, margin: float) -> FloatArray:
     """Intervals around fixed targets of ``C`` (and around ``0`` and the total)."""
     points = np.concatenate(([0.0, total], targets))
     return np.column_stack((points - margin, points + margin))
@@ -178,9 +181,11 @@ class Cumulative:
         self.after = np.zeros(0)
         self.value = np.zeros(0)
         self.covered = np.zeros((0, 2))
-        self._points: tuple[IntArray, Array, Array] | None = None
+        self._points: tuple[Int64Array, FloatArray, FloatArray] | None = None
 
-    def add(self, position: IntArray, before: Array, after: Array, value: Array) -> None:
+    def add(
+        self, position: Int64Array, before: FloatArray, after: FloatArray, value: FloatArray
+    ) -> None:
         """Add the events of windows: position, ``C`` before and after each, and its value."""
         keep = np.isin(position, self.position, invert=True)
         merged = [
@@ -197,12 +202,12 @@ class Cumulative:
         self.before, self.after, self.value = (a[order].astype(np.float64) for a in merged[1:])
         self._points = None
 
-    def cover(self, intervals: Array) -> None:
+    def cover(self, intervals: FloatArray) -> None:
         """Record that every event with ``C`` before or after it in ``intervals`` widened by the largest weight is in."""
         wide = np.column_stack((intervals[:, 0] - self.largest, intervals[:, 1] + self.largest))
         self.covered = merge_intervals(np.concatenate((self.covered, wide)))
 
-    def _known(self) -> tuple[IntArray, Array, Array]:
+    def _known(self) -> tuple[Int64Array, FloatArray, FloatArray]:
         """Positions where ``C`` is known, ``C`` there and its running maximum."""
         if self._points is None:
             position = np.concatenate(([0, self.n], self.position, self.position + 1))
@@ -212,25 +217,25 @@ class Cumulative:
             self._points = (unique, c, np.maximum.accumulate(c))
         return self._points
 
-    def at(self, positions: IntArray) -> Array:
+    def at(self, positions: Int64Array) -> FloatArray:
         """``C`` at ``positions``."""
         known, c, _ = self._known()
         k = np.clip(np.searchsorted(known, positions), 0, len(known) - 1)
         missing = known[k] != positions
         if missing.any():
             raise NotCovered(np.zeros((0, 2)))
-        out: Array = c[k]
+        out: FloatArray = c[k]
         return out
 
-    def values(self, positions: IntArray) -> Array:
+    def values(self, positions: Int64Array) -> FloatArray:
         """The ordered values at ``positions``."""
         k = np.clip(np.searchsorted(self.position, positions), 0, max(len(self.position) - 1, 0))
         if len(self.position) == 0 or np.any(self.position[k] != positions):
             raise NotCovered(np.zeros((0, 2)))
-        out: Array = self.value[k]
+        out: FloatArray = self.value[k]
         return out
 
-    def first_at_least(self, targets: Array) -> IntArray:
+    def first_at_least(self, targets: FloatArray) -> Int64Array:
         """The first position ``p`` with ``C(p) >= t`` for each target (``n + 1`` if none).
 
         Raises
@@ -255,7 +260,7 @@ class Cumulative:
         return found.astype(np.int64)
 
 
-def bisect_exact(cumulative: Cumulative, levels: int) -> tuple[IntArray, Array]:
+def bisect_exact(cumulative: Cumulative, levels: int) -> tuple[Int64Array, FloatArray]:
     """The recursive bisection of the whole order: split positions and ``C`` at them.
 
     The same arithmetic as :func:`~rosenblatt.transforms._bisection.bisect_segments`
@@ -293,7 +298,7 @@ def bisect_exact(cumulative: Cumulative, levels: int) -> tuple[IntArray, Array]:
     return idx, c
 
 
-def first_crossings(cumulative: Cumulative, targets: Array, low: int, high: int) -> IntArray:
+def first_crossings(cumulative: Cumulative, targets: FloatArray, low: int, high: int) -> Int64Array:
     """First crossings of fixed targets, kept in ``[low, high]``.
 
     Raises

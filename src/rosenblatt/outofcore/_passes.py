@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.exceptions import NotCovered
 from rosenblatt.outofcore._first_pass import Facts
@@ -44,10 +43,10 @@ from rosenblatt.outofcore._tasks import (
     WindowTask,
 )
 from rosenblatt.transforms._base import ConditionalCDFTransform
+from rosenblatt.typing import FloatArray
 
 __all__ = ["Fitted", "Pass", "Replicas", "skim_passes"]
 
-Array = NDArray[np.float64]
 
 #: most passes of windows a member may need after the first
 MAX_WINDOW_PASSES = 4
@@ -87,10 +86,10 @@ class _Member:
 
     member: Member
     sample: Sample | None = None
-    offsets: Array | None = None
+    offsets: FloatArray | None = None
     cumulative: Cumulative | None = None
-    moments: Array | None = None
-    asked: Array | None = None
+    moments: FloatArray | None = None
+    asked: FloatArray | None = None
     stage: str = "order"
     window_passes: int = 0
     spec: Any = None
@@ -114,7 +113,7 @@ def nominal_sample(facts: Facts) -> Sample:
     )
 
 
-def _replica_sample(n: int, stats: Array) -> Sample:
+def _replica_sample(n: int, stats: FloatArray) -> Sample:
     """A replica's sample from the groups' statistics (one row per group, in order)."""
     return Sample(
         n,
@@ -244,7 +243,7 @@ class _Passes:
             m.cumulative.cover(m.asked)
         m.stage = "resolve"
 
-    def _set_offsets(self, m: _Member, stats: Array) -> None:
+    def _set_offsets(self, m: _Member, stats: FloatArray) -> None:
         """Exact offsets from the groups' totals; windows chosen on estimates must agree with them."""
         if m.member.draw >= 0:
             m.sample = _replica_sample(self.facts.n, stats)

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.exceptions import NegativeWeightError, NotCovered
 from rosenblatt.outofcore._first_pass import Facts
@@ -55,11 +54,10 @@ from rosenblatt.transforms.irgi import (
     parse_domain,
     sparse_weight_error,
 )
+from rosenblatt.typing import FloatArray, Int64Array
 
 __all__ = ["GridKDEPlan", "IRGIPlan", "NestedPlan", "Plan", "Sample", "plan_for"]
 
-Array = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 Domain = tuple[tuple[float, float], tuple[float, float]]
 
 #: allowance, relative to the summed absolute weight, for sums added in another order
@@ -110,11 +108,11 @@ class Plan:
         """The sums the group tasks add for ``sample`` (``None``: none)."""
         return None
 
-    def intervals(self, sample: Sample) -> Array:
+    def intervals(self, sample: Sample) -> FloatArray:
         """The intervals of ``C`` whose events the windows must return."""
         raise NotImplementedError
 
-    def resolve(self, sample: Sample, cumulative: Cumulative, moments: Array | None) -> Any:
+    def resolve(self, sample: Sample, cumulative: Cumulative, moments: FloatArray | None) -> Any:
         """The order statistics and what the last pass needs."""
         raise NotImplementedError
 
@@ -133,7 +131,7 @@ def _failure(results: list[Any]) -> str | None:
     return next((r.message for r in results if isinstance(r, Failure)), None)
 
 
-def _spans(bounds: IntArray, target: int) -> list[tuple[int, int]]:
+def _spans(bounds: Int64Array, target: int) -> list[tuple[int, int]]:
     """Runs of consecutive cells ``bounds[i]..bounds[i + 1]`` of about ``target`` events each."""
     label = (bounds[:-1] - bounds[0]) // max(int(target), 1)
     starts = np.flatnonzero(np.concatenate(([True], label[1:] != label[:-1])))
@@ -151,10 +149,10 @@ class ColumnSpec:
     """IRGI's columns: domain, centres, boundaries, event positions and ``C`` at their starts."""
 
     domain: Domain
-    centres: Array
-    boundaries: Array
-    bounds: IntArray
-    offsets: Array
+    centres: FloatArray
+    boundaries: FloatArray
+    bounds: Int64Array
+    offsets: FloatArray
 
 
 class IRGIPlan(Plan):
@@ -180,14 +178,16 @@ class IRGIPlan(Plan):
                     raise ValueError(msg)
         self.domain: Domain = given or (facts.x_range[0], facts.y_range)
 
-    def intervals(self, sample: Sample) -> Array:
+    def intervals(self, sample: Sample) -> FloatArray:
         total = sample.total if sample.weighted else float(sample.n)
         m = sample.margin
         bounds = np.array([[0.0, 0.0], [total - m, total + m]])
         largest = sample.largest if sample.weighted else 1.0
         return bisection_intervals(bounds, self.depth + 1, largest, m)
 
-    def resolve(self, sample: Sample, cumulative: Cumulative, moments: Array | None) -> ColumnSpec:
+    def resolve(
+        self, sample: Sample, cumulative: Cumulative, moments: FloatArray | None
+    ) -> ColumnSpec:
         try:
             cells, c = bisect_exact(cumulative, self.depth + 1)
         except ValueError as err:
@@ -249,7 +249,7 @@ class IRGIPlan(Plan):
         return into.set_fitted_grid(grid, n_events=sample.n, sum_weight=total)
 
 
-def _check_x_ties(centres: Array, boundaries: Array, depth: int) -> None:
+def _check_x_ties(centres: FloatArray, boundaries: FloatArray, depth: int) -> None:
     for edges in (boundaries, centres):
         flat = np.flatnonzero(np.diff(edges) <= 0)
         if len(flat):
@@ -266,10 +266,10 @@ def _check_x_ties(centres: Array, boundaries: Array, depth: int) -> None:
 class SlabSpec:
     """The slabs of the first split observable: positions, faces and the plane."""
 
-    bounds: IntArray
-    faces: Array
-    centre: Array
-    slope: Array
+    bounds: Int64Array
+    faces: FloatArray
+    centre: FloatArray
+    slope: FloatArray
 
 
 class NestedPlan(Plan):
@@ -288,7 +288,7 @@ class NestedPlan(Plan):
         self.order = next(a for a, s in enumerate(self.splits) if s > 0)
         self.inner = tuple(0 if a <= self.order else s for a, s in enumerate(self.splits))
 
-    def _totals(self, sample: Sample) -> tuple[float, Array, float]:
+    def _totals(self, sample: Sample) -> tuple[float, FloatArray, float]:
         total = sample.total if sample.weighted else float(sample.n)
         return total, self.facts.weights.weight_x / total, self.facts.weight_y / total
 
@@ -296,17 +296,19 @@ class NestedPlan(Plan):
         _, centre, y_mean = self._totals(sample)
         return ("plane", centre, y_mean)
 
-    def _targets(self, sample: Sample) -> Array:
+    def _targets(self, sample: Sample) -> FloatArray:
         n_groups = 2 ** self.splits[self.order]
         total = sample.total if sample.weighted else float(sample.n)
-        targets: Array = total * np.arange(1, n_groups) / n_groups
+        targets: FloatArray = total * np.arange(1, n_groups) / n_groups
         return targets
 
-    def intervals(self, sample: Sample) -> Array:
+    def intervals(self, sample: Sample) -> FloatArray:
         total = sample.total if sample.weighted else float(sample.n)
         return quantile_intervals(self._targets(sample), total, sample.margin)
 
-    def resolve(self, sample: Sample, cumulative: Cumulative, moments: Array | None) -> SlabSpec:
+    def resolve(
+        self, sample: Sample, cumulative: Cumulative, moments: FloatArray | None
+    ) -> SlabSpec:
         assert moments is not None
         ends = first_crossings(cumulative, self._targets(sample), 1, sample.n - 1)
         try:
@@ -367,7 +369,7 @@ class NestedPlan(Plan):
         return into.set_fitted_cells(domain, cells, n_events=sample.n, sum_weight=total)
 
 
-def _slope(covariance: Array, moment: Array, total: float) -> Array:
+def _slope(covariance: FloatArray, moment: FloatArray, total: float) -> FloatArray:
     """The plane's slope as :func:`~rosenblatt.transforms._irgi_vector.linear_trend` solves it."""
     k = len(moment)
     if not total > 0:
@@ -381,8 +383,8 @@ def _slope(covariance: Array, moment: Array, total: float) -> Array:
 
 
 def _cell_columns(
-    columns: list[tuple[Array, Array]], y_lo: float, y_hi: float
-) -> tuple[Array, Array]:
+    columns: list[tuple[FloatArray, FloatArray]], y_lo: float, y_hi: float
+) -> tuple[FloatArray, FloatArray]:
     """Every cell's edges and CDF on the sample's range of the residual, padded to one width."""
     edges_list, cdf_list = [], []
     for inner, below in columns:
@@ -407,8 +409,8 @@ def _cell_columns(
 class BinSpec:
     """GridKDE's shared ``y`` edges, nodes and widths."""
 
-    fine_edges: Array
-    nodes: Array
+    fine_edges: FloatArray
+    nodes: FloatArray
     sigma_a: float
 
 
@@ -439,16 +441,18 @@ class GridKDEPlan(Plan):
         shift = min(max(float(weights.weight_x[0]) / total, x_lo), x_hi)
         return ("shift", shift, self.scale)
 
-    def _targets(self, sample: Sample) -> Array:
+    def _targets(self, sample: Sample) -> FloatArray:
         total = sample.total if sample.weighted else float(sample.n)
-        targets: Array = total * np.arange(1, self.n_bins) / self.n_bins
+        targets: FloatArray = total * np.arange(1, self.n_bins) / self.n_bins
         return targets
 
-    def intervals(self, sample: Sample) -> Array:
+    def intervals(self, sample: Sample) -> FloatArray:
         total = sample.total if sample.weighted else float(sample.n)
         return quantile_intervals(self._targets(sample), total, sample.margin)
 
-    def resolve(self, sample: Sample, cumulative: Cumulative, moments: Array | None) -> BinSpec:
+    def resolve(
+        self, sample: Sample, cumulative: Cumulative, moments: FloatArray | None
+    ) -> BinSpec:
         assert moments is not None
         cut = first_crossings(cumulative, self._targets(sample), 1, sample.n - 1)
         try:
@@ -497,7 +501,7 @@ class GridKDEPlan(Plan):
         return into.set_fitted_grid(domain, spec.sigma_a, grid, n_events=sample.n, sum_weight=total)
 
 
-def _absolute_sigma(moments: Array, sample: Sample, scale: float) -> float:
+def _absolute_sigma(moments: FloatArray, sample: Sample, scale: float) -> float:
     """:func:`~rosenblatt.transforms.kde.absolute_sigma` from shifted weighted moments."""
     total, first, second = (float(v) for v in moments)
     spread = second - first * first / total

@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.typing import FloatArray
+
 __all__ = [
     "GROUPS_FOLDER",
     "SkimStore",
@@ -45,7 +47,6 @@ __all__ = [
     "table_columns",
 ]
 
-Array = NDArray[np.float64]
 
 #: prefix of the folder that holds one fit's sorted group tables
 GROUPS_FOLDER = ".rosenblatt-groups-"
@@ -104,7 +105,7 @@ def event_keys(name: str, n_events: int) -> NDArray[np.uint64]:
 _POISSON_CDF = np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(20)])
 
 
-def bootstrap_counts(seed: int, draw: int, keys: NDArray[np.uint64]) -> Array:
+def bootstrap_counts(seed: int, draw: int, keys: NDArray[np.uint64]) -> FloatArray:
     """Poisson(1) counts of bootstrap draw ``draw`` for the events of ``keys``.
 
     The count of an event depends on ``(seed, draw, key)`` only, so a
@@ -115,7 +116,7 @@ def bootstrap_counts(seed: int, draw: int, keys: NDArray[np.uint64]) -> Array:
     )
     bits = _splitmix64(np.asarray(keys, dtype=np.uint64) ^ np.uint64(stream & _MASK))
     uniform = (bits >> np.uint64(11)).astype(np.float64) * 2.0**-53
-    counts: Array = np.searchsorted(_POISSON_CDF, uniform, side="right").astype(np.float64)
+    counts: FloatArray = np.searchsorted(_POISSON_CDF, uniform, side="right").astype(np.float64)
     return counts
 
 
@@ -155,7 +156,7 @@ class SkimStore:
         """The file of the sorted group table ``index``."""
         return os.path.join(self.directory, GROUPS_FOLDER + self.token, f"group-{index}{_SUFFIX}")
 
-    def write(self, path: str, table: Array) -> None:
+    def write(self, path: str, table: FloatArray) -> None:
         """Write ``table`` column by column to ``path`` atomically (temporary name, then rename)."""
         folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
@@ -168,10 +169,10 @@ class SkimStore:
                 os.unlink(temporary)
 
     @staticmethod
-    def read(path: str) -> Array:
+    def read(path: str) -> FloatArray:
         """The table at ``path``, memory-mapped (columns are contiguous)."""
         try:
-            table: Array = np.load(path, mmap_mode="r", allow_pickle=False)
+            table: FloatArray = np.load(path, mmap_mode="r", allow_pickle=False)
         except FileNotFoundError as err:
             msg = (
                 f"the skim file {path} is missing: the skims of a fit must stay in place until "

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.outofcore._order import Group, window_mask
 from rosenblatt.outofcore._skims import SkimStore, bootstrap_counts
@@ -30,6 +29,7 @@ from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._irgi_nested import nested_cells
 from rosenblatt.transforms._irgi_vector import residual
 from rosenblatt.transforms.irgi import column_edges
+from rosenblatt.typing import FloatArray, Int64Array
 
 __all__ = [
     "BinTask",
@@ -45,9 +45,6 @@ __all__ = [
     "Windows",
     "run_task",
 ]
-
-Array = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 
 def run_task(task: Any) -> dict[str, Any]:
@@ -67,13 +64,13 @@ class Member:
         """``"nominal"`` or ``"draw <k>"``."""
         return "nominal" if self.draw < 0 else f"draw {self.draw}"
 
-    def weights(self, table: Array, k: int) -> Array:
+    def weights(self, table: FloatArray, k: int) -> FloatArray:
         """The weights of this member for the events of ``table``."""
         w = np.asarray(table[:, k + 1], dtype=np.float64)
         if self.draw < 0:
             return w
         keys = np.ascontiguousarray(table[:, k + 3]).view(np.uint64)
-        counts: Array = w * bootstrap_counts(self.seed, self.draw, keys)
+        counts: FloatArray = w * bootstrap_counts(self.seed, self.draw, keys)
         return counts
 
 
@@ -110,7 +107,7 @@ class Layout:
 
     def read_positions(
         self, groups: tuple[tuple[int, int, int], ...], first: int, stop: int
-    ) -> Array:
+    ) -> FloatArray:
         """The sorted events at positions ``first`` to ``stop`` from the group tables ``(index, start, count)``."""
         parts = []
         for index, start, count in groups:
@@ -143,7 +140,7 @@ class MemberAsk:
 
     member: Member
     moments: tuple[Any, ...] | None = None
-    intervals: Array | None = None
+    intervals: FloatArray | None = None
     offset: float = 0.0
     widen: float = 0.0
 
@@ -152,10 +149,10 @@ class MemberAsk:
 class Windows:
     """The events of a group in requested windows: positions, ``C`` before and after (local), values."""
 
-    position: IntArray
-    before: Array
-    after: Array
-    value: Array
+    position: Int64Array
+    before: FloatArray
+    after: FloatArray
+    value: FloatArray
 
 
 @dataclass
@@ -169,12 +166,14 @@ class GroupReport:
     """
 
     count: int
-    stats: dict[str, Array]
-    moments: dict[str, Array]
+    stats: dict[str, FloatArray]
+    moments: dict[str, FloatArray]
     windows: dict[str, Windows]
 
 
-def _report(table: Array, group: Group, layout: Layout, asks: tuple[MemberAsk, ...]) -> GroupReport:
+def _report(
+    table: FloatArray, group: Group, layout: Layout, asks: tuple[MemberAsk, ...]
+) -> GroupReport:
     """Totals, moments and windows of a sorted group table for every ask."""
     k = layout.k
     report = GroupReport(len(table), {}, {}, {})
@@ -206,7 +205,7 @@ def _report(table: Array, group: Group, layout: Layout, asks: tuple[MemberAsk, .
     return report
 
 
-def _moments(table: Array, w: Array, k: int, spec: tuple[Any, ...]) -> Array:
+def _moments(table: FloatArray, w: FloatArray, k: int, spec: tuple[Any, ...]) -> FloatArray:
     """The sums a plan asked for (see :class:`MemberAsk`)."""
     if spec[0] == "shift":
         _, shift, scale = spec
@@ -274,7 +273,7 @@ class WindowTask:
         return _report(np.asarray(table), self.group, self.layout, self.asks)
 
 
-def value_then_number(values: Array, number: Array) -> IntArray:
+def value_then_number(values: FloatArray, number: FloatArray) -> Int64Array:
     """The order of events by value, ties by event number."""
     order = np.argsort(values, kind="stable")
     ordered = values[order]
@@ -316,13 +315,13 @@ class ColumnTask:
     layout: Layout
     groups: tuple[tuple[int, int, int], ...]
     member: Member
-    bounds: IntArray
-    offsets: Array
+    bounds: Int64Array
+    offsets: FloatArray
     weighted: bool
     depth: int
     y_domain: tuple[float, float]
 
-    def run(self) -> tuple[Array, Array, Array] | Failure:
+    def run(self) -> tuple[FloatArray, FloatArray, FloatArray] | Failure:
         """``(y_edges, weight_below, column_weight)`` of the columns, or the failure."""
         k, bounds = self.layout.k, self.bounds
         table = self.layout.read_positions(self.groups, int(bounds[0]), int(bounds[-1]))
@@ -369,13 +368,13 @@ class SlabTask:
     groups: tuple[tuple[int, int, int], ...]
     first: int
     stop: int
-    box: Array
+    box: FloatArray
     splits: tuple[int, ...]
-    centre: Array
-    slope: Array
+    centre: FloatArray
+    slope: FloatArray
     y_depth: int
 
-    def run(self) -> tuple[Array, list[tuple[Array, Array]], float, float] | Failure:
+    def run(self) -> tuple[FloatArray, list[tuple[FloatArray, FloatArray]], float, float] | Failure:
         """``(boxes, [(edges, below) per cell], u_min, u_max)``, or the failure."""
         k = self.layout.k
         table = self.layout.read_positions(self.groups, self.first, self.stop)
@@ -412,10 +411,10 @@ class BinTask:
     group: Group
     member: Member
     weighted: bool
-    nodes: Array
-    edges: Array
+    nodes: FloatArray
+    edges: FloatArray
 
-    def run(self) -> tuple[Array, Array]:
+    def run(self) -> tuple[FloatArray, FloatArray]:
         """``(mass, below)`` of the group's events."""
         k = self.layout.k
         table = np.asarray(self.layout.store.read(self.layout.store.group_path(self.group.index)))

@@ -52,6 +52,7 @@ from rosenblatt.hep.features import JET_RADIUS
 from rosenblatt.processors.binned_sums import binned_sums, flow_index
 from rosenblatt.processors.events import ParticleBatch, ParticleProcessor, chunk_file_name
 from rosenblatt.transforms.ensemble import keyed_poisson_weights
+from rosenblatt.typing import BoolArray, FloatArray, Int64Array, IntArray
 
 __all__ = [
     "BLINDED_REGIONS",
@@ -227,10 +228,10 @@ def fill_variants(
     variants: Sequence[Variant],
     *,
     dataset: str,
-    x: NDArray[np.float64],
-    scores: Mapping[str, NDArray[np.float64]],
-    process: NDArray[np.int64],
-    weight: NDArray[np.float64],
+    x: FloatArray,
+    scores: Mapping[str, FloatArray],
+    process: Int64Array,
+    weight: FloatArray,
     blind: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict[str, int]:
     """Fill every variant's ABCD, plane and (where present) pass/fail histograms with the events.
@@ -285,11 +286,11 @@ def fill_variants(
 def _blinded_keep(
     variant: Variant,
     box: tuple[float, float] | None,
-    data: NDArray[np.bool_],
-    x: NDArray[np.float64],
-    values: NDArray[np.float64],
+    data: BoolArray,
+    x: FloatArray,
+    values: FloatArray,
     regions: dict[str, int],
-) -> NDArray[np.bool_]:
+) -> BoolArray:
     """The events of a blinded pass filled into ``variant``; its data's B, C, D into ``regions``.
 
     With its cut ``box``, every event but the data in ``x >= x0, y >= y0``;
@@ -340,10 +341,10 @@ def blind_cutflow(
 def add_values_to_histogram(
     h: hist.Hist,
     dataset: str,
-    x_bin: NDArray[np.intp],
-    y: NDArray[np.float64],
-    process: NDArray[np.int64],
-    weight: NDArray[np.float64],
+    x_bin: IntArray,
+    y: FloatArray,
+    process: Int64Array,
+    weight: FloatArray,
 ) -> None:
     """Add weighted events to a ``(dataset, x, y, process)`` histogram of weighted storage.
 
@@ -361,10 +362,10 @@ def add_values_to_histogram(
 def _add_groups(
     h: hist.Hist,
     dataset: str,
-    groups: list[tuple[int, NDArray[np.bool_] | None]],
-    x_bin: NDArray[np.intp],
-    y: NDArray[np.float64],
-    weight: NDArray[np.float64],
+    groups: list[tuple[int, BoolArray | None]],
+    x_bin: IntArray,
+    y: FloatArray,
+    weight: FloatArray,
 ) -> None:
     """:func:`add_values_to_histogram` with the events' process groups already found."""
     shape = (len(h.axes["x"]) + 2, len(h.axes["y"]) + 2)
@@ -374,7 +375,7 @@ def _add_groups(
         _add_sums(h, dataset, label, sums)
 
 
-def _process_groups(process: NDArray[np.int64]) -> list[tuple[int, NDArray[np.bool_] | None]]:
+def _process_groups(process: Int64Array) -> list[tuple[int, BoolArray | None]]:
     """Each process label present, with the mask of its events (``None``: all of them)."""
     first = int(process[0]) if len(process) else 0
     # a view of one value (stride 0) holds one label without looking at every event
@@ -383,7 +384,7 @@ def _process_groups(process: NDArray[np.int64]) -> list[tuple[int, NDArray[np.bo
     return [(int(label), process == label) for label in np.unique(process)]
 
 
-def _pick(mine: NDArray[np.bool_] | None, *arrays: NDArray[Any]) -> tuple[NDArray[Any], ...]:
+def _pick(mine: BoolArray | None, *arrays: NDArray[Any]) -> tuple[NDArray[Any], ...]:
     return arrays if mine is None else tuple(a[mine] for a in arrays)
 
 
@@ -391,7 +392,7 @@ def _add_sums(
     h: hist.Hist,
     dataset: str,
     label: int,
-    sums: tuple[NDArray[np.float64], NDArray[np.float64]],
+    sums: tuple[FloatArray, FloatArray],
 ) -> None:
     """Add per-bin sums of weights and squared weights to the ``(dataset, label)`` slice."""
     if dataset not in h.axes["dataset"] or label not in h.axes["process"]:
@@ -405,11 +406,11 @@ def _add_sums(
 
 def write_skim(
     path: Path,
-    x: NDArray[np.float64],
-    scores: Mapping[str, NDArray[np.float64]],
-    label: NDArray[np.int64],
-    weight: NDArray[np.float64],
-    entry: NDArray[np.int64],
+    x: FloatArray,
+    scores: Mapping[str, FloatArray],
+    label: Int64Array,
+    weight: FloatArray,
+    entry: Int64Array,
 ) -> str:
     """Write one chunk's skim (``x``, ``score_<name>``, weight, label, entry) as parquet.
 
@@ -480,7 +481,7 @@ class AnalysisProcessor(ParticleProcessor):
     x: str = "mjj"
     x_max: float | None = None
     plane: PlaneBinning = field(default_factory=PlaneBinning)
-    entries: Mapping[str, NDArray[np.int64]] | None = None
+    entries: Mapping[str, Int64Array] | None = None
     skim_dir: str | None = None
     processes: Mapping[str, int] | None = None
     scales: Mapping[str, float] | None = None
@@ -556,9 +557,7 @@ class AnalysisProcessor(ParticleProcessor):
             ]
         return output
 
-    def _score(
-        self, name: str, scorer: Any, table: ak.Array, batch: ParticleBatch
-    ) -> NDArray[np.float64]:
+    def _score(self, name: str, scorer: Any, table: ak.Array, batch: ParticleBatch) -> FloatArray:
         values = np.asarray(scorer(table), dtype=np.float64)
         if values.shape != (len(table),):
             raise ValueError(

@@ -24,9 +24,9 @@ from typing import Any, NamedTuple
 
 import boost_histogram as bh
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._jit import numba_enabled
+from rosenblatt.typing import BoolArray, FloatArray, IntArray
 
 __all__ = ["AxisBins", "axis_bins", "binned_sums", "flow_index"]
 
@@ -82,8 +82,8 @@ def _near_edge(
 @_inline
 def _regular_bin(
     value: float,
-    edges: NDArray[np.float64],
-    table: NDArray[np.intp],
+    edges: FloatArray,
+    table: IntArray,
     low: float,
     scale: float,
     tolerance: float,
@@ -104,8 +104,8 @@ def _regular_bin(
 @_inline
 def _uniform_bin(
     value: float,
-    edges: NDArray[np.float64],
-    table: NDArray[np.intp],
+    edges: FloatArray,
+    table: IntArray,
     low: float,
     scale: float,
     tolerance: float,
@@ -124,8 +124,8 @@ def _uniform_bin(
 @_inline
 def _variable_bin(
     value: float,
-    edges: NDArray[np.float64],
-    table: NDArray[np.intp],
+    edges: FloatArray,
+    table: IntArray,
     low: float,
     scale: float,
     tolerance: float,
@@ -145,13 +145,13 @@ def _variable_bin(
 
 @_helper
 def _arithmetic_bins(
-    values: NDArray[np.float64],
+    values: FloatArray,
     low: float,
     scale: float,
     n: int,
     tolerance: float,
-    out: NDArray[np.intp],
-    near: NDArray[np.bool_],
+    out: IntArray,
+    near: BoolArray,
 ) -> int:
     """Every value's flow-bin index from arithmetic alone (:func:`_near_edge`), and how many lie within rounding of an edge.
 
@@ -168,15 +168,15 @@ def _arithmetic_bins(
 
 @_helper
 def _exact_bins(
-    values: NDArray[np.float64],
+    values: FloatArray,
     kind: int,
-    edges: NDArray[np.float64],
-    table: NDArray[np.intp],
+    edges: FloatArray,
+    table: IntArray,
     low: float,
     scale: float,
     tolerance: float,
-    out: NDArray[np.intp],
-    near: NDArray[np.bool_],
+    out: IntArray,
+    near: BoolArray,
 ) -> None:
     """The exact flow-bin index of the values marked ``near`` an edge.
 
@@ -198,14 +198,14 @@ def _exact_bins(
 
 @_helper
 def _bins_loop(
-    values: NDArray[np.float64],
+    values: FloatArray,
     kind: int,
-    edges: NDArray[np.float64],
-    table: NDArray[np.intp],
+    edges: FloatArray,
+    table: IntArray,
     low: float,
     scale: float,
     tolerance: float,
-    out: NDArray[np.intp],
+    out: IntArray,
 ) -> None:
     if kind == VARIABLE:
         for k in range(len(values)):
@@ -220,18 +220,18 @@ def _bins_loop(
 
 @_helper
 def _sums_loop(
-    x_bin: NDArray[np.intp],
-    y_bin: NDArray[np.intp],
-    weight: NDArray[np.float64],
-    sums: NDArray[np.float64],
-    squares: NDArray[np.float64],
+    x_bin: IntArray,
+    y_bin: IntArray,
+    weight: FloatArray,
+    sums: FloatArray,
+    squares: FloatArray,
 ) -> None:
     for k in range(len(weight)):
         sums[x_bin[k], y_bin[k]] += weight[k]
         squares[x_bin[k], y_bin[k]] += weight[k] * weight[k]
 
 
-def _lookup(edges: NDArray[np.float64]) -> NDArray[np.intp]:
+def _lookup(edges: FloatArray) -> IntArray:
     """Edges at or below the starts of ``8 len(edges)`` equal cells spanning the edges."""
     cells = 8 * len(edges)
     starts = edges[0] + np.arange(cells + 1) * ((edges[-1] - edges[0]) / cells)
@@ -250,8 +250,8 @@ class AxisBins(NamedTuple):
     """
 
     kind: int
-    edges: NDArray[np.float64]
-    table: NDArray[np.intp]
+    edges: FloatArray
+    table: IntArray
     low: float
     scale: float
     tolerance: float = 0.0
@@ -274,7 +274,7 @@ def axis_bins(axis: Any) -> AxisBins:
     return AxisBins(VARIABLE, edges, table, low, (len(table) - 1) / width)
 
 
-def flow_index(axis: Any, values: NDArray[np.float64]) -> NDArray[np.intp]:
+def flow_index(axis: Any, values: FloatArray) -> IntArray:
     """The flow-bin index of every value along a ``Regular`` or ``Variable`` axis."""
     edges = np.asarray(axis.edges, dtype=np.float64)
     values = np.ascontiguousarray(values, dtype=np.float64)
@@ -293,11 +293,11 @@ def flow_index(axis: Any, values: NDArray[np.float64]) -> NDArray[np.intp]:
 
 
 def binned_sums(
-    x_bin: NDArray[np.intp],
-    y_bin: NDArray[np.intp],
-    weight: NDArray[np.float64],
+    x_bin: IntArray,
+    y_bin: IntArray,
+    weight: FloatArray,
     shape: tuple[int, int],
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[FloatArray, FloatArray]:
     """Sums of ``weight`` and ``weight**2`` per flow bin (indices from :func:`flow_index`)."""
     weight = np.ascontiguousarray(weight, dtype=np.float64)
     if numba_enabled():

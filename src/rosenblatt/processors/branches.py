@@ -40,6 +40,7 @@ from rosenblatt.processors.quantities import (
     parse_quantity,
     passes_selection,
 )
+from rosenblatt.typing import BoolArray, FloatArray
 
 __all__ = [
     "DEFAULT_STEP",
@@ -285,17 +286,17 @@ class Chunk:
     """
 
     start: int
-    values: dict[str, NDArray[np.float64]]
-    present: dict[str, NDArray[np.bool_]]
+    values: dict[str, FloatArray]
+    present: dict[str, BoolArray]
     branches: dict[str, NDArray[Any]]
-    selected: NDArray[np.bool_] | None = None
+    selected: BoolArray | None = None
 
     def __len__(self) -> int:
         for array in (*self.values.values(), *self.branches.values()):
             return len(array)
         return 0
 
-    def complete(self) -> NDArray[np.bool_]:
+    def complete(self) -> BoolArray:
         """Whether each event has a value of every quantity."""
         ok = np.ones(len(self), dtype=bool)
         for present in self.present.values():
@@ -347,8 +348,8 @@ def iter_chunks(
         if selection is not None:
             evaluated = _evaluate(selection, events, source, start, "selection")
             selected = passes_selection(*evaluated)
-        values: dict[str, NDArray[np.float64]] = {}
-        present: dict[str, NDArray[np.bool_]] = {}
+        values: dict[str, FloatArray] = {}
+        present: dict[str, BoolArray] = {}
         for option, quantity in quantities.items():
             values[option], present[option] = _evaluate(quantity, events, source, start, option)
             checked = present[option] if selected is None else present[option] & selected
@@ -405,7 +406,7 @@ def _lazy_chunks(
 
 def _evaluate(
     quantity: Quantity, events: Any, source: TreeSource, start: int, option: str
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+) -> tuple[FloatArray, BoolArray]:
     where = f"{source.path}: entries {start} to {start + len(events) - 1}"
     try:
         return quantity.evaluate(events)
@@ -423,8 +424,8 @@ def _evaluate(
 
 
 def _check_finite(
-    values: NDArray[np.float64],
-    present: NDArray[np.bool_],
+    values: FloatArray,
+    present: BoolArray,
     source: TreeSource,
     start: int,
     option: str,

@@ -39,6 +39,7 @@ from rosenblatt.processors.analysis import (
 )
 from rosenblatt.processors.events import chunk_file_name, unreadable_chunk
 from rosenblatt.processors.quantities import Quantity, passes_selection
+from rosenblatt.typing import BoolArray, FloatArray
 
 with optional_imports(__name__):
     from coffea import processor
@@ -180,11 +181,11 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):
     def _columns(
         self, events: Any, dataset: str, filename: str, start: int
     ) -> tuple[
-        NDArray[np.float64],
-        dict[str, NDArray[np.float64]],
-        NDArray[np.float64],
-        NDArray[np.bool_],
-        NDArray[np.bool_],
+        FloatArray,
+        dict[str, FloatArray],
+        FloatArray,
+        BoolArray,
+        BoolArray,
     ]:
         """``x``, the scores, the weight, selected and present of every event."""
         n = len(events)

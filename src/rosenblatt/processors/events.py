@@ -26,6 +26,7 @@ from rosenblatt._extras import optional_imports
 from rosenblatt.hep.features import JET_RADIUS, event_table
 from rosenblatt.io import EventFileError
 from rosenblatt.io.root import PARTICLE_BRANCHES
+from rosenblatt.typing import BoolArray, FloatArray, Int64Array
 
 with optional_imports(__name__):
     from coffea import processor
@@ -61,8 +62,8 @@ class ParticleBatch:
 
     particles: ak.Array
     label: NDArray[np.int32]
-    weight: NDArray[np.float64]
-    entry: NDArray[np.int64]
+    weight: FloatArray
+    entry: Int64Array
     dataset: str
     file: str
     start: int
@@ -83,7 +84,7 @@ class ParticleBatch:
             radius=radius,
         )
 
-    def select(self, keep: NDArray[np.bool_]) -> ParticleBatch:
+    def select(self, keep: BoolArray) -> ParticleBatch:
         """The events where ``keep`` is true (same file and entry range)."""
         return ParticleBatch(
             particles=self.particles[keep],

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.exceptions import NegativeWeightError
+from rosenblatt.typing import FloatArray
 
 __all__ = [
     "DEFAULT_MAX_GATHER",
@@ -74,9 +74,7 @@ class SkimData:
         return cls(path, Path(path).read_bytes())
 
 
-def _read(
-    path: str | SkimData, score: str
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+def _read(path: str | SkimData, score: str) -> tuple[FloatArray, FloatArray, FloatArray]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -120,7 +118,7 @@ class ScoreHistogram:
     high: float
     bins: int = 4096
 
-    def __call__(self, path: str | SkimData) -> NDArray[np.float64]:
+    def __call__(self, path: str | SkimData) -> FloatArray:
         """Return the summed weight per bin (values outside are put in the end bins)."""
         _, y, weight = _read(path, self.score)
         counts, _ = np.histogram(
@@ -156,7 +154,7 @@ def skim_events(paths: Sequence[str]) -> int:
 
 def gather_skims(
     paths: Sequence[str], score: str, *, max_events: int = DEFAULT_MAX_GATHER
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Read ``(x, score, weight)`` of every event of the skims into memory.
 
     Raises

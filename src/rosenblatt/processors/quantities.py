@@ -48,9 +48,9 @@ from typing import Any
 
 import awkward as ak
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.exceptions import QuantityError
+from rosenblatt.typing import BoolArray, FloatArray
 
 __all__ = [
     "DEFAULT_JETS",
@@ -122,7 +122,7 @@ def _collection_field(events: Any, collection: str, name: str) -> Any:
     )
 
 
-def _as_float(values: Any, n: int, what: str) -> NDArray[np.float64]:
+def _as_float(values: Any, n: int, what: str) -> FloatArray:
     array = np.asarray(ak.to_numpy(values) if isinstance(values, ak.Array) else values)
     if array.shape != (n,):
         raise QuantityError(f"{what}: expected one value per event ({n}), got shape {array.shape}")
@@ -194,7 +194,7 @@ class Quantity:
             needed = []
         return needed, [b for b in needed if b not in have]
 
-    def evaluate(self, events: Any) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    def evaluate(self, events: Any) -> tuple[FloatArray, BoolArray]:
         """Values ``(n,)`` and where they exist ``(n,)`` for ``n`` events.
 
         An event lacks a value when it has too few objects for an element or
@@ -234,7 +234,7 @@ class Quantity:
         """Whether it scores the feature table of particle-level files (a model without features)."""
         return self.kind in ("torchscript", "model", "column") and not self.features
 
-    def _feature_model(self, events: Any) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    def _feature_model(self, events: Any) -> tuple[FloatArray, BoolArray]:
         n = len(events)
         columns, present = [], np.ones(n, dtype=bool)
         for feature in self.features:
@@ -253,7 +253,7 @@ class Quantity:
             ) from None
         return _as_float(scores, n, self.text), present
 
-    def _table_scorer(self, events: Any) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    def _table_scorer(self, events: Any) -> tuple[FloatArray, BoolArray]:
         from rosenblatt.ml.scoring import make_scorer
 
         key = f"scorer:{self.kind}:{self.path or self.name}"
@@ -263,7 +263,7 @@ class Quantity:
         return _as_float(values, len(events), self.text), np.ones(len(events), dtype=bool)
 
 
-def passes_selection(values: NDArray[np.float64], present: NDArray[np.bool_]) -> NDArray[np.bool_]:
+def passes_selection(values: FloatArray, present: BoolArray) -> BoolArray:
     """Whether each event passes a selection, from the selection quantity's evaluation.
 
     An event passes where it has a value and the value is non-zero (``True``
@@ -435,9 +435,7 @@ def _load_feature_model(kind: str, path: str) -> Any:
     return _MODULES[key]
 
 
-def _jet_feature(
-    events: Any, feature: str, jets: str
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+def _jet_feature(events: Any, feature: str, jets: str) -> tuple[FloatArray, BoolArray]:
     """A built-in feature of the two leading jets (by pT) of the collection ``jets``."""
     import vector
 

@@ -13,7 +13,8 @@ import warnings
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from rosenblatt.typing import FloatArray
 
 __all__ = ["TorchScriptScore"]
 
@@ -57,7 +58,7 @@ class TorchScriptScore:
         self.path = path
         self._wrapper: Any = _Matrix(path)
 
-    def __call__(self, matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    def __call__(self, matrix: FloatArray) -> FloatArray:
         """The module's score for every row of ``matrix``."""
         if len(matrix) == 0:
             return np.empty(0, dtype=np.float64)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+
+from rosenblatt.typing import FloatArray
 
 __all__ = ["XGBoostScore"]
 
@@ -47,7 +48,7 @@ class XGBoostScore:
         self.path = path
         self._wrapper: Any = _Matrix(path)
 
-    def __call__(self, matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    def __call__(self, matrix: FloatArray) -> FloatArray:
         """The model's prediction for every row of ``matrix``."""
         expected = int(self._wrapper.xgbooster.num_features())
         if matrix.shape[1] != expected:

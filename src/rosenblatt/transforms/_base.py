@@ -40,6 +40,7 @@ from rosenblatt._awkward import apply_flat
 from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_same_length
 from rosenblatt.exceptions import NaNInputWarning, NotFittedError
 from rosenblatt.transforms import _observables
+from rosenblatt.typing import BoolArray, FloatArray
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -151,8 +152,8 @@ class Kinks(NamedTuple):
         Scatter in ``x`` about ``x`` over which it changes (0 for a grid).
     """
 
-    x: NDArray[np.float64]
-    y: NDArray[np.float64]
+    x: FloatArray
+    y: FloatArray
     spread: float
 
 
@@ -272,7 +273,7 @@ class ConditionalCDFTransform(ABC):
         """The number of protected observables the transform was fitted on (1 before fitting)."""
         return int(self.__dict__.get("x_dims_", 1))
 
-    def _fit_observables(self, x: NDArray[np.float64], y: Any, weight: Any) -> Self:
+    def _fit_observables(self, x: FloatArray, y: Any, weight: Any) -> Self:
         """:meth:`fit` on ``k >= 2`` observables ``x`` of shape ``(n, k)``."""
         _observables.check_dims(x.shape, self.max_x_dims, type(self).__name__)
         y_arr = _observables.flat_values(y, "y")
@@ -289,9 +290,7 @@ class ConditionalCDFTransform(ABC):
         self.sum_weight_ = float(len(y_arr) if w_arr is None else w_arr.sum())
         return self
 
-    def _fit_vector(
-        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
-    ) -> None:
+    def _fit_vector(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         """Learn the state from ``(n, k)`` observables; transforms with ``max_x_dims > 1`` override it.
 
         Must set ``domain_ = ((x_lo, x_hi), (y_lo, y_hi))`` with ``x_lo`` and
@@ -300,9 +299,7 @@ class ConditionalCDFTransform(ABC):
         msg = f"{type(self).__name__} does not take several protected observables"
         raise TypeError(msg)
 
-    def _transform_vector(
-        self, x: NDArray[np.float64], y: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
+    def _transform_vector(self, x: FloatArray, y: FloatArray) -> FloatArray:
         """Evaluate ``gamma`` on finite ``(m, k)`` observables (``x`` within the domain) and scores."""
         msg = f"{type(self).__name__} does not take several protected observables"
         raise TypeError(msg)
@@ -312,9 +309,7 @@ class ConditionalCDFTransform(ABC):
         (x_lo, x_hi), _ = self.domain_
         lo, hi = np.asarray(x_lo), np.asarray(x_hi)
 
-        def evaluate(
-            x_flat: NDArray[np.float64], y_flat: NDArray[np.float64]
-        ) -> NDArray[np.float64]:
+        def evaluate(x_flat: FloatArray, y_flat: FloatArray) -> FloatArray:
             if nan_policy == "raise":
                 check_finite(x_flat, "x")
                 check_finite(y_flat, "y")
@@ -333,7 +328,7 @@ class ConditionalCDFTransform(ABC):
     @overload
     def transform(
         self, x: NumpyInput, y: NumpyInput, *, nan_policy: NaNPolicy = ...
-    ) -> NDArray[np.float64]: ...
+    ) -> FloatArray: ...
 
     @overload
     def transform(self, x: Any, y: Any, *, nan_policy: NaNPolicy = ...) -> Any: ...
@@ -366,7 +361,7 @@ class ConditionalCDFTransform(ABC):
         if self.x_dims > 1:
             return self._transform_observables(x, y, nan_policy)
 
-        def evaluate(x_flat: NDArray[Any], y_flat: NDArray[Any]) -> NDArray[np.float64]:
+        def evaluate(x_flat: NDArray[Any], y_flat: NDArray[Any]) -> FloatArray:
             x_b, y_b = np.broadcast_arrays(x_flat, y_flat)
             x_arr = as_1d_float(x_b.ravel(), "x", allow_empty=True)
             y_arr = as_1d_float(y_b.ravel(), "y", allow_empty=True)
@@ -378,9 +373,7 @@ class ConditionalCDFTransform(ABC):
 
         return apply_flat(evaluate, x, y)
 
-    def _transform_propagating(
-        self, x: NDArray[np.float64], y: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
+    def _transform_propagating(self, x: FloatArray, y: FloatArray) -> FloatArray:
         """:meth:`_transform` where NaN gives NaN and infinities lie beyond the domain."""
         missing = np.isnan(x) | np.isnan(y)
         out = np.full(len(x), np.nan)
@@ -393,9 +386,7 @@ class ConditionalCDFTransform(ABC):
         return out
 
     @overload
-    def fit_transform(
-        self, x: NDArray[Any], y: NDArray[Any], weight: Any = None
-    ) -> NDArray[np.float64]: ...
+    def fit_transform(self, x: NDArray[Any], y: NDArray[Any], weight: Any = None) -> FloatArray: ...
 
     @overload
     def fit_transform(self, x: Any, y: Any, weight: Any = None) -> Any: ...
@@ -428,7 +419,7 @@ class ConditionalCDFTransform(ABC):
         if self.x_dims > 1:
             return self._outside_observables(x, y)
 
-        def flat(values: Any, name: str) -> NDArray[np.float64]:
+        def flat(values: Any, name: str) -> FloatArray:
             from rosenblatt._awkward import is_awkward
 
             if is_awkward(values):
@@ -454,7 +445,7 @@ class ConditionalCDFTransform(ABC):
         """:meth:`outside` of a transform fitted on several observables (below or above in any)."""
         counts: list[Any] = []
 
-        def flags(x_flat: NDArray[np.float64], y_flat: NDArray[np.float64]) -> NDArray[np.float64]:
+        def flags(x_flat: FloatArray, y_flat: FloatArray) -> FloatArray:
             (x_lo, x_hi), (y_lo, y_hi) = self.domain_
             counts.extend(
                 [
@@ -528,13 +519,11 @@ class ConditionalCDFTransform(ABC):
             raise NotFittedError(msg)
 
     @abstractmethod
-    def _fit(
-        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
-    ) -> None:
+    def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         """Learn the state from validated flat arrays."""
 
     @abstractmethod
-    def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _transform(self, x: FloatArray, y: FloatArray) -> FloatArray:
         """Evaluate ``gamma`` on validated flat arrays."""
 
     @abstractmethod
@@ -547,7 +536,7 @@ class ConditionalCDFTransform(ABC):
         """Rebuild a fitted transform from :meth:`get_state` output (validated)."""
 
 
-def _warn_missing(missing: NDArray[np.bool_]) -> None:
+def _warn_missing(missing: BoolArray) -> None:
     """Issue a :class:`NaNInputWarning` counting the events with a NaN input, if any."""
     n_missing = int(missing.sum())
     if n_missing:

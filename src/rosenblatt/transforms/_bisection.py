@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
+
+from rosenblatt.typing import FloatArray, IntArray
 
 __all__ = ["bisect_segments", "max_depth"]
 
@@ -21,12 +22,12 @@ def max_depth(n_events: int) -> int:
 
 
 def bisect_segments(
-    cumulative: NDArray[np.float64] | None,
-    bounds: NDArray[np.intp],
+    cumulative: FloatArray | None,
+    bounds: IntArray,
     levels: int,
     *,
     empty: bool = False,
-) -> NDArray[np.intp]:
+) -> IntArray:
     """Split every segment ``[bounds[i], bounds[i + 1])`` in two, ``levels`` times.
 
     Each split is placed where the cumulative weight crosses half of the

@@ -15,9 +15,9 @@ blocks of vectorised numpy otherwise; both give the same sum up to rounding.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._jit import compiled
+from rosenblatt.typing import FloatArray, IntArray
 
 try:
     from numba import prange
@@ -26,23 +26,21 @@ except ImportError:  # pragma: no cover - the numpy path is used instead
 
 __all__ = ["brier_loop", "weighted_brier"]
 
-Array = NDArray[np.float64]
-Index = NDArray[np.intp]
 
 #: events per block of the numpy path
 BLOCK = 4096
 
 
 def brier_loop(
-    cdf: Array,
-    pilot: Array,
-    fold: Index,
-    left: Index,
-    share: Array,
-    pilot_left: Index,
-    pilot_share: Array,
-    column: Index,
-    weight: Array,
+    cdf: FloatArray,
+    pilot: FloatArray,
+    fold: IntArray,
+    left: IntArray,
+    share: FloatArray,
+    pilot_left: IntArray,
+    pilot_share: FloatArray,
+    column: IntArray,
+    weight: FloatArray,
 ) -> float:
     """The score as a loop over events, in parallel when compiled by numba."""
     n_thresholds = cdf.shape[2]
@@ -63,15 +61,15 @@ def brier_loop(
 
 
 def _brier_numpy(
-    cdf: Array,
-    pilot: Array,
-    fold: Index,
-    left: Index,
-    share: Array,
-    pilot_left: Index,
-    pilot_share: Array,
-    column: Index,
-    weight: Array,
+    cdf: FloatArray,
+    pilot: FloatArray,
+    fold: IntArray,
+    left: IntArray,
+    share: FloatArray,
+    pilot_left: IntArray,
+    pilot_share: FloatArray,
+    column: IntArray,
+    weight: FloatArray,
 ) -> float:
     n_thresholds = cdf.shape[2]
     k = np.arange(n_thresholds)
@@ -87,15 +85,15 @@ def _brier_numpy(
 
 
 def weighted_brier(
-    cdf: Array,
-    pilot: Array,
-    fold: Index,
-    left: Index,
-    share: Array,
-    pilot_left: Index,
-    pilot_share: Array,
-    column: Index,
-    weight: Array,
+    cdf: FloatArray,
+    pilot: FloatArray,
+    fold: IntArray,
+    left: IntArray,
+    share: FloatArray,
+    pilot_left: IntArray,
+    pilot_share: FloatArray,
+    column: IntArray,
+    weight: FloatArray,
 ) -> float:
     """The weighted Brier score summed over events (see the module).
 
@@ -110,7 +108,7 @@ def weighted_brier(
     pilot_left, pilot_share
         The same on the pilot's nodes.
     column
-        Index of the first threshold above each event's ``y``.
+        IntArray of the first threshold above each event's ``y``.
     weight
         Event weights.
     """

@@ -28,22 +28,21 @@ weight is returned as it is.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy.spatial import cKDTree
 from scipy.stats import rankdata
 
 from rosenblatt._jit import compiled
 from rosenblatt.transforms._kernels import resample_cells
+from rosenblatt.typing import FloatArray, IntArray
 
 __all__ = ["nonnegative_weights"]
 
-Array = NDArray[np.float64]
 
 #: neighbours looked up at once for every seed; a cell that needs more looks up four times as many
 NEIGHBOURS = 8
 
 
-def nonnegative_weights(x: Array, y: Array, weight: Array) -> Array:
+def nonnegative_weights(x: FloatArray, y: FloatArray, weight: FloatArray) -> FloatArray:
     """The weights with every negative one removed by cell resampling (see the module).
 
     Parameters
@@ -85,9 +84,9 @@ def nonnegative_weights(x: Array, y: Array, weight: Array) -> Array:
 def _close_cell(
     kernel: object,
     tree: cKDTree,
-    points: Array,
-    weight: Array,
-    seed: NDArray[np.intp],
+    points: FloatArray,
+    weight: FloatArray,
+    seed: IntArray,
     count: int,
 ) -> None:
     """Resample the cell of one seed, looking up four times more neighbours until it closes."""

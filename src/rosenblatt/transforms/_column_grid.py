@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from rosenblatt._jit import compiled
 from rosenblatt.transforms._base import ConditionalCDFTransform, Kinks
 from rosenblatt.transforms._kernels import column_grid_evaluate, count_le_indexed
+from rosenblatt.typing import FloatArray, IntArray
 
 __all__ = ["ColumnGrid", "ColumnGridTransform", "ColumnTable", "cell_index", "count_le"]
 
@@ -28,7 +29,7 @@ X_CELLS_PER_COLUMN = 4
 Y_CELLS_PER_EDGE = 2
 
 
-def cell_index(rows: NDArray[np.float64], n_cells: int) -> tuple[NDArray[Any], float, float]:
+def cell_index(rows: FloatArray, n_cells: int) -> tuple[NDArray[Any], float, float]:
     """Cell index of each row of sorted values.
 
     Parameters
@@ -61,14 +62,14 @@ def cell_index(rows: NDArray[np.float64], n_cells: int) -> tuple[NDArray[Any], f
     return table.astype(dtype), lo, scale
 
 
-def cell_of(values: NDArray[np.float64], lo: float, scale: float, n_cells: int) -> NDArray[np.intp]:
+def cell_of(values: FloatArray, lo: float, scale: float, n_cells: int) -> IntArray:
     """Cell of each value, exactly as the compiled kernels compute it."""
     with np.errstate(invalid="ignore", over="ignore"):
         u = (values - lo) * scale
         return np.where(u > 0, np.where(u < n_cells, u, n_cells), 0).astype(np.intp)
 
 
-def count_le(values: NDArray[np.float64], queries: NDArray[np.float64]) -> NDArray[np.intp]:
+def count_le(values: FloatArray, queries: FloatArray) -> IntArray:
     """Number of the sorted ``values`` that are ``<=`` each query (``searchsorted`` right)."""
     kernel = compiled(count_le_indexed, parallel=True)
     if kernel is None or len(queries) < 4 * len(values):
@@ -96,15 +97,13 @@ class ColumnGrid:
         CDF at them.
     """
 
-    def __init__(
-        self, centres: NDArray[np.float64], y_edges: NDArray[np.float64], cdf: NDArray[np.float64]
-    ) -> None:
+    def __init__(self, centres: FloatArray, y_edges: FloatArray, cdf: FloatArray) -> None:
         self.centres = np.ascontiguousarray(centres, dtype=np.float64)
         self.y_edges = np.ascontiguousarray(y_edges, dtype=np.float64)
         self.cdf = np.ascontiguousarray(cdf, dtype=np.float64)
         self._index: tuple[Any, ...] | None = None
 
-    def __call__(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def __call__(self, x: FloatArray, y: FloatArray) -> FloatArray:
         """``gamma`` at each ``(x, y)``."""
         kernel = compiled(column_grid_evaluate, parallel=True)
         if kernel is None:
@@ -123,9 +122,7 @@ class ColumnGrid:
         grid = np.stack((self.y_edges.ravel(), self.cdf.ravel()), axis=1)
         return (self.centres, x_table[0], x_lo, x_scale, grid, y_table, y_lo, y_scale)
 
-    def _evaluate_numpy(
-        self, x: NDArray[np.float64], y: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
+    def _evaluate_numpy(self, x: FloatArray, y: FloatArray) -> FloatArray:
         centres = self.centres
         column = np.clip(np.searchsorted(centres, x, side="right") - 1, 0, len(centres) - 2)
         left, right = centres[column], centres[column + 1]
@@ -133,7 +130,7 @@ class ColumnGrid:
             t = np.clip((x - left) / (right - left), 0.0, 1.0)
         return (1.0 - t) * self._column_cdf(column, y) + t * self._column_cdf(column + 1, y)
 
-    def _column_cdf(self, column: NDArray[np.intp], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _column_cdf(self, column: IntArray, y: FloatArray) -> FloatArray:
         """Piecewise-linear CDF of each event's column at its ``y``."""
         edges, cdf = self.y_edges.ravel(), self.cdf.ravel()
         n_edge = self.y_edges.shape[1]
@@ -152,7 +149,7 @@ class ColumnGrid:
         c0, c1 = cdf[lower], cdf[lower + 1]
         width = e1 - e0
         frac = np.divide(y - e0, width, out=np.zeros_like(y), where=width > 0)
-        out: NDArray[np.float64] = c0 + (c1 - c0) * np.clip(frac, 0.0, 1.0)
+        out: FloatArray = c0 + (c1 - c0) * np.clip(frac, 0.0, 1.0)
         out[count == 0] = 0.0
         out[count == n_edge] = 1.0
         return out
@@ -172,9 +169,9 @@ class ColumnTable(NamedTuple):
         Same shape: the CDF at each edge.
     """
 
-    x_nodes: NDArray[np.float64]
-    y_edges: NDArray[np.float64]
-    cdf: NDArray[np.float64]
+    x_nodes: FloatArray
+    y_edges: FloatArray
+    cdf: FloatArray
 
 
 class ColumnGridTransform(ConditionalCDFTransform):
@@ -186,11 +183,11 @@ class ColumnGridTransform(ConditionalCDFTransform):
     whoever writes them out: an exported table holds them exactly.
     """
 
-    x_centres_: NDArray[np.float64]
-    y_edges_: NDArray[np.float64]
-    cdf_: NDArray[np.float64]
+    x_centres_: FloatArray
+    y_edges_: FloatArray
+    cdf_: FloatArray
 
-    def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _transform(self, x: FloatArray, y: FloatArray) -> FloatArray:
         sources = (self.x_centres_, self.y_edges_, self.cdf_)
         cached = self.__dict__.get("_column_grid")
         if cached is None or any(a is not b for a, b in zip(cached[0], sources, strict=True)):

@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._jit import compiled
 from rosenblatt.transforms._kernels import gauss_expansion
+from rosenblatt.typing import FloatArray
 
 __all__ = ["ConditionalGaussTransform", "direct_conditional_cdf"]
 
@@ -39,14 +39,14 @@ BOXES_PER_EVENT, BOX_ALLOWANCE = 8, 4096
 
 
 def direct_conditional_cdf(
-    x_def: NDArray[np.float64],
-    y_def: NDArray[np.float64],
-    w_def: NDArray[np.float64],
+    x_def: FloatArray,
+    y_def: FloatArray,
+    w_def: FloatArray,
     bandwidth: float,
-    x: NDArray[np.float64],
-    y: NDArray[np.float64],
+    x: FloatArray,
+    y: FloatArray,
     block: int = 256,
-) -> NDArray[np.float64]:
+) -> FloatArray:
     """The kernel-weighted conditional CDF by the direct ``O(M N)`` sum.
 
     The kernel of each query is scaled by that of its nearest defining event
@@ -79,7 +79,7 @@ class ConditionalGaussTransform:
     """
 
     @staticmethod
-    def suits(x_def: NDArray[np.float64], bandwidth: float) -> bool:
+    def suits(x_def: FloatArray, bandwidth: float) -> bool:
         """Whether the boxes of a sample and width stay few: at most a few per event.
 
         The boxes span the sample's range in steps of ``sqrt(2) h``; a width far
@@ -91,9 +91,9 @@ class ConditionalGaussTransform:
 
     def __init__(
         self,
-        x_def: NDArray[np.float64],
-        y_def: NDArray[np.float64],
-        w_def: NDArray[np.float64],
+        x_def: FloatArray,
+        y_def: FloatArray,
+        w_def: FloatArray,
         bandwidth: float,
     ) -> None:
         if not self.suits(x_def, bandwidth):
@@ -126,7 +126,7 @@ class ConditionalGaussTransform:
         self.box_start = bounds[:-1]
         self.box_total = self.cumulative[bounds[1:]] - self.cumulative[bounds[:-1]]
 
-    def __call__(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def __call__(self, x: FloatArray, y: FloatArray) -> FloatArray:
         """``gamma`` at the query points (``x`` inside the defining range)."""
         out = np.empty(len(x))
         for start in range(0, len(x), BLOCK):
@@ -134,7 +134,7 @@ class ConditionalGaussTransform:
             out[start:stop] = self._block(x[start:stop], y[start:stop])
         return out
 
-    def _block(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _block(self, x: FloatArray, y: FloatArray) -> FloatArray:
         t = (x - self.origin) / self.unit
         nearest = self._nearest_distance(t)
         far = nearest > FAR
@@ -148,14 +148,14 @@ class ConditionalGaussTransform:
             result[near] = self._expand(t[near], y[near])
         return result
 
-    def _nearest_distance(self, t: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _nearest_distance(self, t: FloatArray) -> FloatArray:
         s = self.s_sorted
         idx = np.searchsorted(s, t)
         left = np.abs(t - s[np.clip(idx - 1, 0, len(s) - 1)])
         right = np.abs(s[np.clip(idx, 0, len(s) - 1)] - t)
         return np.minimum(left, right)
 
-    def _expand(self, t: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _expand(self, t: FloatArray, y: FloatArray) -> FloatArray:
         rank = np.searchsorted(self.y_sorted, y, side="right")
         kernel = compiled(gauss_expansion, parallel=True)
         if kernel is not None:

@@ -7,7 +7,6 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._validation import check_int
 from rosenblatt.transforms import _tensor_grid as tg
@@ -15,10 +14,10 @@ from rosenblatt.transforms._local_polynomial import y_edges
 from rosenblatt.transforms._vector_selection import select_vector_bandwidth
 from rosenblatt.transforms.kde import absolute_sigma
 from rosenblatt.transforms.selection import Selection, check_folds, check_seed
+from rosenblatt.typing import FloatArray
 
 __all__ = ["NODE_FACTOR", "TensorFit", "fit_tensor", "tensor_from_state", "tensor_state"]
 
-Array = NDArray[np.float64]
 
 #: a tensor grid may hold this many times ``max_nodes`` nodes in all
 NODE_FACTOR = 10
@@ -56,15 +55,15 @@ class TensorFit:
 
     domain: VectorDomain
     sigma_r: float
-    axis_sigma_r: Array
-    sigma_a: Array
+    axis_sigma_r: FloatArray
+    sigma_a: FloatArray
     selection: Selection | None
-    axes: tuple[Array, ...]
-    y_edges: Array
-    cdf: Array
+    axes: tuple[FloatArray, ...]
+    y_edges: FloatArray
+    cdf: FloatArray
 
 
-def _spreads(x: Array, w: Array | None) -> Array:
+def _spreads(x: FloatArray, w: FloatArray | None) -> FloatArray:
     sigma_a = np.array([absolute_sigma(x[:, d], w) for d in range(x.shape[1])])
     constant = np.flatnonzero(~(sigma_a > 0))
     if len(constant):
@@ -73,7 +72,7 @@ def _spreads(x: Array, w: Array | None) -> Array:
     return sigma_a
 
 
-def _shared_edges(y: Array, w: Array | None, n_bins: int) -> Array:
+def _shared_edges(y: FloatArray, w: FloatArray | None, n_bins: int) -> FloatArray:
     order = np.argsort(y, kind="stable")
     cumulative = (
         np.arange(len(y) + 1.0) if w is None else np.concatenate(([0.0], np.cumsum(w[order])))
@@ -82,9 +81,9 @@ def _shared_edges(y: Array, w: Array | None, n_bins: int) -> Array:
 
 
 def fit_tensor(
-    x: Array,
-    y: Array,
-    w: Array | None,
+    x: FloatArray,
+    y: FloatArray,
+    w: FloatArray | None,
     *,
     sigma_r: float | None,
     degree: int,

@@ -18,6 +18,7 @@ from rosenblatt._schema import SchemaError
 from rosenblatt.transforms._bisection import bisect_segments, max_depth
 from rosenblatt.transforms._column_grid import count_le
 from rosenblatt.transforms._kernels import group_by_key
+from rosenblatt.typing import FloatArray, Int64Array, IntArray
 
 if TYPE_CHECKING:
     from rosenblatt.transforms._irgi_vector import Cells
@@ -54,7 +55,7 @@ def parse_domain(domain: Any) -> Domain:
     return ((x_lo, x_hi), (y_lo, y_hi))
 
 
-def _cumulative(weight: NDArray[np.float64] | None, n: int) -> NDArray[np.float64]:
+def _cumulative(weight: FloatArray | None, n: int) -> FloatArray:
     """Summed weight of the first ``i`` events, ``i = 0..n``."""
     if weight is None:
         return np.arange(n + 1, dtype=np.float64)
@@ -62,13 +63,13 @@ def _cumulative(weight: NDArray[np.float64] | None, n: int) -> NDArray[np.float6
 
 
 def _bisect_weighted(
-    cumulative: NDArray[np.float64] | None,
-    bounds: NDArray[np.intp],
+    cumulative: FloatArray | None,
+    bounds: IntArray,
     levels: int,
-    w: NDArray[np.float64] | None,
+    w: FloatArray | None,
     axis: str,
     depth: int,
-) -> NDArray[np.intp]:
+) -> IntArray:
     """:func:`bisect_segments`, failing with what the weights allow when they are too sparse."""
     try:
         return bisect_segments(cumulative, bounds, levels)
@@ -103,9 +104,7 @@ def sparse_weight_error(
     return ValueError(msg)
 
 
-def check_column_weight(
-    column_weight: NDArray[np.float64], boundaries: NDArray[np.float64]
-) -> None:
+def check_column_weight(column_weight: FloatArray, boundaries: FloatArray) -> None:
     """Raise a :class:`ValueError` naming the first column whose summed weight is not positive."""
     if np.any(column_weight <= 0):
         bad = int(np.flatnonzero(column_weight <= 0)[0])
@@ -117,9 +116,7 @@ def check_column_weight(
         raise ValueError(msg)
 
 
-def column_cdf(
-    weight_below: NDArray[np.float64], column_weight: NDArray[np.float64]
-) -> NDArray[np.float64]:
+def column_cdf(weight_below: FloatArray, column_weight: FloatArray) -> FloatArray:
     """The normalised CDF at every edge from the weight below the inner edges, per column.
 
     Raises
@@ -140,7 +137,7 @@ def column_cdf(
     return cdf
 
 
-def _stable_argsort(values: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+def _stable_argsort(values: FloatArray) -> tuple[IntArray, FloatArray]:
     """The order that sorts ``values`` keeping tied ones in input order, and the sorted values.
 
     Without ties every sort gives that order, and the default one is the fastest.
@@ -153,16 +150,16 @@ def _stable_argsort(values: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDAr
     return order, ordered
 
 
-def midpoint(low: NDArray[np.float64], high: NDArray[np.float64]) -> NDArray[np.float64]:
+def midpoint(low: FloatArray, high: FloatArray) -> FloatArray:
     """Midpoints that stay in ``[low, high]`` and finite for any finite values."""
     return 0.5 * low + 0.5 * high
 
 
 def _column_of(
-    x: NDArray[np.float64],
-    xs: NDArray[np.float64],
-    inner: NDArray[np.float64],
-    split: NDArray[np.intp],
+    x: FloatArray,
+    xs: FloatArray,
+    inner: FloatArray,
+    split: IntArray,
 ) -> NDArray[Any]:
     """Column of each event: the cell of the sorted ``xs`` that its position falls in.
 
@@ -178,9 +175,7 @@ def _column_of(
     return column
 
 
-def _group_by_column(
-    column: NDArray[Any], starts: NDArray[np.intp], values: NDArray[np.float64]
-) -> NDArray[np.float64]:
+def _group_by_column(column: NDArray[Any], starts: IntArray, values: FloatArray) -> FloatArray:
     """``values`` grouped by column (column ``k`` from ``starts[k]``), input order kept in each."""
     kernel = compiled(group_by_key)
     if kernel is None:
@@ -190,7 +185,7 @@ def _group_by_column(
     return out
 
 
-def _run_starts(values: NDArray[np.float64], segment_starts: NDArray[np.intp]) -> NDArray[np.intp]:
+def _run_starts(values: FloatArray, segment_starts: IntArray) -> IntArray:
     """Index of the first of the equal values around each entry, runs cut at segment starts."""
     new_run = np.empty(len(values), dtype=bool)
     new_run[0] = True
@@ -208,15 +203,15 @@ def domain_list(domain: Domain | None) -> list[list[float]] | None:
 class _Columns(NamedTuple):
     """IRGI's columns in ``x``: the sorted ``x``, its order, centres, boundaries and event ranges."""
 
-    xs: NDArray[np.float64]
-    order: NDArray[np.int64] | None
-    centres: NDArray[np.float64]
-    boundaries: NDArray[np.float64]
-    bounds: NDArray[np.int64]
+    xs: FloatArray
+    order: Int64Array | None
+    centres: FloatArray
+    boundaries: FloatArray
+    bounds: Int64Array
 
 
 def x_columns(
-    x: NDArray[np.float64], w: NDArray[np.float64] | None, depth: int, x_domain: tuple[float, float]
+    x: FloatArray, w: FloatArray | None, depth: int, x_domain: tuple[float, float]
 ) -> _Columns:
     """Bisect ``x`` to ``depth + 1``: even edges are the column centres, odd edges their boundaries."""
     x_lo, x_hi = x_domain
@@ -248,8 +243,8 @@ def x_columns(
 
 
 def y_by_column(
-    x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None, columns: _Columns
-) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, NDArray[np.float64]]:
+    x: FloatArray, y: FloatArray, w: FloatArray | None, columns: _Columns
+) -> tuple[FloatArray, FloatArray | None, FloatArray]:
     """``y`` grouped by column and sorted inside each; the cumulative weight and each column's weight."""
     n = len(x)
     bounds = columns.bounds
@@ -274,16 +269,16 @@ def y_by_column(
 
 
 def y_edges_and_cdf(
-    ys: NDArray[np.float64],
-    cumulative: NDArray[np.float64] | None,
-    column_weight: NDArray[np.float64],
-    bounds: NDArray[np.int64],
-    w: NDArray[np.float64] | None,
+    ys: FloatArray,
+    cumulative: FloatArray | None,
+    column_weight: FloatArray,
+    bounds: Int64Array,
+    w: FloatArray | None,
     depth: int,
     y_domain: tuple[float, float],
     *,
     empty_bins: bool = False,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[FloatArray, FloatArray]:
     """Bisect each column's ``y`` to ``depth``: the edges and the CDF at each edge.
 
     ``empty_bins``: see :func:`column_edges`.
@@ -300,14 +295,14 @@ def y_edges_and_cdf(
 
 
 def column_edges(
-    ys: NDArray[np.float64],
-    cumulative: NDArray[np.float64] | None,
-    bounds: NDArray[np.int64],
+    ys: FloatArray,
+    cumulative: FloatArray | None,
+    bounds: Int64Array,
     depth: int,
     y_domain: tuple[float, float],
     *,
     empty_bins: bool = False,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[FloatArray, FloatArray]:
     """Bisect the ``y`` of every column to ``depth``: its edges and the weight strictly below them.
 
     Parameters

@@ -26,9 +26,9 @@ import itertools
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._jit import numba_enabled
+from rosenblatt.typing import FloatArray, IntArray
 
 try:
     import numba
@@ -52,8 +52,6 @@ __all__ = [
     "nested_gamma",
 ]
 
-Array = NDArray[np.float64]
-IntArray = NDArray[np.intp]
 
 #: most observables a nested partition interpolates (``2**3`` cells at a point)
 MAX_DIMS = 3
@@ -65,8 +63,8 @@ def balanced_splits(depth: int, k: int) -> tuple[int, ...]:
 
 
 def _equal_weight_groups(
-    values: Array, weight: Array, n_groups: int, events: IntArray
-) -> tuple[list[IntArray], Array]:
+    values: FloatArray, weight: FloatArray, n_groups: int, events: IntArray
+) -> tuple[list[IntArray], FloatArray]:
     """Positions of ``values`` in ``n_groups`` groups of equal summed weight, and the cuts between them.
 
     Tied values are ordered by their event number ``events``, so that a cut
@@ -85,10 +83,10 @@ def _equal_weight_groups(
 
 
 def nested_cells(
-    x: Array, w: Array, splits: tuple[int, ...], lo: Array, hi: Array
-) -> tuple[list[IntArray], Array]:
+    x: FloatArray, w: FloatArray, splits: tuple[int, ...], lo: FloatArray, hi: FloatArray
+) -> tuple[list[IntArray], FloatArray]:
     """The events of every nested cell (slab order) and the cells' boxes ``(n_cells, 2, k)``."""
-    cells: list[tuple[IntArray, Array]] = [(np.arange(len(x)), np.stack([lo, hi]))]
+    cells: list[tuple[IntArray, FloatArray]] = [(np.arange(len(x)), np.stack([lo, hi]))]
     for axis, count in enumerate(splits):
         n_groups = 2**count
         refined = []
@@ -109,7 +107,7 @@ def nested_cells(
     return [rows for rows, _ in cells], np.stack([box for _, box in cells])
 
 
-def cell_centres(boxes: Array, splits: tuple[int, ...]) -> list[Array]:
+def cell_centres(boxes: FloatArray, splits: tuple[int, ...]) -> list[FloatArray]:
     """Per observable ``a``, the centres along ``a`` of the nodes that level cut, slab order.
 
     Node ``q`` of level ``a`` (``2**(s1 + ... + sa)`` nodes) holds the cells
@@ -124,7 +122,7 @@ def cell_centres(boxes: Array, splits: tuple[int, ...]) -> list[Array]:
 
 
 @_helper
-def column_value(edges: Array, cdf: Array, n_edge: int, y: float) -> float:
+def column_value(edges: FloatArray, cdf: FloatArray, n_edge: int, y: float) -> float:
     """A column's CDF at ``y``: linear between its edges, 0 below, 1 at and above the last."""
     if y < edges[0]:
         return 0.0
@@ -144,14 +142,14 @@ def column_value(edges: Array, cdf: Array, n_edge: int, y: float) -> float:
 
 
 def _nested_loop(
-    centres: Array,
+    centres: FloatArray,
     offsets: IntArray,
     counts: IntArray,
-    edges: Array,
-    cdf: Array,
-    x: Array,
-    u: Array,
-) -> Array:
+    edges: FloatArray,
+    cdf: FloatArray,
+    x: FloatArray,
+    u: FloatArray,
+) -> FloatArray:
     """:func:`nested_gamma` as loops for numba (queries in parallel).
 
     ``centres[offsets[a]:offsets[a + 1]]`` are level ``a``'s node centres;
@@ -210,7 +208,9 @@ def _compiled() -> Any:
     return numba.njit(cache=True, nogil=True, parallel=True)(_nested_loop)
 
 
-def _flat_centres(boxes: Array, splits: tuple[int, ...]) -> tuple[Array, IntArray, IntArray]:
+def _flat_centres(
+    boxes: FloatArray, splits: tuple[int, ...]
+) -> tuple[FloatArray, IntArray, IntArray]:
     centres = cell_centres(boxes, splits)
     offsets = np.concatenate(([0], np.cumsum([len(c) for c in centres]))).astype(np.intp)
     counts = np.array([2**s for s in splits], dtype=np.intp)
@@ -218,8 +218,13 @@ def _flat_centres(boxes: Array, splits: tuple[int, ...]) -> tuple[Array, IntArra
 
 
 def nested_gamma(
-    boxes: Array, splits: tuple[int, ...], edges: Array, cdf: Array, x: Array, u: Array
-) -> Array:
+    boxes: FloatArray,
+    splits: tuple[int, ...],
+    edges: FloatArray,
+    cdf: FloatArray,
+    x: FloatArray,
+    u: FloatArray,
+) -> FloatArray:
     """The nested interpolation of the cells' CDFs at ``(x, u)`` (see module).
 
     ``u`` is the value the CDFs are read at: the residual of a fit.
@@ -232,11 +237,11 @@ def nested_gamma(
         gamma = kernel(
             centres, offsets, counts, edges, cdf, np.ascontiguousarray(x), np.ascontiguousarray(u)
         )
-    clipped: Array = np.clip(gamma, 0.0, 1.0)
+    clipped: FloatArray = np.clip(gamma, 0.0, 1.0)
     return clipped
 
 
-def _columns_numpy(edges: Array, cdf: Array, cell: IntArray, u: Array) -> Array:
+def _columns_numpy(edges: FloatArray, cdf: FloatArray, cell: IntArray, u: FloatArray) -> FloatArray:
     """Each query's column (``cell``) read at its ``u``."""
     rows, n_edge = edges[cell], edges.shape[1]
     hi = np.clip((rows <= u[:, None]).sum(axis=1), 1, n_edge - 1)
@@ -249,22 +254,22 @@ def _columns_numpy(edges: Array, cdf: Array, cell: IntArray, u: Array) -> Array:
         frac = np.where(span > 0, (u - e_lo) / np.where(span > 0, span, 1.0), 1.0)
     value = c_lo + (c_hi - c_lo) * frac
     value = np.where(u < rows[:, 0], 0.0, value)
-    result: Array = np.where(u >= rows[:, -1], 1.0, value)
+    result: FloatArray = np.where(u >= rows[:, -1], 1.0, value)
     return result
 
 
 def _nested_numpy(
-    centres: Array,
+    centres: FloatArray,
     offsets: IntArray,
     counts: IntArray,
-    edges: Array,
-    cdf: Array,
-    x: Array,
-    u: Array,
-) -> Array:
+    edges: FloatArray,
+    cdf: FloatArray,
+    x: FloatArray,
+    u: FloatArray,
+) -> FloatArray:
     """:func:`_nested_loop` vectorised over the queries, one branch of the interpolation at a time."""
     n, k = x.shape
-    branches: list[tuple[IntArray, Array]] = [(np.zeros(n, dtype=np.intp), np.ones(n))]
+    branches: list[tuple[IntArray, FloatArray]] = [(np.zeros(n, dtype=np.intp), np.ones(n))]
     for a in range(k):
         count = int(counts[a])
         level = centres[offsets[a] : offsets[a + 1]].reshape(-1, count)

@@ -35,18 +35,15 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._irgi_nested import balanced_splits, nested_cells, nested_gamma
+from rosenblatt.typing import BoolArray, FloatArray, IntArray
 
 __all__ = ["Cells", "fit_cells", "linear_trend", "select_splits"]
 
-Array = NDArray[np.float64]
-IntArray = NDArray[np.intp]
 
-
-def linear_trend(x: Array, y: Array, w: Array) -> tuple[Array, Array]:
+def linear_trend(x: FloatArray, y: FloatArray, w: FloatArray) -> tuple[FloatArray, FloatArray]:
     """The weighted least-squares plane of ``y`` on ``x``: its centre and slope, each ``(k,)``.
 
     The slope is zero where the plane is not defined: a summed weight or a
@@ -71,15 +68,15 @@ def linear_trend(x: Array, y: Array, w: Array) -> tuple[Array, Array]:
     return centre, slope
 
 
-def residual(x: Array, y: Array, centre: Array, slope: Array) -> Array:
+def residual(x: FloatArray, y: FloatArray, centre: FloatArray, slope: FloatArray) -> FloatArray:
     """``u = y - (x - centre) . slope``, the score about the plane."""
-    u: Array = y - (x - centre) @ slope
+    u: FloatArray = y - (x - centre) @ slope
     return u
 
 
 def cell_columns(
-    y: Array, w: Array, cells: list[IntArray], y_depth: int, y_lo: float, y_hi: float
-) -> tuple[Array, Array]:
+    y: FloatArray, w: FloatArray, cells: list[IntArray], y_depth: int, y_lo: float, y_hi: float
+) -> tuple[FloatArray, FloatArray]:
     """Per cell the ``y`` edges at its weighted quantiles and the CDF at them, padded to one width."""
     edges_list, cdf_list = [], []
     for rows in cells:
@@ -118,28 +115,28 @@ class Cells(NamedTuple):
     """The learned state of IRGI on several observables."""
 
     #: ``(n_cells, 2, k)`` each cell's box: its lower and upper corner
-    boxes: Array
+    boxes: FloatArray
     #: ``(n_cells, n_edge)`` each cell's edges in the residual ``u``
-    edges: Array
+    edges: FloatArray
     #: the CDF at the edges
-    cdf: Array
+    cdf: FloatArray
     #: bisection levels of ``u`` in each cell
     y_depth: int
     #: ``(k,)`` the centre of the plane of ``y`` on ``x``
-    centre: Array
+    centre: FloatArray
     #: ``(k,)`` its slope
-    slope: Array
+    slope: FloatArray
     #: levels of the nested bisection per observable
     splits: tuple[int, ...]
 
-    def gamma(self, x: Array, y: Array, y_range: tuple[float, float]) -> Array:
+    def gamma(self, x: FloatArray, y: FloatArray, y_range: tuple[float, float]) -> FloatArray:
         """``gamma`` at ``(x, y)`` (``x`` within the domain; ``y_range`` the domain in ``y``)."""
         u = residual(x, y, self.centre, self.slope)
         gamma = nested_gamma(self.boxes, self.splits, self.edges, self.cdf, x, u)
         return np.where(y <= y_range[0], 0.0, np.where(y >= y_range[1], 1.0, gamma))
 
 
-def fit_cells(x: Array, y: Array, w: Array | None, splits: tuple[int, ...]) -> Cells:
+def fit_cells(x: FloatArray, y: FloatArray, w: FloatArray | None, splits: tuple[int, ...]) -> Cells:
     """The nested cells of ``splits`` levels per observable and the plane their CDFs are taken about."""
     weight = np.ones(len(y)) if w is None else w
     centre, slope = linear_trend(x, y, weight)
@@ -176,7 +173,7 @@ def _neighbours(splits: tuple[int, ...], largest: int) -> list[tuple[int, ...]]:
     return [c for c in out if min(c) >= 0 and 1 <= sum(c) <= largest]
 
 
-def select_splits(x: Array, y: Array, w: Array | None, folds: int, seed: int) -> Any:
+def select_splits(x: FloatArray, y: FloatArray, w: FloatArray | None, folds: int, seed: int) -> Any:
     """Cross-validate the levels per observable by the integrated Brier score (a :class:`Selection`).
 
     The balanced splits of every depth from 1 to the largest a training fold
@@ -204,7 +201,7 @@ def select_splits(x: Array, y: Array, w: Array | None, folds: int, seed: int) ->
         _prepare_fold(x, y, w, label != fold, held, thresholds)
         for fold, held in enumerate(held_out)
     ]
-    per_fold: dict[tuple[int, ...], Array] = {}
+    per_fold: dict[tuple[int, ...], FloatArray] = {}
 
     def score(splits: tuple[int, ...]) -> float:
         if splits not in per_fold:
@@ -238,18 +235,23 @@ def select_splits(x: Array, y: Array, w: Array | None, folds: int, seed: int) ->
 class _Fold(NamedTuple):
     """A cross-validation fold: its training events and the held-out queries, built once."""
 
-    x: Array
-    y: Array
-    w: Array | None
-    weight: Array
-    below: Array
-    xq: Array
-    yq: Array
+    x: FloatArray
+    y: FloatArray
+    w: FloatArray | None
+    weight: FloatArray
+    below: FloatArray
+    xq: FloatArray
+    yq: FloatArray
     y_range: tuple[float, float]
 
 
 def _prepare_fold(
-    x: Array, y: Array, w: Array | None, train: NDArray[np.bool_], held: IntArray, thresholds: Array
+    x: FloatArray,
+    y: FloatArray,
+    w: FloatArray | None,
+    train: BoolArray,
+    held: IntArray,
+    thresholds: FloatArray,
 ) -> _Fold:
     """The fold's training events, and its held-out events at every threshold (``x`` clipped to the training range)."""
     xq = np.clip(
@@ -268,7 +270,7 @@ def _prepare_fold(
 
 
 def _fewest_levels_within_one_error(
-    per_fold: dict[tuple[int, ...], Array], best: tuple[int, ...]
+    per_fold: dict[tuple[int, ...], FloatArray], best: tuple[int, ...]
 ) -> tuple[int, ...]:
     """The splits with the fewest levels whose mean score is within one standard error of ``best``'s."""
     folds = len(per_fold[best])

@@ -16,9 +16,9 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._jit import numba_enabled
+from rosenblatt.typing import FloatArray
 
 try:
     from numba import prange
@@ -27,7 +27,6 @@ except ImportError:  # pragma: no cover - numba is optional
 
 __all__ = ["product_kernel_cdf"]
 
-Array = NDArray[np.float64]
 
 #: elements of the largest temporary array of the numpy path
 BLOCK_ELEMENTS = 2_000_000
@@ -35,7 +34,9 @@ BLOCK_ELEMENTS = 2_000_000
 TINY = 1e-250
 
 
-def _sums_loop(u: Array, y: Array, w: Array, uq: Array, yq: Array, shift: bool) -> Array:
+def _sums_loop(
+    u: FloatArray, y: FloatArray, w: FloatArray, uq: FloatArray, yq: FloatArray, shift: bool
+) -> FloatArray:
     """Per query: ``(sum w K H, sum w K)``; with ``shift``, relative to the nearest defining event."""
     n, k = u.shape
     out = np.zeros((len(yq), 2))
@@ -74,7 +75,9 @@ def _compiled() -> Any:
     return numba.njit(cache=True, nogil=True, parallel=True)(_sums_loop)
 
 
-def _sums_numpy(u: Array, y: Array, w: Array, uq: Array, yq: Array, shift: bool) -> Array:
+def _sums_numpy(
+    u: FloatArray, y: FloatArray, w: FloatArray, uq: FloatArray, yq: FloatArray, shift: bool
+) -> FloatArray:
     out = np.empty((len(yq), 2))
     block = max(1, BLOCK_ELEMENTS // max(len(y), 1))
     for start in range(0, len(yq), block):
@@ -88,7 +91,9 @@ def _sums_numpy(u: Array, y: Array, w: Array, uq: Array, yq: Array, shift: bool)
     return out
 
 
-def product_kernel_cdf(u: Array, y: Array, w: Array, uq: Array, yq: Array) -> Array:
+def product_kernel_cdf(
+    u: FloatArray, y: FloatArray, w: FloatArray, uq: FloatArray, yq: FloatArray
+) -> FloatArray:
     """``gamma`` at the queries ``(uq, yq)`` from the defining ``(u, y, w)``, ``u`` in units of the widths.
 
     Returns the ratio of the kernel sums; NaN where the weighted kernel sum is

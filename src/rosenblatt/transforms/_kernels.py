@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rosenblatt.typing import FloatArray, Int64Array, IntArray
+
 try:
     import numba
     from numba import prange
@@ -90,11 +92,11 @@ def _count_le_near(row: NDArray[Any], start: int, low: int, high: int, value: fl
 
 
 def count_le_indexed(
-    values: NDArray[np.float64],
+    values: FloatArray,
     table: NDArray[Any],
     lo: float,
     scale: float,
-    queries: NDArray[np.float64],
+    queries: FloatArray,
     out: NDArray[Any],
 ) -> None:
     """``out[i]`` = number of the sorted ``values`` <= ``queries[i]``, through a cell index.
@@ -112,9 +114,9 @@ def count_le_indexed(
 
 def group_by_key(
     key: NDArray[Any],
-    starts: NDArray[np.intp],
-    values: NDArray[np.float64],
-    out: NDArray[np.float64],
+    starts: IntArray,
+    values: FloatArray,
+    out: FloatArray,
 ) -> None:
     """Counting sort: ``values`` grouped by ``key`` into ``out``, input order kept in each group.
 
@@ -128,7 +130,7 @@ def group_by_key(
 
 
 @_helper
-def _interpolate(grid: NDArray[np.float64], start: int, n_edge: int, count: int, y: float) -> float:
+def _interpolate(grid: FloatArray, start: int, n_edge: int, count: int, y: float) -> float:
     """The column's piecewise-linear CDF at ``y``, given the number of its edges <= ``y``.
 
     ``grid[start + j]`` holds the column's ``j``-th edge and its CDF value. The
@@ -151,17 +153,17 @@ GRID_BLOCK = 256
 
 
 def column_grid_evaluate(
-    centres: NDArray[np.float64],
+    centres: FloatArray,
     x_table: NDArray[Any],
     x_lo: float,
     x_scale: float,
-    grid: NDArray[np.float64],
+    grid: FloatArray,
     y_table: NDArray[Any],
     y_lo: float,
     y_scale: float,
-    x: NDArray[np.float64],
-    y: NDArray[np.float64],
-    out: NDArray[np.float64],
+    x: FloatArray,
+    y: FloatArray,
+    out: FloatArray,
 ) -> None:
     """Bilinear interpolation of a column grid (IRGI's ``gamma``), see :class:`ColumnGrid`.
 
@@ -221,15 +223,15 @@ def column_grid_evaluate(
 
 
 def gauss_expansion(
-    t: NDArray[np.float64],
-    rank: NDArray[np.int64],
-    key: NDArray[np.int64],
-    cumulative: NDArray[np.float64],
-    box_start: NDArray[np.int64],
-    box_total: NDArray[np.float64],
+    t: FloatArray,
+    rank: Int64Array,
+    key: Int64Array,
+    cumulative: FloatArray,
+    box_start: Int64Array,
+    box_total: FloatArray,
     stride: int,
     reach: int,
-    out: NDArray[np.float64],
+    out: FloatArray,
 ) -> None:
     """Hermite-expanded kernel sums of the conditional Gauss transform (see its module)."""
     n_boxes = len(box_start)
@@ -254,9 +256,9 @@ def gauss_expansion(
 
 
 def resample_cells(
-    weight: NDArray[np.float64],
-    seeds: NDArray[np.intp],
-    neighbours: NDArray[np.intp],
+    weight: FloatArray,
+    seeds: IntArray,
+    neighbours: IntArray,
     start: int,
 ) -> int:
     """Cell resampling of negative weights, in place (see :mod:`rosenblatt.transforms._cell_resampling`).

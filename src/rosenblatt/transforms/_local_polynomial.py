@@ -33,10 +33,10 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy import sparse
 
 from rosenblatt.exceptions import NegativeWeightError
+from rosenblatt.typing import BoolArray, FloatArray, IntArray
 
 __all__ = [
     "KERNEL_REACH",
@@ -69,10 +69,8 @@ RIDGE = 1e-6
 #: a node's kernel is widened until it reaches this far beyond the whole grid (in bandwidths)
 WIDEST_REACH = 2.0
 
-Array = NDArray[np.float64]
 
-
-def node_grid(lo: float, hi: float, spacing: float, max_nodes: int) -> Array:
+def node_grid(lo: float, hi: float, spacing: float, max_nodes: int) -> FloatArray:
     """Regular ``x`` nodes from ``lo`` to ``hi`` at most ``spacing`` apart (at least two).
 
     Raises
@@ -96,7 +94,7 @@ def node_grid(lo: float, hi: float, spacing: float, max_nodes: int) -> Array:
     return nodes
 
 
-def y_edges(y_sorted: Array, cumulative: Array, n_bins: int) -> Array:
+def y_edges(y_sorted: FloatArray, cumulative: FloatArray, n_bins: int) -> FloatArray:
     """Edges at the weighted quantiles ``k / n_bins`` of a sorted sample, tied edges merged.
 
     Inner edges lie midway between the two neighbouring scores where the
@@ -120,7 +118,7 @@ def y_edges(y_sorted: Array, cumulative: Array, n_bins: int) -> Array:
     return np.unique(np.concatenate(([y_sorted[0]], inner, [y_sorted[-1]])))
 
 
-def linear_binning(x: Array, nodes: Array) -> tuple[NDArray[np.intp], Array]:
+def linear_binning(x: FloatArray, nodes: FloatArray) -> tuple[IntArray, FloatArray]:
     """Left node of each ``x`` on a regular grid, and its share ``f`` for the right node.
 
     The left node receives ``1 - f``; ``x`` beyond the grid goes to the nearest end.
@@ -134,14 +132,14 @@ def linear_binning(x: Array, nodes: Array) -> tuple[NDArray[np.intp], Array]:
 
 
 def fold_histograms(
-    binning: tuple[NDArray[np.intp], Array],
-    column: NDArray[np.intp],
-    weight: Array | None,
+    binning: tuple[IntArray, FloatArray],
+    column: IntArray,
+    weight: FloatArray | None,
     n_nodes: int,
     n_edges: int,
-    fold: NDArray[np.intp] | None = None,
+    fold: IntArray | None = None,
     n_folds: int = 1,
-) -> tuple[Array, Array]:
+) -> tuple[FloatArray, FloatArray]:
     """Binned weight per fold: ``mass[f, j]`` and ``below[f, j, k]`` (weight with ``y < edges[k]``).
 
     Parameters
@@ -173,15 +171,15 @@ def fold_histograms(
 
 
 def bin_sample(
-    x: Array, y: Array, weight: Array | None, nodes: Array, edges: Array
-) -> tuple[Array, Array]:
+    x: FloatArray, y: FloatArray, weight: FloatArray | None, nodes: FloatArray, edges: FloatArray
+) -> tuple[FloatArray, FloatArray]:
     """Binned weight of the whole sample: ``mass[j]`` and ``below[j, k]``."""
     column = np.searchsorted(edges, y, side="right")
     mass, below = fold_histograms(linear_binning(x, nodes), column, weight, len(nodes), len(edges))
     return mass[0], below[0]
 
 
-def kernel_matrices(nodes: Array, bandwidth: Array, n_powers: int) -> list[Any]:
+def kernel_matrices(nodes: FloatArray, bandwidth: FloatArray, n_powers: int) -> list[Any]:
     """``W_q[j, l] = K((x_l - x_j) / h_j) ((x_l - x_j) / h_j)**q`` for ``q < n_powers``.
 
     ``K`` is the unnormalised Gaussian ``exp(-u**2 / 2)``, cut at :data:`KERNEL_REACH`.
@@ -205,8 +203,8 @@ def kernel_matrices(nodes: Array, bandwidth: Array, n_powers: int) -> list[Any]:
 
 
 def local_polynomial_coefficients(
-    matrices: list[Any], mass: Array, degree: int
-) -> tuple[Array, NDArray[np.bool_]]:
+    matrices: list[Any], mass: FloatArray, degree: int
+) -> tuple[FloatArray, BoolArray]:
     """First row of the inverse local moment matrix at every node, ``(n_nodes, degree + 1)``.
 
     Nodes whose kernel window holds no defining event are returned as a mask
@@ -233,8 +231,8 @@ def local_polynomial_coefficients(
 
 
 def _local_moments(
-    matrices: list[Any], mass: Array, degree: int
-) -> tuple[Array, NDArray[np.bool_], Array | None]:
+    matrices: list[Any], mass: FloatArray, degree: int
+) -> tuple[FloatArray, BoolArray, FloatArray | None]:
     """Per node: the kernel-weighted weight, whether no event is in reach, and the ridged moment matrix.
 
     The matrix (``None`` for degree 0) is the identity at nodes with no event in reach.
@@ -252,7 +250,7 @@ def _local_moments(
     return total, empty, matrix
 
 
-def defined_fits(total: Array, empty: NDArray[np.bool_], matrix: Array | None) -> NDArray[np.bool_]:
+def defined_fits(total: FloatArray, empty: BoolArray, matrix: FloatArray | None) -> BoolArray:
     """Which nodes' local fits are defined, from :func:`_local_moments`.
 
     A node with no event in reach is (its row is filled from its neighbours);
@@ -266,7 +264,9 @@ def defined_fits(total: Array, empty: NDArray[np.bool_], matrix: Array | None) -
     return defined
 
 
-def node_bandwidths(nodes: Array, bandwidth: float, mass: Array, degree: int) -> Array:
+def node_bandwidths(
+    nodes: FloatArray, bandwidth: float, mass: FloatArray, degree: int
+) -> FloatArray:
     """Kernel width of every node: ``bandwidth``, doubled where negative weights leave the fit undefined.
 
     A node whose kernel-weighted weight is not positive, or whose local
@@ -304,7 +304,9 @@ def node_bandwidths(nodes: Array, bandwidth: float, mass: Array, degree: int) ->
         widths[undefined] *= 2.0
 
 
-def local_polynomial_cdf(matrices: list[Any], mass: Array, below: Array, degree: int) -> Array:
+def local_polynomial_cdf(
+    matrices: list[Any], mass: FloatArray, below: FloatArray, degree: int
+) -> FloatArray:
     """Raw local-polynomial estimate of the weight fraction below each edge, per node.
 
     ``below`` may hold several samples side by side (``(n_nodes, m * n_edges)``),
@@ -318,7 +320,7 @@ def local_polynomial_cdf(matrices: list[Any], mass: Array, below: Array, degree:
     return _fill_gaps(out, empty)
 
 
-def _fill_gaps(rows: Array, empty: NDArray[np.bool_]) -> Array:
+def _fill_gaps(rows: FloatArray, empty: BoolArray) -> FloatArray:
     """Rows of nodes in gaps of the sample, interpolated from the nearest filled rows."""
     if not empty.any():
         return rows
@@ -335,7 +337,9 @@ def _fill_gaps(rows: Array, empty: NDArray[np.bool_]) -> Array:
     return rows
 
 
-def local_polynomial_folds(matrices: list[Any], mass: Array, below: Array, degree: int) -> Array:
+def local_polynomial_folds(
+    matrices: list[Any], mass: FloatArray, below: FloatArray, degree: int
+) -> FloatArray:
     """Raw estimates of every fold from the binned weight of the others, ``(folds, n_nodes, n_edges)``.
 
     ``mass`` is ``(folds, n_nodes)`` and ``below`` ``(folds, n_nodes, n_edges)``:
@@ -359,8 +363,13 @@ def local_polynomial_folds(matrices: list[Any], mass: Array, below: Array, degre
 
 
 def local_polynomial_columns(
-    matrices: list[Any], mass: Array, below: Array, degree: int, edges: Array, n_levels: int
-) -> tuple[Array, Array]:
+    matrices: list[Any],
+    mass: FloatArray,
+    below: FloatArray,
+    degree: int,
+    edges: FloatArray,
+    n_levels: int,
+) -> tuple[FloatArray, FloatArray]:
     """The monotone estimate at every node, compressed per column (see :func:`compress_columns`).
 
     Equal to ``compress_columns(edges, rearrange(local_polynomial_cdf(...)), n_levels)``,
@@ -373,7 +382,7 @@ def local_polynomial_columns(
         msg = "no grid node has defining events within its kernel window"
         raise ValueError(msg)
 
-    def raw(rows: NDArray[np.intp]) -> Array:
+    def raw(rows: IntArray) -> FloatArray:
         out = coefficients[rows, 0:1] * (matrices[0][rows] @ below)
         for q in range(1, degree + 1):
             out += coefficients[rows, q : q + 1] * (matrices[q][rows] @ below)
@@ -404,7 +413,7 @@ def local_polynomial_columns(
     return column_edges, column_cdf
 
 
-def rearrange(cdf: Array, *, pin_ends: bool = True) -> Array:
+def rearrange(cdf: FloatArray, *, pin_ends: bool = True) -> FloatArray:
     """Monotone, ``[0, 1]``-valued rows: each row sorted and clipped.
 
     With ``pin_ends`` the rows span the whole ``y`` domain: the first value is
@@ -417,7 +426,9 @@ def rearrange(cdf: Array, *, pin_ends: bool = True) -> Array:
     return out
 
 
-def compress_columns(edges: Array, cdf: Array, n_levels: int) -> tuple[Array, Array]:
+def compress_columns(
+    edges: FloatArray, cdf: FloatArray, n_levels: int
+) -> tuple[FloatArray, FloatArray]:
     """Per-column ``y`` edges keeping a piecewise-linear CDF within about ``1 / n_levels``.
 
     A column keeps, of the shared ``edges``, its first and last, each edge at
@@ -456,7 +467,7 @@ def compress_columns(edges: Array, cdf: Array, n_levels: int) -> tuple[Array, Ar
     return edges[order], np.take_along_axis(cdf, order, axis=1)
 
 
-def check_positive_total(total: NDArray[np.float64], empty: NDArray[np.bool_]) -> None:
+def check_positive_total(total: FloatArray, empty: BoolArray) -> None:
     """Refuse grid nodes, reached by some defining event, whose kernel-weighted weight is not positive."""
     bad = ~(total > 0) & ~empty
     if bad.any():

@@ -17,14 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._awkward import is_awkward
 from rosenblatt._validation import as_1d_float
+from rosenblatt.typing import FloatArray
 
 __all__ = ["MAX_OBSERVABLES", "apply_observables", "check_dims", "flat_values", "split_observables"]
 
-Array = NDArray[np.float64]
 
 #: most protected observables a transform takes
 MAX_OBSERVABLES = 3
@@ -39,7 +38,7 @@ def _is_per_observable(x: Any) -> bool:
     )
 
 
-def flat_values(values: Any, name: str) -> Array:
+def flat_values(values: Any, name: str) -> FloatArray:
     """One-dimensional values, or the flattened leaves of an awkward array (validated as numbers)."""
     if is_awkward(values):
         import awkward as ak
@@ -48,7 +47,7 @@ def flat_values(values: Any, name: str) -> Array:
     return as_1d_float(values, name, allow_empty=True)
 
 
-def split_observables(x: Any) -> tuple[Array | None, Any]:
+def split_observables(x: Any) -> tuple[FloatArray | None, Any]:
     """``(matrix, None)`` for ``k >= 2`` observables, else ``(None, x)`` with ``x`` as a scalar input.
 
     The matrix is ``(n, k)`` float64; each observable is checked to be
@@ -88,7 +87,9 @@ def check_dims(shape: tuple[int, ...], most: int, name: str) -> None:
         raise ValueError(msg)
 
 
-def apply_observables(function: Callable[[Array, Array], Array], x: Any, y: Any, k: int) -> Any:
+def apply_observables(
+    function: Callable[[FloatArray, FloatArray], FloatArray], x: Any, y: Any, k: int
+) -> Any:
     """Evaluate ``function(x_flat (m, k), y_flat (m,))`` on the events of ``x`` and ``y``.
 
     ``x`` is either ``(..., k)`` or a sequence of ``k`` arrays (see the module
@@ -120,7 +121,9 @@ def apply_observables(function: Callable[[Array, Array], Array], x: Any, y: Any,
     return function(matrix, flat[k]).reshape(arrays[0].shape)
 
 
-def _apply_awkward(function: Callable[[Array, Array], Array], columns: list[Any], y: Any) -> Any:
+def _apply_awkward(
+    function: Callable[[FloatArray, FloatArray], FloatArray], columns: list[Any], y: Any
+) -> Any:
     import awkward as ak
 
     arrays = [ak.fill_none(a, np.nan, axis=None) for a in ak.broadcast_arrays(*columns, y)]

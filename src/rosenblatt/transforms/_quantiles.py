@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
+
+from rosenblatt.typing import FloatArray
 
 __all__ = ["cdf_knots", "evaluate_knots", "weighted_quantiles"]
 
 
-def _ecdf(
-    values: NDArray[np.float64], w: NDArray[np.float64] | None
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _ecdf(values: FloatArray, w: FloatArray | None) -> tuple[FloatArray, FloatArray]:
     """Distinct sorted values and ``P(V <= v)`` at each, non-decreasing even for negative weights."""
     order = np.argsort(values, kind="stable")
     v = values[order]
@@ -25,9 +24,7 @@ def _ecdf(
     return v[last], levels
 
 
-def weighted_quantiles(
-    values: NDArray[np.float64], w: NDArray[np.float64] | None, levels: NDArray[np.float64]
-) -> NDArray[np.float64]:
+def weighted_quantiles(values: FloatArray, w: FloatArray | None, levels: FloatArray) -> FloatArray:
     """Quantiles at ``levels``: the inverse of the weighted ECDF, linear between distinct values."""
     v, cdf = _ecdf(values, w)
     if len(v) == 1:
@@ -37,8 +34,8 @@ def weighted_quantiles(
 
 
 def cdf_knots(
-    values: NDArray[np.float64], w: NDArray[np.float64] | None, n_knots: int
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    values: FloatArray, w: FloatArray | None, n_knots: int
+) -> tuple[FloatArray, FloatArray]:
     """The weighted ECDF on at most ``n_knots`` distinct knots: ``(knots, levels)``.
 
     Between knots the CDF is linear; each knot carries ``P(V <= knot)``. With
@@ -54,9 +51,7 @@ def cdf_knots(
     return v, cdf
 
 
-def evaluate_knots(
-    values: NDArray[np.float64], knots: NDArray[np.float64], levels: NDArray[np.float64]
-) -> NDArray[np.float64]:
+def evaluate_knots(values: FloatArray, knots: FloatArray, levels: FloatArray) -> FloatArray:
     """The tabulated CDF at ``values``: 0 below the first knot, 1 above the last, linear between."""
     out = np.interp(values, knots, levels)
     out[values < knots[0]] = 0.0

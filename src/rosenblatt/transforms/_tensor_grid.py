@@ -30,12 +30,12 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy import sparse
 
 from rosenblatt.exceptions import NegativeWeightError
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._column_grid import ColumnGrid
+from rosenblatt.typing import BoolArray, FloatArray, IntArray
 
 __all__ = [
     "TensorColumns",
@@ -47,9 +47,7 @@ __all__ = [
     "tensor_nodes",
 ]
 
-Array = NDArray[np.float64]
-IntArray = NDArray[np.intp]
-Binning = tuple[IntArray, Array]
+Binning = tuple[IntArray, FloatArray]
 
 #: ridge added to the non-constant terms of the local moment matrix, relative to its zeroth moment
 RIDGE = 1e-6
@@ -58,7 +56,9 @@ RIDGE = 1e-6
 REACH = lp.KERNEL_REACH
 
 
-def tensor_nodes(lo: Array, hi: Array, spacing: Array, max_nodes: int) -> tuple[Array, ...]:
+def tensor_nodes(
+    lo: FloatArray, hi: FloatArray, spacing: FloatArray, max_nodes: int
+) -> tuple[FloatArray, ...]:
     """Regular nodes along every axis, at most ``spacing[d]`` apart.
 
     Raises
@@ -91,7 +91,7 @@ def monomials(k: int, degree: int) -> list[tuple[int, ...]]:
     return sorted(out, key=lambda a: (sum(a), tuple(-v for v in a)))
 
 
-def multilinear_binning(x: Array, axes: tuple[Array, ...]) -> Binning:
+def multilinear_binning(x: FloatArray, axes: tuple[FloatArray, ...]) -> Binning:
     """Flat index of the ``2**k`` corner nodes of each event's cell and each corner's share.
 
     ``x`` beyond the grid goes to the nearest face. Returns ``(index, share)``,
@@ -119,12 +119,12 @@ def multilinear_binning(x: Array, axes: tuple[Array, ...]) -> Binning:
 def tensor_histograms(
     binning: Binning,
     column: IntArray,
-    weight: Array | None,
+    weight: FloatArray | None,
     n_nodes: int,
     n_edges: int,
     fold: IntArray | None = None,
     n_folds: int = 1,
-) -> tuple[Array, Array]:
+) -> tuple[FloatArray, FloatArray]:
     """Binned weight per fold: ``mass[f, j]`` and ``below[f, j, e]`` (weight with ``y < edges[e]``).
 
     ``column`` is the number of edges ``<= y`` of each event; ``fold`` the fold
@@ -135,7 +135,7 @@ def tensor_histograms(
     stride = n_edges + 1
     base = column if fold is None else fold * (n_nodes * stride) + column
     size = n_folds * n_nodes * stride
-    flat: Array = np.zeros(size)
+    flat: FloatArray = np.zeros(size)
     for c in range(index.shape[1]):
         flat += np.bincount(base + index[:, c] * stride, weights=w * share[:, c], minlength=size)
     counts = flat.reshape(n_folds, n_nodes, stride)
@@ -143,8 +143,12 @@ def tensor_histograms(
 
 
 def bin_tensor(
-    x: Array, y: Array, weight: Array | None, axes: tuple[Array, ...], edges: Array
-) -> tuple[Array, Array]:
+    x: FloatArray,
+    y: FloatArray,
+    weight: FloatArray | None,
+    axes: tuple[FloatArray, ...],
+    edges: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
     """Binned weight of the whole sample on the grid: ``mass[j]`` and ``below[j, e]``."""
     column = np.searchsorted(edges, y, side="right")
     n_nodes = math.prod(len(a) for a in axes)
@@ -154,7 +158,9 @@ def bin_tensor(
     return mass[0], below[0]
 
 
-def kernel_matrices(axes: tuple[Array, ...], bandwidth: Array, max_power: int) -> list[list[Any]]:
+def kernel_matrices(
+    axes: tuple[FloatArray, ...], bandwidth: FloatArray, max_power: int
+) -> list[list[Any]]:
     """``W[d][q][j, l] = K(u) u**q`` with ``u = (x_l - x_j) / h_d`` along axis ``d``, for ``q <= max_power``.
 
     ``K`` is the unnormalised Gaussian cut at :data:`REACH` bandwidths; the
@@ -169,10 +175,10 @@ def kernel_matrices(axes: tuple[Array, ...], bandwidth: Array, max_power: int) -
 
 
 def _smooth(
-    values: Array, shape: tuple[int, ...], matrices: list[list[Any]], power: tuple[int, ...]
-) -> Array:
+    values: FloatArray, shape: tuple[int, ...], matrices: list[list[Any]], power: tuple[int, ...]
+) -> FloatArray:
     """The kernel sum of ``values`` (``(n_nodes, m)``) with the exponents ``power``, one product per axis."""
-    grid: Array = values.reshape((*shape, -1))
+    grid: FloatArray = values.reshape((*shape, -1))
     for d, q in enumerate(power):
         moved = np.moveaxis(grid, d, 0)
         product = matrices[d][q] @ moved.reshape(shape[d], -1)
@@ -181,8 +187,11 @@ def _smooth(
 
 
 def _coefficients(
-    mass: Array, shape: tuple[int, ...], matrices: list[list[Any]], terms: list[tuple[int, ...]]
-) -> tuple[Array, NDArray[np.bool_], NDArray[np.bool_]]:
+    mass: FloatArray,
+    shape: tuple[int, ...],
+    matrices: list[list[Any]],
+    terms: list[tuple[int, ...]],
+) -> tuple[FloatArray, BoolArray, BoolArray]:
     """First row of the inverse local moment matrix at every node, and which nodes are special.
 
     Returns the coefficients, the nodes with no event in reach, and the nodes
@@ -218,8 +227,12 @@ def _coefficients(
 
 
 def local_polynomial_tensor(
-    mass: Array, below: Array, axes: tuple[Array, ...], bandwidth: Array, degree: int
-) -> Array:
+    mass: FloatArray,
+    below: FloatArray,
+    axes: tuple[FloatArray, ...],
+    bandwidth: FloatArray,
+    degree: int,
+) -> FloatArray:
     """Raw local-polynomial estimate of the weight fraction below each edge, per node, ``(n_nodes, n_edges)``.
 
     Nodes with no defining event within reach of the kernel take the estimate
@@ -236,7 +249,7 @@ def local_polynomial_tensor(
     shape = tuple(len(a) for a in axes)
     terms = monomials(len(axes), degree)
 
-    def estimate(scale: float) -> tuple[Array, NDArray[np.bool_], NDArray[np.bool_]]:
+    def estimate(scale: float) -> tuple[FloatArray, BoolArray, BoolArray]:
         matrices = kernel_matrices(axes, bandwidth * scale, 2 * degree)
         coefficients, empty, defined = _coefficients(mass, shape, matrices, terms)
         out = np.zeros(below.shape)
@@ -264,7 +277,7 @@ def local_polynomial_tensor(
     return _fill_empty(out, empty, shape)
 
 
-def _fill_empty(rows: Array, empty: NDArray[np.bool_], shape: tuple[int, ...]) -> Array:
+def _fill_empty(rows: FloatArray, empty: BoolArray, shape: tuple[int, ...]) -> FloatArray:
     """Rows of nodes with no event in reach, copied from the nearest node with one."""
     if not empty.any():
         return rows
@@ -277,11 +290,11 @@ def _fill_empty(rows: Array, empty: NDArray[np.bool_], shape: tuple[int, ...]) -
         empty.reshape(shape), return_distances=False, return_indices=True
     )
     source = np.ravel_multi_index(tuple(nearest), shape).ravel()
-    nearest_rows: NDArray[np.float64] = rows[source]
+    nearest_rows: FloatArray = rows[source]
     return nearest_rows
 
 
-def interpolate_nodes(values: Array, binning: Binning) -> Array:
+def interpolate_nodes(values: FloatArray, binning: Binning) -> FloatArray:
     """Multilinear interpolation of per-node rows ``values[j, :]`` at events binned by ``binning``."""
     index, share = binning
     out = np.zeros((len(index), values.shape[1]))
@@ -306,11 +319,11 @@ class TensorColumns:
         (non-decreasing) and the CDF at them.
     """
 
-    def __init__(self, axes: tuple[Array, ...], y_edges: Array, cdf: Array) -> None:
+    def __init__(self, axes: tuple[FloatArray, ...], y_edges: FloatArray, cdf: FloatArray) -> None:
         self.axes = axes
         self.columns = ColumnGrid(np.arange(len(y_edges), dtype=np.float64), y_edges, cdf)
 
-    def __call__(self, x: Array, y: Array) -> Array:
+    def __call__(self, x: FloatArray, y: FloatArray) -> FloatArray:
         """``gamma`` at each ``(x, y)``, ``x`` of shape ``(n, k)``."""
         index, share = multilinear_binning(x, self.axes)
         out, total = np.zeros(len(y)), np.zeros(len(y))
@@ -322,6 +335,6 @@ class TensorColumns:
         return np.clip(out / total, 0.0, 1.0)
 
 
-def compress(edges: Array, raw: Array, n_levels: int) -> tuple[Array, Array]:
+def compress(edges: FloatArray, raw: FloatArray, n_levels: int) -> tuple[FloatArray, FloatArray]:
     """Monotone ``[0, 1]`` columns from the raw estimate, compressed to about ``1 / n_levels``."""
     return lp.compress_columns(edges, lp.rearrange(raw), n_levels)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.transforms import _tensor_grid as tg
 from rosenblatt.transforms._local_polynomial import rearrange
@@ -30,10 +29,10 @@ from rosenblatt.transforms.selection import (
     brier_thresholds,
     fold_labels,
 )
+from rosenblatt.typing import FloatArray
 
 __all__ = ["AXIS_FACTORS", "TensorFolds", "select_vector_bandwidth"]
 
-Array = NDArray[np.float64]
 
 #: factors tried on one axis's width at a time after the common width is chosen
 AXIS_FACTORS = (2.0**-0.5, 2.0**0.5)
@@ -66,12 +65,12 @@ class TensorFolds:
 
     def __init__(
         self,
-        x: Array,
-        y: Array,
-        weight: Array | None,
+        x: FloatArray,
+        y: FloatArray,
+        weight: FloatArray | None,
         *,
         degree: int,
-        sigma_a: Array,
+        sigma_a: FloatArray,
         folds: int,
         seed: int,
         spacing: float,
@@ -91,7 +90,7 @@ class TensorFolds:
         self.lo, self.hi = x.min(axis=0), x.max(axis=0)
         self.scores: dict[tuple[float, ...], float] = {}
 
-    def steps(self, relative: Array) -> Array:
+    def steps(self, relative: FloatArray) -> FloatArray:
         """Node spacing along every axis for the relative widths ``relative``.
 
         With ``adaptive`` the spacing grows where the grid would exceed
@@ -103,7 +102,7 @@ class TensorFolds:
             step = np.maximum(step, (self.hi - self.lo) / (per_axis - 1) * (1 + 1e-9))
         return np.asarray(step, dtype=np.float64)
 
-    def node_count(self, relative: Array) -> int:
+    def node_count(self, relative: FloatArray) -> int:
         """Nodes of the grid for the relative widths ``relative`` (per axis)."""
         step = self.steps(relative)
         return math.prod(
@@ -111,7 +110,7 @@ class TensorFolds:
             for lo, h, s in zip(self.lo, self.hi, step, strict=True)
         )
 
-    def score(self, relative: Array) -> float:
+    def score(self, relative: FloatArray) -> float:
         """Cross-validated integrated Brier score of the estimate of relative widths ``relative``."""
         key = tuple(float(v) for v in relative)
         if key in self.scores:
@@ -153,19 +152,19 @@ class _CommonWidth:
 
 
 def select_vector_bandwidth(
-    x: Array,
-    y: Array,
-    weight: Array | None,
+    x: FloatArray,
+    y: FloatArray,
+    weight: FloatArray | None,
     *,
     degree: int,
-    sigma_a: Array,
+    sigma_a: FloatArray,
     folds: int,
     seed: int,
     spacing: float,
     max_nodes: int,
     per_axis: bool = True,
     adaptive: bool = False,
-) -> tuple[Array, Selection]:
+) -> tuple[FloatArray, Selection]:
     """Choose the relative kernel widths (per axis) of a tensor-grid estimate of degree ``degree``.
 
     ``adaptive`` widens the node spacing of narrow kernels instead of leaving
@@ -214,7 +213,7 @@ def select_vector_bandwidth(
     return relative, selection
 
 
-def _refine_axes(tensor: TensorFolds, relative: Array, max_nodes: int) -> Array:
+def _refine_axes(tensor: TensorFolds, relative: FloatArray, max_nodes: int) -> FloatArray:
     """Scale one axis's width at a time by :data:`AXIS_FACTORS` while the score falls."""
     best = tensor.score(relative)
     for axis in range(len(relative)):

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._schema import SchemaError, check_array, check_domain
 from rosenblatt._validation import check_int
 from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms._quantiles import cdf_knots, evaluate_knots, weighted_quantiles
 from rosenblatt.transforms.rarity import _x_domain
+from rosenblatt.typing import FloatArray
 
 __all__ = ["DDT"]
 
@@ -89,13 +89,13 @@ class DDT(ConditionalCDFTransform):
     kind: ClassVar[str] = "ddt"
     weights_replicate: ClassVar[bool] = True
 
-    efficiencies_: NDArray[np.float64]
-    x_centres_: NDArray[np.float64]
-    quantiles_: NDArray[np.float64]
-    references_: NDArray[np.float64]
-    cuts_: NDArray[np.float64]
-    knots_: NDArray[np.float64]
-    levels_: NDArray[np.float64]
+    efficiencies_: FloatArray
+    x_centres_: FloatArray
+    quantiles_: FloatArray
+    references_: FloatArray
+    cuts_: FloatArray
+    knots_: FloatArray
+    levels_: FloatArray
 
     def __init__(
         self, efficiency: float | Sequence[float] = 0.1, n_bins: int = 20, n_quantiles: int = 1000
@@ -108,7 +108,7 @@ class DDT(ConditionalCDFTransform):
         return f"DDT(efficiency={self.efficiency!r}, n_bins={self.n_bins!r})"
 
     # ------------------------------------------------------------ parameters
-    def _check_params(self) -> NDArray[np.float64]:
+    def _check_params(self) -> FloatArray:
         check_int(self.n_bins, "n_bins", low=1, what="an integer >= 1")
         check_int(self.n_quantiles, "n_quantiles", low=2)
         raw = np.atleast_1d(np.asarray(self.efficiency, dtype=np.float64))
@@ -118,13 +118,11 @@ class DDT(ConditionalCDFTransform):
         if len(np.unique(raw)) != len(raw):
             msg = f"efficiency has repeated working points: {self.efficiency!r}"
             raise ValueError(msg)
-        descending: NDArray[np.float64] = np.sort(raw)[::-1].copy()
+        descending: FloatArray = np.sort(raw)[::-1].copy()
         return descending
 
     # ------------------------------------------------------------ fit
-    def _fit(
-        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
-    ) -> None:
+    def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         eff = self._check_params()
         n_bins = int(self.n_bins)
         least = int(np.ceil(_MIN_TAIL_EVENTS / min(eff.min(), 1 - eff.max())))
@@ -162,7 +160,7 @@ class DDT(ConditionalCDFTransform):
         self.cuts_ = evaluate_knots(self.references_, self.knots_, self.levels_)
 
     # ------------------------------------------------------------ evaluate
-    def quantile(self, x: Any) -> NDArray[np.float64]:
+    def quantile(self, x: Any) -> FloatArray:
         """The score's quantiles ``q_j(x)`` at each working point, ``(len(x), n_points)``.
 
         Parameters
@@ -175,7 +173,7 @@ class DDT(ConditionalCDFTransform):
             np.asarray(x, dtype=np.float64).ravel(), self.x_centres_, self.quantiles_
         )
 
-    def score(self, x: Any, y: Any) -> NDArray[np.float64]:
+    def score(self, x: Any, y: Any) -> FloatArray:
         """The DDT score: ``q_j(x)`` mapped to ``r_j``, linear between, shifted outside.
 
         With one working point this is ``y - q(x) + r``; ``score > r_j`` is
@@ -193,7 +191,7 @@ class DDT(ConditionalCDFTransform):
             msg = f"x and y must have the same length, got {len(q)} and {len(y_arr)}"
             raise ValueError(msg)
         r = self.references_
-        out: NDArray[np.float64] = y_arr - q[:, 0] + r[0]
+        out: FloatArray = y_arr - q[:, 0] + r[0]
         for j in range(len(r) - 1):
             lo, hi = q[:, j], q[:, j + 1]
             width = hi - lo
@@ -203,7 +201,7 @@ class DDT(ConditionalCDFTransform):
             out = np.where(y_arr > hi, y_arr - hi + r[j + 1], out)
         return out
 
-    def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _transform(self, x: FloatArray, y: FloatArray) -> FloatArray:
         (x_lo, x_hi), (y_lo, y_hi) = self.domain_
         out = evaluate_knots(self.score(np.clip(x, x_lo, x_hi), y), self.knots_, self.levels_)
         out[y < y_lo] = 0.0
@@ -277,9 +275,7 @@ class DDT(ConditionalCDFTransform):
         return obj
 
 
-def _interpolate(
-    x: NDArray[np.float64], centres: NDArray[np.float64], nodes: NDArray[np.float64]
-) -> NDArray[np.float64]:
+def _interpolate(x: FloatArray, centres: FloatArray, nodes: FloatArray) -> FloatArray:
     """Node values ``(n_centres, n_points)`` linear in ``x`` through the centres and beyond the outer two."""
     out = np.column_stack([np.interp(x, centres, column) for column in nodes.T])
     if len(centres) > 1:
@@ -291,14 +287,14 @@ def _interpolate(
 
 
 def _calibrate(
-    x: NDArray[np.float64],
-    y: NDArray[np.float64],
-    w: NDArray[np.float64] | None,
-    centres: NDArray[np.float64],
-    nodes: NDArray[np.float64],
-    levels: NDArray[np.float64],
+    x: FloatArray,
+    y: FloatArray,
+    w: FloatArray | None,
+    centres: FloatArray,
+    nodes: FloatArray,
+    levels: FloatArray,
     iterations: int = 10,
-) -> NDArray[np.float64]:
+) -> FloatArray:
     """Shift the node values until the interpolated cut keeps ``1 - levels`` of every bin.
 
     The bins are the intervals between the midpoints of neighbouring centres.

@@ -36,6 +36,7 @@ from rosenblatt.transforms._base import (
     NaNInputWarning,
     transform_classes,
 )
+from rosenblatt.typing import FloatArray, Int64Array
 
 __all__ = [
     "TransformEnsemble",
@@ -45,7 +46,6 @@ __all__ = [
     "poisson_weights",
 ]
 
-Array = NDArray[np.float64]
 NaNPolicy = Literal["raise", "propagate"]
 
 #: the variations every ensemble has besides its replicas ``"replica_<k>"``
@@ -53,7 +53,7 @@ ENVELOPE_VARIATIONS = ("nominal", "up", "down")
 _REPLICA = re.compile(r"replica_(0|[1-9][0-9]*)")
 
 
-def poisson_weights(n_events: int, seed: int, draw: int) -> NDArray[np.int64]:
+def poisson_weights(n_events: int, seed: int, draw: int) -> Int64Array:
     """The Poisson(1) counts of draw ``draw``: ``default_rng([seed, draw]).poisson(1, n_events)``.
 
     Replica ``k`` of a :class:`TransformEnsemble` is fitted with the counts of
@@ -75,7 +75,7 @@ def _mix(h: NDArray[np.uint64]) -> NDArray[np.uint64]:
     return mixed
 
 
-def keyed_poisson_weights(x: Any, y: Any, seed: int, draw: int) -> NDArray[np.int64]:
+def keyed_poisson_weights(x: Any, y: Any, seed: int, draw: int) -> Int64Array:
     """Poisson(1) counts that are a function of each event's ``(x, y)``, the seed and the draw.
 
     The bits of ``x`` and ``y`` (as float64), ``seed`` and ``draw`` are
@@ -108,9 +108,7 @@ def keyed_poisson_weights(x: Any, y: Any, seed: int, draw: int) -> NDArray[np.in
         stream = _mix(np.uint64(seed) * _GOLDEN + np.uint64(draw) + np.uint64(1))
         h = _mix(_mix(x_bits ^ stream) + y_bits * _GOLDEN)
     uniform = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
-    counts: NDArray[np.int64] = np.searchsorted(_POISSON_CDF, uniform, side="right").astype(
-        np.int64
-    )
+    counts: Int64Array = np.searchsorted(_POISSON_CDF, uniform, side="right").astype(np.int64)
     return counts
 
 
@@ -273,7 +271,7 @@ class TransformEnsemble(ConditionalCDFTransform):
         keyed = ", keyed=True" if self.keyed else ""
         return f"TransformEnsemble({self.estimator!r}, n={self.n!r}, seed={self.seed!r}{keyed})"
 
-    def counts(self, x: Any, y: Any, draw: int) -> NDArray[np.int64]:
+    def counts(self, x: Any, y: Any, draw: int) -> Int64Array:
         """The Poisson counts of draw ``draw`` for the events ``(x, y)``, as the fit draws them."""
         if self.keyed:
             return keyed_poisson_weights(x, y, self.seed, draw)
@@ -314,7 +312,7 @@ class TransformEnsemble(ConditionalCDFTransform):
             raise TypeError(msg)
         return n, seed, int(most)
 
-    def _fit(self, x: Array, y: Array, w: Array | None) -> None:
+    def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         n, _, most = self._checked()
         nominal = _clone(self.estimator).fit(x, y, w)
         fixed = _replica_parameters(nominal)
@@ -374,7 +372,7 @@ class TransformEnsemble(ConditionalCDFTransform):
         return self
 
     # ------------------------------------------------------------- evaluate
-    def _transform(self, x: Array, y: Array) -> Array:
+    def _transform(self, x: FloatArray, y: FloatArray) -> FloatArray:
         return self.nominal_._transform(x, y)
 
     def transform(
@@ -427,7 +425,7 @@ class TransformEnsemble(ConditionalCDFTransform):
         self._check_fitted()
         return _Derived(self, self._spread).transform(x, y, nan_policy=nan_policy)
 
-    def _spread(self, x: Array, y: Array) -> Array:
+    def _spread(self, x: FloatArray, y: FloatArray) -> FloatArray:
         """:meth:`std` on validated flat arrays, accumulated about the nominal for precision."""
         nominal = self.nominal_._transform(x, y)
         total = np.zeros_like(nominal)
@@ -447,7 +445,7 @@ class TransformEnsemble(ConditionalCDFTransform):
         if variation in ("up", "down"):
             sign = 1.0 if variation == "up" else -1.0
 
-            def envelope(x: Array, y: Array) -> Array:
+            def envelope(x: FloatArray, y: FloatArray) -> FloatArray:
                 return np.clip(self.nominal_._transform(x, y) + sign * self._spread(x, y), 0.0, 1.0)
 
             return _Derived(self, envelope)
@@ -550,18 +548,18 @@ class _Derived(ConditionalCDFTransform, register=False):
     kind: ClassVar[str] = "ensemble-derived"
 
     def __init__(
-        self, ensemble: TransformEnsemble, function: Callable[[Array, Array], Array]
+        self, ensemble: TransformEnsemble, function: Callable[[FloatArray, FloatArray], FloatArray]
     ) -> None:
         self.function = function
         self.domain_ = ensemble.domain_
         self.n_events_ = ensemble.n_events_
         self.sum_weight_ = ensemble.sum_weight_
 
-    def _fit(self, x: Array, y: Array, w: Array | None) -> None:
+    def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         msg = "a variation of an ensemble is not fitted on its own: fit the ensemble"
         raise TypeError(msg)
 
-    def _transform(self, x: Array, y: Array) -> Array:
+    def _transform(self, x: FloatArray, y: FloatArray) -> FloatArray:
         return self.function(x, y)
 
     def get_state(self) -> dict[str, Any]:

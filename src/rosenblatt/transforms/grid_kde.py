@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._validation import as_sigma_r, check_int, check_real
 from rosenblatt.exceptions import NegativeWeightError
@@ -25,10 +24,10 @@ from rosenblatt.transforms.selection import (
     check_seed,
     select_bandwidth,
 )
+from rosenblatt.typing import FloatArray
 
 __all__ = ["GridKDE"]
 
-Array = NDArray[np.float64]
 
 #: largest number of shared ``y`` edges the estimate is computed on before compression
 MAX_FINE_EDGES = 4096
@@ -137,9 +136,9 @@ class GridKDE(ColumnGridTransform):
     bandwidth_: Any
     degree_: int
     selection_: Selection | None
-    x_centres_: Array
-    y_edges_: Array
-    cdf_: Array
+    x_centres_: FloatArray
+    y_edges_: FloatArray
+    cdf_: FloatArray
 
     def __init__(
         self,
@@ -174,10 +173,10 @@ class GridKDE(ColumnGridTransform):
         return chosen, degree, levels, per, most
 
     # ------------------------------------------------------------------- fit
-    def _fit(self, x: Array, y: Array, w: Array | None) -> None:
+    def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         self._fit_binned(x, y, w)
 
-    def _fit_vector(self, x: Array, y: Array, w: Array | None) -> None:
+    def _fit_vector(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         sigma_r, degree, levels, per, most = self._checked()
         if len(y) < 2:
             msg = f"GridKDE needs at least two defining events, got {len(y)}"
@@ -212,12 +211,16 @@ class GridKDE(ColumnGridTransform):
         self.y_edges_, self.cdf_ = fit.y_edges, fit.cdf
         self.__dict__["_tensor_columns"] = TensorColumns(fit.axes, fit.y_edges, fit.cdf)
 
-    def _transform_vector(self, x: Array, y: Array) -> Array:
+    def _transform_vector(self, x: FloatArray, y: FloatArray) -> FloatArray:
         columns: TensorColumns = self.__dict__["_tensor_columns"]
         return columns(x, y)
 
     def _fit_binned(
-        self, x: Array, y: Array, w: Array | None, fine_edges: Array | None = None
+        self,
+        x: FloatArray,
+        y: FloatArray,
+        w: FloatArray | None,
+        fine_edges: FloatArray | None = None,
     ) -> None:
         """Fit on validated arrays, on the shared ``y`` edges ``fine_edges`` if given.
 
@@ -287,7 +290,7 @@ class GridKDE(ColumnGridTransform):
         sigma_a: float,
         degree: int,
         selection: Selection | None,
-        grid: tuple[Array, Array, Array],
+        grid: tuple[FloatArray, FloatArray, FloatArray],
     ) -> None:
         """Store the learned state: the widths and the grid ``(nodes, column edges, column CDF)``."""
         self.domain_ = domain
@@ -316,7 +319,7 @@ class GridKDE(ColumnGridTransform):
         self,
         domain: tuple[tuple[float, float], tuple[float, float]],
         sigma_a: float,
-        grid: tuple[Array, Array, Array],
+        grid: tuple[FloatArray, FloatArray, FloatArray],
         *,
         n_events: int,
         sum_weight: float,
@@ -459,14 +462,14 @@ def fine_edge_count(n_events: int, y_levels: int) -> int:
 
 
 def grid_columns(
-    nodes: Array,
+    nodes: FloatArray,
     bandwidth: float,
     degree: int,
-    fine_edges: Array,
-    mass: Array,
-    below: Array,
+    fine_edges: FloatArray,
+    mass: FloatArray,
+    below: FloatArray,
     y_levels: int,
-) -> tuple[Array, Array, Array]:
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The fitted grid ``(nodes, column edges, column CDF)`` from the binned sample.
 
     Parameters
@@ -501,7 +504,7 @@ def grid_columns(
 
 def _checked_grid(
     state: dict[str, Any], domain: tuple[tuple[float, float], tuple[float, float]]
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The saved node centres, column edges and CDF of a scalar GridKDE, each invariant checked."""
     from rosenblatt._schema import SchemaError, check_array
 

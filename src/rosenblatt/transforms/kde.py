@@ -7,13 +7,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._validation import as_sigma_r, check_int
 from rosenblatt.transforms._base import ConditionalCDFTransform, Kinks
 from rosenblatt.transforms._cell_resampling import nonnegative_weights
 from rosenblatt.transforms._gauss_transform import ConditionalGaussTransform, direct_conditional_cdf
 from rosenblatt.transforms._kde_vector import product_kernel_cdf
+from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
     from rosenblatt.transforms.selection import Selection
@@ -28,7 +28,7 @@ BLOCK_ELEMENTS = 2_000_000
 VECTOR_SELECTION_NODES = 200_000
 
 
-def absolute_sigma(x: NDArray[np.float64], weight: NDArray[np.float64] | None = None) -> float:
+def absolute_sigma(x: FloatArray, weight: FloatArray | None = None) -> float:
     """The typical length scale ``sigma_a`` of a sample along ``x``.
 
     ``sigma_a**2 = 2 / (N (N - 1)) * sum_{i<j} (x_i - x_j)**2``, which equals
@@ -121,9 +121,9 @@ class KDE(ConditionalCDFTransform):
     max_x_dims: ClassVar[int] = 3
     negative_weights: ClassVar[bool] = True
 
-    x_: NDArray[np.float64]
-    y_: NDArray[np.float64]
-    weight_: NDArray[np.float64] | None
+    x_: FloatArray
+    y_: FloatArray
+    weight_: FloatArray | None
     sigma_a_: Any
     sigma_r_: float
     bandwidth_: Any
@@ -154,9 +154,7 @@ class KDE(ConditionalCDFTransform):
             raise ValueError(msg)
         return chosen, self.method
 
-    def _fit(
-        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
-    ) -> None:
+    def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         sigma_r, _ = self._checked_params()
         if len(x) < 2:
             msg = f"KDE needs at least two defining events, got {len(x)}"
@@ -184,9 +182,7 @@ class KDE(ConditionalCDFTransform):
         self._set_state(x, y, w, sigma_r, sigma_a)
         self.selection_ = selection
 
-    def _fit_vector(
-        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
-    ) -> None:
+    def _fit_vector(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         sigma_r, _ = self._checked_params()
         if len(y) < 2:
             msg = f"KDE needs at least two defining events, got {len(y)}"
@@ -223,12 +219,12 @@ class KDE(ConditionalCDFTransform):
 
     def _set_vector_state(
         self,
-        x: NDArray[np.float64],
-        y: NDArray[np.float64],
-        w: NDArray[np.float64] | None,
+        x: FloatArray,
+        y: FloatArray,
+        w: FloatArray | None,
         sigma_r: float,
-        relative: NDArray[np.float64],
-        sigma_a: NDArray[np.float64],
+        relative: FloatArray,
+        sigma_a: FloatArray,
     ) -> None:
         """Store the defining sample and the widths of a fit on several observables."""
         self.x_, self.y_, self.weight_ = x.copy(), y.copy(), None if w is None else w.copy()
@@ -241,9 +237,7 @@ class KDE(ConditionalCDFTransform):
         )
         self._x_origin_vector = 0.5 * lo + 0.5 * hi
 
-    def _transform_vector(
-        self, x: NDArray[np.float64], y: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
+    def _transform_vector(self, x: FloatArray, y: FloatArray) -> FloatArray:
         if len(y) == 0:
             return np.empty(0)
         weights = np.ones(len(self.y_)) if self.weight_ is None else self.weight_
@@ -254,7 +248,7 @@ class KDE(ConditionalCDFTransform):
         gamma = product_kernel_cdf(u, self.y_[carrying], weights[carrying], uq, y)
         return self._checked_gamma(gamma)
 
-    def _checked_gamma(self, gamma: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _checked_gamma(self, gamma: FloatArray) -> FloatArray:
         """``gamma`` clipped to [0, 1]; an error where negative weights make it undefined."""
         bad = ~np.isfinite(gamma) | (gamma < -1e-9) | (gamma > 1 + 1e-9)
         if bad.any():
@@ -268,9 +262,9 @@ class KDE(ConditionalCDFTransform):
 
     def _set_state(
         self,
-        x: NDArray[np.float64],
-        y: NDArray[np.float64],
-        w: NDArray[np.float64] | None,
+        x: FloatArray,
+        y: FloatArray,
+        w: FloatArray | None,
         sigma_r: float,
         sigma_a: float,
     ) -> None:
@@ -299,14 +293,14 @@ class KDE(ConditionalCDFTransform):
         self._x_standard = self._standardised(self.x_)
         self._engine: ConditionalGaussTransform | None = None
 
-    def _standardised(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        standardised: NDArray[np.float64] = (x - self._x_origin) / self.sigma_a_
+    def _standardised(self, x: FloatArray) -> FloatArray:
+        standardised: FloatArray = (x - self._x_origin) / self.sigma_a_
         return standardised
 
-    def _weights(self) -> NDArray[np.float64]:
+    def _weights(self) -> FloatArray:
         return np.ones_like(self.x_) if self.weight_ is None else self.weight_
 
-    def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _transform(self, x: FloatArray, y: FloatArray) -> FloatArray:
         _, method = self._checked_params()
         (x_lo, x_hi), _ = self.domain_
         x = self._standardised(np.clip(x, x_lo, x_hi))
@@ -330,7 +324,7 @@ class KDE(ConditionalCDFTransform):
         # with negative weights the kernel sums can vanish or leave [0, 1]
         return self._checked_gamma(gamma)
 
-    def _direct(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _direct(self, x: FloatArray, y: FloatArray) -> FloatArray:
         """The paper's formula summed directly over the events that carry weight."""
         weights = self._weights()
         carrying = weights != 0
@@ -491,7 +485,7 @@ class KernelStaircase:
         self.scale = 1.0 / (2.0 * transform.bandwidth_**2)
         self.block = max(1, BLOCK_ELEMENTS // len(scores))
 
-    def cdf(self, xq: NDArray[np.float64]) -> NDArray[np.float64]:
+    def cdf(self, xq: FloatArray) -> FloatArray:
         """``gamma(xq[i], levels[j])`` as an array ``(len(xq), len(levels))``.
 
         Each query's kernel is scaled by that of its nearest defining event,
@@ -512,7 +506,7 @@ class KernelStaircase:
             out[start : start + self.block] = cumulative[:, self.last] / total
         return out
 
-    def blocks(self, xq: NDArray[np.float64]) -> Iterator[tuple[int, NDArray[np.float64]]]:
+    def blocks(self, xq: FloatArray) -> Iterator[tuple[int, FloatArray]]:
         """:meth:`cdf` of consecutive blocks of ``xq``, with the first index of each."""
         for start in range(0, len(xq), self.block):
             yield start, self.cdf(xq[start : start + self.block])

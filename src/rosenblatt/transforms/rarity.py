@@ -13,17 +13,17 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._schema import SchemaError, check_array, check_domain
 from rosenblatt._validation import check_int
 from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms._quantiles import cdf_knots, evaluate_knots
+from rosenblatt.typing import FloatArray
 
 __all__ = ["Rarity"]
 
 
-def _x_domain(x: NDArray[np.float64]) -> tuple[float, float]:
+def _x_domain(x: FloatArray) -> tuple[float, float]:
     lo, hi = float(x.min()), float(x.max())
     return (lo, hi if hi > lo else float(np.nextafter(lo, np.inf)))
 
@@ -61,8 +61,8 @@ class Rarity(ConditionalCDFTransform):
     kind: ClassVar[str] = "rarity"
     weights_replicate: ClassVar[bool] = True
 
-    knots_: NDArray[np.float64]
-    levels_: NDArray[np.float64]
+    knots_: FloatArray
+    levels_: FloatArray
 
     def __init__(self, n_quantiles: int = 1000) -> None:
         self.n_quantiles = n_quantiles
@@ -73,9 +73,7 @@ class Rarity(ConditionalCDFTransform):
     def _check_params(self) -> int:
         return check_int(self.n_quantiles, "n_quantiles", low=2)
 
-    def _fit(
-        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
-    ) -> None:
+    def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         n_quantiles = self._check_params()
         if y.min() == y.max():
             msg = "y of the defining sample is constant: its CDF is a single step"
@@ -83,7 +81,7 @@ class Rarity(ConditionalCDFTransform):
         self.knots_, self.levels_ = cdf_knots(y, w, n_quantiles)
         self.domain_ = (_x_domain(x), (float(y.min()), float(y.max())))
 
-    def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _transform(self, x: FloatArray, y: FloatArray) -> FloatArray:
         return evaluate_knots(y, self.knots_, self.levels_)
 
     def describe(self) -> str:

@@ -26,14 +26,12 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.transforms._base import ConditionalCDFTransform, transform_classes
 from rosenblatt.transforms._observables import MAX_OBSERVABLES
+from rosenblatt.typing import FloatArray
 
 __all__ = ["SequentialTransform"]
-
-Array = NDArray[np.float64]
 
 
 class SequentialTransform(ConditionalCDFTransform):
@@ -78,15 +76,15 @@ class SequentialTransform(ConditionalCDFTransform):
             raise ValueError(msg)
         return [copy.deepcopy(s) for s in steps]
 
-    def _fit(self, x: Array, y: Array, w: Array | None) -> None:
+    def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         msg = "a SequentialTransform needs x of shape (n, k) with k >= 2"
         raise ValueError(msg)
 
-    def _transform(self, x: Array, y: Array) -> Array:
+    def _transform(self, x: FloatArray, y: FloatArray) -> FloatArray:
         msg = "a SequentialTransform needs x of shape (n, k) with k >= 2"
         raise ValueError(msg)
 
-    def _fit_vector(self, x: Array, y: Array, w: Array | None) -> None:
+    def _fit_vector(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         steps = self._templates(x.shape[1])
         score = y
         for d, step in enumerate(steps):
@@ -100,7 +98,7 @@ class SequentialTransform(ConditionalCDFTransform):
             (float(y.min()), float(y.max())),
         )
 
-    def _transform_vector(self, x: Array, y: Array) -> Array:
+    def _transform_vector(self, x: FloatArray, y: FloatArray) -> FloatArray:
         score = y
         for d, step in enumerate(self.steps_):
             score = np.asarray(step.transform(x[:, d], score), dtype=np.float64)

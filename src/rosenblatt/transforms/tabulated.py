@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.transforms._base import ConditionalCDFTransform, _reader, _writer
+from rosenblatt.typing import FloatArray
 
 __all__ = ["Table", "TabulatedTransform", "evaluate"]
 
@@ -29,11 +29,11 @@ class Table:
     ``x``), whose last parameter is the bin's lower edge.
     """
 
-    x_nodes: NDArray[np.float64]
+    x_nodes: FloatArray
     #: per group (below x_0, each interval between nodes, above x_n): finite y edges
-    y_edges: list[NDArray[np.float64]]
+    y_edges: list[FloatArray]
     #: per group: (bins, 3) for the outer groups, (bins, 5) between nodes
-    params: list[NDArray[np.float64]]
+    params: list[FloatArray]
 
     @property
     def n_bins(self) -> int:
@@ -46,7 +46,7 @@ class Table:
         return float(self.y_edges[0][0]), float(self.y_edges[0][-1])
 
 
-def evaluate(table: Table, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+def evaluate(table: Table, x: FloatArray, y: FloatArray) -> FloatArray:
     """Evaluate the table as correctionlib does (same bins, same arithmetic)."""
     nodes = table.x_nodes
     out = np.empty(len(x))
@@ -114,20 +114,18 @@ class TabulatedTransform(ConditionalCDFTransform, register=False):
         return f"TabulatedTransform(name={self.name_!r}, source_kind={self.source_kind_!r})"
 
     @property
-    def x_nodes_(self) -> NDArray[np.float64]:
+    def x_nodes_(self) -> FloatArray:
         """The ``x`` nodes of the table."""
         return self.table_.x_nodes
 
-    def _fit(
-        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
-    ) -> None:
+    def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         msg = (
             "a TabulatedTransform is read from a correctionlib file and cannot be fitted; "
             "fit an IRGI or KDE"
         )
         raise TypeError(msg)
 
-    def _transform(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _transform(self, x: FloatArray, y: FloatArray) -> FloatArray:
         return evaluate(self.table_, x, y)
 
     def save(self, path: str | Path) -> None:
