@@ -24,7 +24,7 @@ import yaml
 
 from rosenblatt.cli import main
 from rosenblatt.exceptions import ConfigError
-from rosenblatt.studies.abcd_datasets import is_url, parse_datasets
+from rosenblatt.studies.abcd.datasets import is_url, parse_datasets
 
 
 def _datasets(files: dict[str, Any], base: Path) -> dict[str, tuple[str, ...]]:

@@ -201,7 +201,7 @@ def test_effective_simulation_events_equal_an_independent_sum(
     ntuples: Path, unblinded: Path
 ) -> None:
     """``(sum w)**2 / sum w**2`` of the simulation per region, and the caution below 50."""
-    from rosenblatt.studies.abcd_estimate import MIN_EFFECTIVE_EVENTS
+    from rosenblatt.studies.abcd.estimate import MIN_EFFECTIVE_EVENTS
 
     estimates = json.loads((unblinded / "estimate.json").read_text())
     x, score, w = _read(ntuples / "qcd.root", "m_jj_reco", "tagger_out", "w_mc")
@@ -224,7 +224,7 @@ def test_effective_simulation_events_equal_an_independent_sum(
 
 
 def test_too_few_effective_simulation_events_are_named() -> None:
-    from rosenblatt.studies.abcd_estimate import _few_effective_events
+    from rosenblatt.studies.abcd.estimate import _few_effective_events
 
     assert _few_effective_events({"A": 83.0, "B": 780.0, "C": 536.0, "D": 4845.0}) is None
     note = _few_effective_events({"A": 240.0, "B": 780.0, "C": 12.4, "D": 4845.0})

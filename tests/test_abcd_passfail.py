@@ -18,7 +18,7 @@ from dijet_ntuple import dijet_columns
 
 from rosenblatt.abcd.likelihood import quiet_pyhf
 from rosenblatt.cli import main
-from rosenblatt.studies.abcd_config import AbcdConfig, ConfigError
+from rosenblatt.studies.abcd.config import AbcdConfig, ConfigError
 from rosenblatt.studies.keys import keys_text
 
 #: the signal simulation's expected events (xsec * lumi) and the signal events put in the data
@@ -347,7 +347,7 @@ def _spectra() -> tuple[np.ndarray, ...]:
 
 
 def test_the_hunt_takes_the_signal_simulation_as_template_of_one_mass(tmp_path: Path) -> None:
-    from rosenblatt.studies.abcd_bumphunt import HuntSettings, summary_numbers, write_bumphunt
+    from rosenblatt.studies.abcd.bumphunt import HuntSettings, summary_numbers, write_bumphunt
 
     edges, failing, passing, signal_fail, signal_pass = _spectra()
     settings = HuntSettings((0.6,), 0.05, True, 0, 3, signal_template=True)
@@ -383,7 +383,7 @@ def test_the_hunt_takes_the_signal_simulation_as_template_of_one_mass(tmp_path: 
 
 
 def test_without_signal_simulation_the_template_is_one_passing_event(tmp_path: Path) -> None:
-    from rosenblatt.studies.abcd_bumphunt import HuntSettings, write_bumphunt
+    from rosenblatt.studies.abcd.bumphunt import HuntSettings, write_bumphunt
 
     edges, failing, passing, _, _ = _spectra()
     zeros = np.zeros(len(failing))

@@ -262,7 +262,7 @@ def test_a_bad_file_is_named_or_skipped_and_listed(
 
 
 def test_configuration_errors_name_the_key(event_files: dict[str, Path], tmp_path: Path) -> None:
-    from rosenblatt.studies.abcd_config import AbcdConfig
+    from rosenblatt.studies.abcd.config import AbcdConfig
 
     good = study_config(event_files, tmp_path)
     with pytest.raises(ValueError, match="unknown key"):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rosenblatt.config import load_config
-from rosenblatt.studies.blobs_config import BlobsConfig
+from rosenblatt.studies.blobs.config import BlobsConfig
 from rosenblatt.studies.config_checks import ConfigError
 
 

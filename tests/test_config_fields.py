@@ -166,9 +166,9 @@ def test_the_keys_of_each_entry_are_listed_below_theirs() -> None:
 @pytest.mark.parametrize(
     ("module", "name"),
     [
-        ("abcd_config", "AbcdConfig"),
-        ("blobs_config", "BlobsConfig"),
-        ("fairness_config", "FairnessConfig"),
+        ("abcd.config", "AbcdConfig"),
+        ("blobs.config", "BlobsConfig"),
+        ("fairness.config", "FairnessConfig"),
         ("lhco.config", "LhcoConfig"),
         ("lhco.config_2d", "Lhco2dConfig"),
     ],

@@ -359,19 +359,19 @@ def _validation(study: str) -> Callable[[dict[str, Any], Path], dict[str, Any]]:
 
     def run(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         if study == "abcd":
-            from rosenblatt.studies.abcd_config import AbcdConfig
-            from rosenblatt.studies.abcd_preflight import preflight
+            from rosenblatt.studies.abcd.config import AbcdConfig
+            from rosenblatt.studies.abcd.preflight import preflight
 
             cfg = AbcdConfig.parse(config)
             if not cfg.generate:
                 preflight(cfg)
             return {}
         if study == "blobs":
-            from rosenblatt.studies.blobs_config import BlobsConfig
+            from rosenblatt.studies.blobs.config import BlobsConfig
 
             BlobsConfig.parse(config)
         elif study == "fairness":
-            from rosenblatt.studies.fairness_config import FairnessConfig
+            from rosenblatt.studies.fairness.config import FairnessConfig
 
             FairnessConfig.parse(config)
         elif study == "lhco":

@@ -26,8 +26,8 @@ OLD_HOMES = {
     "ConfigError": ["rosenblatt.studies.config_checks"],
     "EventFileError": ["rosenblatt.io"],
     "TreeFileError": ["rosenblatt.processors.branches"],
-    "PreflightError": ["rosenblatt.studies.abcd_preflight"],
-    "UnreadableFileError": ["rosenblatt.studies.abcd_preflight"],
+    "PreflightError": ["rosenblatt.studies.abcd.preflight"],
+    "UnreadableFileError": ["rosenblatt.studies.abcd.preflight"],
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from rosenblatt.config import load_config
 from rosenblatt.studies.config_checks import ConfigError
-from rosenblatt.studies.fairness_config import METHODS, FairnessConfig
+from rosenblatt.studies.fairness.config import METHODS, FairnessConfig
 
 
 def test_shipped_configuration_parses() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from summary_keys import assert_same_keys
 
-from rosenblatt.studies import fairness
+from rosenblatt.studies.fairness import study as fairness
 
 
 def test_group_rates_count_what_passes_the_cut():
@@ -110,7 +110,7 @@ def test_small_run_writes_the_report_and_holds_its_claims(tmp_path):
 
 
 def test_the_methods_are_those_the_configuration_knows():
-    from rosenblatt.studies.fairness_config import METHODS, ArrestsConfig
+    from rosenblatt.studies.fairness.config import METHODS, ArrestsConfig
 
     methods = fairness._methods(ArrestsConfig(), seed=0)
     assert {m.name: m.raw for m in methods} == METHODS

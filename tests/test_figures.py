@@ -196,8 +196,8 @@ def abcd_output(x_label: str) -> tuple[dict[str, Any], dict[str, Any]]:
 def test_abcd_figures_have_units_labelled_colour_bars_and_the_cut(
     drawn: list[Any], tmp_path: Path
 ) -> None:
-    from rosenblatt.studies.abcd_config import AbcdCuts
-    from rosenblatt.studies.abcd_outputs import draw_figures
+    from rosenblatt.studies.abcd.config import AbcdCuts
+    from rosenblatt.studies.abcd.outputs import draw_figures
 
     cuts = AbcdCuts.parse(
         {"x": "mjj", "x0": [2500.0, 3500.0], "n_x0": 3, "y0": [0.3, 0.7], "n_y0": 3}, "c.yaml"
@@ -227,7 +227,7 @@ def test_abcd_figures_have_units_labelled_colour_bars_and_the_cut(
 
 
 def test_abcd_axis_label_and_unit_come_from_the_configuration() -> None:
-    from rosenblatt.studies.abcd_config import AbcdCuts, ConfigError
+    from rosenblatt.studies.abcd.config import AbcdCuts, ConfigError
 
     base = {"x0": [1.0, 2.0], "y0": [0.3, 0.7]}
     given = AbcdCuts.parse(
@@ -330,7 +330,7 @@ def test_lhco_contamination_and_histograms_stay_on_the_canvas(
 def test_fairness_methods_take_their_decorrelation_methods_style(
     drawn: list[Any], tmp_path: Path
 ) -> None:
-    from rosenblatt.studies import fairness_report
+    from rosenblatt.studies.fairness import report as fairness_report
 
     rows = [
         {
@@ -378,7 +378,7 @@ def test_fairness_methods_take_their_decorrelation_methods_style(
 def test_blob_figures_stay_on_the_canvas_in_their_methods_colours(
     drawn: list[Any], tmp_path: Path
 ) -> None:
-    from rosenblatt.studies import blobs_report
+    from rosenblatt.studies.blobs import report as blobs_report
 
     summary = {
         "irgi": {"values": [1, 2, 3, 4], "rms_exact": [0.2, 0.1, 0.05, 0.03]},
@@ -443,7 +443,8 @@ def test_lhco_2d_figures_name_the_observables_with_units(drawn: list[Any], tmp_p
 
 def test_every_blob_figure_stays_on_the_canvas(drawn: list[Any], tmp_path: Path) -> None:
     import rosenblatt as rb
-    from rosenblatt.studies import blobs, blobs_report
+    from rosenblatt.studies.blobs import report as blobs_report
+    from rosenblatt.studies.blobs import study as blobs
 
     rng = np.random.default_rng(2)
     x, y = blobs.sample_background(4000, 0.6, rng)

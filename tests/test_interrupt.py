@@ -234,7 +234,7 @@ def test_ctrl_c_during_a_run_stops_its_workers_and_the_rerun_completes(
         lines[-1],
     )
     assert found is not None, lines[-1]
-    from rosenblatt.studies.abcd import STEPS
+    from rosenblatt.studies.abcd.study import STEPS
 
     assert found.group(1) in STEPS
 

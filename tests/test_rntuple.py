@@ -396,7 +396,7 @@ def test_particle_level_rntuple_gives_the_same_feature_table(tmp_path: Path) -> 
 
 def test_generate_entries_of_a_configuration_take_rntuple() -> None:
     from rosenblatt.exceptions import ConfigError
-    from rosenblatt.studies.abcd_generate import parse_generate
+    from rosenblatt.studies.abcd.generate import parse_generate
 
     entry = {"process": "qcd", "events": 10, "output": "qcd.root", "format": "nanoaod"}
     (parsed,) = parse_generate([{**entry, "rntuple": True}], "c.yaml")

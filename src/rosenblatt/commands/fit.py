@@ -437,7 +437,7 @@ def _analysis_config(args: argparse.Namespace) -> Any:
     An option given stands for the configuration's key of the same name
     (``treename:``, ``jets:``), as if written there.
     """
-    from rosenblatt.studies.abcd_config import AbcdConfig
+    from rosenblatt.studies.abcd.config import AbcdConfig
     from rosenblatt.studies.config import load_config
 
     if args.files or args.weight is not None:
@@ -472,7 +472,7 @@ def _config_inputs(
     its files, tree, weight, cross section and factor.
     """
     from rosenblatt.processors.branches import check_tree
-    from rosenblatt.studies.abcd_preflight import dataset_scales
+    from rosenblatt.studies.abcd.preflight import dataset_scales
 
     args.treename, args.jets = cfg.treename, cfg.jets
     given = quantities_from_args(args, {"--x": args.x, "--score": args.score})

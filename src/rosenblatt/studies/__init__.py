@@ -15,9 +15,9 @@ __all__ = ["STUDIES", "STUDY_EXTRAS", "run_study", "study_extras"]
 
 #: ``study:`` key of a configuration -> module in this package
 STUDIES = {
-    "abcd": "abcd",
-    "blobs": "blobs",
-    "fairness": "fairness",
+    "abcd": "abcd.study",
+    "blobs": "blobs.study",
+    "fairness": "fairness.study",
     "lhco": "lhco.study",
     "lhco-2d": "lhco.study_2d",
     "passfail-toys": "passfail_toys.study",

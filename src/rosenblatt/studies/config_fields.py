@@ -57,9 +57,9 @@ __all__ = [
 
 #: ``study:`` of a configuration -> its configuration dataclass, as ``module:class``
 CONFIG_CLASSES = {
-    "abcd": "rosenblatt.studies.abcd_config:AbcdConfig",
-    "blobs": "rosenblatt.studies.blobs_config:BlobsConfig",
-    "fairness": "rosenblatt.studies.fairness_config:FairnessConfig",
+    "abcd": "rosenblatt.studies.abcd.config:AbcdConfig",
+    "blobs": "rosenblatt.studies.blobs.config:BlobsConfig",
+    "fairness": "rosenblatt.studies.fairness.config:FairnessConfig",
     "lhco": "rosenblatt.studies.lhco.config:LhcoConfig",
     "lhco-2d": "rosenblatt.studies.lhco.config_2d:Lhco2dConfig",
     "passfail-toys": "rosenblatt.studies.passfail_toys.config:PassfailToysConfig",
@@ -351,7 +351,7 @@ def config_keys(
 
     Examples
     --------
-    >>> from rosenblatt.studies.blobs_config import BlobsConfig
+    >>> from rosenblatt.studies.blobs.config import BlobsConfig
     >>> [k.key for k in config_keys(BlobsConfig)][:3]
     ['name', 'background.n_defining', 'background.n_testing']
     """

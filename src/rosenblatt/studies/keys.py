@@ -11,7 +11,7 @@ Examples
 >>> study_rows("blobs")[0]
 ('study', 'text', 'required', 'the study: blobs')
 >>> print(keys_text("blobs", width=100).splitlines()[0])
-study: blobs (read into rosenblatt.studies.blobs_config.BlobsConfig)
+study: blobs (read into rosenblatt.studies.blobs.config.BlobsConfig)
 """
 
 from __future__ import annotations

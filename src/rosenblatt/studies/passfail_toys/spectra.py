@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 from scipy import special, stats
 
 from rosenblatt.abcd.bumphunt import SignalTemplates
-from rosenblatt.studies.abcd_config import TransformConfig
+from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.passfail_toys.config import PassfailToysConfig
 from rosenblatt.studies.toys.population import Population, transform_threshold
 

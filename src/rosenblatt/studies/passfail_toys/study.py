@@ -39,7 +39,7 @@ from rosenblatt.abcd.bumphunt import (
     upcrossings,
 )
 from rosenblatt.studies._common import Steps, write_summary
-from rosenblatt.studies.abcd_config import TransformConfig
+from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.passfail_toys.config import PassfailToysConfig
 from rosenblatt.studies.passfail_toys.report import draw_figure, report_text, result_table
 from rosenblatt.studies.passfail_toys.spectra import Spectra, expected_spectra

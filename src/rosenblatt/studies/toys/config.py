@@ -13,7 +13,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from rosenblatt.studies.abcd_config import TransformConfig
+from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.config_checks import count, fail, flag, folder, number, numbers, seed
 from rosenblatt.studies.config_fields import (
     config_dataclass,

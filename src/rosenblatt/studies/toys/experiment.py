@@ -32,7 +32,7 @@ from rosenblatt.abcd.closure_correction import (
     measured_closure,
 )
 from rosenblatt.abcd.histograms import abcd_histogram
-from rosenblatt.studies.abcd_config import TransformConfig
+from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.toys.config import ToysConfig
 from rosenblatt.studies.toys.population import (
     Population,

@@ -34,7 +34,7 @@ from rosenblatt._atomic import write_text
 from rosenblatt._extras import progress_bar
 from rosenblatt._interrupt import stop_pool
 from rosenblatt.studies._common import Steps, write_summary
-from rosenblatt.studies.abcd_config import TransformConfig
+from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.toys.config import ToysConfig
 from rosenblatt.studies.toys.experiment import Setting, ToyResult, pseudo_experiment
 from rosenblatt.studies.toys.report import coverage_table, draw_figure, report_text

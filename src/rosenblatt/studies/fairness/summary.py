@@ -1,8 +1,8 @@
 """The fairness study's ``summary.json`` as typed mappings, and the scores its figures draw.
 
 The keys are a public format (``tests/summary_keys.json`` records them); the study
-(:mod:`rosenblatt.studies.fairness`) writes them and its report
-(:mod:`rosenblatt.studies.fairness_report`) reads them.
+(:mod:`rosenblatt.studies.fairness.study`) writes them and its report
+(:mod:`rosenblatt.studies.fairness.report`) reads them.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ from rosenblatt.abcd.closure_testing import ClosureTest
 if TYPE_CHECKING:
     from hist import Hist
 
-    from rosenblatt.studies.abcd_config import AbcdConfig
+    from rosenblatt.studies.abcd.config import AbcdConfig
 
 __all__ = [
     "CLOSURE_P_MIN",

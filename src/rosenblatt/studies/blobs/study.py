@@ -24,9 +24,9 @@ from rosenblatt._atomic import write_text
 from rosenblatt._extras import optional_imports
 from rosenblatt.metrics import PermutationTestResult
 from rosenblatt.studies._common import Claim, ClaimJson, write_summary
-from rosenblatt.studies.blobs_config import BlobsConfig
-from rosenblatt.studies.blobs_report import Events, Fitted, draw_figures, report_text
-from rosenblatt.studies.blobs_summary import (
+from rosenblatt.studies.blobs.config import BlobsConfig
+from rosenblatt.studies.blobs.report import Events, Fitted, draw_figures, report_text
+from rosenblatt.studies.blobs.summary import (
     BlobsSummary,
     ScanJson,
     SummaryExtras,

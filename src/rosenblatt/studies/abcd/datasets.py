@@ -40,7 +40,7 @@ from typing import Any
 
 from rosenblatt.exceptions import QuantityError
 from rosenblatt.processors.quantities import Quantity, parse_quantity
-from rosenblatt.studies.abcd_cuts import as_written
+from rosenblatt.studies.abcd.cuts import as_written
 from rosenblatt.studies.config_checks import check_keys, fail, mapping, plain_name, resolve
 from rosenblatt.studies.config_fields import config_dataclass, config_keys, option, parse_dataclass
 

@@ -35,9 +35,9 @@ import rosenblatt as rb
 from rosenblatt._atomic import write_text
 from rosenblatt.metrics import PermutationTestResult
 from rosenblatt.studies._common import Claim, ClaimJson, write_summary
-from rosenblatt.studies.fairness_config import ArrestsConfig, DigitsConfig, FairnessConfig
-from rosenblatt.studies.fairness_parity import age_groups, group_rates, parity_spreads
-from rosenblatt.studies.fairness_summary import (
+from rosenblatt.studies.fairness.config import ArrestsConfig, DigitsConfig, FairnessConfig
+from rosenblatt.studies.fairness.parity import age_groups, group_rates, parity_spreads
+from rosenblatt.studies.fairness.summary import (
     ArrestsJson,
     ArrestsScores,
     DigitsJson,
@@ -582,7 +582,7 @@ def run(config: dict[str, Any], folder: Path) -> FairnessSummary:
     import sklearn.ensemble  # noqa: F401
     from threadpoolctl import threadpool_limits
 
-    from rosenblatt.studies import fairness_report
+    from rosenblatt.studies.fairness import report as fairness_report
 
     start = time.perf_counter()
     with threadpool_limits(limits=cfg.threads):

@@ -11,8 +11,8 @@ from numpy.typing import NDArray
 
 import rosenblatt as rb
 from rosenblatt.studies._common import claim_lines
-from rosenblatt.studies.blobs_config import FigureChoice
-from rosenblatt.studies.blobs_summary import BlobsSummary
+from rosenblatt.studies.blobs.config import FigureChoice
+from rosenblatt.studies.blobs.summary import BlobsSummary
 from rosenblatt.transforms import ConditionalCDFTransform
 
 if TYPE_CHECKING:

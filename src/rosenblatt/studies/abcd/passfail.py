@@ -29,7 +29,7 @@ count of the window.
 
 Each variant's files are in ``passfail/<variant>/``: ``workspace.json``,
 ``passfail.json`` and the figure ``passfail.png``. With ``masses``, a fitted
-variant also gets the bump hunt of :mod:`rosenblatt.studies.abcd_bumphunt` on
+variant also gets the bump hunt of :mod:`rosenblatt.studies.abcd.bumphunt` on
 the same spectra (``bumphunt.json``, ``brazil.png``, ``local_significance.png``).
 """
 
@@ -438,7 +438,7 @@ def write_passfail(
     run is blinded, ``x_label`` the figures' label of ``x`` and ``seed`` that
     of the bump hunt's pseudo-experiments (with ``settings.masses``, each
     fitted variant also gets the bump hunt of
-    :mod:`rosenblatt.studies.abcd_bumphunt`).
+    :mod:`rosenblatt.studies.abcd.bumphunt`).
 
     A variant whose estimate is not valid, or without a cut, gets a note
     saying why it has no fit; so does one whose fit cannot be built (pyhf
@@ -601,7 +601,7 @@ def _bump_hunt(
     x_label: str,
 ) -> dict[str, Any]:
     """A variant's bump hunt on the fit's spectra; its numbers for ``passfail.json``."""
-    from rosenblatt.studies.abcd_bumphunt import HuntSettings, summary_numbers, write_bumphunt
+    from rosenblatt.studies.abcd.bumphunt import HuntSettings, summary_numbers, write_bumphunt
 
     assert settings.masses is not None
     hunt = HuntSettings(

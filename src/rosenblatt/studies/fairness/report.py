@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from rosenblatt.studies._common import Row, claim_lines, markdown_table, pm
 
 if TYPE_CHECKING:
-    from rosenblatt.studies.fairness_summary import (
+    from rosenblatt.studies.fairness.summary import (
         ArrestsJson,
         ArrestsScores,
         DigitsJson,

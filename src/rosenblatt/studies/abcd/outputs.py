@@ -13,8 +13,8 @@ from rosenblatt._atomic import atomic_write, write_text
 from rosenblatt.abcd import ClosureScan, closure_scan
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.processors.analysis import summed_over_datasets
-from rosenblatt.studies.abcd_report import report
-from rosenblatt.studies.abcd_summary import (
+from rosenblatt.studies.abcd.report import report
+from rosenblatt.studies.abcd.summary import (
     AbcdSummary,
     ClosureJson,
     ClosureNumbers,
@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from hist import Hist
 
     from rosenblatt.processors.quantities import Quantity
-    from rosenblatt.studies.abcd_config import AbcdConfig
-    from rosenblatt.studies.abcd_estimate import CutChoice, EstimateJson
-    from rosenblatt.studies.abcd_preflight import Preflight
+    from rosenblatt.studies.abcd.config import AbcdConfig
+    from rosenblatt.studies.abcd.estimate import CutChoice, EstimateJson
+    from rosenblatt.studies.abcd.preflight import Preflight
 
 __all__ = [
     "closure_summary",
@@ -243,7 +243,7 @@ def _passfail(
 
     Without data, each variant says there is none to fit.
     """
-    from rosenblatt.studies.abcd_passfail import write_passfail, write_results
+    from rosenblatt.studies.abcd.passfail import write_passfail, write_results
 
     if cfg.passfail is None:
         return None
@@ -327,7 +327,7 @@ def _estimates(
     folder: Path, cfg: AbcdConfig, output: PassOutput, choices: dict[str, CutChoice]
 ) -> dict[str, EstimateJson]:
     """Per variant, the data-driven estimate at its cut (:func:`abcd_estimate.estimate`)."""
-    from rosenblatt.studies.abcd_estimate import closure_corrections, closure_tests, estimate
+    from rosenblatt.studies.abcd.estimate import closure_corrections, closure_tests, estimate
 
     histograms = {v: summed_over_datasets(h) for v, h in output["abcd"].items()}
     replicas, resampled = output.get("replicas"), output.get("resampled")

@@ -1,8 +1,8 @@
 """The Gaussian-blob study's ``summary.json``: its sections as typed mappings.
 
 The keys are a public format (``tests/summary_keys.json`` records them); the study
-(:mod:`rosenblatt.studies.blobs`) writes them and its report
-(:mod:`rosenblatt.studies.blobs_report`) reads them.
+(:mod:`rosenblatt.studies.blobs.study`) writes them and its report
+(:mod:`rosenblatt.studies.blobs.report`) reads them.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 if TYPE_CHECKING:
     from hist import Hist
 
-    from rosenblatt.studies.abcd_estimate import EstimateJson
-    from rosenblatt.studies.abcd_preflight import SkippedFile
+    from rosenblatt.studies.abcd.estimate import EstimateJson
+    from rosenblatt.studies.abcd.preflight import SkippedFile
 
 __all__ = [
     "AbcdSummary",

@@ -35,16 +35,16 @@ import numpy as np
 from rosenblatt._atomic import write_text
 from rosenblatt._records import file_digest
 from rosenblatt.studies._common import Steps
-from rosenblatt.studies.abcd_config import COLUMNAR_CHUNKSIZE, PARTICLE_CHUNKSIZE, AbcdConfig
-from rosenblatt.studies.abcd_preflight import Preflight
-from rosenblatt.studies.abcd_summary import PassOutput
+from rosenblatt.studies.abcd.config import COLUMNAR_CHUNKSIZE, PARTICLE_CHUNKSIZE, AbcdConfig
+from rosenblatt.studies.abcd.preflight import Preflight
+from rosenblatt.studies.abcd.summary import PassOutput
 
 if TYPE_CHECKING:
     from rosenblatt.processors.analysis import Variant
     from rosenblatt.processors.pieces import PieceStore
-    from rosenblatt.studies.abcd_config import TransformConfig
-    from rosenblatt.studies.abcd_estimate import CutChoice
-    from rosenblatt.studies.abcd_summary import AbcdSummary
+    from rosenblatt.studies.abcd.config import TransformConfig
+    from rosenblatt.studies.abcd.estimate import CutChoice
+    from rosenblatt.studies.abcd.summary import AbcdSummary
     from rosenblatt.transforms import ConditionalCDFTransform, TransformEnsemble
 
 __all__ = ["STEPS", "Ensembles", "FittedTransforms", "PassOutput", "run"]
@@ -106,8 +106,8 @@ def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
     """Run the ABCD analysis of ``config``; write its outputs to ``folder``."""
     from rosenblatt.processors.fitting import SkimData
     from rosenblatt.processors.runner import make_executor, map_items
-    from rosenblatt.studies.abcd_outputs import write_outputs
-    from rosenblatt.studies.abcd_preflight import preflight
+    from rosenblatt.studies.abcd.outputs import write_outputs
+    from rosenblatt.studies.abcd.preflight import preflight
 
     cfg = AbcdConfig.parse(config)
     steps = Steps(STEPS, log)
@@ -194,7 +194,7 @@ def _analyse(
     if not data or output is None:
         assert output is not None
         return output, {}
-    from rosenblatt.studies.abcd_estimate import choose_cuts
+    from rosenblatt.studies.abcd.estimate import choose_cuts
 
     with steps.timed("choose cuts"):
         choices = choose_cuts(
@@ -462,7 +462,7 @@ class _Passes:
     ) -> PieceStore:
         """The store of the pass's pieces, keyed by everything its outputs depend on."""
         from rosenblatt.processors.pieces import PieceStore
-        from rosenblatt.studies.abcd_pieces import pass_document
+        from rosenblatt.studies.abcd.pieces import pass_document
 
         local = [path for paths in files.values() for path in paths if Path(path).is_file()]
         for path in local:
@@ -616,7 +616,7 @@ def _generate(cfg: AbcdConfig) -> None:
             chunk_size=entry.chunk_size,
             workers=workers,
         )
-    from rosenblatt.studies.abcd_datasets import is_url
+    from rosenblatt.studies.abcd.datasets import is_url
 
     missing = [
         p

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rosenblatt.studies.abcd_estimate import CLOSURE_P_MIN, CLOSURE_TEST
+from rosenblatt.studies.abcd.estimate import CLOSURE_P_MIN, CLOSURE_TEST
 
 if TYPE_CHECKING:
-    from rosenblatt.studies.abcd_estimate import EstimateJson
-    from rosenblatt.studies.abcd_summary import AbcdSummary, LikelihoodJson
+    from rosenblatt.studies.abcd.estimate import EstimateJson
+    from rosenblatt.studies.abcd.summary import AbcdSummary, LikelihoodJson
 
 __all__ = ["report"]
 

@@ -14,16 +14,16 @@ from typing import Any
 
 from rosenblatt.exceptions import QuantityError
 from rosenblatt.processors.quantities import DEFAULT_JETS, Quantity, parse_quantity
-from rosenblatt.studies.abcd_cuts import AbcdCuts, as_written
-from rosenblatt.studies.abcd_datasets import (
+from rosenblatt.studies.abcd.cuts import AbcdCuts, as_written
+from rosenblatt.studies.abcd.datasets import (
     DatasetConfig,
     DatasetEntry,
     is_url,
     parse_datasets,
     parse_defining,
 )
-from rosenblatt.studies.abcd_generate import MAX_WORKERS, GenerateEntry, parse_generate
-from rosenblatt.studies.abcd_passfail import PassFailConfig
+from rosenblatt.studies.abcd.generate import MAX_WORKERS, GenerateEntry, parse_generate
+from rosenblatt.studies.abcd.passfail import PassFailConfig
 from rosenblatt.studies.config_checks import (
     ConfigError,
     file_problem,

@@ -23,7 +23,7 @@ import numpy as np
 
 from rosenblatt.exceptions import PreflightError, UnreadableFileError
 from rosenblatt.processors.quantities import Quantity, closest
-from rosenblatt.studies.abcd_datasets import DatasetConfig, is_url
+from rosenblatt.studies.abcd.datasets import DatasetConfig, is_url
 
 __all__ = [
     "NANOAOD_EVENT_IDS",
