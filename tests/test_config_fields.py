@@ -187,9 +187,10 @@ def test_the_studies_document_every_key_they_accept(module: str, name: str) -> N
 
 
 def test_study_keys_name_the_study_first() -> None:
-    from rosenblatt.studies.config_fields import CONFIG_CLASSES, study_keys
+    from rosenblatt.studies import STUDIES
+    from rosenblatt.studies.config_fields import study_keys
 
-    for study in CONFIG_CLASSES:
+    for study in STUDIES:
         keys = study_keys(study)
         assert keys[0] == ConfigKey("study", "text", "required", f"the study: {study}")
         assert len(keys) > 5

@@ -395,10 +395,8 @@ def validate_only() -> Iterator[None]:
     from rosenblatt.studies import STUDIES
 
     with pytest.MonkeyPatch.context() as patch:
-        for study, module in STUDIES.items():
-            patch.setattr(
-                importlib.import_module(f"rosenblatt.studies.{module}"), "run", _validation(study)
-            )
+        for study, entry in STUDIES.items():
+            patch.setattr(importlib.import_module(entry.module), "run", _validation(study))
         yield
 
 

@@ -38,8 +38,7 @@ def fake_study(monkeypatch: pytest.MonkeyPatch) -> Callable[[dict[str, str]], No
 
     module.run = run  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "rosenblatt.studies.fake", module)
-    monkeypatch.setitem(studies.STUDIES, "fake", "fake")
-    monkeypatch.setitem(studies.STUDY_EXTRAS, "fake", ())
+    monkeypatch.setitem(studies.STUDIES, "fake", studies.Study("fake", module.__name__, "", ()))
 
     def will_write(files: dict[str, str]) -> None:
         outputs.clear()

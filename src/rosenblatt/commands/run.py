@@ -15,7 +15,7 @@ from rosenblatt.commands._locking import add_lock_argument, holding_locks
 __all__ = ["add_parser", "main", "written_paths"]
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the ``run`` sub-command."""
     from rosenblatt.studies.config import DEFAULT_CONFIG
 
@@ -67,18 +67,17 @@ def _epilog() -> str:
     )
 
 
-#: studies that cache their events, features and models in ``data.folder``
-_CACHING_STUDIES = ("abcd", "lhco", "lhco-2d")
-
-
 def written_paths(config: dict[str, Any], output: str | None) -> list[Path]:
     """The folders and files a study's run writes: its results, its cache, its generated files.
 
     A run holds their locks (:mod:`rosenblatt._lock`), so that two runs that
     would write the same ones do not both write.
     """
+    from rosenblatt.studies import STUDIES
+
     paths = [Path(output) if output is not None else Path("results") / str(config["name"])]
-    if config.get("study") in _CACHING_STUDIES:
+    study = STUDIES.get(str(config.get("study")))
+    if study is not None and study.caches:
         data = config.get("data")
         folder = data.get("folder") if isinstance(data, dict) else None
         paths.append(Path(str(folder)) if folder else Path("data") / str(config["name"]))

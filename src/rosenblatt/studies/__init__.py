@@ -1,38 +1,112 @@
-"""The paper's studies as functions driven by a configuration: a module each, or a subpackage
-for a study of several modules (:mod:`rosenblatt.studies.lhco`); what they share in
-:mod:`rosenblatt.studies._common`.
+"""The studies as functions driven by a configuration, one subpackage each, and their registry.
+
+Each study is a subpackage of this package (:mod:`rosenblatt.studies.abcd`, the analysis
+over a user's own files, then the paper's: :mod:`~rosenblatt.studies.lhco`,
+:mod:`~rosenblatt.studies.blobs`, :mod:`~rosenblatt.studies.fairness`,
+:mod:`~rosenblatt.studies.toys`, :mod:`~rosenblatt.studies.passfail_toys`) with its
+configuration, run, summary and report modules; what they share is in
+:mod:`rosenblatt.studies._common`. :data:`STUDIES` holds one :class:`Study` per ``study:``
+key of a configuration, and everything that differs by study (the module that runs it, its
+configuration class, the extras it needs, whether it caches) is read from there. A study's
+modules are imported only when it runs.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from rosenblatt._extras import require
 
-__all__ = ["STUDIES", "STUDY_EXTRAS", "run_study", "study_extras"]
+__all__ = ["STUDIES", "Study", "run_study", "study_extras"]
 
-#: ``study:`` key of a configuration -> module in this package
-STUDIES = {
-    "abcd": "abcd.study",
-    "blobs": "blobs.study",
-    "fairness": "fairness.study",
-    "lhco": "lhco.study",
-    "lhco-2d": "lhco.study_2d",
-    "passfail-toys": "passfail_toys.study",
-    "toys": "toys.study",
-}
 
-#: ``study:`` key -> the extras every study of that kind needs
-STUDY_EXTRAS: dict[str, tuple[str, ...]] = {
-    "abcd": ("study", "hep"),
-    "blobs": ("study",),
-    "fairness": ("study", "fairness"),
-    "lhco": ("study", "hep", "ml"),
-    "lhco-2d": ("study", "hep", "ml"),
-    "passfail-toys": ("study",),
-    "toys": ("study", "stats"),
+@dataclass(frozen=True)
+class Study:
+    """One study: what a configuration's ``study:`` key names.
+
+    Attributes
+    ----------
+    name
+        The ``study:`` key of its configurations.
+    module
+        The module whose ``run(config, folder)`` runs it.
+    config
+        Its configuration dataclass, as ``module:class`` (imported on first use).
+    extras
+        The extras every run of it needs.
+    caches
+        Whether it caches events, features and models in ``data.folder`` (a run holds
+        that folder's lock).
+    """
+
+    name: str
+    module: str
+    config: str
+    extras: tuple[str, ...] = ("study",)
+    caches: bool = False
+
+    def load(self) -> ModuleType:
+        """The module that runs the study, imported now."""
+        return importlib.import_module(self.module)
+
+    def config_class(self) -> type:
+        """The configuration dataclass the study parses its file into, imported now."""
+        module, name = self.config.split(":")
+        cls: type = getattr(importlib.import_module(module), name)
+        return cls
+
+
+_PACKAGE = "rosenblatt.studies"
+
+#: ``study:`` key of a configuration -> its study; the analysis over a user's files first
+STUDIES: Mapping[str, Study] = {
+    study.name: study
+    for study in (
+        Study(
+            "abcd",
+            f"{_PACKAGE}.abcd.study",
+            f"{_PACKAGE}.abcd.config:AbcdConfig",
+            ("study", "hep"),
+            caches=True,
+        ),
+        Study(
+            "lhco",
+            f"{_PACKAGE}.lhco.study",
+            f"{_PACKAGE}.lhco.config:LhcoConfig",
+            ("study", "hep", "ml"),
+            caches=True,
+        ),
+        Study(
+            "lhco-2d",
+            f"{_PACKAGE}.lhco.study_2d",
+            f"{_PACKAGE}.lhco.config_2d:Lhco2dConfig",
+            ("study", "hep", "ml"),
+            caches=True,
+        ),
+        Study("blobs", f"{_PACKAGE}.blobs.study", f"{_PACKAGE}.blobs.config:BlobsConfig"),
+        Study(
+            "fairness",
+            f"{_PACKAGE}.fairness.study",
+            f"{_PACKAGE}.fairness.config:FairnessConfig",
+            ("study", "fairness"),
+        ),
+        Study(
+            "toys",
+            f"{_PACKAGE}.toys.study",
+            f"{_PACKAGE}.toys.config:ToysConfig",
+            ("study", "stats"),
+        ),
+        Study(
+            "passfail-toys",
+            f"{_PACKAGE}.passfail_toys.study",
+            f"{_PACKAGE}.passfail_toys.config:PassfailToysConfig",
+        ),
+    )
 }
 
 #: a score of the abcd study given as ``{kind: ...}`` -> the extra it needs beside
@@ -46,7 +120,8 @@ def study_extras(config: dict[str, Any]) -> list[str]:
     likelihood, the conditional flow among the peers) are not counted.
     """
     kind = config.get("study")
-    extras = list(STUDY_EXTRAS.get(kind, ("study",)) if isinstance(kind, str) else ("study",))
+    study = STUDIES.get(kind) if isinstance(kind, str) else None
+    extras = list(study.extras if study is not None else ("study",))
     score = config.get("score")
     if isinstance(score, dict):
         extras += [_SCORE_EXTRAS[key] for key in score if key in _SCORE_EXTRAS]
@@ -71,7 +146,7 @@ def run_study(config: dict[str, Any], output: str | Path | None = None) -> Path:
     require(f"the {kind} study", study_extras(config))
     from rosenblatt.studies._results import Results
 
-    module = importlib.import_module(f"rosenblatt.studies.{STUDIES[kind]}")
+    module = STUDIES[kind].load()
     folder = Path(output) if output is not None else Path("results") / config["name"]
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)

@@ -55,17 +55,6 @@ __all__ = [
     "study_keys",
 ]
 
-#: ``study:`` of a configuration -> its configuration dataclass, as ``module:class``
-CONFIG_CLASSES = {
-    "abcd": "rosenblatt.studies.abcd.config:AbcdConfig",
-    "blobs": "rosenblatt.studies.blobs.config:BlobsConfig",
-    "fairness": "rosenblatt.studies.fairness.config:FairnessConfig",
-    "lhco": "rosenblatt.studies.lhco.config:LhcoConfig",
-    "lhco-2d": "rosenblatt.studies.lhco.config_2d:Lhco2dConfig",
-    "passfail-toys": "rosenblatt.studies.passfail_toys.config:PassfailToysConfig",
-    "toys": "rosenblatt.studies.toys.config:ToysConfig",
-}
-
 #: a check: ``(value from the file, file name, key) -> the field's value``
 Check = Callable[[Any, str, str], Any]
 
@@ -413,14 +402,12 @@ def study_keys(study: str) -> list[ConfigKey]:
     Raises
     ------
     KeyError
-        For a study whose configuration is not declared field by field
-        (:data:`CONFIG_CLASSES` lists those that are).
+        For a study that :data:`rosenblatt.studies.STUDIES` does not hold.
     """
-    import importlib
+    from rosenblatt.studies import STUDIES
 
-    if study not in CONFIG_CLASSES:
-        msg = f"no field-by-field configuration of the study {study!r}; known: {sorted(CONFIG_CLASSES)}"
+    if study not in STUDIES:
+        msg = f"no field-by-field configuration of the study {study!r}; known: {sorted(STUDIES)}"
         raise KeyError(msg)
-    module, name = CONFIG_CLASSES[study].split(":")
-    keys = config_keys(getattr(importlib.import_module(module), name))
+    keys = config_keys(STUDIES[study].config_class())
     return [ConfigKey("study", "text", "required", f"the study: {study}"), *keys]

@@ -16,12 +16,12 @@ study: blobs (read into rosenblatt.studies.blobs.config.BlobsConfig)
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import textwrap
 
 from rosenblatt.exceptions import UnknownStudyError
-from rosenblatt.studies.config_fields import CONFIG_CLASSES, study_keys
+from rosenblatt.studies import STUDIES
+from rosenblatt.studies.config_fields import study_keys
 
 __all__ = [
     "KeyRow",
@@ -47,11 +47,11 @@ _MIN_TYPE, _MIN_DEFAULT = 10, 8
 
 def known_studies() -> list[str]:
     """The study kinds whose keys are known (``study:`` values), sorted."""
-    return sorted(CONFIG_CLASSES)
+    return sorted(STUDIES)
 
 
 def _check(kind: str) -> None:
-    if kind not in CONFIG_CLASSES:
+    if kind not in STUDIES:
         msg = f"unknown study {kind!r}; known: {', '.join(known_studies())}"
         raise UnknownStudyError(msg)
 
@@ -62,12 +62,10 @@ def config_class(kind: str) -> type:
     Raises
     ------
     UnknownStudyError
-        For a kind no configuration declares.
+        For a kind :data:`rosenblatt.studies.STUDIES` does not hold.
     """
     _check(kind)
-    module, name = CONFIG_CLASSES[kind].split(":")
-    cls: type = getattr(importlib.import_module(module), name)
-    return cls
+    return STUDIES[kind].config_class()
 
 
 def study_rows(kind: str) -> list[KeyRow]:
@@ -76,7 +74,7 @@ def study_rows(kind: str) -> list[KeyRow]:
     Raises
     ------
     UnknownStudyError
-        For a kind no configuration declares.
+        For a kind :data:`rosenblatt.studies.STUDIES` does not hold.
     """
     _check(kind)
     return [(k.key, k.type, k.default, k.doc) for k in study_keys(kind)]
@@ -152,7 +150,7 @@ def keys_text(kind: str, width: int = 80) -> str:
     Raises
     ------
     UnknownStudyError
-        For a kind no configuration declares.
+        For a kind :data:`rosenblatt.studies.STUDIES` does not hold.
     """
     rows = study_rows(kind)
     cls = config_class(kind)
