@@ -13,7 +13,7 @@ background sample, with :class:`IRGI` (adaptive grid) or :class:`KDE`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosenblatt._version import __version__
 from rosenblatt.exceptions import RosenblattError
@@ -32,6 +32,19 @@ from rosenblatt.transforms import (
     TransformEnsemble,
     bootstrap,
 )
+
+if TYPE_CHECKING:  # imported on first use (__getattr__), typed for type checkers here
+    from rosenblatt.metrics import (
+        PermutationTestResult,
+        background_rejection,
+        distance_correlation,
+        distance_correlation_sqr,
+        distance_covariance_sqr,
+        inverse_jsd,
+        permutation_test,
+        roc_auc,
+        roc_curve,
+    )
 
 _METRICS = (
     "PermutationTestResult",

@@ -35,6 +35,8 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: the owner's record decides alone
     fcntl = None  # type: ignore[assignment]
+#: whether the kernel's locks can be taken (a platform with :mod:`fcntl`)
+_HAS_FLOCK: bool = fcntl is not None
 
 __all__ = ["folder_lock", "folder_locks", "lock_path"]
 
@@ -96,7 +98,7 @@ def _alive(pid: int) -> bool:
 
 def _flock(fd: int) -> bool:
     """Take the kernel's exclusive lock of ``fd`` without waiting; whether it was free."""
-    if fcntl is None:  # pragma: no cover
+    if not _HAS_FLOCK:  # pragma: no cover
         return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -132,7 +134,7 @@ def _try_lock(path: Path, target: Path) -> tuple[int | None, dict[str, Any] | No
     owner = _read_owner(fd)
     if owner is not None and owner.get("pid") != os.getpid():
         host = socket.gethostname()
-        if owner.get("host") != host or (fcntl is None and _alive(int(owner["pid"]))):
+        if owner.get("host") != host or (not _HAS_FLOCK and _alive(int(owner["pid"]))):
             os.close(fd)
             return None, owner
         log.warning(

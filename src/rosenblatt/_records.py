@@ -23,7 +23,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from rosenblatt._atomic import write_text
 from rosenblatt.exceptions import CorruptCacheError
@@ -149,7 +149,7 @@ def seal(document: Mapping[str, Any]) -> dict[str, Any]:
     return {**body, "checksum": _checksum(body)}
 
 
-def is_sealed(document: Any) -> bool:
+def is_sealed(document: object) -> TypeGuard[dict[str, Any]]:
     """Whether ``document`` (read back from JSON) still matches the checksum :func:`seal` gave it."""
     return isinstance(document, dict) and document.get("checksum") == _checksum(document)
 

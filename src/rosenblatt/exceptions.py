@@ -50,7 +50,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rosenblatt.typing import FloatArray
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = [
     "ConfigError",
@@ -222,7 +223,7 @@ class NotCovered(RosenblattError, LookupError):
     ``(n, 2)``, the intervals of the cumulative weight still to fetch.
     """
 
-    def __init__(self, intervals: FloatArray) -> None:
+    def __init__(self, intervals: NDArray[np.float64]) -> None:
         super().__init__(f"{len(intervals)} interval(s) of the cumulative weight are not covered")
         self.intervals = intervals
 

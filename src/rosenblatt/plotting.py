@@ -177,11 +177,11 @@ def plot_plane(
     """Background as a 2D histogram (log colour) and signal as contour lines."""
     import hist
 
-    h: hist.Hist = hist.Hist(
+    h: hist.Hist[hist.storage.Double] = hist.Hist(
         hist.axis.Regular(bins, *x_range, name="x", label=xlabel),
         hist.axis.Regular(bins, *y_range, name="y", label=ylabel),
     ).fill(x=x, y=y)
-    s: hist.Hist | None = (
+    s: hist.Hist[hist.storage.Double] | None = (
         None if signal is None else hist.Hist(h.axes[0], h.axes[1]).fill(x=signal[0], y=signal[1])
     )
     plot_plane_histogram(ax, h, s, xlabel=xlabel, ylabel=ylabel, cut=cut)

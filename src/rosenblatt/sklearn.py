@@ -83,7 +83,8 @@ def _binary_labels(y: Any, n_rows: int) -> tuple[NDArray[Any], NDArray[Any], Int
     return y, classes, y_index
 
 
-class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
+# scikit-learn has no type hints: its bases are Any to mypy
+class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):  # type: ignore[misc]
     """Binary classifier whose score is made independent of protected columns.
 
     ``fit`` fits a clone of ``estimator``, then a copy of ``cdf``, the transform of the
@@ -290,7 +291,7 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             raise ValueError(msg)
         check_real(self.threshold, "threshold", low=0.0, high=1.0)
         check_bool(self.use_protected, "use_protected", error=TypeError)
-        transform = self.cdf
+        transform: object = self.cdf  # whatever the user set
         if transform is not None and not isinstance(transform, ConditionalCDFTransform):
             msg = (
                 "cdf must be a rosenblatt transform (IRGI, KDE, GridKDE or another "

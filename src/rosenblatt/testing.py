@@ -398,6 +398,17 @@ def _maker(transform: Any) -> Callable[[], Any]:
     return lambda: copy.deepcopy(template)
 
 
+def _transform_class(transform: object) -> type[ConditionalCDFTransform]:
+    """The class of ``transform``, a transform class or instance; :class:`TypeError` if not one."""
+    cls = transform if isinstance(transform, type) else type(transform)
+    if not issubclass(cls, ConditionalCDFTransform):
+        msg = (
+            f"check_transform takes a ConditionalCDFTransform class or instance, got {transform!r}"
+        )
+        raise TypeError(msg)
+    return cls
+
+
 def check_transform(
     transform: type[ConditionalCDFTransform] | ConditionalCDFTransform,
     *,
@@ -431,12 +442,7 @@ def check_transform(
     TypeError
         If ``transform`` is not a transform class or instance.
     """
-    cls = transform if isinstance(transform, type) else type(transform)
-    if not (isinstance(cls, type) and issubclass(cls, ConditionalCDFTransform)):
-        msg = (
-            f"check_transform takes a ConditionalCDFTransform class or instance, got {transform!r}"
-        )
-        raise TypeError(msg)
+    cls = _transform_class(transform)
     label = cls.__name__ if isinstance(transform, type) else repr(transform)
     sample = _sample(n_events, n_observables, seed)
     fits = cls.fittable

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.commands._errors import print_error
+from rosenblatt.typing import FloatArray
 
 __all__ = [
     "DEFAULT_TREENAME",
@@ -231,9 +231,9 @@ def _make_transform(args: argparse.Namespace, cut_levels: tuple[float, ...] | No
 class _Sample:
     """The defining events read so far, and those left out."""
 
-    x: list[NDArray[np.float64]] = field(default_factory=list)
-    y: list[NDArray[np.float64]] = field(default_factory=list)
-    w: list[NDArray[np.float64]] = field(default_factory=list)
+    x: list[FloatArray] = field(default_factory=list)
+    y: list[FloatArray] = field(default_factory=list)
+    w: list[FloatArray] = field(default_factory=list)
     read: int = 0
     lacking: dict[str, int] = field(default_factory=dict)
     left_out: int = 0
@@ -320,7 +320,7 @@ def _summary(
     transform: Any,
     sample: _Sample,
     quantities: dict[str, Any],
-    weights: NDArray[np.float64] | None,
+    weights: FloatArray | None,
     selection: Any = None,
 ) -> str:
     from rosenblatt.processors.branches import missing_reason

@@ -18,7 +18,7 @@ configuration reference of the documentation. Without STUDY, list the studies.
 """
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the ``keys`` sub-command."""
     parser = subparsers.add_parser(
         "keys",

@@ -25,7 +25,7 @@ from rosenblatt.correctionlib._tables import (
     grid_columns,
     table_of_columns,
 )
-from rosenblatt.transforms._base import ConditionalCDFTransform
+from rosenblatt.transforms._base import ConditionalCDFTransform, NaNPolicy
 from rosenblatt.transforms._column_grid import ColumnGridTransform
 from rosenblatt.transforms.tabulated import Table, evaluate
 from rosenblatt.typing import BoolArray, FloatArray
@@ -54,7 +54,9 @@ class Ensemble(Protocol):
         """``"nominal"``, ``"up"``, ``"down"`` and ``"replica_<k>"``."""
         ...
 
-    def transform(self, x: Any, y: Any, *, variation: str = ...) -> Any:
+    def transform(
+        self, x: Any, y: Any, *, variation: str = ..., nan_policy: NaNPolicy = ...
+    ) -> Any:
         """``gamma`` of the nominal or of a variation."""
         ...
 

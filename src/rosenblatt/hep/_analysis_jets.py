@@ -128,7 +128,7 @@ def softdrop_mass(
     groomed = sequence.exclusive_jets_softdrop_grooming(
         njets=1, beta=beta, symmetry_cut=z_cut, R0=JET_RADIUS
     )
-    return ak.to_numpy(groomed.msoftdrop).astype(np.float64)
+    return np.asarray(ak.to_numpy(groomed.msoftdrop), dtype=np.float64)
 
 
 def fat_jets(particles: ak.Array, *, pt_min: float = JET_PT_MIN) -> ak.Array:

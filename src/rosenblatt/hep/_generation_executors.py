@@ -148,7 +148,7 @@ def _iter_dask_chunks(
     """
     with _dask_client(workers, scheduler) as client:
         remaining = iter(tasks)
-        pending: deque[Future] = deque()
+        pending: deque[Future[GeneratedChunk]] = deque()
         try:
             for _ in tasks:
                 window = _DASK_CHUNKS_PER_THREAD * max(1, sum(client.nthreads().values()))

@@ -89,7 +89,7 @@ def invariant_mass(first: ak.Array, second: ak.Array) -> FloatArray:
     numpy.ndarray
         ``sqrt(max((p1 + p2)^2, 0))`` in GeV (float64).
     """
-    mass_squared = ak.to_numpy((first + second).tau2).astype(np.float64)
+    mass_squared = np.asarray(ak.to_numpy((first + second).tau2), dtype=np.float64)
     return np.sqrt(np.maximum(mass_squared, 0.0))
 
 

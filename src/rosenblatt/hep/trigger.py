@@ -41,7 +41,7 @@ def leading_jet_pt(particles: ak.Array, radius: float = TRIGGER_RADIUS) -> Float
         return np.zeros(0)
     jets = cluster_jets(particles, radius=radius)
     leading = ak.fill_none(ak.firsts(jets.pt, axis=1), 0.0)
-    return ak.to_numpy(leading).astype(np.float64)
+    return np.asarray(ak.to_numpy(leading), dtype=np.float64)
 
 
 def passes_trigger(

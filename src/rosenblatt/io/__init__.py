@@ -20,7 +20,7 @@ rosenblatt.io`` needs none of uproot, PyTables or pyarrow.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -140,7 +140,8 @@ def iter_events(
     """
     fmt = event_format(path)
     module = importlib.import_module(f"{__name__}.{fmt}")
-    return getattr(module, f"iter_{fmt}")(path, chunk_size=chunk_size, **options)
+    reader: Callable[..., Iterator[Any]] = getattr(module, f"iter_{fmt}")
+    return reader(path, chunk_size=chunk_size, **options)
 
 
 def __getattr__(name: str) -> Any:

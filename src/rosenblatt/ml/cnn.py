@@ -127,7 +127,8 @@ class TrackImageCNN(nn.Module):
         hidden = ((torch.log1p(images) - self.pixel_mean) / self.pixel_std).unsqueeze(1)
         for convolution in self.convolutions:
             hidden = torch.relu(convolution(_pad_cylinder(hidden)))
-        return self.dense(hidden.amax(dim=(2, 3))).squeeze(1)
+        score: torch.Tensor = self.dense(hidden.amax(dim=(2, 3)))
+        return score.squeeze(1)
 
 
 def _pad_cylinder(images: torch.Tensor) -> torch.Tensor:

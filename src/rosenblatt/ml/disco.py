@@ -250,7 +250,8 @@ def distance_correlation_sqr(
     if bool(x_scale > 0):
         x_centred = x_centred / x_scale
     block = _block_rows(x64.shape[0], max_block_bytes)
-    cross = _PairAbsProductSum.apply(x_centred, y64, p, block)
+    # torch.autograd.Function.apply has no type hints
+    cross = _PairAbsProductSum.apply(x_centred, y64, p, block)  # type: ignore[no-untyped-call]
     a_row = _row_means(x_centred, p)
     b_row = _row_means(y64, p)
     result = _dcor_from_terms(cross, a_row, b_row, x_centred, y64, p)

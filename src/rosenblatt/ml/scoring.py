@@ -198,7 +198,7 @@ def make_scorer(spec: Mapping[str, Any]) -> Scorer:
     return _model_scorer(spec["model"])
 
 
-def _spec_kind(spec: Mapping[str, Any]) -> str:
+def _spec_kind(spec: object) -> str:
     if not isinstance(spec, Mapping):
         msg = f"a score specification must be a mapping, got {type(spec).__name__}"
         raise TypeError(msg)

@@ -189,7 +189,7 @@ class TrainedModel:
             if arrays.substructure is None:
                 msg = "the gradient boosting needs the substructure columns (mj1, mj2, tau21_1, tau21_2)"
                 raise ValueError(msg)
-            return self.model.predict(arrays.substructure)
+            return np.asarray(self.model.predict(arrays.substructure), dtype=np.float64)
         if arrays.images is None:
             msg = "the CNN needs the image column"
             raise ValueError(msg)

@@ -29,7 +29,7 @@ with optional_imports(__name__):
 __all__ = ["TrackImageWrapper"]
 
 
-class TrackImageWrapper(torch_wrapper):
+class TrackImageWrapper(torch_wrapper):  # type: ignore[misc]  # coffea has no type hints
     """Scores of the track-image CNN's TorchScript file on awkward records.
 
     Parameters

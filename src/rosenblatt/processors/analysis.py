@@ -134,11 +134,11 @@ class PlaneBinning:
     y_bins: int = 50
 
 
-def summed_over_datasets(h: hist.Hist) -> hist.Hist:
+def summed_over_datasets(h: hist.Hist[hist.storage.Weight]) -> hist.Hist[hist.storage.Weight]:
     """``h`` summed over its ``dataset`` axis."""
     # hist's type hints do not take the builtin ``sum`` as an index
     histogram: Any = h
-    summed: hist.Hist = histogram[{"dataset": sum}]
+    summed: hist.Hist[hist.storage.Weight] = histogram[{"dataset": sum}]
     return summed
 
 
@@ -150,7 +150,7 @@ def _dataset_axis(dataset: str | None) -> Any:
 
 def abcd_histogram(
     x0: Sequence[float], y0: Sequence[float], *, x_label: str = "x", dataset: str | None = None
-) -> hist.Hist:
+) -> hist.Hist[hist.storage.Weight]:
     """An empty ABCD histogram of one variant: dataset, the cut-value axes and the process.
 
     With ``dataset``, the dataset axis holds that category from the start (a
@@ -170,7 +170,7 @@ def plane_histogram(
     *,
     x_label: str = "x",
     dataset: str | None = None,
-) -> hist.Hist:
+) -> hist.Hist[hist.storage.Weight]:
     """An empty fine ``(x, score)`` histogram of one variant, per dataset and process."""
     return hist.Hist(
         _dataset_axis(dataset),
@@ -199,7 +199,7 @@ def empty_output(
     shown = [v for v in variants if v.replica_of is None]
     replicas = [v for v in variants if v.replica_of is not None]
 
-    def abcd(v: Variant) -> hist.Hist:
+    def abcd(v: Variant) -> hist.Hist[hist.storage.Weight]:
         return abcd_histogram(x0, v.y0, x_label=x_label, dataset=dataset)
 
     output: dict[str, Any] = {
@@ -339,7 +339,7 @@ def blind_cutflow(
 
 
 def add_values_to_histogram(
-    h: hist.Hist,
+    h: hist.Hist[hist.storage.Weight],
     dataset: str,
     x_bin: IntArray,
     y: FloatArray,
@@ -360,7 +360,7 @@ def add_values_to_histogram(
 
 
 def _add_groups(
-    h: hist.Hist,
+    h: hist.Hist[hist.storage.Weight],
     dataset: str,
     groups: list[tuple[int, BoolArray | None]],
     x_bin: IntArray,
@@ -389,7 +389,7 @@ def _pick(mine: BoolArray | None, *arrays: NDArray[Any]) -> tuple[NDArray[Any], 
 
 
 def _add_sums(
-    h: hist.Hist,
+    h: hist.Hist[hist.storage.Weight],
     dataset: str,
     label: int,
     sums: tuple[FloatArray, FloatArray],

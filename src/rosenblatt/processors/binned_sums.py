@@ -20,7 +20,7 @@ belongs to the bin above it, and NaN to the overflow, as in boost-histogram.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 
 import boost_histogram as bh
 import numpy as np
@@ -31,18 +31,20 @@ from rosenblatt.typing import BoolArray, FloatArray, IntArray
 __all__ = ["AxisBins", "axis_bins", "binned_sums", "flow_index"]
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 try:
     import numba
 
-    def _helper(function: Callable[..., Any]) -> Callable[..., Any]:
-        return numba.njit(cache=True, nogil=True)(function)
+    def _helper(function: _F) -> _F:
+        return cast("_F", numba.njit(cache=True, nogil=True)(function))
 
-    def _inline(function: Callable[..., Any]) -> Callable[..., Any]:
-        return numba.njit(cache=True, nogil=True, inline="always")(function)
+    def _inline(function: _F) -> _F:
+        return cast("_F", numba.njit(cache=True, nogil=True, inline="always")(function))
 
 except ImportError:  # pragma: no cover - numpy path used instead
 
-    def _helper(function: Callable[..., Any]) -> Callable[..., Any]:
+    def _helper(function: _F) -> _F:
         return function
 
     _inline = _helper
@@ -137,7 +139,7 @@ def _variable_bin(
     if value < low:
         return 0
     # the table's count one cell back is a lower bound of the edges at or below
-    i = table[min(max(int((value - low) * scale) - 1, 0), len(table) - 1)]
+    i: int = table[min(max(int((value - low) * scale) - 1, 0), len(table) - 1)]
     while i < n and edges[i] <= value:
         i += 1
     return i
@@ -234,7 +236,7 @@ def _sums_loop(
 def _lookup(edges: FloatArray) -> IntArray:
     """Edges at or below the starts of ``8 len(edges)`` equal cells spanning the edges."""
     cells = 8 * len(edges)
-    starts = edges[0] + np.arange(cells + 1) * ((edges[-1] - edges[0]) / cells)
+    starts: FloatArray = edges[0] + np.arange(cells + 1) * ((edges[-1] - edges[0]) / cells)
     return np.searchsorted(edges, starts, side="right").astype(np.intp)
 
 

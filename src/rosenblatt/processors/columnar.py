@@ -51,7 +51,7 @@ COLUMNAR_CUTFLOW_STEPS = ("read", "not selected", "missing objects", "x above x_
 
 
 @dataclass
-class ColumnarAnalysisProcessor(processor.ProcessorABC):
+class ColumnarAnalysisProcessor(processor.ProcessorABC):  # type: ignore[misc]  # coffea: untyped
     """Quantities, transforms and ABCD histograms of the user's events.
 
     Parameters

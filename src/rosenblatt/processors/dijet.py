@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 
-def mjj_histogram() -> hist.Hist:
+def mjj_histogram() -> hist.Hist[hist.storage.Weight]:
     """Return an empty weighted histogram of the dijet mass per dataset."""
     return hist.Hist(
         hist.axis.StrCategory([], name="dataset", label="Dataset", growth=True),

@@ -209,7 +209,7 @@ def chunk_file_name(dataset: str, file: str, start: int, stop: int) -> str:
     return f"{dataset}-{Path(file).stem}-{digest}-{start:012d}-{stop:012d}.parquet"
 
 
-class ParticleProcessor(processor.ProcessorABC):
+class ParticleProcessor(processor.ProcessorABC):  # type: ignore[misc]  # coffea: untyped
     """A coffea processor of particle events, from ROOT files or LHCO HDF5 chunks.
 
     Parameters

@@ -315,7 +315,7 @@ def _pieces_in(folder: Path) -> list[Path]:
     return [path for path in folder.glob("*.zip") if not path.name.startswith(".")]
 
 
-class PieceProcessor(processor.ProcessorABC):
+class PieceProcessor(processor.ProcessorABC):  # type: ignore[misc]  # coffea: untyped
     """A coffea processor that writes each chunk's output of ``inner`` as a piece.
 
     It returns only a count to the driver, which reads the pieces back in
@@ -354,7 +354,10 @@ class PieceTask:
             name = getattr(self.function, "__name__", "")
 
             def compute(inner: Any) -> Mapping[str, Any]:
-                return self.function(item) if inner is None else getattr(inner, name)(item)
+                output: Mapping[str, Any] = (
+                    self.function(item) if inner is None else getattr(inner, name)(item)
+                )
+                return output
 
             return _returned(self.store, self.chunk(item), owner, compute)
         self.store.save(self.chunk(item), self.function(item))

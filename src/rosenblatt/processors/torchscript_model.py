@@ -44,7 +44,7 @@ class TorchScriptScore:
             msg = 'a torchscript score needs the ml extra: pip install "rosenblatt[ml]"'
             raise ImportError(msg) from err
 
-        class _Matrix(torch_wrapper):
+        class _Matrix(torch_wrapper):  # type: ignore[misc]  # coffea has no type hints
             """The wrapper for a feature matrix given as it is."""
 
             def prepare_awkward(self, matrix: Any) -> tuple[list[Any], dict[str, Any]]:

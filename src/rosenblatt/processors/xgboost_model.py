@@ -39,7 +39,7 @@ class XGBoostScore:
             msg = 'an xgboost score needs the xgboost extra: pip install "rosenblatt[xgboost]"'
             raise ImportError(msg) from err
 
-        class _Matrix(xgboost_wrapper):
+        class _Matrix(xgboost_wrapper):  # type: ignore[misc]  # coffea has no type hints
             """The wrapper for a feature matrix given as it is."""
 
             def prepare_awkward(self, matrix: Any) -> tuple[list[Any], dict[str, Any]]:

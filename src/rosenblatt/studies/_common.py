@@ -1,5 +1,7 @@
 """What every study shares: timed steps, claims with one verdict rule, numbers with their
-uncertainty, Markdown tables built from rows given as data, and the summary file.
+uncertainty, Markdown tables built from rows given as data, and the files every run writes:
+``summary.json``, which opens with the same header in every study (:func:`summary_header`),
+and ``timings.json``, the wall time of each step (:meth:`Steps.write`).
 
 The verdict rule
 ----------------
@@ -23,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, TypeVar
 
 import numpy as np
 
@@ -36,7 +38,9 @@ __all__ = [
     "Claim",
     "ClaimJson",
     "Row",
+    "StepSeconds",
     "Steps",
+    "SummaryHeader",
     "Verdict",
     "claim_lines",
     "decide",
@@ -44,10 +48,13 @@ __all__ = [
     "pm",
     "rows_table",
     "strict_json",
+    "summary_header",
     "verdict_of",
     "verdict_reason",
     "write_summary",
 ]
+
+_T = TypeVar("_T")
 
 #: a difference counts beyond this many bootstrap standard deviations
 SIGNIFICANCE = 2.0
@@ -297,10 +304,10 @@ class Steps:
     def run(
         self,
         name: str,
-        function: Callable[..., Any],
+        function: Callable[..., _T],
         *args: Any,
-        events: Callable[[Any], int] | None = None,
-    ) -> Any:
+        events: Callable[[_T], int] | None = None,
+    ) -> _T:
         """Run step ``name`` as ``function(*args)``, logging and timing it.
 
         ``events``, given the step's result, says how many events the step
@@ -314,6 +321,55 @@ class Steps:
                 self.count(name, events(result))
         self.log.info("step %s done in %.1f s", name, self.seconds[name])
         return result
+
+    def write(self, folder: Path) -> Path:
+        """Write ``timings.json`` into ``folder``: each step's wall time so far; return its path.
+
+        Every study writes this one record of its steps, ``{step: seconds}`` in the order
+        the steps ran; its ``summary.json`` holds the same under ``step_seconds``.
+        """
+        path = folder / "timings.json"
+        write_text(path, json.dumps(self.seconds, indent=2))
+        return path
+
+
+#: the wall time of each step of a run, in seconds, in the order the steps ran
+StepSeconds = dict[str, float]
+
+
+class SummaryHeader(TypedDict):
+    """The keys every study's ``summary.json`` opens with.
+
+    Attributes
+    ----------
+    study : str
+        The configuration's ``study:``.
+    name : str
+        The run's name (the configuration's ``name``).
+    rosenblatt_version : str
+        The version of the package that ran it.
+    configuration_file : str
+        The configuration file, named the same on every machine
+        (:func:`rosenblatt.studies.config.config_label`).
+    """
+
+    study: str
+    name: str
+    rosenblatt_version: str
+    configuration_file: str
+
+
+def summary_header(study: str, name: str, source: str | Path) -> SummaryHeader:
+    """The opening keys of the ``summary.json`` of run ``name`` of ``study``, read from ``source``."""
+    from rosenblatt import __version__
+    from rosenblatt.studies.config import config_label
+
+    return {
+        "study": study,
+        "name": name,
+        "rosenblatt_version": __version__,
+        "configuration_file": config_label(source),
+    }
 
 
 def strict_json(value: Any) -> Any:

@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 import rosenblatt as rb
 from rosenblatt.transforms import ConditionalCDFTransform
+from rosenblatt.typing import BoolArray, FloatArray
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -47,7 +48,6 @@ __all__ = [
 
 log = logging.getLogger("rosenblatt.peers")
 
-Array = NDArray[np.float64]
 Maker = Callable[[], ConditionalCDFTransform]
 
 #: background efficiencies at which the flatness in x is measured
@@ -188,7 +188,11 @@ def default_peers(
 
 
 def efficiency_spread(
-    x: Array, score: Array, efficiency: float, n_bins: int = 10, weight: Array | None = None
+    x: FloatArray,
+    score: FloatArray,
+    efficiency: float,
+    n_bins: int = 10,
+    weight: FloatArray | None = None,
 ) -> EfficiencySpread:
     """Spread of the background efficiency across equal-occupancy bins of ``x`` at one working point.
 
@@ -241,11 +245,11 @@ def efficiency_spread(
 def evaluate(
     peers: Mapping[str, Maker | None],
     *,
-    defining: tuple[Array, Array],
-    testing: tuple[Array, Array, NDArray[Any]],
-    exact: Callable[[Array, Array], Array] | None = None,
-    scores: Mapping[str, Array] | None = None,
-    abcd: Callable[[Array], AbcdFigures] | None = None,
+    defining: tuple[FloatArray, FloatArray],
+    testing: tuple[FloatArray, FloatArray, NDArray[Any]],
+    exact: Callable[[FloatArray, FloatArray], FloatArray] | None = None,
+    scores: Mapping[str, FloatArray] | None = None,
+    abcd: Callable[[FloatArray], AbcdFigures] | None = None,
     working_points: Sequence[float] = WORKING_POINTS,
     n_bins: int = 10,
     permutations: int = 100,
@@ -294,7 +298,9 @@ def evaluate(
     x_test, y_test, label = testing
     bkg = np.asarray(label) == 0
     results: dict[str, PeerResult] = {}
-    entries: list[tuple[str, Maker | None, Array | None]] = [(n, m, None) for n, m in peers.items()]
+    entries: list[tuple[str, Maker | None, FloatArray | None]] = [
+        (n, m, None) for n, m in peers.items()
+    ]
     entries += [(n, None, np.asarray(s, dtype=np.float64)) for n, s in (scores or {}).items()]
     for name, make, given in entries:
         scored = _score(make, given, defining, x_test, y_test)
@@ -311,15 +317,15 @@ def evaluate(
             dcc_events,
             seed,
         )
+        closure: _PeerAbcd = {} if abcd is None else {"abcd": abcd(scored.score)}
         row: PeerResult = {
             **figures,
+            **closure,
             "fit_seconds": scored.fit_seconds,
             "transform_seconds_per_1e6": scored.transform_seconds * 1e6 / len(x_test),
             "params": scored.params,
             "kind": scored.kind,
         }
-        if abcd is not None:
-            row["abcd"] = abcd(scored.score)
         results[name] = row
         log.info(
             "%s: dCor2 %.2e (floor %.2e), AUC %.4f, fit %.2f s%s",
@@ -349,7 +355,7 @@ class _Scored:
         What the fitted transform evaluates with (empty without a fit).
     """
 
-    score: Array
+    score: FloatArray
     kind: str
     fit_seconds: float = 0.0
     transform_seconds: float = 0.0
@@ -358,10 +364,10 @@ class _Scored:
 
 def _score(
     make: Maker | None,
-    given: Array | None,
-    defining: tuple[Array, Array],
-    x_test: Array,
-    y_test: Array,
+    given: FloatArray | None,
+    defining: tuple[FloatArray, FloatArray],
+    x_test: FloatArray,
+    y_test: FloatArray,
 ) -> _Scored:
     """The testing score of a given score, of the raw score, or of a transform fitted on ``defining``."""
     if given is not None:
@@ -393,10 +399,10 @@ def _chosen(transform: ConditionalCDFTransform) -> dict[str, ParamValue]:
 
 
 def _figures(
-    score: Array,
-    testing: tuple[Array, Array, NDArray[Any]],
-    bkg: NDArray[np.bool_],
-    exact: Callable[[Array, Array], Array] | None,
+    score: FloatArray,
+    testing: tuple[FloatArray, FloatArray, NDArray[Any]],
+    bkg: BoolArray,
+    exact: Callable[[FloatArray, FloatArray], FloatArray] | None,
     working_points: Sequence[float],
     n_bins: int,
     permutations: int,

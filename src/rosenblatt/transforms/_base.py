@@ -117,8 +117,9 @@ def register_reader(fmt: ReaderFormat, reader: Callable[..., Any]) -> None:
     reader
         The function; a later registration replaces an earlier one.
     """
-    if fmt != "correctionlib":
-        msg = f"unknown reader format {fmt!r}; known: 'correctionlib'"
+    known = ("correctionlib",)
+    if fmt not in known:
+        msg = f"unknown reader format {fmt!r}; known: {', '.join(map(repr, known))}"
         raise ValueError(msg)
     _READERS[fmt] = reader
 

@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rosenblatt._awkward import is_awkward
-from rosenblatt._validation import check_int, is_int
+from rosenblatt._validation import check_bool, check_int, is_int
 from rosenblatt.transforms._base import (
     ConditionalCDFTransform,
     NaNInputWarning,
@@ -307,9 +307,7 @@ class TransformEnsemble(ConditionalCDFTransform):
         if not is_int(most) or most < 0:
             msg = f"max_refits must be a non-negative integer or None, got {self.max_refits!r}"
             raise ValueError(msg)
-        if not isinstance(self.keyed, (bool, np.bool_)):
-            msg = f"keyed must be True or False, got {self.keyed!r}"
-            raise TypeError(msg)
+        check_bool(self.keyed, "keyed", error=TypeError)
         return n, seed, int(most)
 
     def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:

@@ -37,16 +37,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._atomic import write_text
+from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
     from rosenblatt.abcd.bumphunt import BumpHunt, GlobalSignificance, SignalTemplates
 
 __all__ = ["BLIND_NOTE", "HIDDEN_WHEN_BLIND", "HuntSettings", "summary_numbers", "write_bumphunt"]
 
-FloatArray = NDArray[np.float64]
 
 #: the results of a hunt on the data, left out of a blinded one
 HIDDEN_WHEN_BLIND = ("q0", "local_p", "local_z", "mu_hat", "observed_limit")

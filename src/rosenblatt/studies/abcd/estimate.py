@@ -33,15 +33,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._atomic import write_text
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_correction import ClosureCorrection, abcd_prediction
 from rosenblatt.abcd.closure_testing import ClosureTest
+from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
     from hist import Hist
+    from hist.storage import Weight
 
     from rosenblatt.studies.abcd.config import AbcdConfig
 
@@ -73,8 +74,6 @@ CLOSURE_TEST = (
     "bootstrap covariance (the closure factor's keyed replicas where the transform has "
     "them), Hotelling's T^2"
 )
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,13 +264,13 @@ def choose_cut(
     return CutChoice(how, cut)
 
 
-def _summed(h: Hist) -> Hist:
+def _summed(h: Hist[Weight]) -> Hist[Weight]:
     from rosenblatt.processors.analysis import summed_over_datasets
 
     return summed_over_datasets(h) if "dataset" in h.axes.name else h
 
 
-def _members(variant: str, replicas: dict[str, Hist] | None) -> list[Hist]:
+def _members(variant: str, replicas: dict[str, Hist[Weight]] | None) -> list[Hist[Weight]]:
     """The histograms of ``variant``'s replicas (named ``<variant>#<k>``), summed over datasets."""
     return [
         _summed(r)
@@ -281,11 +280,11 @@ def _members(variant: str, replicas: dict[str, Hist] | None) -> list[Hist]:
 
 
 def closure_tests(
-    histograms: dict[str, Hist],
+    histograms: dict[str, Hist[Weight]],
     *,
     seed: int = 0,
-    replicas: dict[str, Hist] | None = None,
-    resampled: dict[str, Hist] | None = None,
+    replicas: dict[str, Hist[Weight]] | None = None,
+    resampled: dict[str, Hist[Weight]] | None = None,
 ) -> dict[str, ClosureTest | str]:
     """Per variant, the closure test of its simulation summed over datasets (or why none).
 
@@ -314,9 +313,9 @@ def closure_tests(
 
 
 def closure_corrections(
-    histograms: dict[str, Hist],
-    replicas: dict[str, Hist] | None = None,
-    resampled: dict[str, Hist] | None = None,
+    histograms: dict[str, Hist[Weight]],
+    replicas: dict[str, Hist[Weight]] | None = None,
+    resampled: dict[str, Hist[Weight]] | None = None,
 ) -> dict[str, tuple[ClosureCorrection, str]]:
     """Per variant, the closure factor of its background simulation and how it was measured.
 
@@ -360,10 +359,10 @@ def closure_corrections(
 
 def choose_cuts(
     cfg: AbcdConfig,
-    histograms: dict[str, Hist],
+    histograms: dict[str, Hist[Weight]],
     score_y0: tuple[float, ...],
-    replicas: dict[str, Hist] | None = None,
-    resampled: dict[str, Hist] | None = None,
+    replicas: dict[str, Hist[Weight]] | None = None,
+    resampled: dict[str, Hist[Weight]] | None = None,
 ) -> dict[str, CutChoice]:
     """Per variant, its cut from simulation alone (:func:`choose_cut`), before data are read."""
     choices: dict[str, CutChoice] = {}
@@ -384,7 +383,9 @@ def choose_cuts(
     return choices
 
 
-def _regions(histogram: Hist, process: int, i: int, j: int) -> tuple[list[float], list[float]]:
+def _regions(
+    histogram: Hist[Weight], process: int, i: int, j: int
+) -> tuple[list[float], list[float]]:
     """Sums and variances of A, B, C, D of one ``process`` bin at cut ``(i, j)``."""
     axis = histogram.axes["process"]
     if process not in axis:
@@ -399,7 +400,7 @@ def _regions(histogram: Hist, process: int, i: int, j: int) -> tuple[list[float]
 def estimate(
     folder: Path,
     variant: str,
-    histogram: Hist,
+    histogram: Hist[Weight],
     test: ClosureTest,
     choice: CutChoice,
     *,
@@ -472,7 +473,7 @@ def estimate(
 
 
 def _counts(
-    histogram: Hist,
+    histogram: Hist[Weight],
     correction: tuple[ClosureCorrection, str],
     cut: GridCut,
     data: list[float],

@@ -27,6 +27,7 @@ from rosenblatt.studies.config import config_label
 
 if TYPE_CHECKING:
     from hist import Hist
+    from hist.storage import Weight
 
     from rosenblatt.processors.quantities import Quantity
     from rosenblatt.studies.abcd.config import AbcdConfig
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 
-def write_root_histograms(path: Path, histograms: dict[str, Hist]) -> list[str]:
+def write_root_histograms(path: Path, histograms: dict[str, Hist[Weight]]) -> list[str]:
     """Write one weighted TH2D per dataset and variant, named ``<dataset>_<variant>``.
 
     Flow bins are kept: the under- and overflow of ``x`` and ``y`` hold the
@@ -104,7 +105,7 @@ def _closure_numbers(closure: ClosureJson) -> ClosureNumbers:
 
 
 def write_likelihoods(
-    folder: Path, histograms: dict[str, Hist], scans: dict[str, ClosureScan]
+    folder: Path, histograms: dict[str, Hist[Weight]], scans: dict[str, ClosureScan]
 ) -> dict[str, LikelihoodJson]:
     """Per variant, the ABCD likelihood at its best cut as ``workspace_<variant>.json``.
 
@@ -133,7 +134,7 @@ def write_likelihoods(
 
 
 def _likelihood_at_best_cut(
-    folder: Path, variant: str, histogram: Hist, scan: ClosureScan
+    folder: Path, variant: str, histogram: Hist[Weight], scan: ClosureScan
 ) -> LikelihoodJson:
     """The likelihood of one variant at its cut of smallest ``|eta_A|`` (:func:`write_likelihoods`)."""
     from rosenblatt.abcd.likelihood import likelihood_at_cut
@@ -263,7 +264,7 @@ def _passfail(
 
 
 def _write_closure(
-    folder: Path, histograms: dict[str, Hist]
+    folder: Path, histograms: dict[str, Hist[Weight]]
 ) -> tuple[dict[str, ClosureScan], dict[str, ClosureJson]]:
     """Each variant's closure over the cut grid (the raw score first), written as ``closure.json``."""
     from rosenblatt.studies._common import strict_json

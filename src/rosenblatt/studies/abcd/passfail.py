@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._atomic import write_text
 from rosenblatt.studies.config_checks import count as _count
@@ -51,9 +50,11 @@ from rosenblatt.studies.config_checks import fail as _fail
 from rosenblatt.studies.config_checks import flag as _flag
 from rosenblatt.studies.config_checks import number as _number
 from rosenblatt.studies.config_fields import config_dataclass, option
+from rosenblatt.typing import FloatArray, IntArray
 
 if TYPE_CHECKING:
     from hist import Hist
+    from hist.storage import Weight
 
     from rosenblatt.abcd.passfail import PassFailFit
 
@@ -70,7 +71,6 @@ __all__ = [
     "write_results",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: ``passfail.transfer`` values
 TRANSFER_SHAPES = ("constant", "linear")
@@ -391,7 +391,7 @@ def simulation_closure(
 
 
 def spectra(
-    histogram: Hist, y0: float, process: int
+    histogram: Hist[Weight], y0: float, process: int
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """A process's spectra of ``x`` failing and passing the cut ``y0`` (summed over datasets).
 
@@ -425,7 +425,7 @@ def spectra(
 def write_passfail(
     folder: Path,
     settings: PassFailConfig,
-    histograms: dict[str, Hist],
+    histograms: dict[str, Hist[Weight]],
     estimates: Mapping[str, Mapping[str, Any]],
     *,
     blind: bool,
@@ -471,7 +471,7 @@ def _variant_fit(
     where: Path,
     settings: PassFailConfig,
     variant: str,
-    histogram: Hist,
+    histogram: Hist[Weight],
     x0: float,
     y0: float,
     *,
@@ -630,7 +630,7 @@ def _figure(
     edges: FloatArray,
     failing: FloatArray,
     passing: FloatArray,
-    window: NDArray[np.intp],
+    window: IntArray,
     expected: float,
     *,
     x_label: str,

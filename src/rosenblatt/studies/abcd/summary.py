@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from hist import Hist
+    from hist.storage import Weight
 
     from rosenblatt.studies.abcd.estimate import EstimateJson
     from rosenblatt.studies.abcd.preflight import SkippedFile
@@ -50,11 +51,11 @@ class PassOutput(TypedDict, total=False):
         Per file, the ``(start, stop, reason)`` of each chunk that could not be read.
     """
 
-    abcd: dict[str, Hist]
-    plane: dict[str, Hist]
-    passfail: dict[str, Hist]
-    replicas: dict[str, Hist]
-    resampled: dict[str, Hist]
+    abcd: dict[str, Hist[Weight]]
+    plane: dict[str, Hist[Weight]]
+    passfail: dict[str, Hist[Weight]]
+    replicas: dict[str, Hist[Weight]]
+    resampled: dict[str, Hist[Weight]]
     cutflow: dict[str, dict[str, int]]
     skim: list[str]
     entries: dict[str, int]

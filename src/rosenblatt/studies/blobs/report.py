@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 import numpy as np
-from numpy.typing import NDArray
 
 import rosenblatt as rb
 from rosenblatt.studies._common import claim_lines
 from rosenblatt.studies.blobs.config import FigureChoice
 from rosenblatt.studies.blobs.summary import BlobsSummary
 from rosenblatt.transforms import ConditionalCDFTransform
+from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -36,10 +36,10 @@ class Fitted(TypedDict):
 class Events(NamedTuple):
     """The background and signal events of one sample."""
 
-    x: NDArray[np.float64]
-    y: NDArray[np.float64]
-    x_signal: NDArray[np.float64]
-    y_signal: NDArray[np.float64]
+    x: FloatArray
+    y: FloatArray
+    x_signal: FloatArray
+    y_signal: FloatArray
 
 
 def draw_figures(

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy.stats import norm
 
 import rosenblatt as rb
@@ -34,6 +33,7 @@ from rosenblatt.studies.blobs.summary import (
     VariantJson,
 )
 from rosenblatt.transforms import ConditionalCDFTransform
+from rosenblatt.typing import FloatArray, IntArray
 
 with optional_imports(__name__):
     from tqdm.auto import tqdm
@@ -45,7 +45,7 @@ log = logging.getLogger("rosenblatt.blobs")
 
 def sample_background(
     n: int, rho: float, rng: np.random.Generator
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[FloatArray, FloatArray]:
     """Standard bivariate normal with correlation ``rho``."""
     x = rng.standard_normal(n)
     y = rho * x + np.sqrt(1.0 - rho * rho) * rng.standard_normal(n)
@@ -54,13 +54,13 @@ def sample_background(
 
 def sample_signal(
     n: int, mean: list[float], cov: list[list[float]], rng: np.random.Generator
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[FloatArray, FloatArray]:
     """The signal blob: a bivariate normal of given mean and covariance."""
     xy = rng.multivariate_normal(mean, cov, size=n)
     return xy[:, 0], xy[:, 1]
 
 
-def exact_gamma(x: NDArray[np.float64], y: NDArray[np.float64], rho: float) -> NDArray[np.float64]:
+def exact_gamma(x: FloatArray, y: FloatArray, rho: float) -> FloatArray:
     """Exact conditional CDF ``P(Y <= y | X = x)`` of the background."""
     return np.asarray(norm.cdf((y - rho * x) / np.sqrt(1.0 - rho * rho)))
 
@@ -69,15 +69,15 @@ def exact_gamma(x: NDArray[np.float64], y: NDArray[np.float64], rho: float) -> N
 class _Samples:
     """The defining and testing samples of both populations, and the background's exact CDF."""
 
-    x_def: NDArray[np.float64]
-    y_def: NDArray[np.float64]
-    x_test: NDArray[np.float64]
-    y_test: NDArray[np.float64]
-    xs_def: NDArray[np.float64]
-    ys_def: NDArray[np.float64]
-    xs_test: NDArray[np.float64]
-    ys_test: NDArray[np.float64]
-    exact: NDArray[np.float64]
+    x_def: FloatArray
+    y_def: FloatArray
+    x_test: FloatArray
+    y_test: FloatArray
+    xs_def: FloatArray
+    ys_def: FloatArray
+    xs_test: FloatArray
+    ys_test: FloatArray
+    exact: FloatArray
 
     @classmethod
     def draw(cls, cfg: BlobsConfig) -> _Samples:
@@ -94,7 +94,7 @@ class _Samples:
 
     def labelled_testing(
         self,
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Background then signal testing events: ``x``, ``y`` and the label."""
         label = np.r_[np.zeros(len(self.x_test)), np.ones(len(self.xs_test))]
         return np.r_[self.x_test, self.xs_test], np.r_[self.y_test, self.ys_test], label
@@ -150,7 +150,7 @@ class _Scan(Generic[TransformT]):
 
     method: _Method[TransformT]
     fitted: dict[float, TransformT]
-    dcc: NDArray[np.float64]
+    dcc: FloatArray
     rms_exact: list[float]
 
     def best_of_mean(self) -> float:
@@ -229,7 +229,7 @@ def _extras(cfg: BlobsConfig, data: _Samples, dcc_events: int) -> SummaryExtras:
 def _scan(
     method: _Method[TransformT],
     data: _Samples,
-    subsamples: list[NDArray[np.intp]],
+    subsamples: list[IntArray],
     cfg: BlobsConfig,
 ) -> tuple[_Scan[TransformT], ScanJson]:
     """Fit a transform at every value of its parameter; dCor² per sub-sample, RMS, floors."""
@@ -252,9 +252,9 @@ def _scan(
 
 def _scan_json(
     scan: _Scan[TransformT],
-    gammas: Mapping[float, NDArray[np.float64]],
-    x_test: NDArray[np.float64],
-    subsamples: list[NDArray[np.intp]],
+    gammas: Mapping[float, FloatArray],
+    x_test: FloatArray,
+    subsamples: list[IntArray],
     cfg: BlobsConfig,
 ) -> ScanJson:
     """A method's scan in the summary, with the permutation floors of its best values."""
@@ -280,9 +280,9 @@ def _scan_json(
 
 def _best_per_subsample(
     scan: _Scan[TransformT],
-    gammas: Mapping[float, NDArray[np.float64]],
-    x_test: NDArray[np.float64],
-    subsamples: list[NDArray[np.intp]],
+    gammas: Mapping[float, FloatArray],
+    x_test: FloatArray,
+    subsamples: list[IntArray],
     permutations: int,
 ) -> list[_Best]:
     """Each sub-sample's value of lowest dCor², with its permutation test (seeded by its index)."""
@@ -300,8 +300,8 @@ def _best_per_subsample(
 
 def _whole_sample(
     method: _Method[TransformT],
-    gammas: Mapping[float, NDArray[np.float64]],
-    x_test: NDArray[np.float64],
+    gammas: Mapping[float, FloatArray],
+    x_test: FloatArray,
     permutations: int,
 ) -> dict[str, float | list[float]]:
     """dCor² of every value on the whole testing sample, and its best value's permutation test."""
@@ -331,7 +331,7 @@ def _aucs(data: _Samples, scans: _Scans) -> dict[str, float]:
     }
 
 
-def _auc(data: _Samples, label: NDArray[np.float64], transform: ConditionalCDFTransform) -> float:
+def _auc(data: _Samples, label: FloatArray, transform: ConditionalCDFTransform) -> float:
     """AUC of a fitted transform's gamma on the testing background and signal."""
     return rb.roc_auc(
         label,
@@ -343,11 +343,11 @@ def _auc(data: _Samples, label: NDArray[np.float64], transform: ConditionalCDFTr
 
 
 def _variants(
-    x_def: NDArray[np.float64],
-    y_def: NDArray[np.float64],
-    x_test: NDArray[np.float64],
-    y_test: NDArray[np.float64],
-    exact: NDArray[np.float64],
+    x_def: FloatArray,
+    y_def: FloatArray,
+    x_test: FloatArray,
+    y_test: FloatArray,
+    exact: FloatArray,
 ) -> list[VariantJson]:
     """Automatic parameters and the bias-corrected GridKDE beside the paper's algorithms."""
     import time

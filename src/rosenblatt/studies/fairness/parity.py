@@ -9,12 +9,10 @@ its share of people exactly.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
+
+from rosenblatt.typing import BoolArray, FloatArray, Int64Array, IntArray
 
 __all__ = ["age_groups", "group_rates", "parity_spreads"]
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
 
 
 def age_groups(values: FloatArray, n_groups: int = 5) -> tuple[IntArray, FloatArray]:
@@ -45,7 +43,7 @@ def group_rates(
     n_groups: int,
     rejected: float,
     weight: FloatArray | None = None,
-    subset: NDArray[np.bool_] | None = None,
+    subset: BoolArray | None = None,
 ) -> FloatArray:
     """Fraction of each group above the cut that rejects a fraction ``rejected`` of everyone.
 
@@ -97,12 +95,13 @@ def _passing(score: FloatArray, order: IntArray, w: FloatArray, rejected: float)
     at = score == cut
     w_at = w[at].sum()
     fraction = float(np.clip((target - w[above].sum()) / w_at, 0.0, 1.0)) if w_at > 0 else 0.0
-    return above + fraction * at
+    selected: FloatArray = above + fraction * at
+    return selected
 
 
 def parity_spreads(
     score: FloatArray,
-    label: NDArray[np.int64],
+    label: Int64Array,
     groups: IntArray,
     n_groups: int,
     working_points: FloatArray,

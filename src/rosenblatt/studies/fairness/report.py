@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.studies._common import Row, claim_lines, markdown_table, pm
+from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
     from rosenblatt.studies.fairness.summary import (
@@ -74,7 +74,7 @@ def figures(
     }
 
 
-def _spread(row: MethodRow, key: Spread) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _spread(row: MethodRow, key: Spread) -> tuple[FloatArray, FloatArray]:
     """A method's spread at every working point, and its bootstrap sd."""
     if key == "demographic_parity":
         return np.asarray(row["demographic_parity"]), np.asarray(row["demographic_parity_sd"])

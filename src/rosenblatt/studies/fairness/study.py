@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from numpy.typing import NDArray
 
 import rosenblatt as rb
 from rosenblatt._atomic import write_text
@@ -46,6 +45,7 @@ from rosenblatt.studies.fairness.summary import (
     FairnessSummary,
     MethodRow,
 )
+from rosenblatt.typing import FloatArray, Int64Array, IntArray
 
 __all__ = [
     "age_groups",
@@ -57,11 +57,8 @@ __all__ = [
 
 log = logging.getLogger("rosenblatt.fairness")
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
 
-
-def arrests_table() -> tuple[Any, NDArray[np.int64]]:
+def arrests_table() -> tuple[Any, Int64Array]:
     """The arrests data as numeric columns, and the label (1: released with a summons).
 
     Returns
@@ -227,7 +224,7 @@ def _methods(config: ArrestsConfig, seed: int) -> list[_Method]:
 def _out_of_fold(
     method: _Method,
     X: Any,
-    y: NDArray[np.int64],
+    y: Int64Array,
     groups: IntArray,
     folds: list[tuple[IntArray, IntArray]],
 ) -> tuple[FloatArray, float]:
@@ -250,7 +247,7 @@ def _out_of_fold(
 # ----------------------------------------------------------------- figures of merit
 def _figures_of_merit(
     score: FloatArray,
-    y: NDArray[np.int64],
+    y: Int64Array,
     x: FloatArray,
     groups: IntArray,
     n_groups: int,
@@ -266,7 +263,7 @@ def _figures_of_merit(
 
 def _bootstrap(
     scores: dict[str, FloatArray],
-    y: NDArray[np.int64],
+    y: Int64Array,
     x: FloatArray,
     groups: IntArray,
     n_groups: int,

@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
-import numpy as np
-from numpy.typing import NDArray
-
 from rosenblatt.studies._common import ClaimJson
+from rosenblatt.typing import FloatArray, Int64Array, IntArray
 
 __all__ = [
     "ArrestsJson",
@@ -24,9 +22,6 @@ __all__ = [
     "FairnessSummary",
     "MethodRow",
 ]
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
 
 
 class _MethodRowBase(TypedDict):
@@ -129,7 +124,7 @@ class ArrestsScores:
 
     scores: dict[str, FloatArray]
     x: FloatArray
-    y: NDArray[np.int64]
+    y: Int64Array
     groups: IntArray
 
 
@@ -139,4 +134,4 @@ class DigitsScores:
 
     scores: dict[str, FloatArray]
     ink: FloatArray
-    y: NDArray[np.int64]
+    y: Int64Array

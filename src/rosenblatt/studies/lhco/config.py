@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.studies.config_checks import (
     check_keys,
@@ -35,6 +34,7 @@ from rosenblatt.studies.config_fields import (
     option,
     parse_dataclass,
 )
+from rosenblatt.typing import FloatArray
 
 __all__ = [
     "CLASSES",
@@ -274,7 +274,8 @@ def _training_options(kind: str, value: Any, source: str) -> dict[str, Any]:
 
     options = dict(mapping(value or {}, source, "classifier.options"))
     try:
-        from rosenblatt.ml.training import CNNOptions, GBDTOptions, make_options
+        from rosenblatt.ml.gbdt import GBDTOptions
+        from rosenblatt.ml.training import CNNOptions, make_options
     except ImportError:
         return options  # without the ml extra the study refuses to start, naming the extra
     known = fields(CNNOptions if kind == "cnn" else GBDTOptions)
@@ -376,12 +377,12 @@ class CutGrid:
     n_y0: int = option(default=100, doc="score cuts", check=_n_cuts)
 
     @property
-    def x0(self) -> NDArray[np.float64]:
+    def x0(self) -> FloatArray:
         """The cuts on the dijet mass."""
         return np.linspace(*self.x0_range, self.n_x0)
 
     @property
-    def y0(self) -> NDArray[np.float64]:
+    def y0(self) -> FloatArray:
         """The cuts on the score."""
         return np.linspace(*self.y0_range, self.n_y0)
 

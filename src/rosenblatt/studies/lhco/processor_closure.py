@@ -16,6 +16,7 @@ from rosenblatt.transforms import ConditionalCDFTransform
 
 if TYPE_CHECKING:
     from hist import Hist
+    from hist.storage import Weight
 
 __all__ = ["closures_in_processor"]
 
@@ -28,7 +29,7 @@ def closures_in_processor(
     test: Any,
     models: dict[str, TrainedModel | None],
     transforms: dict[str, ConditionalCDFTransform],
-    in_memory: dict[str, Hist],
+    in_memory: dict[str, Hist[Weight]],
 ) -> tuple[dict[str, ClosureScan], ProcessorPath]:
     """The testing sample's ABCD closure, computed by the analysis processor from the event files.
 

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.abcd import ClosureScan, SensitivityMap
 from rosenblatt.studies._common import pm
@@ -17,6 +16,7 @@ from rosenblatt.studies.lhco.summary import (
     LhcoSummary,
     classifier_entries,
 )
+from rosenblatt.typing import FloatArray, Int64Array
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -42,8 +42,8 @@ def figures(
     chosen: ChosenModels,
     fits: Decorrelation,
     closure: Closure,
-    mjj: NDArray[np.float64],
-    label: NDArray[np.int64],
+    mjj: FloatArray,
+    label: Int64Array,
 ) -> dict[str, str]:
     """Draw every figure of the study into ``folder``; return ``{key: file name}``."""
     entries = classifier_entries(summary)
@@ -139,8 +139,8 @@ def _circle(ax: Axes, x: float, y: float, colour: Any, label: str | None = None)
 def _roc(
     folder: Path,
     entries: dict[str, ClassifierJson],
-    label: NDArray[np.int64],
-    scores: dict[str, NDArray[np.float64]],
+    label: Int64Array,
+    scores: dict[str, FloatArray],
 ) -> str:
     """ROC curves of the testing sample (rejection of every efficiency with background left)."""
     import rosenblatt as rb
@@ -173,8 +173,8 @@ def _plane(
     name: str,
     entry: ClassifierJson,
     closure: Closure,
-    mjj: NDArray[np.float64],
-    label: NDArray[np.int64],
+    mjj: FloatArray,
+    label: Int64Array,
 ) -> str:
     """One classifier's (m_jj, score) plane with its best cut, and |eta| over the cut grid."""
     from rosenblatt.plotting import figure, figure_key, plot_eta_map, plot_plane, save_figure

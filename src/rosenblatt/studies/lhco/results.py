@@ -5,9 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
 from rosenblatt.abcd import ClosureScan, SensitivityMap
 from rosenblatt.studies.lhco.config import LhcoConfig
 from rosenblatt.studies.lhco.summary import (
@@ -20,6 +17,7 @@ from rosenblatt.studies.lhco.summary import (
     ScanPoint,
 )
 from rosenblatt.transforms import IRGI, ConditionalCDFTransform
+from rosenblatt.typing import FloatArray, Int64Array
 
 __all__ = [
     "CONTAMINATION_FRACTIONS",
@@ -33,7 +31,6 @@ __all__ = [
     "TrainedModel",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: injected W' events as fractions of the defining background
 CONTAMINATION_FRACTIONS = (0.0, 0.001, 0.01, 0.05, 0.1)
@@ -140,8 +137,8 @@ class Decorrelation:
         Per transform, the parameter chosen (the IRGI depth, the KDE ``sigma_r``).
     """
 
-    x_def: NDArray[np.float64]
-    y_def: NDArray[np.float64]
+    x_def: FloatArray
+    y_def: FloatArray
     scans: dict[str, list[ScanPoint]]
     fitted: dict[str, dict[float, ConditionalCDFTransform]]
     chosen: dict[str, float]
@@ -172,7 +169,7 @@ class StatisticsInput:
     """
 
     mjj: FloatArray
-    label: NDArray[np.int64]
+    label: Int64Array
     scores: dict[str, FloatArray]
     baseline: FloatArray
     chosen: dict[str, float]
@@ -285,7 +282,7 @@ class Closure:
         The statistics stage's output.
     """
 
-    scores: dict[str, NDArray[np.float64]]
+    scores: dict[str, FloatArray]
     closures: dict[str, ClosureScan]
     agreement: ProcessorPath
     n_after_mjj_cut: int

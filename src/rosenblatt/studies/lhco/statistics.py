@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 import rosenblatt as rb
 from rosenblatt.abcd import (
@@ -67,6 +66,7 @@ from rosenblatt.studies.lhco.results import (
     StatisticsSettings,
 )
 from rosenblatt.studies.lhco.summary import AutomaticChoice, ClassifierStatistics, ContaminationRow
+from rosenblatt.typing import FloatArray, Int64Array
 
 __all__ = [
     "CONTAMINATION_FRACTIONS",
@@ -77,8 +77,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("rosenblatt.lhco")
-
-FloatArray = NDArray[np.float64]
 
 
 def statistics(
@@ -295,15 +293,14 @@ class _Stage:
                     }
                 )
                 continue
-            self.results[name].update(
-                likelihood_at_cut(
-                    folder,
-                    name,
-                    [float(r[i, j]) for r in self.background_regions[name]],
-                    [float(r[i, j]) for r in self.signal_regions[name]],
-                    relative,
-                )
+            likelihood = likelihood_at_cut(
+                folder,
+                name,
+                [float(r[i, j]) for r in self.background_regions[name]],
+                [float(r[i, j]) for r in self.signal_regions[name]],
+                relative,
             )
+            self.results[name] = {**self.results[name], **likelihood}
 
     def sensitivity_maps(self) -> None:
         """Expected significance and limit over a thinned grid of cuts, per classifier."""
@@ -366,9 +363,7 @@ def _closure_replicas(
 class _Grid:
     """The ABCD regions of the testing events over the cut grid, refilled with other weights or scores."""
 
-    def __init__(
-        self, x: FloatArray, label: NDArray[np.int64], x0: FloatArray, y0: FloatArray
-    ) -> None:
+    def __init__(self, x: FloatArray, label: Int64Array, x0: FloatArray, y0: FloatArray) -> None:
         self.x_bin = np.searchsorted(x0, x, side="right")
         self.label = np.asarray(label).astype(np.intp)
         self.y0 = y0

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
-from numpy.typing import NDArray
 
 import rosenblatt as rb
 from rosenblatt._atomic import write_text
@@ -49,9 +48,11 @@ from rosenblatt.studies.lhco.summary import (
     LhcoSummary,
     Provenance,
     ScanPoint,
+    Verdicts,
 )
 from rosenblatt.studies.peers import AbcdFigures, PeerResult
 from rosenblatt.transforms import ConditionalCDFTransform
+from rosenblatt.typing import FloatArray, Int64Array
 
 __all__ = [
     "CLASSIFIERS",
@@ -217,7 +218,7 @@ def partition_samples(table: Any, cfg: LhcoConfig) -> Samples:
     """
     rng = np.random.default_rng(cfg.seed)
     label = np.asarray(table["label"])
-    parts: dict[str, list[NDArray[np.int64]]] = {part: [] for part in PARTS}
+    parts: dict[str, list[Int64Array]] = {part: [] for part in PARTS}
     for value, cls in enumerate(CLASSES):
         index = rng.permutation(np.flatnonzero(label == value))
         if len(index) < cfg.needed(cls):
@@ -275,11 +276,11 @@ def train_classifiers(cfg: LhcoConfig, samples: Samples) -> tuple[Samples, list[
     return Samples(*(result.samples[part] for part in PARTS)), models
 
 
-def _scores(sample: Any, column: str) -> NDArray[np.float64]:
+def _scores(sample: Any, column: str) -> FloatArray:
     return np.asarray(sample[column], dtype=np.float64)
 
 
-def _evaluate(sample: Any, score: NDArray[np.float64]) -> tuple[float, float]:
+def _evaluate(sample: Any, score: FloatArray) -> tuple[float, float]:
     """AUC on the sample and dCor^2(mjj, score) on its background."""
     label = np.asarray(sample["label"])
     mjj = np.asarray(sample["mjj"], dtype=np.float64)
@@ -287,7 +288,7 @@ def _evaluate(sample: Any, score: NDArray[np.float64]) -> tuple[float, float]:
     return rb.roc_auc(label, score), rb.distance_correlation_sqr(mjj[bkg], score[bkg])
 
 
-def _scan_point(value: float, sample: Any, score: NDArray[np.float64]) -> ScanPoint:
+def _scan_point(value: float, sample: Any, score: FloatArray) -> ScanPoint:
     """A transform's parameter ``value`` with the AUC and dCor² of its score on ``sample``."""
     auc, dcc = _evaluate(sample, score)
     return {"value": value, "auc": auc, "dcc": dcc}
@@ -362,7 +363,7 @@ def _defining_events(fits: Decorrelation) -> int:
 
 def _testing_scores(
     samples: Samples, chosen: ChosenModels, fits: Decorrelation
-) -> dict[str, NDArray[np.float64]]:
+) -> dict[str, FloatArray]:
     """The four classifiers' scores on the testing sample."""
     test = samples.testing
     mjj = np.asarray(test["mjj"], dtype=np.float64)
@@ -379,9 +380,9 @@ def _testing_scores(
 
 def _figures_of_merit(
     cfg: LhcoConfig,
-    mjj: NDArray[np.float64],
-    label: NDArray[np.int64],
-    score: NDArray[np.float64],
+    mjj: FloatArray,
+    label: Int64Array,
+    score: FloatArray,
     scan: ClosureScan,
 ) -> ClassifierJson:
     """One classifier's point estimates on the testing sample: AUC, dCor² with its floor, R50, closure."""
@@ -444,7 +445,7 @@ def _close(
     data = _statistics_input(cfg, samples, chosen.best, fits, scores, closures)
     stats = statistics(StatisticsSettings.of(cfg), folder, data)
     for name, values in stats.classifiers.items():
-        classifiers[name].update(values)
+        classifiers[name] = {**classifiers[name], **values}
     _name_classifiers(classifiers, chosen, fits)
     return Closure(scores, closures, agreement, int(keep.sum()), classifiers, stats)
 
@@ -454,7 +455,7 @@ def _statistics_input(
     samples: Samples,
     best: TrainedModel,
     fits: Decorrelation,
-    scores: dict[str, NDArray[np.float64]],
+    scores: dict[str, FloatArray],
     closures: dict[str, ClosureScan],
 ) -> StatisticsInput:
     """What the statistics stage works on: the testing sample, the defining and validation signal."""
@@ -499,7 +500,7 @@ def _peers(
     mjj, label = np.asarray(test["mjj"], dtype=np.float64), np.asarray(test["label"])
     keep = mjj < cfg.cuts.mjj_max
 
-    def abcd(score: NDArray[np.float64]) -> AbcdFigures:
+    def abcd(score: FloatArray) -> AbcdFigures:
         scan = closure_scan(
             abcd_histogram(mjj[keep], score[keep], label[keep], x0=cfg.cuts.x0, y0=cfg.cuts.y0)
         )
@@ -616,6 +617,7 @@ def _summary(
 ) -> LhcoSummary:
     """The study's summary: sizes, provenance, per-classifier figures, scans and the paper's claims."""
     stats = closure.statistics
+    later: Verdicts = {}  # claims and the comparison read the summary; the run adds the rest
     summary: LhcoSummary = {
         "study": "lhco",
         "name": cfg.name,
@@ -631,6 +633,7 @@ def _summary(
         "contamination": stats.contamination,
         "automatic_parameters": stats.automatic,
         "statistics_seconds": stats.timings,
+        **later,
     }
     summary["claims"] = paper_claims(summary)
     summary["paper_comparison"] = paper_comparison(summary)

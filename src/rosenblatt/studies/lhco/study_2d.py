@@ -56,6 +56,7 @@ from rosenblatt.studies.lhco.summary_2d import (
     SliceProfile,
 )
 from rosenblatt.transforms import ConditionalCDFTransform
+from rosenblatt.typing import FloatArray
 
 __all__ = ["JOINT", "STEPS", "Method", "run"]
 
@@ -102,7 +103,7 @@ class Method:
     transform: ConditionalCDFTransform | rb.SequentialTransform | None = None
     fit_seconds: float = 0.0
 
-    def score(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    def score(self, x: FloatArray, y: FloatArray) -> FloatArray:
         """The method's score of events with observables ``x`` (shape ``(n, k)``) and baseline score ``y``."""
         if self.transform is None:
             return y
@@ -119,7 +120,7 @@ class Method:
         return self.transform.fitted_params()
 
 
-def _observables(sample: Any, names: tuple[str, ...]) -> NDArray[np.float64]:
+def _observables(sample: Any, names: tuple[str, ...]) -> FloatArray:
     """The protected observables of a sample as an array of shape ``(n, k)``."""
     return np.column_stack([np.asarray(sample[name], dtype=np.float64) for name in names])
 
@@ -134,7 +135,7 @@ def _labels(estimator: str, protected: tuple[str, ...]) -> dict[str, str]:
     }
 
 
-def _fit(method: Method, x: NDArray[np.float64], y: NDArray[np.float64]) -> Method:
+def _fit(method: Method, x: FloatArray, y: FloatArray) -> Method:
     """Fit ``method.transform`` on the defining sample and time it."""
     if method.transform is None:
         return method
@@ -175,9 +176,7 @@ def _decorrelate(
     return methods, len(y_def)
 
 
-def _dependence(
-    x: NDArray[np.float64], score: NDArray[np.float64], permutations: int, seed: int
-) -> Dependence:
+def _dependence(x: FloatArray, score: FloatArray, permutations: int, seed: int) -> Dependence:
     """dCor² of ``score`` with ``x`` (one observable or several), its permutation floor and p-value."""
     test = rb.permutation_test(x, score, n_permutations=permutations, seed=seed)
     return {
@@ -206,8 +205,8 @@ def _measure(
 def _measure_method(
     cfg: Lhco2dConfig,
     method: Method,
-    x: NDArray[np.float64],
-    base: NDArray[np.float64],
+    x: FloatArray,
+    base: FloatArray,
     label: NDArray[Any],
 ) -> MethodMeasurement:
     """One method's AUC and its background dCor² with each observable and with all of them."""
@@ -236,9 +235,7 @@ def _measure_method(
     return entry
 
 
-def _slice_profile(
-    second: NDArray[np.float64], score: NDArray[np.float64], n_bins: int
-) -> SliceProfile:
+def _slice_profile(second: FloatArray, score: FloatArray, n_bins: int) -> SliceProfile:
     """Mean score and its standard error in equal-occupancy bins of ``second``, at each bin's mean."""
     order = np.argsort(second, kind="stable")
     bins = np.array_split(order, n_bins)

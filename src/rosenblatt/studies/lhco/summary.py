@@ -28,6 +28,7 @@ __all__ = [
     "ProcessorPath",
     "Provenance",
     "ScanPoint",
+    "Verdicts",
     "classifier_entries",
 ]
 
@@ -232,14 +233,16 @@ class _Tail(TypedDict):
     statistics_seconds: dict[str, float]
 
 
-class _Verdicts(TypedDict, total=False):
+class Verdicts(TypedDict, total=False):
+    """The summary's entries written after its figures: they read them, or the run adds them."""
+
     claims: list[ClaimJson]
     paper_comparison: list[PaperRow]
     peers: dict[str, PeerResult]
     step_seconds: dict[str, float]
 
 
-class LhcoSummary(_Head, ClassifierEntries, _Tail, _Verdicts):
+class LhcoSummary(_Head, ClassifierEntries, _Tail, Verdicts):
     """The LHCO study's ``summary.json``.
 
     The run's sizes and provenance, the analysis processor's closure

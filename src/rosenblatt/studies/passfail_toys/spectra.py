@@ -22,17 +22,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy import special, stats
 
 from rosenblatt.abcd.bumphunt import SignalTemplates
 from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.passfail_toys.config import PassfailToysConfig
 from rosenblatt.studies.toys.population import Population, transform_threshold
+from rosenblatt.typing import FloatArray, Int64Array
 
 __all__ = ["Spectra", "expected_spectra", "scan_masses"]
 
-FloatArray = NDArray[np.float64]
 
 #: sub-intervals and Gauss-Legendre nodes per sub-interval of each bin
 PANELS, NODES = 4, 8
@@ -68,7 +67,7 @@ def scan_masses(cfg: PassfailToysConfig) -> FloatArray:
     return np.unique(np.round(np.concatenate([grid, cfg.spectrum.masses]), 10))
 
 
-def _nodes(edges: FloatArray) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+def _nodes(edges: FloatArray) -> tuple[FloatArray, FloatArray, Int64Array]:
     """Gauss-Legendre nodes, weights and the bin of each node."""
     t, w = np.polynomial.legendre.leggauss(NODES)
     fine = np.linspace(edges[:-1], edges[1:], PANELS + 1, axis=1)
@@ -80,7 +79,7 @@ def _nodes(edges: FloatArray) -> tuple[FloatArray, FloatArray, NDArray[np.int64]
     return x, weights, bins
 
 
-def _binned(bins: NDArray[np.int64], values: FloatArray, size: int) -> FloatArray:
+def _binned(bins: Int64Array, values: FloatArray, size: int) -> FloatArray:
     """The sum of ``values`` in each bin."""
     return np.bincount(bins, values, minlength=size).astype(np.float64)
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.abcd.closure_correction import (
     ClosureCorrection,
@@ -39,10 +38,10 @@ from rosenblatt.studies.toys.population import (
     constant_threshold,
     transform_threshold,
 )
+from rosenblatt.typing import FloatArray
 
 __all__ = ["Setting", "ToyResult", "pseudo_experiment"]
 
-FloatArray = NDArray[np.float64]
 
 #: the signal strength of the injected signal
 MU_TRUE = 1.0
@@ -123,7 +122,7 @@ def _histogram(x: FloatArray, y: FloatArray, cfg: ToysConfig, y0: float, weight:
     return abcd_histogram(x, y, label, x0=[cfg.x0, beyond], y0=[y0, beyond], weight=weight)
 
 
-def _counts(x: FloatArray, y: FloatArray, x0: float, y0: float) -> NDArray[np.float64]:
+def _counts(x: FloatArray, y: FloatArray, x0: float, y0: float) -> FloatArray:
     """``(A, B, C, D)`` of events, ``x >= x0`` and ``y >= y0`` above."""
     high_x, high_y = x >= x0, y >= y0
     return np.array(
@@ -246,7 +245,7 @@ def _estimate(
 
 
 def _signal_strength(
-    counts: NDArray[np.float64], signal: tuple[float, ...], factor: float, error: float
+    counts: FloatArray, signal: tuple[float, ...], factor: float, error: float
 ) -> tuple[float, float, float]:
     """``mu`` fitted to the data's four counts with the study's workspace, and its 68% interval.
 

@@ -16,14 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy import special, stats
 
 from rosenblatt.studies.toys.config import PopulationConfig
+from rosenblatt.typing import FloatArray
 
 __all__ = ["Population", "RegionYields"]
 
-FloatArray = NDArray[np.float64]
 
 #: sub-intervals and Gauss-Legendre nodes per sub-interval of the integrals over x
 PANELS, NODES = 128, 8
@@ -66,7 +65,8 @@ class Population:
         slope = self.config.slope
         if slope == 0:
             return np.ones_like(x)
-        return slope * np.exp(-slope * x) / -np.expm1(-slope)
+        density: FloatArray = slope * np.exp(-slope * x) / -np.expm1(-slope)
+        return density
 
     def _beta(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         intercept, rise = self.config.mean

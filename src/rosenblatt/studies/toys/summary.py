@@ -30,11 +30,11 @@ from dataclasses import asdict
 from typing import TypedDict
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt.studies._common import Claim, ClaimJson
 from rosenblatt.studies.toys.config import ToysConfig
 from rosenblatt.studies.toys.experiment import Setting, ToyResult
+from rosenblatt.typing import BoolArray, FloatArray
 
 __all__ = [
     "PullJson",
@@ -44,7 +44,6 @@ __all__ = [
     "summarise",
 ]
 
-FloatArray = NDArray[np.float64]
 
 #: the targets of the pull's standard deviation and of the ±1 sd coverage
 PULL_SD_RANGE = (0.9, 1.1)
@@ -138,7 +137,7 @@ class ToysSummary(TypedDict):
     step_seconds: dict[str, float]
 
 
-def _fraction(hits: NDArray[np.bool_]) -> tuple[float, float]:
+def _fraction(hits: BoolArray) -> tuple[float, float]:
     n = len(hits)
     p = float(np.mean(hits)) if n else float("nan")
     return p, math.sqrt(p * (1 - p) / n) if n else float("nan")
