@@ -32,10 +32,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import NDArray
-
 from rosenblatt.transforms._bisection import max_depth
+from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
     from rosenblatt.transforms._base import ConditionalCDFTransform
@@ -105,9 +103,9 @@ def coarse_cut_note(unresolved: tuple[float, ...], grid: str) -> str:
 
 def select_depth(
     make: Callable[[int], ConditionalCDFTransform],
-    x: NDArray[np.float64],
-    y: NDArray[np.float64],
-    w: NDArray[np.float64] | None,
+    x: FloatArray,
+    y: FloatArray,
+    w: FloatArray | None,
     *,
     folds: Any,
     seed: Any,
@@ -115,9 +113,14 @@ def select_depth(
 ) -> Selection:
     """Cross-validate the depths 1 to the largest a training fold supports (``make(depth)``).
 
-    With ``cut_levels``, only the depths that resolve them; where none does
-    (or none of those fits the weights), every depth is scored and the
-    largest that fits is chosen: the finest grid the sample allows.
+    With ``cut_levels``, only the depths that resolve them, and among those
+    the best-scoring whose held-out pass fraction at every level does not
+    depend on ``x`` (:func:`~rosenblatt.transforms.selection.cross_validate`;
+    where none passes, the best-scoring, and the selection's
+    :meth:`~rosenblatt.transforms.selection.Selection.cut_note` says so);
+    where no depth resolves them (or none of those fits the weights), every
+    depth is scored and the largest that fits is chosen: the finest grid the
+    sample allows.
     """
     from rosenblatt.transforms.selection import check_folds, check_seed, cross_validate
 
@@ -132,9 +135,18 @@ def select_depth(
         )
         raise ValueError(msg)
 
-    def score(depths: list[int]) -> Selection:
+    def score(depths: list[int], levels: tuple[float, ...] | None = None) -> Selection:
         return cross_validate(
-            make, depths, x, y, w, parameter="depth", folds=folds, seed=seed, skip_failures=True
+            make,
+            depths,
+            x,
+            y,
+            w,
+            parameter="depth",
+            folds=folds,
+            seed=seed,
+            skip_failures=True,
+            cut_levels=levels,
         )
 
     depths = list(range(1, largest + 1))
@@ -143,7 +155,8 @@ def select_depth(
     resolving = [d for d in depths if d >= cut_depth(cut_levels)]
     if resolving:
         try:
-            return score(resolving)
+            inner = tuple(level for level in check_levels(cut_levels) if 0.0 < level < 1.0)
+            return score(resolving, inner or None)
         except ValueError:
             pass  # no resolving depth fits these weights
     selection = score(depths)

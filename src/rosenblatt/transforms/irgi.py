@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._validation import check_int, check_ints, is_int
 from rosenblatt.transforms._bisection import max_depth
@@ -35,6 +34,7 @@ from rosenblatt.transforms._irgi_grid import (
     y_by_column,
     y_edges_and_cdf,
 )
+from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
     import boost_histogram as bh
@@ -65,11 +65,11 @@ class ScalarGrid(NamedTuple):
 
     domain: Domain
     depth: int
-    x_centres: NDArray[np.float64]
-    x_boundaries: NDArray[np.float64]
-    y_edges: NDArray[np.float64]
-    cdf: NDArray[np.float64]
-    column_weight: NDArray[np.float64]
+    x_centres: FloatArray
+    x_boundaries: FloatArray
+    y_edges: FloatArray
+    cdf: FloatArray
+    column_weight: FloatArray
 
 
 class IRGI(ColumnGridTransform):
@@ -171,11 +171,11 @@ class IRGI(ColumnGridTransform):
     #: a replica keeps the nominal's depth, and Poisson weights may leave a bin empty
     replica_parameters: ClassVar[Mapping[str, Any]] = {"empty_bins": True, "cut_levels": None}
 
-    x_centres_: NDArray[np.float64]
-    x_boundaries_: NDArray[np.float64]
-    y_edges_: NDArray[np.float64]
-    cdf_: NDArray[np.float64]
-    column_weight_: NDArray[np.float64]
+    x_centres_: FloatArray
+    x_boundaries_: FloatArray
+    y_edges_: FloatArray
+    cdf_: FloatArray
+    column_weight_: FloatArray
 
     depth_: int
     selection_: Selection | None
@@ -227,10 +227,22 @@ class IRGI(ColumnGridTransform):
         )
 
     def coarse_cut_note(self) -> str | None:
-        """Why the fitted grid cannot resolve a level of ``cut_levels``, or ``None`` where it can."""
+        """Why the fit may not close at a level of ``cut_levels``, or ``None`` where it may.
+
+        A grid whose ``y`` bins do not resolve a level, or a ``depth="auto"``
+        none of whose depths (each resolving the levels) passes the test of
+        the held-out pass fraction at the levels (:meth:`Selection.cut_note`).
+        """
         unresolved = self.unresolved_cut_levels()
         if not unresolved:
-            return None
+            dependence = None if self.selection_ is None else self.selection_.cut_note()
+            if dependence is None:
+                return None
+            bins = 2 ** (self.y_depth_ if self.x_dims > 1 else self.depth_)
+            return (
+                f"IRGI depth {self.depth_} ({bins} y bins, at least {MIN_BINS_BEYOND_CUT:g} "
+                f"bins beyond the cut levels): {dependence}"
+            )
         if self.x_dims > 1:
             return coarse_cut_note(unresolved, f"{2**self.y_depth_} y bins per cell")
         auto = " (depth='auto': the finest its training folds fit)" if self.selection_ else ""
@@ -239,9 +251,7 @@ class IRGI(ColumnGridTransform):
         )
 
     # ------------------------------------------------------------------ fit
-    def _fit(
-        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
-    ) -> None:
+    def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         selection = None
         if self.cut_levels is not None:
             check_levels(self.cut_levels)
@@ -262,9 +272,7 @@ class IRGI(ColumnGridTransform):
         if note is not None:
             warnings.warn(note, UserWarning, stacklevel=4)
 
-    def _fit_vector(
-        self, x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64] | None
-    ) -> None:
+    def _fit_vector(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         from rosenblatt.transforms import _irgi_vector as iv
         from rosenblatt.transforms.selection import check_folds, check_seed
 
@@ -343,9 +351,7 @@ class IRGI(ColumnGridTransform):
             self.splits_,
         )
 
-    def _transform_vector(
-        self, x: NDArray[np.float64], y: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
+    def _transform_vector(self, x: FloatArray, y: FloatArray) -> FloatArray:
         return self._cells().gamma(x, y, self.domain_[1])
 
     def _vector_depth(self) -> list[int]:
@@ -396,9 +402,9 @@ class IRGI(ColumnGridTransform):
 
     def _select_depth(
         self,
-        x: NDArray[np.float64],
-        y: NDArray[np.float64],
-        w: NDArray[np.float64] | None,
+        x: FloatArray,
+        y: FloatArray,
+        w: FloatArray | None,
         domain: Domain,
     ) -> Selection:
         """Cross-validate the depths (:func:`~rosenblatt.transforms._irgi_depth.select_depth`)."""
@@ -414,9 +420,9 @@ class IRGI(ColumnGridTransform):
 
     def _fit_grid(
         self,
-        x: NDArray[np.float64],
-        y: NDArray[np.float64],
-        w: NDArray[np.float64] | None,
+        x: FloatArray,
+        y: FloatArray,
+        w: FloatArray | None,
         depth: int,
         domain: Domain,
     ) -> None:
@@ -441,11 +447,11 @@ class IRGI(ColumnGridTransform):
         self,
         domain: Domain,
         depth: int,
-        centres: NDArray[np.float64],
-        boundaries: NDArray[np.float64],
-        y_edges: NDArray[np.float64],
-        cdf: NDArray[np.float64],
-        column_weight: NDArray[np.float64],
+        centres: FloatArray,
+        boundaries: FloatArray,
+        y_edges: FloatArray,
+        cdf: FloatArray,
+        column_weight: FloatArray,
     ) -> None:
         """Store the learned grid."""
         self.domain_ = domain
@@ -503,7 +509,7 @@ class IRGI(ColumnGridTransform):
             raise ValueError(msg)
         return depth
 
-    def _resolve_domain(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> Domain:
+    def _resolve_domain(self, x: FloatArray, y: FloatArray) -> Domain:
         for values, name in ((x, "x"), (y, "y")):
             if values.min() == values.max():
                 msg = (
@@ -580,7 +586,7 @@ class IRGI(ColumnGridTransform):
         h.view()[...] = self.column_weight_
         return h
 
-    def vertices(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def vertices(self) -> tuple[FloatArray, FloatArray]:
         """The interpolation vertices ``(x, y)``: column centres times their ``y`` edges."""
         self._check_fitted()
         xs = np.repeat(self.x_centres_, self.y_edges_.shape[1])

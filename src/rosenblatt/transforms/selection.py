@@ -31,6 +31,14 @@ Two implementations:
   minimum of a parabola through the three best scores (in ``log sigma_r``).
   A width at which negative weights leave some fold's estimate undefined
   (a kernel-weighted sum of the weights that is not positive) is skipped.
+
+Given the levels of ``gamma`` an analysis cuts at, :func:`cross_validate`
+also tests each value's fit for the property an ABCD estimate needs: on the
+held-out events, the fraction passing each level must not depend on ``x``
+(:mod:`rosenblatt.transforms._cut_dependence`, which gives the test and the
+rates measured in toys). The choice is then the best-scoring value that
+passes, or the best-scoring with a note (:meth:`Selection.cut_note`) where
+none does; :attr:`Selection.cut_pvalues` records the test.
 """
 
 from __future__ import annotations
@@ -41,12 +49,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rosenblatt._validation import check_int, is_int
 from rosenblatt.exceptions import NegativeWeightError
+from rosenblatt.transforms import _cut_dependence as cd
 from rosenblatt.transforms import _local_polynomial as lp
 from rosenblatt.transforms._brier import weighted_brier
+from rosenblatt.typing import FloatArray, IntArray
 
 if TYPE_CHECKING:
     from rosenblatt.transforms._base import ConditionalCDFTransform
@@ -61,7 +70,6 @@ __all__ = [
     "select_bandwidth",
 ]
 
-Array = NDArray[np.float64]
 
 #: number of cross-validation folds
 DEFAULT_FOLDS = 10
@@ -99,6 +107,13 @@ class Selection:
         Number of folds and seed of their random assignment.
     n_thresholds
         Number of score thresholds.
+    cut_levels
+        The levels of ``gamma`` at which the held-out pass fraction of each
+        value was tested for a dependence on ``x`` (empty where none was).
+    cut_pvalues
+        Per value, the p-value of that test at each level
+        (:func:`~rosenblatt.transforms._cut_dependence.homogeneity_pvalue`);
+        a value passes when every p-value is at least :attr:`cut_threshold`.
     """
 
     parameter: str
@@ -108,9 +123,57 @@ class Selection:
     folds: int
     seed: int
     n_thresholds: int
+    cut_levels: tuple[float, ...] = ()
+    cut_pvalues: tuple[tuple[float, ...], ...] = ()
+
+    @property
+    def cut_threshold(self) -> float:
+        """The least p-value of a passing value at each level: :data:`ALPHA` over the levels."""
+        return cd.ALPHA / max(len(self.cut_levels), 1)
+
+    @property
+    def cut_passes(self) -> tuple[bool, ...]:
+        """Per value, whether its held-out pass fraction is independent of ``x`` at every level."""
+        return tuple(min(p, default=1.0) >= self.cut_threshold for p in self.cut_pvalues)
+
+    def failing_levels(self, value: Any) -> tuple[float, ...]:
+        """The cut levels at which ``value``'s held-out pass fraction depends on ``x``."""
+        if not self.cut_pvalues or value not in self.values:
+            return ()
+        pvalues = self.cut_pvalues[self.values.index(value)]
+        return tuple(
+            level
+            for level, p in zip(self.cut_levels, pvalues, strict=True)
+            if p < self.cut_threshold
+        )
+
+    def cut_note(self) -> str | None:
+        """Why the choice does not close at the cut levels, or ``None`` where it may.
+
+        A note where no value tried passes the test of the held-out pass
+        fraction (:attr:`cut_pvalues`): the best-scoring one is then kept.
+        """
+        if not self.cut_pvalues or any(self.cut_passes):
+            return None
+        failing = self.failing_levels(self.chosen) or self.cut_levels
+        levels = ", ".join(f"{level:g}" for level in failing)
+        tried = ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in self.values)
+        return (
+            f"{self.parameter}='auto': the held-out pass fraction of every {self.parameter} "
+            f"tried ({tried}) depends on x at the cut level(s) {levels} "
+            f"(p < {self.cut_threshold:.3g} in {cd.X_BINS} bins of x), where an ABCD estimate "
+            f"is biased; the best-scoring, {self.chosen}, is kept"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible data, read back by :meth:`from_dict`."""
+        data = self._to_dict()
+        if self.cut_levels:
+            data["cut_levels"] = [float(level) for level in self.cut_levels]
+            data["cut_pvalues"] = [[float(p) for p in row] for row in self.cut_pvalues]
+        return data
+
+    def _to_dict(self) -> dict[str, Any]:
         if self.parameter == "splits":
             return {
                 "parameter": self.parameter,
@@ -140,8 +203,36 @@ class Selection:
         if not isinstance(data, dict):
             msg = f"selection must be an object, got {type(data).__name__}"
             raise SchemaError(msg)
-        if data.get("parameter") == "splits":
-            return cls._splits_from_dict(data)
+        selection = (
+            cls._splits_from_dict(data)
+            if data.get("parameter") == "splits"
+            else cls._number_from_dict(data)
+        )
+        if "cut_levels" not in data:
+            return selection
+        try:
+            n_levels = len(data["cut_levels"])
+            levels = check_array(data["cut_levels"], "selection cut_levels", (n_levels,), unit=True)
+            pvalues = check_array(
+                data["cut_pvalues"],
+                "selection cut_pvalues",
+                (len(selection.values), n_levels),
+                unit=True,
+            )
+        except (KeyError, TypeError) as err:
+            msg = f"malformed selection ({type(err).__name__}: {err})"
+            raise SchemaError(msg) from err
+        return dataclasses.replace(
+            selection,
+            cut_levels=tuple(levels.tolist()),
+            cut_pvalues=tuple(tuple(row) for row in pvalues.tolist()),
+        )
+
+    @classmethod
+    def _number_from_dict(cls, data: dict[str, Any]) -> Selection:
+        """Rebuild a selection of a depth or a width, checking it."""
+        from rosenblatt._schema import SchemaError, check_array
+
         try:
             n = len(data["values"])
             values = check_array(data["values"], "selection values", (n,), increasing=True)
@@ -228,7 +319,7 @@ class Selection:
         return int(np.argmin(self.scores))
 
 
-def fold_labels(n_events: int, folds: int, seed: int) -> NDArray[np.intp]:
+def fold_labels(n_events: int, folds: int, seed: int) -> IntArray:
     """Fold of each event: a seeded random permutation, equal-sized folds (to one event)."""
     check_folds(folds, n_events)
     return np.asarray(np.random.default_rng(seed).permutation(n_events) % folds, dtype=np.intp)
@@ -252,11 +343,11 @@ def check_seed(seed: Any) -> int:
 
 
 def brier_thresholds(
-    y: Array,
-    weight: Array | None,
+    y: FloatArray,
+    weight: FloatArray | None,
     n_thresholds: int = DEFAULT_THRESHOLDS,
-    order: NDArray[np.intp] | None = None,
-) -> Array:
+    order: IntArray | None = None,
+) -> FloatArray:
     """The inner weighted quantiles ``k / (n_thresholds + 1)`` of the scores, ties merged.
 
     ``order`` is ``numpy.argsort(y, kind="stable")`` when already known.
@@ -271,15 +362,16 @@ def brier_thresholds(
 def cross_validate(
     make: Callable[[Any], ConditionalCDFTransform],
     values: Sequence[Any],
-    x: Array,
-    y: Array,
-    weight: Array | None,
+    x: FloatArray,
+    y: FloatArray,
+    weight: FloatArray | None,
     *,
     parameter: str,
     folds: int = DEFAULT_FOLDS,
     seed: int = 0,
     n_thresholds: int = DEFAULT_THRESHOLDS,
     skip_failures: bool = False,
+    cut_levels: Sequence[float] | None = None,
 ) -> Selection:
     """Cross-validated integrated Brier score of ``make(value)`` for each value.
 
@@ -289,7 +381,11 @@ def cross_validate(
     ``n_thresholds`` held-out events nearest to it in ``x`` (itself left
     out): a sample of its conditional distribution, so that the score weighs
     ``y`` as the events do, and independent of both the event and the fit.
-    The value with the lowest mean score is chosen.
+    The value with the lowest mean score is chosen; with ``cut_levels``, the
+    best-scoring value whose held-out pass fraction at every level does not
+    depend on ``x`` (:mod:`rosenblatt.transforms._cut_dependence`, tested on
+    every held-out event with the fits the scores use), or the best-scoring
+    where none passes (:meth:`Selection.cut_note` says so).
 
     Parameters
     ----------
@@ -307,11 +403,16 @@ def cross_validate(
         Leave out the values for which a fit raises :class:`ValueError` on
         some training fold (for example an IRGI depth that too many tied
         ``x`` values forbid); the error is raised if every value fails.
+    cut_levels
+        Levels of ``gamma`` an analysis cuts at, or ``None``.
     """
     n = len(x)
     check_folds(folds, n)
     check_seed(seed)
     label = fold_labels(n, folds, seed)
+    levels = np.asarray([] if cut_levels is None else cut_levels, dtype=np.float64)
+    x_bin = cd.x_bins(x, weight)
+    passing = np.zeros((len(values), len(levels), int(x_bin.max()) + 1))
     rng = np.random.default_rng([seed, 1])
     totals = np.zeros(len(values))
     failed: dict[int, ValueError] = {}
@@ -350,19 +451,73 @@ def cross_validate(
                 continue
             gamma = transform.transform(xq, thresholds.ravel()).reshape(len(scored), n_used)
             totals[i] += float(np.dot(wh, ((gamma - below) ** 2).mean(axis=1)))
+            if len(levels):
+                passing[i] += _held_out_passing(transform, x, y, weight, held, x_bin, levels)
     kept = [i for i in range(len(values)) if i not in failed]
     if not kept:
         raise failed[0]
     scores = totals[kept] / held_weight
-    best = int(np.argmin(scores))
-    return Selection(
+    selection = Selection(
         parameter,
         tuple(values[i] for i in kept),
         tuple(scores.tolist()),
-        values[kept[best]],
+        values[kept[int(np.argmin(scores))]],
         folds,
         seed,
         n_used,
+    )
+    if not len(levels):
+        return selection
+    return _with_cut_test(selection, passing[kept], levels, x_bin, weight)
+
+
+def _with_cut_test(
+    selection: Selection,
+    passing: FloatArray,
+    levels: FloatArray,
+    x_bin: IntArray,
+    weight: FloatArray | None,
+) -> Selection:
+    """``selection`` with the p-values of its values' held-out pass fractions, and its choice.
+
+    ``passing`` is, per value, level and bin of ``x``, the summed weight of
+    the held-out events with ``gamma >= level``. The choice is the
+    best-scoring value that passes at every level, else the best-scoring.
+    """
+    w = np.ones(len(x_bin)) if weight is None else weight
+    n_bins = passing.shape[2]
+    total = np.bincount(x_bin, weights=w, minlength=n_bins).astype(np.float64)
+    squares = np.bincount(x_bin, weights=w * w, minlength=n_bins).astype(np.float64)
+    pvalues = tuple(
+        tuple(cd.homogeneity_pvalue(row, total, squares) for row in value) for value in passing
+    )
+    selection = dataclasses.replace(
+        selection, cut_levels=tuple(levels.tolist()), cut_pvalues=pvalues
+    )
+    order = np.argsort(selection.scores, kind="stable")
+    passes = [i for i in order if selection.cut_passes[i]]
+    chosen = selection.values[int(passes[0] if passes else order[0])]
+    return dataclasses.replace(selection, chosen=chosen)
+
+
+def _held_out_passing(
+    transform: ConditionalCDFTransform,
+    x: FloatArray,
+    y: FloatArray,
+    weight: FloatArray | None,
+    held: IntArray,
+    x_bin: IntArray,
+    levels: FloatArray,
+) -> FloatArray:
+    """Per level and bin of ``x``, the summed weight of the held-out events with ``gamma >= level``."""
+    gamma = transform.transform(x[held], y[held])
+    w = np.ones(len(held)) if weight is None else weight[held]
+    n_bins = int(x_bin.max()) + 1
+    return np.stack(
+        [
+            np.bincount(x_bin[held], weights=w * (gamma >= level), minlength=n_bins)
+            for level in levels
+        ]
     )
 
 
@@ -378,9 +533,9 @@ class _BinnedFolds:
 
     def __init__(
         self,
-        x: Array,
-        y: Array,
-        weight: Array | None,
+        x: FloatArray,
+        y: FloatArray,
+        weight: FloatArray | None,
         *,
         degree: int,
         sigma_a: float,
@@ -389,7 +544,7 @@ class _BinnedFolds:
         nodes_per_bandwidth: float,
         max_nodes: int,
         n_thresholds: int,
-        y_order: NDArray[np.intp] | None,
+        y_order: IntArray | None,
     ) -> None:
         self.x, self.y, self.weight = x, y, weight
         self.degree, self.sigma_a, self.folds = degree, sigma_a, folds
@@ -407,20 +562,20 @@ class _BinnedFolds:
         self.scores: dict[float, float] = {}
         self.skipped: dict[float, NegativeWeightError] = {}
 
-    def _nodes(self, bandwidth: float) -> Array:
+    def _nodes(self, bandwidth: float) -> FloatArray:
         x_lo, x_hi = float(self.x.min()), float(self.x.max())
         spacing = max(bandwidth / self.nodes_per_bandwidth, (x_hi - x_lo) / (self.max_nodes - 1))
         return lp.node_grid(x_lo, x_hi, spacing, self.max_nodes)
 
     def _training_cdfs(
         self,
-        binning: tuple[NDArray[np.intp], Array],
+        binning: tuple[IntArray, FloatArray],
         n_nodes: int,
         matrices: list[Any],
-        column: NDArray[np.intp],
+        column: IntArray,
         n_edges: int,
         degree: int,
-    ) -> Array:
+    ) -> FloatArray:
         """Each fold's training estimate, ``(folds, n_nodes, n_edges)``, monotone, not pinned."""
         mass, below = lp.fold_histograms(
             binning, column, self.weight, n_nodes, n_edges, self.label, self.folds
@@ -429,7 +584,7 @@ class _BinnedFolds:
             lp.local_polynomial_folds(matrices, mass, below, degree), pin_ends=False
         )
 
-    def _pilot_weights(self) -> tuple[Array, tuple[NDArray[np.intp], Array]]:
+    def _pilot_weights(self) -> tuple[FloatArray, tuple[IntArray, FloatArray]]:
         """Per fold and pilot node, the weight of each threshold; and the events' pilot binning.
 
         The pilot of a fold is the Gaussian-kernel estimate from the other
@@ -494,9 +649,9 @@ class _BinnedFolds:
 
 
 def select_bandwidth(
-    x: Array,
-    y: Array,
-    weight: Array | None,
+    x: FloatArray,
+    y: FloatArray,
+    weight: FloatArray | None,
     *,
     degree: int,
     sigma_a: float,
@@ -506,7 +661,7 @@ def select_bandwidth(
     max_nodes: int = 20_000,
     n_thresholds: int = DEFAULT_THRESHOLDS,
     candidates: Sequence[float] | None = None,
-    y_order: NDArray[np.intp] | None = None,
+    y_order: IntArray | None = None,
 ) -> Selection:
     """Choose the kernel width ``sigma_r`` of a binned local-polynomial estimate of degree ``degree``.
 
@@ -628,7 +783,7 @@ def _coarse_to_fine(binned: _BinnedFolds, feasible: Callable[[float], bool]) -> 
     return float(math.exp(vertex))
 
 
-def _cumulative(weight: Array | None, n: int) -> Array:
+def _cumulative(weight: FloatArray | None, n: int) -> FloatArray:
     if weight is None:
         return np.arange(n + 1, dtype=np.float64)
     return np.concatenate(([0.0], np.cumsum(weight)))
