@@ -40,7 +40,7 @@ import numpy as np
 from scipy import special
 
 from rosenblatt._validation import check_int
-from rosenblatt.typing import FloatArray
+from rosenblatt.typing import ArrayLike, FloatArray
 
 if TYPE_CHECKING:
     from rosenblatt.transforms._base import ConditionalCDFTransform
@@ -86,7 +86,7 @@ class ClosedForm:
         n = check_int(n, "n", low=1, what="a positive integer number of events")
         return self.draw(n, np.random.default_rng(seed))
 
-    def exact(self, x: Any, y: Any) -> FloatArray:
+    def exact(self, x: ArrayLike, y: ArrayLike) -> FloatArray:
         """The exact conditional CDF at the events ``(x, y)``."""
         x_arr, y_arr = np.broadcast_arrays(
             np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
@@ -211,7 +211,7 @@ class VectorClosedForm(ClosedForm):
         """The number ``k`` of protected observables."""
         return len(self.slopes)
 
-    def exact(self, x: Any, y: Any) -> FloatArray:
+    def exact(self, x: ArrayLike, y: ArrayLike) -> FloatArray:
         """The exact ``P(Y <= y | X = x)`` for ``x`` of shape ``(n, k)`` (or ``(k,)``) and ``y``."""
         x_arr = np.asarray(x, dtype=np.float64)
         if x_arr.ndim == 0 or x_arr.shape[-1] != self.dims:

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from rosenblatt._extras import optional_imports
 from rosenblatt._validation import check_bool, check_real, is_int
 from rosenblatt.transforms import KDE, ConditionalCDFTransform, GridKDE
-from rosenblatt.typing import FloatArray, IntArray
+from rosenblatt.typing import ArrayLike, FloatArray, IntArray
 
 with optional_imports(__name__):
     from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
@@ -305,7 +305,9 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             raise ValueError(msg)
 
     # ------------------------------------------------------------------- fit
-    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> DecorrelatedClassifier:
+    def fit(
+        self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> DecorrelatedClassifier:
         """Fit the estimator, then the transform of its score on the defining sample.
 
         Parameters
@@ -332,15 +334,15 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             sample the transform cannot be fitted on.
         """
         self._check_params()
-        X = self._check_X(X, reset=True)
-        y, classes, y_index = _binary_labels(y, X.shape[0])
-        self.protected_indices_ = self._resolve_protected(X)
-        x = self._protected_values(X)
-        weight = None if sample_weight is None else _check_sample_weight(sample_weight, X)
+        data = self._check_X(X, reset=True)
+        labels, classes, y_index = _binary_labels(y, data.shape[0])
+        self.protected_indices_ = self._resolve_protected(data)
+        x = self._protected_values(data)
+        weight = None if sample_weight is None else _check_sample_weight(sample_weight, data)
         fit_params = {} if weight is None else {"sample_weight": weight}
 
-        estimator, score = self._fit_estimator(self._estimator_input(X), y, fit_params)
-        defining = y_index == 0 if self.defining == "negative" else np.ones(len(y), dtype=bool)
+        estimator, score = self._fit_estimator(self._estimator_input(data), labels, fit_params)
+        defining = y_index == 0 if self.defining == "negative" else np.ones(len(labels), dtype=bool)
         transform = GridKDE(sigma_r="auto") if self.cdf is None else copy.deepcopy(self.cdf)
         try:
             transform.fit(
@@ -385,7 +387,7 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         return clone(self.estimator).fit(X_est, y, **fit_params), score
 
     # --------------------------------------------------------------- predict
-    def predict_proba(self, X: Any) -> FloatArray:
+    def predict_proba(self, X: ArrayLike) -> FloatArray:
         """Return ``[1 - gamma, gamma]`` per event; ``gamma`` is the decorrelated score.
 
         Parameters
@@ -401,7 +403,7 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         gamma = self._gamma(X)
         return np.column_stack([1.0 - gamma, gamma])
 
-    def decision_function(self, X: Any) -> FloatArray:
+    def decision_function(self, X: ArrayLike) -> FloatArray:
         """Return ``gamma - threshold``: positive where :meth:`predict` says ``classes_[1]``.
 
         Parameters
@@ -415,7 +417,7 @@ class DecorrelatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         """
         return self._gamma(X) - float(self.threshold)
 
-    def predict(self, X: Any) -> NDArray[Any]:
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
         """Return ``classes_[1]`` where ``gamma > threshold``, else ``classes_[0]``.
 
         Parameters

@@ -62,7 +62,7 @@ from scipy.stats import kstest
 
 from rosenblatt.exceptions import InvariantError, NotFittedError
 from rosenblatt.transforms._base import ConditionalCDFTransform
-from rosenblatt.typing import FloatArray
+from rosenblatt.typing import ArrayLike, FloatArray
 
 __all__ = ["INVARIANTS", "check_transform", "exact_gamma", "negative_weight_sample"]
 
@@ -412,8 +412,8 @@ def _transform_class(transform: object) -> type[ConditionalCDFTransform]:
 def check_transform(
     transform: type[ConditionalCDFTransform] | ConditionalCDFTransform,
     *,
-    x: Any = None,
-    y: Any = None,
+    x: ArrayLike | None = None,
+    y: ArrayLike | None = None,
     n_events: int = 4096,
     n_observables: int = 1,
     seed: int = 0,

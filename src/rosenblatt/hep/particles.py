@@ -20,12 +20,12 @@ out so that callers can record them.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import awkward as ak
 import numpy as np
 
-from rosenblatt.typing import Int64Array
+from rosenblatt.typing import ArrayLike, Int64Array
 
 __all__ = [
     "ETA_MAX",
@@ -122,7 +122,7 @@ def visible_final_state(
     return VisibleParticles(particles=ak.to_packed(particles), n_dropped=n_dropped)
 
 
-def make_events(particles: ak.Array, label: Any, weight: Any) -> ak.Array:
+def make_events(particles: ak.Array, label: ArrayLike, weight: ArrayLike) -> ak.Array:
     """Return the event array of ``particles`` with their labels and weights.
 
     Parameters

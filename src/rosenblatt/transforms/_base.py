@@ -40,7 +40,7 @@ from rosenblatt._awkward import apply_flat
 from rosenblatt._validation import as_1d_float, as_weight, check_finite, check_same_length
 from rosenblatt.exceptions import NaNInputWarning, NotFittedError
 from rosenblatt.transforms import _observables
-from rosenblatt.typing import BoolArray, FloatArray
+from rosenblatt.typing import ArrayLike, BoolArray, FloatArray
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -234,7 +234,7 @@ class ConditionalCDFTransform(ABC):
     #: (:func:`rosenblatt.serialization.fitted_on`); dropped by a new fit
     fitted_on_: dict[str, Any]
 
-    def fit(self, x: Any, y: Any, weight: Any = None) -> Self:
+    def fit(self, x: ArrayLike, y: ArrayLike, weight: ArrayLike | None = None) -> Self:
         """Learn ``gamma`` from the defining background sample.
 
         Parameters
@@ -387,7 +387,9 @@ class ConditionalCDFTransform(ABC):
         return out
 
     @overload
-    def fit_transform(self, x: NDArray[Any], y: NDArray[Any], weight: Any = None) -> FloatArray: ...
+    def fit_transform(
+        self, x: NDArray[Any], y: NDArray[Any], weight: ArrayLike | None = None
+    ) -> FloatArray: ...
 
     @overload
     def fit_transform(self, x: Any, y: Any, weight: Any = None) -> Any: ...
@@ -396,7 +398,7 @@ class ConditionalCDFTransform(ABC):
         """Fit on ``(x, y, weight)`` and return ``gamma`` of the same events."""
         return self.fit(x, y, weight).transform(x, y)
 
-    def outside(self, x: Any, y: Any) -> OutsideCounts:
+    def outside(self, x: ArrayLike, y: ArrayLike) -> OutsideCounts:
         """Count the events outside the fitted domain (they are kept and clamped).
 
         Parameters

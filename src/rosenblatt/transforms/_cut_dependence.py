@@ -54,12 +54,12 @@ edge of what 20k events show, which the test then rejects in a few toys.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy import stats
+
+from rosenblatt.typing import FloatArray, IntArray
 
 __all__ = ["ALPHA", "X_BINS", "homogeneity_pvalue", "x_bins"]
 
-Array = NDArray[np.float64]
 
 #: bins of ``x`` (equal summed ``|w|``) in which the pass fraction is compared
 X_BINS = 5
@@ -67,7 +67,7 @@ X_BINS = 5
 ALPHA = 0.01
 
 
-def x_bins(x: Array, weight: Array | None, n_bins: int | None = None) -> NDArray[np.intp]:
+def x_bins(x: FloatArray, weight: FloatArray | None, n_bins: int | None = None) -> IntArray:
     """Bin of each event: ``n_bins`` bins of ``x`` of equal summed ``|weight|`` (ties share one).
 
     ``n_bins`` is :data:`X_BINS` by default.
@@ -85,7 +85,7 @@ def x_bins(x: Array, weight: Array | None, n_bins: int | None = None) -> NDArray
     return np.asarray(np.searchsorted(edges, x, side="right"), dtype=np.intp)
 
 
-def homogeneity_pvalue(passing: Array, total: Array, squares: Array) -> float:
+def homogeneity_pvalue(passing: FloatArray, total: FloatArray, squares: FloatArray) -> float:
     """P-value of a constant pass fraction across bins, from per-bin weighted sums.
 
     Parameters

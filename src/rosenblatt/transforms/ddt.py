@@ -20,7 +20,7 @@ from rosenblatt._validation import check_int
 from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms._quantiles import cdf_knots, evaluate_knots, weighted_quantiles
 from rosenblatt.transforms.rarity import _x_domain
-from rosenblatt.typing import FloatArray
+from rosenblatt.typing import ArrayLike, FloatArray
 
 __all__ = ["DDT"]
 
@@ -160,7 +160,7 @@ class DDT(ConditionalCDFTransform):
         self.cuts_ = evaluate_knots(self.references_, self.knots_, self.levels_)
 
     # ------------------------------------------------------------ evaluate
-    def quantile(self, x: Any) -> FloatArray:
+    def quantile(self, x: ArrayLike) -> FloatArray:
         """The score's quantiles ``q_j(x)`` at each working point, ``(len(x), n_points)``.
 
         Parameters
@@ -173,7 +173,7 @@ class DDT(ConditionalCDFTransform):
             np.asarray(x, dtype=np.float64).ravel(), self.x_centres_, self.quantiles_
         )
 
-    def score(self, x: Any, y: Any) -> FloatArray:
+    def score(self, x: ArrayLike, y: ArrayLike) -> FloatArray:
         """The DDT score: ``q_j(x)`` mapped to ``r_j``, linear between, shifted outside.
 
         With one working point this is ``y - q(x) + r``; ``score > r_j`` is

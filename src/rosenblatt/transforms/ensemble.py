@@ -36,7 +36,7 @@ from rosenblatt.transforms._base import (
     NaNInputWarning,
     transform_classes,
 )
-from rosenblatt.typing import FloatArray, Int64Array
+from rosenblatt.typing import ArrayLike, FloatArray, Int64Array
 
 __all__ = [
     "TransformEnsemble",
@@ -75,7 +75,7 @@ def _mix(h: NDArray[np.uint64]) -> NDArray[np.uint64]:
     return mixed
 
 
-def keyed_poisson_weights(x: Any, y: Any, seed: int, draw: int) -> Int64Array:
+def keyed_poisson_weights(x: ArrayLike, y: ArrayLike, seed: int, draw: int) -> Int64Array:
     """Poisson(1) counts that are a function of each event's ``(x, y)``, the seed and the draw.
 
     The bits of ``x`` and ``y`` (as float64), ``seed`` and ``draw`` are
@@ -114,9 +114,9 @@ def keyed_poisson_weights(x: Any, y: Any, seed: int, draw: int) -> Int64Array:
 
 def bootstrap(
     transform: ConditionalCDFTransform,
-    x: Any,
-    y: Any,
-    weight: Any = None,
+    x: ArrayLike,
+    y: ArrayLike,
+    weight: ArrayLike | None = None,
     n: int = 100,
     seed: int = 0,
     *,
@@ -156,9 +156,9 @@ def bootstrap(
 
 def fit_replica(
     nominal: ConditionalCDFTransform,
-    x: Any,
-    y: Any,
-    weight: Any = None,
+    x: ArrayLike,
+    y: ArrayLike,
+    weight: ArrayLike | None = None,
     *,
     seed: int = 0,
     draw: int = 0,
@@ -271,7 +271,7 @@ class TransformEnsemble(ConditionalCDFTransform):
         keyed = ", keyed=True" if self.keyed else ""
         return f"TransformEnsemble({self.estimator!r}, n={self.n!r}, seed={self.seed!r}{keyed})"
 
-    def counts(self, x: Any, y: Any, draw: int) -> Int64Array:
+    def counts(self, x: ArrayLike, y: ArrayLike, draw: int) -> Int64Array:
         """The Poisson counts of draw ``draw`` for the events ``(x, y)``, as the fit draws them."""
         if self.keyed:
             return keyed_poisson_weights(x, y, self.seed, draw)
