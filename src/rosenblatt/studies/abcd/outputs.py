@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from rosenblatt.processors.quantities import Quantity
     from rosenblatt.studies.abcd.config import AbcdConfig
     from rosenblatt.studies.abcd.estimate import CutChoice, EstimateJson
+    from rosenblatt.studies.abcd.passfail import PassFailNumbers
     from rosenblatt.studies.abcd.preflight import Preflight
 
 __all__ = [
@@ -239,7 +240,7 @@ def write_outputs(
 
 def _passfail(
     folder: Path, cfg: AbcdConfig, output: PassOutput, estimates: dict[str, EstimateJson]
-) -> dict[str, dict[str, Any]] | None:
+) -> dict[str, PassFailNumbers] | None:
     """Per variant, the pass/fail fit at its cut (``passfail:``), or ``None`` without the block.
 
     Without data, each variant says there is none to fit.

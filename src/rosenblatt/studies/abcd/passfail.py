@@ -40,7 +40,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import numpy as np
 
@@ -63,6 +63,7 @@ __all__ = [
     "TRANSFER_SHAPES",
     "PassFailConfig",
     "PassFailJson",
+    "PassFailNumbers",
     "SimulationClosure",
     "simulation_closure",
     "spectra",
@@ -260,6 +261,36 @@ class PassFailJson(TypedDict, total=False):
     figure: str
     bumphunt: dict[str, Any]
     note: str
+
+
+class PassFailNumbers(TypedDict, total=False):
+    """A variant's pass/fail fit in ``summary.json``.
+
+    The :data:`SUMMARY_KEYS` of its ``passfail.json``, the closure in
+    simulation's verdict on the transfer ratio (``linear_transfer_needed``,
+    ``simulation_p_value_constant``) and the ``file``. A variant without a fit
+    holds ``note`` (and ``file``) only.
+    """
+
+    x0: float
+    y0: float
+    blind: bool
+    transfer_shape: str
+    mu: float
+    mu_low: float
+    mu_high: float
+    mu_note: str
+    transfer_fitted: float
+    transfer_expected: float
+    transfer_uniform: float | None
+    transfer_slope: float | None
+    workspace: str
+    figure: str
+    bumphunt: dict[str, Any]
+    note: str
+    linear_transfer_needed: bool
+    simulation_p_value_constant: float
+    file: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -671,9 +702,11 @@ SUMMARY_KEYS = (
 )
 
 
-def summary_numbers(result: PassFailJson) -> dict[str, Any]:
+def summary_numbers(result: PassFailJson) -> PassFailNumbers:
     """The numbers of a variant's pass/fail fit that ``summary.json`` holds (no spectra)."""
-    numbers: dict[str, Any] = {key: result[key] for key in SUMMARY_KEYS if key in result}  # type: ignore[literal-required]
+    fields: Mapping[str, object] = result
+    # SUMMARY_KEYS are keys of both records, with the same types
+    numbers = cast("PassFailNumbers", {key: fields[key] for key in SUMMARY_KEYS if key in fields})
     simulation = result.get("simulation")
     if simulation is not None:
         numbers["linear_transfer_needed"] = simulation["linear_transfer_needed"]
@@ -681,11 +714,11 @@ def summary_numbers(result: PassFailJson) -> dict[str, Any]:
     return numbers
 
 
-def write_results(folder: Path, results: dict[str, PassFailJson]) -> dict[str, dict[str, Any]]:
+def write_results(folder: Path, results: dict[str, PassFailJson]) -> dict[str, PassFailNumbers]:
     """Write each variant's ``passfail/<variant>/passfail.json``; return the summary's numbers."""
     from rosenblatt.studies._common import strict_json
 
-    numbers = {}
+    numbers: dict[str, PassFailNumbers] = {}
     for variant, result in results.items():
         where = folder / FOLDER / variant
         where.mkdir(parents=True, exist_ok=True)

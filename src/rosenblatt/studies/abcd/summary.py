@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     from hist import Hist
     from hist.storage import Weight
 
     from rosenblatt.studies.abcd.estimate import EstimateJson
+    from rosenblatt.studies.abcd.passfail import PassFailNumbers
     from rosenblatt.studies.abcd.preflight import SkippedFile
 
 __all__ = [
@@ -163,4 +164,4 @@ class AbcdSummary(AbcdSummaryCore, total=False):
     lumi: float | None
     schema: str
     estimate: dict[str, EstimateJson]
-    passfail: dict[str, dict[str, Any]]
+    passfail: dict[str, PassFailNumbers]
