@@ -36,9 +36,24 @@ __all__ = [
     "summarise",
 ]
 
-#: one pseudo-experiment as kept: ``toy``, ``fits`` per ``"<mass>/<strength>"``
-#: as ``[mu_hat, low, high]``, ``max_z``, ``upcrossings``
-ToyRow = dict[str, Any]
+
+class _ToyFits(TypedDict):
+    toy: int
+    fits: dict[str, list[float]]
+
+
+class ToyRow(_ToyFits, total=False):
+    """One pseudo-experiment as kept.
+
+    ``toy``, its index; ``fits`` per ``"<mass>/<strength>"`` as ``[mu_hat, low,
+    high]``; then, of its background-only data set, ``max_z`` (the largest local
+    significance over the scan) and ``upcrossings`` (of the reference level ``u0``).
+    """
+
+    max_z: float
+    upcrossings: int
+
+
 #: a score's name, its pseudo-experiments and the reference maxima of its global p-values
 ScoreRows = tuple[str, list[ToyRow], list[float]]
 
