@@ -63,7 +63,7 @@ is complete.
 _NAME = re.compile(r"^\w+$")
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``apply`` sub-command to ``subparsers``."""
     parser = subparsers.add_parser(
         "apply",

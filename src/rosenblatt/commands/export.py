@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from rosenblatt.commands._errors import print_error
 
@@ -26,7 +25,7 @@ description. These files are not read back.
 """
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``export`` sub-command to ``subparsers``."""
     from rosenblatt.correctionlib._layout import DEFAULT_NAME
 

@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from rosenblatt._interrupt import interrupted_status, interruption
 from rosenblatt.commands._errors import print_error
@@ -29,7 +28,7 @@ at the end.
 EXECUTOR_CHOICES = ("iterative", "futures", "dask")
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``features`` sub-command to ``subparsers``."""
     parser = subparsers.add_parser(
         "features",

@@ -129,7 +129,7 @@ def add_common_arguments(
     )
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``fit`` sub-command to ``subparsers``."""
     parser = subparsers.add_parser(
         "fit",

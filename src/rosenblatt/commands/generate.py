@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 from rosenblatt._interrupt import interrupted_status, interruption
 from rosenblatt.commands._errors import print_error
@@ -52,7 +51,7 @@ settings is kept; otherwise it is rewritten (never left half-written).
 """
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``generate`` sub-command to ``subparsers``."""
     parser = subparsers.add_parser(
         "generate",

@@ -59,7 +59,7 @@ _KEYS = {
 }
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the ``train`` sub-command."""
     parser = subparsers.add_parser(
         "train",
