@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-def as_1d_float(values: Any, name: str, *, allow_empty: bool = False) -> FloatArray:
+def as_1d_float(values: object, name: str, *, allow_empty: bool = False) -> FloatArray:
     """Return ``values`` as a contiguous 1-D float64 array.
 
     Parameters
@@ -98,7 +98,7 @@ def check_same_length(**arrays: NDArray[Any]) -> None:
         raise ValueError(msg)
 
 
-def as_weight(weight: Any, n: int, *, name: str = "weight") -> FloatArray | None:
+def as_weight(weight: object, n: int, *, name: str = "weight") -> FloatArray | None:
     """Validate an optional per-event weight array of length ``n``.
 
     Negative weights are allowed (Monte Carlo weights can be negative); the
@@ -123,7 +123,7 @@ def as_weight(weight: Any, n: int, *, name: str = "weight") -> FloatArray | None
     return w
 
 
-def as_sigma_r(value: Any) -> float | None:
+def as_sigma_r(value: object) -> float | None:
     """Validate a relative kernel width: a positive finite number, or ``"auto"`` (``None``)."""
     if isinstance(value, str):
         if value != "auto":
@@ -139,12 +139,12 @@ def as_sigma_r(value: Any) -> float | None:
     return float(value)
 
 
-def is_int(value: Any) -> TypeGuard[int]:
+def is_int(value: object) -> TypeGuard[int]:
     """Whether ``value`` is an integer (Python or numpy), and not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
-def is_real(value: Any) -> TypeGuard[float]:
+def is_real(value: object) -> TypeGuard[float]:
     """Whether ``value`` is a real number (Python or numpy), and not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
@@ -163,7 +163,7 @@ def describe_int(low: int | None = None, high: int | None = None) -> str:
 
 
 def check_int(
-    value: Any,
+    value: object,
     name: str,
     *,
     low: int | None = None,
@@ -203,7 +203,7 @@ def check_int(
 
 
 def check_ints(
-    values: Any,
+    values: object,
     name: str,
     *,
     low: int | None = None,
@@ -254,7 +254,7 @@ def describe_real(
 
 
 def check_real(
-    value: Any,
+    value: object,
     name: str,
     *,
     low: float | None = None,
@@ -284,16 +284,21 @@ def check_real(
     Exception
         ``error``: ``<name> must be <what is allowed>, got <value>``.
     """
-    ok = is_real(value) and math.isfinite(value)
-    if ok and low is not None:
-        ok = value > low if low_open else value >= low
-    if ok and high is not None:
-        ok = value < high if high_open else value <= high
-    if not ok:
+    bounds = (low, high, low_open, high_open)
+    if not (is_real(value) and math.isfinite(value) and _within(value, *bounds)):
         allowed = what or describe_real(low, high, low_open=low_open, high_open=high_open)
         msg = f"{name} must be {allowed}, got {value!r}"
         raise error(msg)
     return float(value)
+
+
+def _within(
+    value: float, low: float | None, high: float | None, low_open: bool, high_open: bool
+) -> bool:
+    """Whether ``value`` lies within the bounds (``None``: unbounded; ``*_open``: excluded)."""
+    above = low is None or (value > low if low_open else value >= low)
+    below = high is None or (value < high if high_open else value <= high)
+    return above and below
 
 
 def check_option(
@@ -319,7 +324,7 @@ def _same(value: Any, option: Any) -> bool:
         return False
 
 
-def check_bool(value: Any, name: str, *, error: type[Exception] = ValueError) -> bool:
+def check_bool(value: object, name: str, *, error: type[Exception] = ValueError) -> bool:
     """``value`` as a ``bool`` if it is ``True`` or ``False`` (numpy's included)."""
     if not isinstance(value, (bool, np.bool_)):
         msg = f"{name} must be True or False, got {value!r}"
