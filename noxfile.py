@@ -12,6 +12,7 @@ environment with the wheel and no extra.
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -23,8 +24,10 @@ PATHS = ("src", "tests", "benchmarks", "noxfile.py")
 PYTHON = sys.executable
 CORE_VENV = ROOT / ".venv-core"
 CORE_WHEELS = ROOT / "build" / "core-wheel"
+#: a test module marked core as a whole (``pytestmark``, alone or in a list)
+CORE_MARK = re.compile(r"^pytestmark = .*\bpytest\.mark\.core\b", re.MULTILINE)
 
-nox.options.sessions = ["lint", "types", "tests", "docs", "packaging"]
+nox.options.sessions = ["lint", "types", "tests", "system", "docs", "packaging"]
 nox.options.default_venv_backend = "none"
 nox.options.error_on_external_run = False
 
@@ -49,10 +52,19 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def system(session: nox.Session) -> None:
+    """``rosenblatt run`` as processes: killed and resumed, signalled, side by side, on dask."""
+    session.run(PYTHON, "-m", "pytest", "-m", "system", *session.posargs)
+
+
+@nox.session
 def docs(session: nox.Session) -> None:
-    """The site built with warnings as errors, its doctests, links, reference pages."""
+    """The site built with warnings as errors, its doctests, links, reference pages, notebook."""
     # one process: the html and the doctest builds both write docs/reference/api/
-    session.run(PYTHON, "-m", "pytest", "-m", "docs", "-n", "0", "tests/test_docs.py")
+    session.run(
+        PYTHON, "-m", "pytest", "-m", "docs", "-n", "0", "tests/test_docs.py",
+        "tests/test_notebook.py",
+    )  # fmt: skip
 
 
 @nox.session
@@ -75,7 +87,7 @@ def packaging(session: nox.Session) -> None:
     core_tests = sorted(
         str(path.relative_to(ROOT))
         for path in (ROOT / "tests").glob("test_*.py")
-        if "\npytestmark = pytest.mark.core" in path.read_text(encoding="utf-8")
+        if CORE_MARK.search(path.read_text(encoding="utf-8"))
     )
     session.run(
         core_python, "-m", "pytest", "-m", "core", "-p", "no:cacheprovider", *core_tests,

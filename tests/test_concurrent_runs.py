@@ -78,6 +78,7 @@ def config(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.system
 def test_two_runs_on_one_folder_write_one_after_the_other(config: Path, tmp_path: Path) -> None:
     output = tmp_path / "results"
     writer = start_run(config, output)
@@ -123,6 +124,7 @@ def test_two_runs_on_one_folder_write_one_after_the_other(config: Path, tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.system
 def test_refusing_when_the_folder_is_being_written(config: Path, tmp_path: Path) -> None:
     output = tmp_path / "results"
     with folder_lock(output):

@@ -24,7 +24,7 @@ import rosenblatt as rb
 from rosenblatt._extras import EXTRA_OF, PROVIDES, MissingExtraError, needs_message
 from rosenblatt.cli import COMMANDS
 
-pytestmark = pytest.mark.core
+pytestmark = [pytest.mark.core, pytest.mark.packaging]
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE_JOB = os.environ.get("ROSENBLATT_CORE_JOB") == "1"

@@ -34,7 +34,7 @@ from dijet_ntuple import dijet_columns
 
 from rosenblatt.cli import main
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.system]
 
 #: the audit hook each worker loads: it appends ``event<TAB>path<TAB>mode`` to its log
 #: for every path under ``ROSENBLATT_AUDIT_PREFIX`` (parquet's reads and writes included)

@@ -110,6 +110,7 @@ def content(path: Path) -> Any:
 
 
 @pytest.mark.slow
+@pytest.mark.system
 def test_a_run_on_a_full_disk_stops_in_one_line_and_resumes(
     small_disk: Path, tmp_path: Path
 ) -> None:

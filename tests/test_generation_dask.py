@@ -55,6 +55,7 @@ def scheduler_address() -> Iterator[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.system
 def test_a_local_dask_cluster_writes_the_file_of_the_local_executor(
     local_file: Path, tmp_path: Path
 ) -> None:
@@ -66,6 +67,7 @@ def test_a_local_dask_cluster_writes_the_file_of_the_local_executor(
 
 
 @pytest.mark.slow
+@pytest.mark.system
 def test_a_run_resumes_on_a_running_scheduler(
     local_file: Path, scheduler_address: str, tmp_path: Path
 ) -> None:

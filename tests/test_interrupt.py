@@ -108,6 +108,7 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 def test_stop_workers_ends_every_child_but_the_interpreters_helpers(tmp_path: Path) -> None:
     script = tmp_path / "workers.py"
@@ -213,6 +214,7 @@ def abcd_config(files: dict[str, Path], folder: Path) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 def test_ctrl_c_during_a_run_stops_its_workers_and_the_rerun_completes(
     event_files: dict[str, Path], tmp_path: Path
@@ -244,6 +246,7 @@ def test_ctrl_c_during_a_run_stops_its_workers_and_the_rerun_completes(
 
 
 @pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 @pytest.mark.parametrize("executor", ["dask", "futures"])
 def test_ctrl_c_of_the_features_command(
@@ -483,6 +486,7 @@ def _analysing(folder: Path, main: int) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 @pytest.mark.parametrize(
     ("name", "to_group"),

@@ -32,7 +32,7 @@ from rosenblatt.ml.scoring import make_scorer
 from rosenblatt.processors.analysis import CUTFLOW_STEPS, AnalysisProcessor, PlaneBinning, Variant
 from rosenblatt.processors.runner import make_executor, run_processor
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.system]
 
 N_EVENTS = 80
 CHUNKSIZE = 8

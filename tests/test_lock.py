@@ -86,6 +86,7 @@ def test_the_lock_file_names_its_owner_and_goes_with_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.system
 def test_a_second_process_waits_for_the_first(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -108,6 +109,7 @@ def test_a_second_process_waits_for_the_first(
 
 
 @pytest.mark.slow
+@pytest.mark.system
 def test_refusing_names_the_owner(tmp_path: Path) -> None:
     folder = tmp_path / "data"
     holder = Holder(folder, tmp_path)

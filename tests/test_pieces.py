@@ -285,6 +285,7 @@ def _copy(source: Path, target: Path, *, cache: bool) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.system
 def test_stopped_in_the_analysis_pass_runs_only_the_chunks_left(
     reference: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -315,6 +316,7 @@ def test_stopped_in_the_analysis_pass_runs_only_the_chunks_left(
 
 
 @pytest.mark.slow
+@pytest.mark.system
 def test_a_changed_input_file_or_configuration_is_computed_again(
     reference: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:

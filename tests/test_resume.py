@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.system]
 
 pytest.importorskip("pythia8mc")
 pytest.importorskip("fastjet")
