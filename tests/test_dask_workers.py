@@ -331,7 +331,7 @@ def _without_times(value: Any) -> Any:
         return {
             key: _without_times(item)
             for key, item in value.items()
-            if key not in ("timings", "name", "configuration")
+            if key not in ("step_seconds", "name", "configuration_file")
         }
     if isinstance(value, list):
         return [_without_times(item) for item in value]

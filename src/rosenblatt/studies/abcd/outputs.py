@@ -16,6 +16,7 @@ from rosenblatt.processors.analysis import summed_over_datasets
 from rosenblatt.studies.abcd.report import report
 from rosenblatt.studies.abcd.summary import (
     AbcdSummary,
+    AbcdSummaryCore,
     ClosureJson,
     ClosureNumbers,
     CutflowJson,
@@ -23,7 +24,6 @@ from rosenblatt.studies.abcd.summary import (
     LikelihoodJson,
     PassOutput,
 )
-from rosenblatt.studies.config import config_label
 
 if TYPE_CHECKING:
     from hist import Hist
@@ -179,7 +179,7 @@ def write_outputs(
     ``timings`` gains the time of the likelihoods; a transform of ``invalid``
     (left out of the analysis, with why) is ``valid: false`` with its reason.
     """
-    from rosenblatt.studies._common import strict_json, write_summary
+    from rosenblatt.studies._common import strict_json, summary_header, write_summary
 
     names = write_root_histograms(folder / "abcd.root", output["abcd"])
     write_histograms_json(folder / "histograms.json", output)
@@ -209,10 +209,8 @@ def write_outputs(
         _chosen_cuts(likelihood),
         _raw_score_label(cfg.score),
     )
-    summary: AbcdSummary = {
-        "study": "abcd",
-        "name": cfg.name,
-        "configuration": config_label(cfg.source),
+    core: AbcdSummaryCore = {
+        **summary_header("abcd", cfg.name, cfg.source),
         "blind": cfg.blind,
         "histograms": names,
         "transforms": routes,
@@ -220,8 +218,9 @@ def write_outputs(
         "ensembles": ensembles or {},
         "likelihood": likelihood,
         "cutflow": cutflow,
-        "timings": timings,
+        "step_seconds": timings,
     }
+    summary = cast("AbcdSummary", core)  # its optional keys follow
     if checked is not None:
         summary["datasets"] = _datasets(cfg, checked)
         summary["lumi"] = cfg.lumi

@@ -20,7 +20,7 @@ def report(summary: AbcdSummary, figures: dict[str, str]) -> str:
     lines = [
         f"# ABCD analysis: {summary['name']}",
         "",
-        f"Configuration: `{summary['configuration']}`.",
+        f"Configuration: `{summary['configuration_file']}`.",
         "",
     ]
     lines += _cutflow_lines(summary)
@@ -33,7 +33,7 @@ def report(summary: AbcdSummary, figures: dict[str, str]) -> str:
     lines += _passfail_lines(summary)
     lines += _statistics_lines(summary)
     lines += ["", "## Time per step", ""] + [
-        f"- {step}: {seconds:.1f} s" for step, seconds in summary["timings"].items()
+        f"- {step}: {seconds:.1f} s" for step, seconds in summary["step_seconds"].items()
     ]
     lines += ["", "## Figures", ""] + [f"![{variant}]({name})" for variant, name in figures.items()]
     return "\n".join(lines) + "\n"

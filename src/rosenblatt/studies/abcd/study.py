@@ -22,7 +22,6 @@ Steps, each a pass of coffea processors over files (see ``configs/abcd-example.y
 
 from __future__ import annotations
 
-import json
 import logging
 import warnings
 from collections.abc import Callable, Sequence
@@ -32,7 +31,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from rosenblatt._atomic import write_text
 from rosenblatt._records import file_digest
 from rosenblatt.studies._common import Steps
 from rosenblatt.studies.abcd.config import COLUMNAR_CHUNKSIZE, PARTICLE_CHUNKSIZE, AbcdConfig
@@ -163,7 +161,7 @@ def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
             choices=choices,
             invalid=fitted.invalid,
         )
-    write_text(folder / "timings.json", json.dumps(timings, indent=2))
+    steps.write(folder)
     return summary
 
 

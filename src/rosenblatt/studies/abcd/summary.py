@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
+from rosenblatt.studies._common import StepSeconds, SummaryHeader
+
 if TYPE_CHECKING:
     from hist import Hist
     from hist.storage import Weight
@@ -133,15 +135,12 @@ class DatasetJson(TypedDict):
     scale: float
 
 
-class AbcdSummaryCore(TypedDict):
+class AbcdSummaryCore(SummaryHeader):
     """The keys of the ABCD study's ``summary.json`` that every run writes.
 
     ``blind`` is the configuration's ``blind:``, the one key that unblinds the data.
     """
 
-    study: str
-    name: str
-    configuration: str
     blind: bool
     histograms: list[str]
     transforms: dict[str, str]
@@ -149,7 +148,7 @@ class AbcdSummaryCore(TypedDict):
     ensembles: dict[str, str]
     likelihood: dict[str, LikelihoodJson]
     cutflow: CutflowJson
-    timings: dict[str, float]
+    step_seconds: StepSeconds
 
 
 class AbcdSummary(AbcdSummaryCore, total=False):

@@ -22,7 +22,7 @@ import rosenblatt as rb
 from rosenblatt._atomic import write_text
 from rosenblatt._extras import optional_imports
 from rosenblatt.metrics import PermutationTestResult
-from rosenblatt.studies._common import Claim, ClaimJson, write_summary
+from rosenblatt.studies._common import Claim, ClaimJson, Steps, summary_header, write_summary
 from rosenblatt.studies.blobs.config import BlobsConfig
 from rosenblatt.studies.blobs.report import Events, Fitted, draw_figures, report_text
 from rosenblatt.studies.blobs.summary import (
@@ -41,6 +41,9 @@ with optional_imports(__name__):
 __all__ = ["exact_gamma", "run", "sample_background", "sample_signal"]
 
 log = logging.getLogger("rosenblatt.blobs")
+
+#: the study's steps, in order; each one's wall time goes to ``timings.json``
+STEPS = ("sample", "scan", "extras", "report")
 
 
 def sample_background(
@@ -169,19 +172,20 @@ class _Scans:
 def run(config: dict[str, Any], folder: Path) -> BlobsSummary:
     """Run the blob study of ``config`` and write ``report.md``, ``summary.json`` and figures."""
     cfg = BlobsConfig.parse(config)
-    data = _Samples.draw(cfg)
+    steps = Steps(STEPS, log, digits=2)
+    data = steps.run("sample", _Samples.draw, cfg)
     subsamples = np.array_split(np.arange(len(data.x_test)), cfg.n_subsamples)
-    dcc_xy = np.array(
-        [rb.distance_correlation_sqr(data.x_test[i], data.y_test[i]) for i in subsamples]
-    )
-    irgi = _Method("irgi", "depth", cfg.depths, lambda d: rb.IRGI(depth=int(d)))
-    kde = _Method("kde", "sigma_r", cfg.sigma_r, lambda s: rb.KDE(sigma_r=s))
-    irgi_scan, irgi_json = _scan(irgi, data, subsamples, cfg)
-    kde_scan, kde_json = _scan(kde, data, subsamples, cfg)
+    with steps.timed("scan"):
+        dcc_xy = np.array(
+            [rb.distance_correlation_sqr(data.x_test[i], data.y_test[i]) for i in subsamples]
+        )
+        irgi = _Method("irgi", "depth", cfg.depths, lambda d: rb.IRGI(depth=int(d)))
+        kde = _Method("kde", "sigma_r", cfg.sigma_r, lambda s: rb.KDE(sigma_r=s))
+        irgi_scan, irgi_json = _scan(irgi, data, subsamples, cfg)
+        kde_scan, kde_json = _scan(kde, data, subsamples, cfg)
     scans = _Scans(irgi_scan, kde_scan)
     head: SummaryHead = {
-        "study": "blobs",
-        "name": cfg.name,
+        **summary_header("blobs", cfg.name, cfg.source),
         "rho": cfg.background.rho,
         "n_defining": len(data.x_def),
         "n_testing": len(data.x_test),
@@ -193,14 +197,22 @@ def run(config: dict[str, Any], folder: Path) -> BlobsSummary:
         "irgi": irgi_json,
         "kde": kde_json,
     }
-    extras = _extras(cfg, data, len(subsamples[0]))
-    summary: BlobsSummary = {**head, **extras, "claims": _claims(head, cfg.dcc_best_max)}
-    write_summary(folder, summary)
+    extras = steps.run("extras", _extras, cfg, data, len(subsamples[0]))
+    summary: BlobsSummary = {
+        **head,
+        **extras,
+        "claims": _claims(head, cfg.dcc_best_max),
+        "step_seconds": dict(steps.seconds),
+    }
     fitted: Fitted = {"irgi": scans.irgi.fitted, "kde": scans.kde.fitted}
     defining = Events(data.x_def, data.y_def, data.xs_def, data.ys_def)
     testing = Events(data.x_test, data.y_test, data.xs_test, data.ys_test)
-    figures = draw_figures(folder, summary, fitted, defining, testing, cfg.figures)
-    write_text(folder / "report.md", report_text(summary, figures, folder))
+    with steps.timed("report"):
+        figures = draw_figures(folder, summary, fitted, defining, testing, cfg.figures)
+        write_text(folder / "report.md", report_text(summary, figures, folder))
+    summary["step_seconds"] = dict(steps.seconds)
+    write_summary(folder, summary)
+    steps.write(folder)
     return summary
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
-from rosenblatt.studies._common import ClaimJson
+from rosenblatt.studies._common import ClaimJson, StepSeconds, SummaryHeader
 
 if TYPE_CHECKING:
     from rosenblatt.studies.peers import PeerResult
@@ -64,11 +64,9 @@ class ScanJson(_ScanJsonBase, total=False):
     whole_sample: dict[str, float | list[float]]
 
 
-class SummaryHead(TypedDict):
+class SummaryHead(SummaryHeader):
     """The entries of :class:`BlobsSummary` that every run writes, the claims left out."""
 
-    study: str
-    name: str
     rho: float
     n_defining: int
     n_testing: int
@@ -93,7 +91,8 @@ class BlobsSummary(SummaryHead, SummaryExtras):
     """The blob study's ``summary.json``: the sample, each method's scan, AUCs and the claims.
 
     ``variants``, ``peers`` and ``dcc_xy_whole_sample`` are there when the
-    configuration asks for them.
+    configuration asks for them; ``step_seconds`` is the wall time of each step.
     """
 
     claims: list[ClaimJson]
+    step_seconds: StepSeconds

@@ -273,7 +273,7 @@ def report(summary: FairnessSummary, figures: dict[str, str]) -> str:
 
 {_digits_text(summary)}
 
-The study ran in {summary["seconds"]:.0f} s.
+The study ran in {sum(summary["step_seconds"].values()):.0f} s before this report.
 
 ## Figures
 

@@ -33,7 +33,7 @@ import numpy as np
 import rosenblatt as rb
 from rosenblatt._atomic import write_text
 from rosenblatt.metrics import PermutationTestResult
-from rosenblatt.studies._common import Claim, ClaimJson, write_summary
+from rosenblatt.studies._common import Claim, ClaimJson, Steps, summary_header, write_summary
 from rosenblatt.studies.fairness.config import ArrestsConfig, DigitsConfig, FairnessConfig
 from rosenblatt.studies.fairness.parity import age_groups, group_rates, parity_spreads
 from rosenblatt.studies.fairness.summary import (
@@ -56,6 +56,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("rosenblatt.fairness")
+
+#: the study's steps, in order; each one's wall time goes to ``timings.json``
+STEPS = ("arrests", "digits", "report")
 
 
 def arrests_table() -> tuple[Any, Int64Array]:
@@ -581,21 +584,22 @@ def run(config: dict[str, Any], folder: Path) -> FairnessSummary:
 
     from rosenblatt.studies.fairness import report as fairness_report
 
-    start = time.perf_counter()
+    steps = Steps(STEPS, log, digits=2)
     with threadpool_limits(limits=cfg.threads):
-        arrests, arrests_arrays = _arrests(cfg)
-        digits, digits_arrays = _digits(cfg.digits, cfg.seed)
-    seconds = time.perf_counter() - start
+        arrests, arrests_arrays = steps.run("arrests", _arrests, cfg)
+        digits, digits_arrays = steps.run("digits", _digits, cfg.digits, cfg.seed)
     summary: FairnessSummary = {
-        "study": "fairness",
-        "name": cfg.name,
+        **summary_header("fairness", cfg.name, cfg.source),
         "seed": cfg.seed,
         "arrests": arrests,
         "digits": digits,
-        "seconds": seconds,
         "claims": _claims(arrests, digits, cfg.dcc_floor_ratio_max),
+        "step_seconds": dict(steps.seconds),
     }
+    with steps.timed("report"):
+        figures = fairness_report.figures(folder, summary, arrests_arrays, digits_arrays)
+        write_text(folder / "report.md", fairness_report.report(summary, figures))
+    summary["step_seconds"] = dict(steps.seconds)
     write_summary(folder, summary)
-    figures = fairness_report.figures(folder, summary, arrests_arrays, digits_arrays)
-    write_text(folder / "report.md", fairness_report.report(summary, figures))
+    steps.write(folder)
     return summary

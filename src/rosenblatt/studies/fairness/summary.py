@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
-from rosenblatt.studies._common import ClaimJson
+from rosenblatt.studies._common import ClaimJson, StepSeconds, SummaryHeader
 from rosenblatt.typing import FloatArray, Int64Array, IntArray
 
 __all__ = [
@@ -106,16 +106,14 @@ class DigitsJson(TypedDict):
     decorrelated: DigitsRow
 
 
-class FairnessSummary(TypedDict):
-    """The fairness study's ``summary.json``."""
+class FairnessSummary(SummaryHeader):
+    """The fairness study's ``summary.json``; ``step_seconds`` is the wall time of each step."""
 
-    study: str
-    name: str
     seed: int
     arrests: ArrestsJson
     digits: DigitsJson
-    seconds: float
     claims: list[ClaimJson]
+    step_seconds: StepSeconds
 
 
 @dataclass(frozen=True, slots=True)

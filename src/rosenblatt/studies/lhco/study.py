@@ -26,8 +26,7 @@ import rosenblatt as rb
 from rosenblatt._atomic import write_text
 from rosenblatt._records import check_record, file_entries, read_record, write_record
 from rosenblatt.abcd import ClosureScan, abcd_histogram, closure_scan
-from rosenblatt.studies._common import Steps, write_summary
-from rosenblatt.studies.config import config_label
+from rosenblatt.studies._common import Steps, summary_header, write_summary
 from rosenblatt.studies.lhco.claims import paper_claims
 from rosenblatt.studies.lhco.config import CLASSES, PARTS, LhcoConfig
 from rosenblatt.studies.lhco.paper import paper_comparison
@@ -530,7 +529,7 @@ def _peers(
 
 
 def _provenance(cfg: LhcoConfig) -> Provenance:
-    """The configuration as read, the package version and the source's git commit (where it is a checkout)."""
+    """The configuration as read and the source's git commit (where it is a checkout)."""
     import subprocess
 
     source = Path(__file__).resolve().parent
@@ -552,8 +551,6 @@ def _provenance(cfg: LhcoConfig) -> Provenance:
     configuration: dict[str, JsonValue] = {k: v for k, v in cfg.raw.items() if k != "_path"}
     return {
         "configuration": configuration,
-        "configuration_file": config_label(cfg.source),
-        "rosenblatt_version": rb.__version__,
         "commit": commit,
         "uncommitted_changes": dirty,
     }
@@ -593,6 +590,7 @@ def run(config: dict[str, Any], folder: Path) -> LhcoSummary:
     steps.run("report", _write_report, folder, summary, models, chosen, fits, samples, closure)
     summary["step_seconds"] = steps.seconds
     write_summary(folder, summary)
+    steps.write(folder)
     return summary
 
 
@@ -619,8 +617,7 @@ def _summary(
     stats = closure.statistics
     later: Verdicts = {}  # claims and the comparison read the summary; the run adds the rest
     summary: LhcoSummary = {
-        "study": "lhco",
-        "name": cfg.name,
+        **summary_header("lhco", cfg.name, cfg.source),
         "sizes": cfg.sizes,
         **_provenance(cfg),
         "n_testing_after_mjj_cut": closure.n_after_mjj_cut,

@@ -32,8 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import rosenblatt as rb
-from rosenblatt.studies._common import Steps, write_summary
-from rosenblatt.studies.config import config_label
+from rosenblatt.studies._common import Steps, summary_header, write_summary
 from rosenblatt.studies.lhco.config_2d import Lhco2dConfig
 from rosenblatt.studies.lhco.results import Samples, TrainedModel
 from rosenblatt.studies.lhco.study import (
@@ -294,9 +293,7 @@ def run(config: dict[str, Any], folder: Path) -> Lhco2dSummary:
         "measure", _measure, cfg, samples, best, methods, events=lambda _: n_testing
     )
     summary: Lhco2dSummary = {
-        "study": "lhco-2d",
-        "name": cfg.name,
-        "configuration_file": config_label(cfg.source),
+        **summary_header("lhco-2d", cfg.name, cfg.source),
         "protected": list(cfg.decorrelation.protected),
         "sizes": base.sizes,
         "scan": f"scan-{base.scan_key()}",
@@ -306,8 +303,9 @@ def run(config: dict[str, Any], folder: Path) -> Lhco2dSummary:
         "permutations": cfg.decorrelation.permutations,
         "methods": results,
         "profiles": _profiles(cfg, samples, best, methods),
+        "step_seconds": steps.seconds,
     }
-    summary["step_seconds"] = steps.seconds
     steps.run("report", write_report, folder, summary)
     write_summary(folder, summary)
+    steps.write(folder)
     return summary

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from rosenblatt.studies._common import ClaimJson
+from rosenblatt.studies._common import ClaimJson, StepSeconds, SummaryHeader
 from rosenblatt.studies.peers import PeerResult
 
 __all__ = [
@@ -198,10 +198,6 @@ class Provenance(TypedDict):
     ----------
     configuration : dict
         The configuration as read.
-    configuration_file : str
-        The file it was read from.
-    rosenblatt_version : str
-        The package's version.
     commit : str or None
         The source's git commit (``None`` outside a checkout).
     uncommitted_changes : bool or None
@@ -209,15 +205,11 @@ class Provenance(TypedDict):
     """
 
     configuration: dict[str, JsonValue]
-    configuration_file: str
-    rosenblatt_version: str
     commit: str | None
     uncommitted_changes: bool | None
 
 
-class _Head(Provenance):
-    study: str
-    name: str
+class _Head(SummaryHeader, Provenance):
     sizes: dict[str, dict[str, int]]
     n_testing_after_mjj_cut: int
     processor_path: ProcessorPath
@@ -239,7 +231,7 @@ class Verdicts(TypedDict, total=False):
     claims: list[ClaimJson]
     paper_comparison: list[PaperRow]
     peers: dict[str, PeerResult]
-    step_seconds: dict[str, float]
+    step_seconds: StepSeconds
 
 
 class LhcoSummary(_Head, ClassifierEntries, _Tail, Verdicts):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from rosenblatt.studies._common import StepSeconds, SummaryHeader
 from rosenblatt.studies.lhco.summary import JsonValue
 
 __all__ = [
@@ -106,23 +107,16 @@ class Profiles(TypedDict):
     profiles: dict[str, list[SliceProfile]]
 
 
-class _Timings(TypedDict, total=False):
-    step_seconds: dict[str, float]
-
-
-class Lhco2dSummary(_Timings):
+class Lhco2dSummary(SummaryHeader):
     """The ``summary.json`` of ``study: lhco-2d``.
 
-    The run (``name``, ``configuration_file``), the protected observables,
+    The header of every study (:class:`~rosenblatt.studies._common.SummaryHeader`), the protected observables,
     the sample sizes, the classifier scan and its best baseline, the sizes of
     the defining and testing background, the permutations of the floors, one
     :class:`MethodJson` per method, the :class:`Profiles` and the wall time of
     each step.
     """
 
-    study: str
-    name: str
-    configuration_file: str
     protected: list[str]
     sizes: dict[str, dict[str, int]]
     scan: str
@@ -132,3 +126,4 @@ class Lhco2dSummary(_Timings):
     permutations: int
     methods: dict[str, MethodJson]
     profiles: Profiles
+    step_seconds: StepSeconds

@@ -110,7 +110,7 @@ def report_text(summary: PassfailToysSummary, figure: str | None) -> str:
     ]
     if figure is not None:
         lines += ["", f"![bias and coverage of the signal strength per score]({figure})"]
-    seconds = summary["seconds"]
+    seconds = summary["step_seconds"]
     if seconds:
         lines += ["", "Time: " + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) + "."]
     return "\n".join(lines) + "\n"

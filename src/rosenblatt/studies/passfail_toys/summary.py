@@ -19,7 +19,14 @@ from typing import Any, TypedDict
 import numpy as np
 from scipy import stats
 
-from rosenblatt.studies._common import ALPHA, Claim, ClaimJson
+from rosenblatt.studies._common import (
+    ALPHA,
+    Claim,
+    ClaimJson,
+    StepSeconds,
+    SummaryHeader,
+    summary_header,
+)
 from rosenblatt.studies.passfail_toys.config import PassfailToysConfig
 
 __all__ = [
@@ -114,11 +121,9 @@ class ScoreJson(TypedDict):
     background_only: GlobalJson
 
 
-class PassfailToysSummary(TypedDict):
+class PassfailToysSummary(SummaryHeader):
     """``summary.json`` of the study."""
 
-    study: str
-    name: str
     n_toys: int
     n_defining: int
     coverage_target: float
@@ -126,7 +131,7 @@ class PassfailToysSummary(TypedDict):
     spectrum: dict[str, Any]
     scores: list[ScoreJson]
     claims: list[ClaimJson]
-    seconds: dict[str, float]
+    step_seconds: StepSeconds
 
 
 def _fits(rows: Sequence[ToyRow], mass: float, strength: float) -> FitJson:
@@ -257,8 +262,7 @@ def summarise(
             }
         )
     return {
-        "study": "passfail-toys",
-        "name": cfg.name,
+        **summary_header("passfail-toys", cfg.name, cfg.source),
         "n_toys": cfg.n_toys,
         "n_defining": cfg.n_defining,
         "coverage_target": COVERAGE_TARGET,
@@ -274,5 +278,5 @@ def summarise(
         },
         "scores": scores,
         "claims": [claim.to_json() for score in scores for claim in _claims(score)],
-        "seconds": dict(seconds),
+        "step_seconds": dict(seconds),
     }

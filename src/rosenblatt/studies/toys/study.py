@@ -64,7 +64,7 @@ def run(config: dict[str, Any], folder: Path) -> ToysSummary:
     cache = Path(cfg.data_folder or Path("data") / cfg.name)
     results = steps.run("toys", _all_settings, cfg, cache, events=lambda _: toy_events(cfg))
     summary = steps.run("report", _report, cfg, folder, results, steps.seconds)
-    write_text(folder / "timings.json", json.dumps(steps.seconds, indent=2))
+    steps.write(folder)
     return summary
 
 

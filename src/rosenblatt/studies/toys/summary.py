@@ -31,7 +31,7 @@ from typing import TypedDict
 
 import numpy as np
 
-from rosenblatt.studies._common import Claim, ClaimJson
+from rosenblatt.studies._common import Claim, ClaimJson, StepSeconds, SummaryHeader, summary_header
 from rosenblatt.studies.toys.config import ToysConfig
 from rosenblatt.studies.toys.experiment import Setting, ToyResult
 from rosenblatt.typing import BoolArray, FloatArray
@@ -119,11 +119,9 @@ class SettingJson(TypedDict):
     targets: TargetsJson | None
 
 
-class ToysSummary(TypedDict):
+class ToysSummary(SummaryHeader):
     """``summary.json`` of the toys study."""
 
-    study: str
-    name: str
     n_toys: int
     n_boot: int
     simulation: str
@@ -134,7 +132,7 @@ class ToysSummary(TypedDict):
     targets: dict[str, object]
     settings: list[SettingJson]
     claims: list[ClaimJson]
-    step_seconds: dict[str, float]
+    step_seconds: StepSeconds
 
 
 def _fraction(hits: BoolArray) -> tuple[float, float]:
@@ -331,8 +329,7 @@ def summarise(
     smallest = min(cfg.defining_sizes) if len(cfg.defining_sizes) > 1 else 0
     settings = [_setting(s, rows, smallest) for s, rows in results]
     return {
-        "study": "toys",
-        "name": cfg.name,
+        **summary_header("toys", cfg.name, cfg.source),
         "n_toys": cfg.n_toys,
         "n_boot": cfg.n_boot,
         "simulation": cfg.simulation,
