@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import awkward as ak
 
@@ -57,9 +57,13 @@ with optional_imports(__name__):
     from coffea import processor
     from coffea.nanoevents import BaseSchema
 
+if TYPE_CHECKING:
+    import hist
+
 __all__ = [
     "DEFAULT_CHUNKSIZE",
     "EXECUTORS",
+    "DijetRun",
     "LHCOChunk",
     "make_executor",
     "map_items",
@@ -76,6 +80,27 @@ DEFAULT_CHUNKSIZE = 10_000
 
 _ROOT_SUFFIXES = (".root",)
 _LHCO_SUFFIXES = (".h5", ".hdf5")
+
+
+class _DijetCounts(TypedDict):
+    mjj: hist.Hist[hist.storage.Weight]
+    cutflow: dict[str, dict[str, int]]
+    skipped: dict[str, dict[str, Any]]
+    unreadable: dict[str, list[tuple[int, int, str]]]
+
+
+class DijetRun(_DijetCounts, total=False):
+    """What :func:`run_dijet` returns.
+
+    ``mjj`` (:class:`hist.Hist` per dataset), ``cutflow`` (``{dataset: {step:
+    events}}``), ``skipped`` (the files left out, with their ``reason``) and
+    ``unreadable`` (per file, the ``(start, stop, reason)`` of each chunk that
+    could not be read); then ``table`` (awkward records, ordered by ``(file,
+    entry)``) or, when the workers wrote it, ``files`` (sorted).
+    """
+
+    table: ak.Array
+    files: list[str]
 
 
 def _lhco_chunks(dataset: str, path: str, n_events: int, chunksize: int) -> list[LHCOChunk]:
@@ -510,7 +535,7 @@ def run_dijet(
     progress: bool = True,
     output_dir: str | os.PathLike[str] | None = None,
     skip_bad_files: bool = False,
-) -> dict[str, Any]:
+) -> DijetRun:
     """Run the dijet processor over event files.
 
     Parameters
@@ -537,7 +562,7 @@ def run_dijet(
 
     Returns
     -------
-    dict
+    DijetRun
         ``"table"`` (awkward records, ordered by ``(file, entry)``) or
         ``"files"``, ``"mjj"`` (:class:`hist.Hist` per dataset), ``"cutflow"``
         (``{dataset: {step: events}}``), ``"skipped"`` and ``"unreadable"``.
@@ -567,7 +592,7 @@ def run_dijet(
     check_cutflow(
         {d: {k: v for k, v in c.items() if k != "unreadable"} for d, c in cutflow.items()}
     )
-    result: dict[str, Any] = {
+    result: DijetRun = {
         "mjj": merged["mjj"],
         "cutflow": cutflow,
         "skipped": output["skipped"],
