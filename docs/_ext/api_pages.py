@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from sphinx.application import Sphinx
+from sphinx.pycode import ModuleAnalyzer
 
 #: the folder of the generated pages, relative to the documentation's source folder
 API_FOLDER = Path("reference") / "api"
@@ -45,9 +46,14 @@ def public_modules() -> list[ModuleType]:
     return found
 
 
+def _is_alias(obj: Any) -> bool:
+    """Whether ``obj`` is a type alias (``rosenblatt.typing``'s): callable, but not a function."""
+    return typing.get_origin(obj) is not None
+
+
 def _kind(obj: Any) -> str:
-    if typing.get_origin(obj) is not None:
-        return "data"  # a type alias (rosenblatt.typing's), callable but not a function
+    if _is_alias(obj):
+        return "data"
     if inspect.isclass(obj):
         return "exception" if issubclass(obj, BaseException) else "class"
     if callable(obj):
@@ -85,9 +91,20 @@ def _object_page(full: str, obj: Any) -> str:
         lines.append(f"   :inherited-members: {', '.join(foreign)}")
     elif kind == "function":
         lines.append(f".. autofunction:: {name}")
+    elif _is_alias(obj):
+        # autodoc would give the alias the signature of the class it stands for
+        lines.append(f".. py:data:: {name}")
+        lines.append("")
+        lines += [f"   {line}" if line else "" for line in _attribute_doc(full)]
     else:
         lines.append(f".. autodata:: {name}")
     return "\n".join(lines) + "\n"
+
+
+def _attribute_doc(full: str) -> list[str]:
+    """The ``#:`` comment above the module-level name ``full``, as lines."""
+    module, name = full.rsplit(".", 1)
+    return list(ModuleAnalyzer.for_module(module).find_attr_docs().get(("", name), []))
 
 
 def _module_page(module: ModuleType, owned: dict[int, str]) -> tuple[str, list[str]]:

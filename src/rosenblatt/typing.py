@@ -28,14 +28,15 @@ __all__ = ["ArrayLike", "BoolArray", "FloatArray", "Int64Array", "IntArray"]
 #: numpy array, a scalar (:data:`numpy.typing.ArrayLike`).
 ArrayLike: TypeAlias = npt.ArrayLike
 
-#: An array of 64-bit floats: the values, weights and results the package returns.
+#: An array of 64-bit floats (``NDArray[numpy.float64]``): the values, weights and results
+#: the package returns.
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 
-#: An array of indices (:class:`numpy.intp`): an order, positions in another array.
+#: An array of indices (``NDArray[numpy.intp]``): an order, positions in another array.
 IntArray: TypeAlias = npt.NDArray[np.intp]
 
-#: An array of 64-bit integers: counts, seeds and entries stored as ``int64``.
+#: An array of 64-bit integers (``NDArray[numpy.int64]``): counts, seeds and entries.
 Int64Array: TypeAlias = npt.NDArray[np.int64]
 
-#: An array of booleans: a selection of events.
+#: An array of booleans (``NDArray[numpy.bool_]``): a selection of events.
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
