@@ -41,7 +41,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def types(session: nox.Session) -> None:
-    """mypy, with mypy --strict's flags on the typed core (pyproject's [tool.mypy])."""
+    """mypy, strict with warn_unreachable over the whole package (pyproject's [tool.mypy])."""
     session.run(PYTHON, "-m", "mypy")
 
 
