@@ -68,7 +68,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import awkward as ak
 import numpy as np
@@ -490,9 +490,19 @@ def _shuffled(tables: Iterator[ak.Array], seed: int, chunk_size: int) -> Iterato
         yield table[first : first + chunk_size]
 
 
-def _write_tables(writer: Any, file_format: str, tables: Iterator[ak.Array]) -> dict[str, Any]:
+class _Counts(TypedDict):
+    """A written file's events: triggered, written (two jets), signal, of negative weight; their weight."""
+
+    n_triggered: int
+    n_written: int
+    n_signal_written: int
+    n_negative_weights: int
+    sum_weights: float
+
+
+def _write_tables(writer: Any, file_format: str, tables: Iterator[ak.Array]) -> _Counts:
     """Write the events with two jets; return the counts."""
-    counts: dict[str, Any] = {
+    counts: _Counts = {
         "n_triggered": 0,
         "n_written": 0,
         "n_signal_written": 0,
@@ -519,7 +529,7 @@ def _summary(
     output: Path,
     file_format: str,
     process: str,
-    counts: Mapping[str, Any],
+    counts: _Counts,
     records: Sequence[Mapping[str, Any]],
 ) -> AnalysisFileSummary:
     """Return the summary of a written file."""
