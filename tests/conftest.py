@@ -7,6 +7,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -108,3 +109,10 @@ def blob_sample() -> dict[str, np.ndarray]:
 def small_sample() -> tuple[np.ndarray, np.ndarray]:
     """4096 correlated events."""
     return bivariate_normal(4096, seed=3)
+
+
+@pytest.fixture(scope="session")
+def dcor() -> ModuleType:
+    """The dcor package, the independent distance correlation (its import compiles with numba
+    for seconds: imported by the tests that use it, not when the suite is collected)."""
+    return pytest.importorskip("dcor")

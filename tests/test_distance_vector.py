@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import dcor
+from types import ModuleType
+
 import numpy as np
 import pytest
 
@@ -19,7 +20,7 @@ def _sample(n: int, k: int, seed: int, dependence: float = 1.0) -> tuple[np.ndar
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("n", "k"), [(50, 2), (2000, 2), (3000, 3), (1500, 5)])
-def test_exact_equals_dcor(n: int, k: int) -> None:
+def test_exact_equals_dcor(n: int, k: int, dcor: ModuleType) -> None:
     x, y = _sample(n, k, seed=n + k)
     x = 40.0 + 3.0 * x  # a shift and scale that dcor handles without rescaling
     expected = dcor.distance_correlation_sqr(x, y)
@@ -38,7 +39,7 @@ def test_numpy_path_equals_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
     assert rb.distance_correlation_sqr(x, y) == pytest.approx(compiled, abs=1e-12)
 
 
-def test_integer_weights_repeat_events() -> None:
+def test_integer_weights_repeat_events(dcor: ModuleType) -> None:
     x, y = _sample(600, 2, seed=4)
     w = np.random.default_rng(5).integers(0, 4, len(y))
     repeated = dcor.distance_correlation_sqr(np.repeat(x, w, axis=0), np.repeat(y, w))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import dcor
+from types import ModuleType
+
 import numpy as np
 import pytest
 
@@ -24,13 +25,13 @@ def mass_and_score(n: int, seed: int, strength: float = 1.0) -> tuple[np.ndarray
 
 
 @pytest.mark.parametrize("n", [2, 7, 500])
-def test_unweighted_equals_dcor(n: int) -> None:
+def test_unweighted_equals_dcor(n: int, dcor: ModuleType) -> None:
     mjj, score = mass_and_score(n, seed=n)
     value = distance_correlation_sqr(torch.tensor(mjj), torch.tensor(score))
     assert float(value) == pytest.approx(dcor.distance_correlation_sqr(mjj, score), abs=1e-12)
 
 
-def test_integer_weights_equal_replication() -> None:
+def test_integer_weights_equal_replication(dcor: ModuleType) -> None:
     mjj, score = mass_and_score(300, seed=1)
     weight = np.random.default_rng(2).integers(0, 4, 300)
     value = distance_correlation_sqr(
