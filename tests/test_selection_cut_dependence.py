@@ -15,6 +15,8 @@ import rosenblatt as rb
 from rosenblatt.serialization import SchemaError
 from rosenblatt.transforms import _cut_dependence as cd
 from rosenblatt.transforms import selection as sel
+from rosenblatt.transforms.grid_kde import GridKDE
+from rosenblatt.transforms.kde import absolute_sigma
 
 
 def spike(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -166,3 +168,59 @@ def test_fine_depths_pass_on_a_population_they_fit(independent: bool) -> None:
         assert t.coarse_cut_note() is None
     assert tested >= 4
     assert failed == 0
+
+
+# ------------------------------------------------------------------ kernel widths
+def test_a_too_wide_kernel_the_score_prefers_is_rejected() -> None:
+    # a kernel of 0.64 sigma_a smears the tail's dependence on x at the edges of x, which the
+    # score, weighing the whole distribution, does not mind; 0.01 follows it
+    x, y = spike(20_000, seed=0)
+    sigma_a = absolute_sigma(x)
+    widths = [0.01, 0.64]
+    plain = sel.select_bandwidth(x, y, None, degree=0, sigma_a=sigma_a, candidates=widths)
+    assert plain.chosen == 0.64
+    checked = sel.select_bandwidth(
+        x, y, None, degree=0, sigma_a=sigma_a, candidates=widths, cut_levels=[0.95]
+    )
+    assert checked.scores == plain.scores
+    (p_narrow,), (p_wide,) = checked.cut_pvalues
+    assert p_wide < 1e-3  # 3e-4
+    assert p_narrow > 0.1  # 0.99
+    assert checked.chosen == 0.01
+    assert checked.cut_note() is None
+
+
+@pytest.mark.parametrize("make", [rb.KDE, GridKDE], ids=["KDE", "GridKDE"])
+def test_auto_width_that_passes_keeps_its_choice(make: type) -> None:
+    x, y = falling(10_000, seed=4, independent=False)
+    plain = make(sigma_r="auto").fit(x, y)
+    checked = make(sigma_r="auto", cut_levels=[0.5, 0.8, 0.95]).fit(x, y)
+    assert checked.sigma_r_ == plain.sigma_r_  # the minimum of the parabola, not a value tried
+    assert checked.selection_.cut_levels == (0.5, 0.8, 0.95)
+    selection = checked.selection_
+    assert selection.cut_passes[selection.best_index]
+    if make is rb.KDE:  # its widest kernel tried smears x's dependence (degree 2 follows it)
+        assert not selection.cut_passes[-1]
+    assert checked.coarse_cut_note() is None
+    assert plain.selection_.cut_pvalues == ()
+
+
+@pytest.mark.parametrize("make", [rb.KDE, GridKDE], ids=["KDE", "GridKDE"])
+def test_kernels_note_a_width_that_fails_the_test(
+    make: type, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(cd, "ALPHA", 2.5)  # no p-value reaches it
+    x, y = falling(4000, seed=2, independent=False)
+    plain = make(sigma_r="auto").fit(x, y)
+    t = make(sigma_r="auto", cut_levels=(0, 0.5, 0.8, 1)).fit(x, y)
+    assert t.sigma_r_ == plain.sigma_r_  # none passes: the choice stands
+    assert t.selection_.cut_levels == (0.5, 0.8)  # the levels inside (0, 1)
+    note = t.coarse_cut_note()
+    assert note is not None
+    assert note.startswith(f"{make.__name__} sigma_r {t.sigma_r_:.3g}: sigma_r='auto': the held")
+    t.save(tmp_path / "t.json")
+    loaded = rb.load(tmp_path / "t.json")
+    assert tuple(loaded.cut_levels) == (0, 0.5, 0.8, 1)
+    assert loaded.coarse_cut_note() == note
+    with pytest.raises(ValueError, match=r"cut_levels must be numbers in \[0, 1\]"):
+        make(sigma_r=0.2, cut_levels=[1.5]).fit(x, y)

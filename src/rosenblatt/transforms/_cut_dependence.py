@@ -49,6 +49,24 @@ level 0.95 (fewer bins beyond it than :func:`~rosenblatt.transforms._irgi_depth.
 asks) leaves a held-out ``A / (B C / D)`` (``x >= 0.6``) of 1.15 and 1.32 in two
 of those toys, 1.2 and 2.6 times the Poisson error of A: a dependence at the
 edge of what 20k events show, which the test then rejects in a few toys.
+
+The kernel estimates (:func:`~rosenblatt.transforms.selection.select_bandwidth`,
+the held-out ``gamma`` from the binned estimate of each fold) in 20 toys of
+20k events per row, every width the search tried, the same levels:
+
+=======================================  =====================  =================================
+population, degree                       widths failing         the choice
+=======================================  =====================  =================================
+``y`` independent of ``x``, 0 and 2      0 of 410 (p >= 0.006)  kept in 40 of 40
+correlated, 0 (Nadaraya-Watson)          62 of 160, the wide    kept in 20 of 20
+correlated, 2                            1 of 160               kept in 20 of 20
+25% negative weights, 0 (as GridKDE)     83 of 121, the wide    noted in 2 (no narrow width fits)
+25% negative weights, 2                  18 of 125              kept in 20 of 20
+tail only, 0, widths 0.01 and 0.64 only  0.64 in 3 of 3         0.01 (the score: 0.64)
+=======================================  =====================  =================================
+
+In the tail-only toys the score prefers ``sigma_r = 0.64`` (p 1e-4 to 5e-4 at
+the level 0.95); 0.01 passes (p >= 0.98).
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ __all__ = [
     "coarse_cut_note",
     "cut_depth",
     "fit_options",
+    "inner_levels",
     "read_fit_options",
     "select_depth",
     "unresolved_levels",
@@ -66,6 +67,14 @@ def check_levels(levels: Any) -> tuple[float, ...]:
         msg = f"cut_levels must be numbers in [0, 1], got {list(values)}"
         raise ValueError(msg)
     return values
+
+
+def inner_levels(levels: Any) -> tuple[float, ...] | None:
+    """The levels of ``cut_levels`` in ``(0, 1)``, checked; ``None`` where there is none."""
+    if levels is None:
+        return None
+    inner = tuple(level for level in check_levels(levels) if 0.0 < level < 1.0)
+    return inner or None
 
 
 def cut_depth(levels: Any) -> int:
@@ -155,8 +164,7 @@ def select_depth(
     resolving = [d for d in depths if d >= cut_depth(cut_levels)]
     if resolving:
         try:
-            inner = tuple(level for level in check_levels(cut_levels) if 0.0 < level < 1.0)
-            return score(resolving, inner or None)
+            return score(resolving, inner_levels(cut_levels))
         except ValueError:
             pass  # no resolving depth fits these weights
     selection = score(depths)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -16,6 +17,7 @@ from rosenblatt.transforms._grid_kde_vector import (
     tensor_from_state,
     tensor_state,
 )
+from rosenblatt.transforms._irgi_depth import fit_options, inner_levels, read_fit_options
 from rosenblatt.transforms._tensor_grid import TensorColumns
 from rosenblatt.transforms.kde import absolute_sigma
 from rosenblatt.transforms.selection import (
@@ -87,6 +89,12 @@ class GridKDE(ColumnGridTransform):
     max_nodes
         Most ``x`` nodes allowed (a clear error beyond); a tensor grid of
         several observables may hold ten times as many in all.
+    cut_levels
+        The levels of ``gamma`` that the transformed score will be cut at
+        (an ABCD analysis's ``y0``), or ``None``. With ``sigma_r="auto"`` on
+        one observable, a width whose held-out pass fraction at a level
+        depends on ``x`` is not chosen while another passes; where none
+        passes, :meth:`coarse_cut_note` says so.
 
     Attributes
     ----------
@@ -130,6 +138,8 @@ class GridKDE(ColumnGridTransform):
     kind: ClassVar[str] = "grid_kde"
     max_x_dims: ClassVar[int] = 3
     negative_weights: ClassVar[bool] = True
+    #: a replica keeps the nominal's width, chosen once
+    replica_parameters: ClassVar[Mapping[str, Any]] = {"cut_levels": None}
 
     sigma_r_: float
     sigma_a_: Any
@@ -150,6 +160,7 @@ class GridKDE(ColumnGridTransform):
         folds: int = 10,
         seed: int = 0,
         max_nodes: int = 20_000,
+        cut_levels: Sequence[float] | None = None,
     ) -> None:
         self.sigma_r = sigma_r
         self.degree = degree
@@ -158,9 +169,21 @@ class GridKDE(ColumnGridTransform):
         self.folds = folds
         self.seed = seed
         self.max_nodes = max_nodes
+        self.cut_levels = cut_levels
 
     def __repr__(self) -> str:
-        return f"GridKDE(sigma_r={self.sigma_r!r}, degree={self.degree!r})"
+        levels = "" if self.cut_levels is None else f", cut_levels={self.cut_levels!r}"
+        return f"GridKDE(sigma_r={self.sigma_r!r}, degree={self.degree!r}{levels})"
+
+    def coarse_cut_note(self) -> str | None:
+        """Why the chosen width may not close at a level of ``cut_levels``, or ``None``.
+
+        A note where no width tried by ``sigma_r="auto"`` passes the test of
+        the held-out pass fraction at the levels (:meth:`Selection.cut_note`).
+        """
+        self._check_fitted()
+        note = None if self.selection_ is None else self.selection_.cut_note()
+        return None if note is None else f"GridKDE sigma_r {self.sigma_r_:.3g}: {note}"
 
     # ---------------------------------------------------------------- params
     def _checked(self) -> tuple[float | None, int, int, float, int]:
@@ -174,6 +197,7 @@ class GridKDE(ColumnGridTransform):
 
     # ------------------------------------------------------------------- fit
     def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
+        inner_levels(self.cut_levels)
         self._fit_binned(x, y, w)
 
     def _fit_vector(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
@@ -262,6 +286,7 @@ class GridKDE(ColumnGridTransform):
                 nodes_per_bandwidth=per,
                 max_nodes=most,
                 y_order=order,
+                cut_levels=inner_levels(self.cut_levels),
             )
             sigma_r = selection.chosen
         bandwidth = sigma_r * sigma_a
@@ -367,6 +392,7 @@ class GridKDE(ColumnGridTransform):
             "folds": int(self.folds),
             "seed": int(self.seed),
             "max_nodes": int(self.max_nodes),
+            **fit_options(self.cut_levels, False),
         }
 
     def get_state(self) -> dict[str, Any]:
@@ -406,6 +432,7 @@ class GridKDE(ColumnGridTransform):
             folds=params["folds"],
             seed=params["seed"],
             max_nodes=params["max_nodes"],
+            cut_levels=read_fit_options(params)[0],
         )
         if state.get("x_dims", 1) != 1:
             return obj._with_tensor_state(state)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -12,6 +12,7 @@ from rosenblatt._validation import as_sigma_r, check_int
 from rosenblatt.transforms._base import ConditionalCDFTransform, Kinks
 from rosenblatt.transforms._cell_resampling import nonnegative_weights
 from rosenblatt.transforms._gauss_transform import ConditionalGaussTransform, direct_conditional_cdf
+from rosenblatt.transforms._irgi_depth import check_levels, inner_levels, read_fit_options
 from rosenblatt.transforms._kde_vector import product_kernel_cdf
 from rosenblatt.typing import FloatArray
 
@@ -77,6 +78,12 @@ class KDE(ConditionalCDFTransform):
     folds, seed
         Cross-validation folds and the seed of their random assignment
         (``sigma_r="auto"`` only); the choice is deterministic given both.
+    cut_levels
+        The levels of ``gamma`` that the transformed score will be cut at
+        (an ABCD analysis's ``y0``), or ``None``. With ``sigma_r="auto"`` on
+        one observable, a width whose held-out pass fraction at a level
+        depends on ``x`` is not chosen while another passes; where none
+        passes, :meth:`coarse_cut_note` says so.
 
     Attributes
     ----------
@@ -120,6 +127,8 @@ class KDE(ConditionalCDFTransform):
     kind: ClassVar[str] = "kde"
     max_x_dims: ClassVar[int] = 3
     negative_weights: ClassVar[bool] = True
+    #: a replica keeps the nominal's width, chosen once
+    replica_parameters: ClassVar[Mapping[str, Any]] = {"cut_levels": None}
 
     x_: FloatArray
     y_: FloatArray
@@ -136,15 +145,28 @@ class KDE(ConditionalCDFTransform):
         *,
         folds: int = 10,
         seed: int = 0,
+        cut_levels: Sequence[float] | None = None,
     ) -> None:
         self.sigma_r = sigma_r
         self.method = method
         self.folds = folds
         self.seed = seed
+        self.cut_levels = cut_levels
 
     def __repr__(self) -> str:
         method = "" if self.method == "fast" else f", method={self.method!r}"
-        return f"KDE(sigma_r={self.sigma_r!r}{method})"
+        levels = "" if self.cut_levels is None else f", cut_levels={self.cut_levels!r}"
+        return f"KDE(sigma_r={self.sigma_r!r}{method}{levels})"
+
+    def coarse_cut_note(self) -> str | None:
+        """Why the chosen width may not close at a level of ``cut_levels``, or ``None``.
+
+        A note where no width tried by ``sigma_r="auto"`` passes the test of
+        the held-out pass fraction at the levels (:meth:`Selection.cut_note`).
+        """
+        self._check_fitted()
+        note = None if self.selection_ is None else self.selection_.cut_note()
+        return None if note is None else f"KDE sigma_r {self.sigma_r_:.3g}: {note}"
 
     def _checked_params(self) -> tuple[float | None, Method]:
         """``(sigma_r, method)``; ``sigma_r`` is ``None`` for ``"auto"``."""
@@ -156,6 +178,7 @@ class KDE(ConditionalCDFTransform):
 
     def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         sigma_r, _ = self._checked_params()
+        inner_levels(self.cut_levels)
         if len(x) < 2:
             msg = f"KDE needs at least two defining events, got {len(x)}"
             raise ValueError(msg)
@@ -177,6 +200,7 @@ class KDE(ConditionalCDFTransform):
                 sigma_a=sigma_a,
                 folds=check_folds(self.folds, len(x)),
                 seed=check_seed(self.seed),
+                cut_levels=inner_levels(self.cut_levels),
             )
             sigma_r = selection.chosen
         self._set_state(x, y, w, sigma_r, sigma_a)
@@ -410,6 +434,8 @@ class KDE(ConditionalCDFTransform):
             state["selection"] = self.selection_.to_dict()
             state["params"]["folds"] = int(self.folds)
             state["params"]["seed"] = int(self.seed)
+        if self.cut_levels is not None:
+            state["params"]["cut_levels"] = list(check_levels(self.cut_levels))
         return state
 
     @classmethod
@@ -420,6 +446,7 @@ class KDE(ConditionalCDFTransform):
 
         params = state["params"]
         obj = cls(sigma_r=params["sigma_r"], method=params["method"])
+        obj.cut_levels = read_fit_options(params)[0]
         try:
             sigma_r, _ = obj._checked_params()
             if sigma_r is None:

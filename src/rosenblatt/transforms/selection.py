@@ -85,6 +85,9 @@ COARSE_SIGMA_R = (0.04, 0.08, 0.16, 0.32, 0.64, 1.28)
 REFINEMENT_STEPS = (2.0**0.5,)
 #: the coarse grid is extended by factors of 2 up to these ends while the best is on its edge
 SIGMA_R_LIMITS = (0.0025, 20.48)
+#: ``y`` edges per unit of probability of the held-out test at the cut levels of
+#: :func:`select_bandwidth` (more in the tails)
+CUT_EDGES = 128
 
 
 @dataclasses.dataclass(frozen=True)
@@ -481,8 +484,10 @@ def _with_cut_test(
     """``selection`` with the p-values of its values' held-out pass fractions, and its choice.
 
     ``passing`` is, per value, level and bin of ``x``, the summed weight of
-    the held-out events with ``gamma >= level``. The choice is the
-    best-scoring value that passes at every level, else the best-scoring.
+    the held-out events with ``gamma >= level``. Where the best-scoring value
+    fails and another passes, the choice is the best-scoring that passes;
+    otherwise the selection's own choice stands (the best-scoring value, or
+    the minimum of a parabola next to it).
     """
     w = np.ones(len(x_bin)) if weight is None else weight
     n_bins = passing.shape[2]
@@ -496,8 +501,9 @@ def _with_cut_test(
     )
     order = np.argsort(selection.scores, kind="stable")
     passes = [i for i in order if selection.cut_passes[i]]
-    chosen = selection.values[int(passes[0] if passes else order[0])]
-    return dataclasses.replace(selection, chosen=chosen)
+    if not passes or passes[0] == order[0]:
+        return selection  # the best-scoring passes (or none does): its choice stands
+    return dataclasses.replace(selection, chosen=selection.values[int(passes[0])])
 
 
 def _held_out_passing(
@@ -561,6 +567,7 @@ class _BinnedFolds:
         self.pilot, self.pilot_binning = self._pilot_weights()
         self.scores: dict[float, float] = {}
         self.skipped: dict[float, NegativeWeightError] = {}
+        self._cut: tuple[FloatArray, IntArray] | None = None
 
     def _nodes(self, bandwidth: float) -> FloatArray:
         x_lo, x_hi = float(self.x.min()), float(self.x.max())
@@ -612,6 +619,58 @@ class _BinnedFolds:
                 continue
             return np.diff(cdf, axis=2, prepend=0.0, append=1.0), binning
 
+    def cut_passing(self, sigma_r: float, levels: FloatArray, x_bin: IntArray) -> FloatArray:
+        """Per level and bin of ``x``, the summed weight of the held-out events with ``gamma >= level``.
+
+        ``gamma`` of a held-out event is its fold's training estimate of width
+        ``sigma_r`` (as scored) at its ``x``, interpolated linearly in ``y``
+        between :meth:`_cut_edges`, which are dense enough (every 1/128 of
+        the events, and tails of ``2**-k``) that an event's edges are close
+        to it at every level.
+        """
+        bandwidth = sigma_r * self.sigma_a * self.train_scale
+        nodes = self._nodes(bandwidth)
+        left, share = lp.linear_binning(self.x, nodes)
+        matrices = lp.kernel_matrices(nodes, np.full(len(nodes), bandwidth), 2 * self.degree + 1)
+        edges, column = self._cut_edges()
+        cdf = self._training_cdfs(
+            (left, share), len(nodes), matrices, column, len(edges), self.degree
+        )
+        last = len(edges) - 1
+
+        def at(k: IntArray) -> FloatArray:
+            k = np.clip(k, 0, last)
+            return np.asarray(
+                (1.0 - share) * cdf[self.label, left, k] + share * cdf[self.label, left + 1, k]
+            )
+
+        low_y = np.where(column > 0, edges[np.clip(column - 1, 0, last)], self.y.min())
+        high_y = np.where(column <= last, edges[np.clip(column, 0, last)], self.y.max())
+        low = np.where(column > 0, at(column - 1), 0.0)
+        high = np.where(column <= last, at(column), 1.0)
+        gap = high_y - low_y
+        fraction = np.divide(self.y - low_y, gap, out=np.zeros_like(gap), where=gap > 0)
+        gamma = low + np.clip(fraction, 0.0, 1.0) * (high - low)
+        n_bins = int(x_bin.max()) + 1
+        return np.stack(
+            [
+                np.bincount(x_bin, weights=self.event_weight * (gamma >= level), minlength=n_bins)
+                for level in levels
+            ]
+        )
+
+    def _cut_edges(self) -> tuple[FloatArray, IntArray]:
+        """The ``y`` edges of :meth:`cut_passing` and each event's column among them."""
+        if self._cut is None:
+            n = len(self.y)
+            ordered = np.sort(self.y)
+            tails = 2.0 ** -np.arange(8, max(9, int(math.log2(n))))
+            quantiles = np.concatenate((np.arange(1, CUT_EDGES) / CUT_EDGES, tails, 1.0 - tails))
+            ranks = np.clip(np.round(quantiles * n).astype(np.intp), 0, n - 1)
+            edges = np.unique(ordered[ranks])
+            self._cut = (edges, np.searchsorted(edges, self.y, side="right"))
+        return self._cut
+
     def score(self, sigma_r: float) -> float:
         """Cross-validated integrated Brier score of the estimate of width ``sigma_r``.
 
@@ -648,7 +707,7 @@ class _BinnedFolds:
         return result
 
 
-def select_bandwidth(
+def select_bandwidth(  # noqa: PLR0913 - the estimate's options and the search's
     x: FloatArray,
     y: FloatArray,
     weight: FloatArray | None,
@@ -662,6 +721,7 @@ def select_bandwidth(
     n_thresholds: int = DEFAULT_THRESHOLDS,
     candidates: Sequence[float] | None = None,
     y_order: IntArray | None = None,
+    cut_levels: Sequence[float] | None = None,
 ) -> Selection:
     """Choose the kernel width ``sigma_r`` of a binned local-polynomial estimate of degree ``degree``.
 
@@ -683,6 +743,14 @@ def select_bandwidth(
     A width at which negative weights make some fold's kernel-weighted sum
     of the weights not positive at a node is skipped: it is left out of the
     result, and the search goes on among wider ones.
+
+    With ``cut_levels``, each width tried is tested, on the held-out events,
+    for a pass fraction at the levels that depends on ``x``
+    (:mod:`rosenblatt.transforms._cut_dependence`; the held-out ``gamma``
+    from the binned estimates, ``_BinnedFolds.cut_passing``). Where the
+    best-scoring width fails, the choice is the best-scoring width that
+    passes; where none passes, the choice stands and
+    :meth:`Selection.cut_note` says so.
 
     Raises
     ------
@@ -729,7 +797,7 @@ def select_bandwidth(
             f"{binned.skipped[max(binned.skipped)]}"
         )
         raise NegativeWeightError(msg)
-    return Selection(
+    selection = Selection(
         "sigma_r",
         tuple(values),
         tuple(binned.scores[v] for v in values),
@@ -738,6 +806,12 @@ def select_bandwidth(
         seed,
         len(binned.thresholds),
     )
+    levels = np.asarray([] if cut_levels is None else cut_levels, dtype=np.float64)
+    if not len(levels):
+        return selection
+    x_bin = cd.x_bins(x, weight)
+    passing = np.stack([binned.cut_passing(v, levels, x_bin) for v in values])
+    return _with_cut_test(selection, passing, levels, x_bin, weight)
 
 
 def _coarse_to_fine(binned: _BinnedFolds, feasible: Callable[[float], bool]) -> float:

@@ -87,9 +87,11 @@ class TransformConfig:
     """One transform: a kind and its parameters, or a saved file.
 
     ``cut_levels`` are the levels of ``gamma`` the study cuts at
-    (``abcd.y0``): an IRGI is built with them, so that its ``depth: auto``
-    tries only the depths whose ``y`` bins resolve every cut and a depth that
-    does not says so (:class:`rosenblatt.IRGI`).
+    (``abcd.y0``): every transform is built with them, so that an IRGI's
+    ``depth: auto`` tries only the depths whose ``y`` bins resolve every cut
+    and a depth that does not says so (:class:`rosenblatt.IRGI`), and that
+    ``depth: auto`` and ``sigma_r: auto`` take only a value whose held-out
+    pass fraction at the cuts does not depend on ``x``, or say that none does.
     """
 
     name: str
@@ -149,8 +151,8 @@ class TransformConfig:
         if self.kind == "irgi":
             return rb.IRGI(**self.parameters, cut_levels=self.cut_levels)
         if self.kind == "gridkde":
-            return rb.GridKDE(**self.parameters)
-        return rb.KDE(**self.parameters)
+            return rb.GridKDE(**self.parameters, cut_levels=self.cut_levels)
+        return rb.KDE(**self.parameters, cut_levels=self.cut_levels)
 
 
 def _executor_kind(value: Any, source: str, key: str) -> str:
