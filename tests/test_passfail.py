@@ -7,6 +7,7 @@ import pytest
 
 pyhf = pytest.importorskip("pyhf")
 
+from rosenblatt.abcd.bumphunt import signal_strength
 from rosenblatt.abcd.likelihood import quiet_pyhf
 from rosenblatt.abcd.passfail import (
     SLOPE,
@@ -110,29 +111,39 @@ def test_bad_input_is_named(change: dict[str, object], message: str) -> None:
         passfail_workspace(**arguments)  # type: ignore[arg-type]
 
 
-def _coverage(eps: np.ndarray | float, toys: int) -> tuple[np.ndarray, float]:
-    mu = np.empty(toys)
-    covered = 0
-    for toy in range(toys):
-        failing, passing = _spectra(np.random.default_rng([5, toy]), eps)
+def _coverage(eps: np.ndarray | float, toys: int, fitted: int) -> tuple[np.ndarray, float]:
+    """The signal strengths of ``toys`` pseudo-experiments and their intervals' coverage of 1.
+
+    Every toy is fitted by the exact profile (:func:`~rosenblatt.abcd.signal_strength`,
+    all at once); the first ``fitted`` of them by pyhf too, which must find the same
+    ``mu`` and interval.
+    """
+    spectra = [_spectra(np.random.default_rng([5, toy]), eps) for toy in range(toys)]
+    failing = np.array([f for f, _ in spectra])
+    passing = np.array([p for _, p in spectra])
+    mu, low, high = signal_strength(passing, failing, 0.5 * SIGNAL, 0.5 * SIGNAL)
+    for toy in range(fitted):
         with quiet_pyhf():
-            fit = passfail_fit(passfail_workspace(failing, passing, 0.5 * SIGNAL, 0.5 * SIGNAL))
-        mu[toy] = fit.mu
-        covered += fit.mu_low <= 1.0 <= fit.mu_high
-    return mu, covered / toys
+            fit = passfail_fit(
+                passfail_workspace(failing[toy], passing[toy], 0.5 * SIGNAL, 0.5 * SIGNAL)
+            )
+        np.testing.assert_allclose(
+            [fit.mu, fit.mu_low, fit.mu_high], [mu[toy], low[toy], high[toy]], atol=2e-3
+        )
+    return mu, float(np.mean((low <= 1.0) & (high >= 1.0)))
 
 
 @pytest.mark.slow
 def test_the_interval_covers_for_a_decorrelated_score_and_not_for_a_sculpted_one() -> None:
-    toys = 100
-    mu, coverage = _coverage(EPS, toys)
+    toys = 500
+    mu, coverage = _coverage(EPS, toys, fitted=10)
     error = np.sqrt(0.68 * 0.32 / toys)
     assert abs(coverage - 0.68) < 3 * error, coverage
     assert abs(mu.mean() - 1.0) < 3 * mu.std() / np.sqrt(toys), mu.mean()
     # a raw score whose efficiency rises with x sculpts the passing spectrum: the constant
     # transfer ratio is wrong, and the fitted signal is biased beyond its error
-    sculpted, sculpted_coverage = _coverage(EPS + 0.1 * (CENTRES - 0.3), 25)
-    assert abs(sculpted.mean() - 1.0) > 5 * sculpted.std() / np.sqrt(25), sculpted.mean()
+    sculpted, sculpted_coverage = _coverage(EPS + 0.1 * (CENTRES - 0.3), 100, fitted=3)
+    assert abs(sculpted.mean() - 1.0) > 5 * sculpted.std() / np.sqrt(100), sculpted.mean()
     assert sculpted_coverage < 0.2
 
 
