@@ -556,6 +556,10 @@ def test_fit_mixes_the_defining_datasets_of_a_configuration_at_their_cross_secti
     assert record["datasets"]["heavy"]["xsec"] == 1.2
     assert [f["name"] for f in record["files"]] == [str(p) for p in paths]
     assert record["sum_weight"] == pytest.approx(4.6 * 10.0 + 1.2 * 10.0)
+    # a kernel estimate is given the cut levels too
+    kernel = tmp_path / "kde.json"
+    assert main([*args, "--transform", "kde", "--sigma-r", "0.2", "--output", str(kernel)]) == 0
+    assert tuple(rb.load(kernel).cut_levels) == (0.3, 0.5, 0.7)
 
     assert main([*args, str(paths[0]), "--output", str(output)]) == 2
     assert "leave FILEs out" in capsys.readouterr().err

@@ -54,7 +54,7 @@ their physical proportions as the analysis selects and mixes them: each dataset'
 weight: quantity, or 1) times xsec * lumi / sum(w), sum(w) over every event of its files
 (NanoAOD: Runs.genEventSumw); a dataset without xsec keeps its weights. --x and --score default
 to the configuration's abcd.x and score:, --treename and --jets given replace its treename:
-and jets:, and IRGI is given its cut levels, so that the transform is the one the analysis
+and jets:, and the transform is given its cut levels, so that it is the one the analysis
 fits with the same parameters. The transform saved
 records what it was fitted on (the quantities as written, tree, files with their BLAKE2b
 hashes, number and weighted sum of events), which `rosenblatt apply` uses.
@@ -214,7 +214,7 @@ def quantities_from_args(
 
 
 def _make_transform(args: argparse.Namespace, cut_levels: tuple[float, ...] | None = None) -> Any:
-    """The unfitted transform of the options; IRGI given the levels of ``gamma`` cut at."""
+    """The unfitted transform of the options, given the levels of ``gamma`` cut at."""
     import rosenblatt as rb
 
     if args.transform == "irgi":
@@ -224,7 +224,7 @@ def _make_transform(args: argparse.Namespace, cut_levels: tuple[float, ...] | No
     if args.depth is not None:
         raise ValueError(f"--depth is a parameter of irgi, not of {args.transform}")
     sigma_r = "auto" if args.sigma_r is None else args.sigma_r
-    return getattr(rb, TRANSFORMS[args.transform])(sigma_r=sigma_r)
+    return getattr(rb, TRANSFORMS[args.transform])(sigma_r=sigma_r, cut_levels=cut_levels)
 
 
 @dataclass
