@@ -60,6 +60,11 @@ class Study:
         cls: type = getattr(importlib.import_module(module), name)
         return cls
 
+    def run(self, config: dict[str, Any], folder: Path) -> object:
+        """Run the study of ``config`` into ``folder``; return what its ``run`` returns."""
+        result: object = self.load().run(config, folder)
+        return result
+
 
 _PACKAGE = "rosenblatt.studies"
 
@@ -146,7 +151,8 @@ def run_study(config: dict[str, Any], output: str | Path | None = None) -> Path:
     require(f"the {kind} study", study_extras(config))
     from rosenblatt.studies._results import Results
 
-    module = STUDIES[kind].load()
+    study = STUDIES[kind]
+    study.load()  # imported before the folder is made: a study that cannot load leaves none
     folder = Path(output) if output is not None else Path("results") / config["name"]
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
@@ -154,7 +160,7 @@ def run_study(config: dict[str, Any], output: str | Path | None = None) -> Path:
     results = Results(folder, _cache_folders(config))
     results.start()
     try:
-        module.run(config, folder)
+        study.run(config, folder)
     except BaseException:
         results.stopped()
         # a run refused before writing anything leaves no results folder behind
