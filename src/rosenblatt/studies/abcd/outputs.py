@@ -327,7 +327,10 @@ def _datasets(cfg: AbcdConfig, checked: Preflight) -> dict[str, DatasetJson]:
 def _estimates(
     folder: Path, cfg: AbcdConfig, output: PassOutput, choices: dict[str, CutChoice]
 ) -> dict[str, EstimateJson]:
-    """Per variant, the data-driven estimate at its cut (:func:`abcd_estimate.estimate`)."""
+    """Per variant, the data-driven estimate at its cut.
+
+    See :func:`rosenblatt.studies.abcd.estimate.estimate`.
+    """
     from rosenblatt.studies.abcd.estimate import closure_corrections, closure_tests, estimate
 
     histograms = {v: summed_over_datasets(h) for v, h in output["abcd"].items()}
