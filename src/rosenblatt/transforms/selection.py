@@ -414,7 +414,7 @@ def cross_validate(
     check_seed(seed)
     label = fold_labels(n, folds, seed)
     levels = np.asarray([] if cut_levels is None else cut_levels, dtype=np.float64)
-    x_bin = cd.x_bins(x, weight)
+    x_bin = cd.x_bins(x, weight) if len(levels) else np.zeros(n, dtype=np.intp)
     passing = np.zeros((len(values), len(levels), int(x_bin.max()) + 1))
     rng = np.random.default_rng([seed, 1])
     totals = np.zeros(len(values))
