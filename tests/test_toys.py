@@ -188,7 +188,7 @@ def test_a_stopped_setting_keeps_its_finished_toys(
     assert json.loads(json.dumps(resumed)) == json.loads(json.dumps(fresh))
 
 
-@pytest.mark.parametrize("name", ["toys", "toys-simulation"])
+@pytest.mark.parametrize("name", ["toys", "toys-simulation", "toys-negative-weights"])
 def test_shipped_configurations_parse(name: str) -> None:
     from rosenblatt.config import load_config
 
@@ -236,3 +236,48 @@ def test_a_verdict_names_the_targets_missed() -> None:
     assert at_smallest["verdict"].startswith("not held (pull sd, coverage): the defining sample")
     background["pull_observed"] = {"sd": 1.0, "coverage_1sd": 0.69}
     assert _targets(background, signal, 5000, 5000)["held"]
+
+
+def test_simulation_weights_with_negative_entries_have_expectation_one() -> None:
+    from rosenblatt.studies.toys.experiment import effective_events, simulation_weights
+
+    assert simulation_weights(np.random.default_rng(1), 10, 0.0) is None
+    weights = simulation_weights(np.random.default_rng(1), 40_000, 0.2)
+    assert weights is not None
+    assert set(np.unique(weights)) == {-1 / 0.6, 1 / 0.6}
+    assert np.mean(weights < 0) == pytest.approx(0.2, abs=4 * math.sqrt(0.16 / 40_000))
+    assert abs(np.mean(weights) - 1.0) < 4 * np.std(weights) / math.sqrt(len(weights))
+    # (1 - 2f)^2 of the events are effective
+    everything = np.ones(len(weights), dtype=bool)
+    assert effective_events(weights, everything) / len(weights) == pytest.approx(0.36, rel=0.05)
+    assert effective_events(None, everything) == len(weights)
+
+
+def test_a_pseudo_experiment_fits_weights_with_negative_entries(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, negative_weight_fraction=0.2, n_boot=3)
+    setting = Setting("irgi", cfg.transforms[0], 4000)
+    row = pseudo_experiment(cfg, setting, 0)
+    assert row["error"] is None
+    assert math.isfinite(row["predicted_A"])
+    unit = pseudo_experiment(_config(tmp_path, n_boot=3), setting, 0)
+    # the same events, their weights costing the simulation's statistics
+    assert row["simulation_effective_A"] < unit["simulation_effective_A"]
+    assert row["simulation_statistics"] > unit["simulation_statistics"]
+    from rosenblatt.studies.toys.study import fingerprint
+
+    assert fingerprint(cfg, setting) != fingerprint(_config(tmp_path, n_boot=3), setting)
+
+
+@pytest.mark.parametrize("fraction", [0.5, -0.1, "some"])
+def test_a_bad_negative_weight_fraction_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fraction: object
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        yaml.safe_dump({**SMALL, "negative_weight_fraction": fraction}), encoding="utf-8"
+    )
+    assert main(["run", str(path), "--output", str(tmp_path / "out")]) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "negative_weight_fraction" in lines[0]
+    assert not (tmp_path / "out").exists()

@@ -53,6 +53,13 @@ def _non_negative(value: Any, source: str, key: str) -> float:
     return amount
 
 
+def _negative_fraction(value: Any, source: str, key: str) -> float:
+    fraction = number(value, source, key)
+    if not 0 <= fraction < 0.5:
+        raise fail(source, key, f"must lie in [0, 0.5), got {fraction}")
+    return fraction
+
+
 def _sizes(value: Any, source: str, key: str) -> tuple[int, ...]:
     if not isinstance(value, list) or not value:
         raise fail(source, key, f"must be a non-empty list of event counts, got {value!r}")
@@ -162,6 +169,13 @@ class ToysConfig:
         doc="events of the independent simulation, as a multiple of the defining size "
         "(``simulation: independent`` only)",
         check=_positive,
+    )
+    negative_weight_fraction: float = option(
+        default=0.0,
+        doc="the fraction f of simulated events (defining and background simulation) of "
+        "negative weight: each weighs -1/(1-2f) with probability f and +1/(1-2f) otherwise, "
+        "as next-to-leading-order simulation (0: unit weights); the data stay unweighted",
+        check=_negative_fraction,
     )
     n_boot: int = option(
         default=20,

@@ -12,6 +12,13 @@ is compared with the true expected background in A under this very transform
 (an integral over the known population), and the signal strength is fitted
 with the study's pyhf workspace (:func:`rosenblatt.abcd.pyhf_workspace`),
 its 68% interval from the profile likelihood.
+
+With ``negative_weight_fraction: f`` the simulated events (the defining
+sample and an independent background simulation) carry the weights of
+next-to-leading-order simulation, ``+1/(1 - 2f)`` with probability ``1 - f``
+and ``-1/(1 - 2f)`` with probability ``f`` (expectation 1); the fit, its
+keyed replicas and the closure factor take them, as the ABCD study's
+estimate does. The data stay unweighted counts.
 """
 
 from __future__ import annotations
@@ -76,6 +83,7 @@ class ToyResult(TypedDict):
     bootstrap_bias: float
     transform_fit: float
     simulation_statistics: float
+    simulation_effective_A: float
     signal_A: float
     mu_hat: float
     mu_low: float
@@ -102,6 +110,7 @@ def _failed(toy: int, reason: str) -> ToyResult:
                 "bootstrap_bias",
                 "transform_fit",
                 "simulation_statistics",
+                "simulation_effective_A",
                 "signal_A",
                 "mu_hat",
                 "mu_low",
@@ -136,14 +145,41 @@ def _counts(x: FloatArray, y: FloatArray, x0: float, y0: float) -> FloatArray:
     )
 
 
+def simulation_weights(rng: np.random.Generator, n: int, fraction: float) -> FloatArray | None:
+    """Weights of ``n`` simulated events, a ``fraction`` of them negative; None for unit weights.
+
+    Each weighs ``-1/(1 - 2 fraction)`` with probability ``fraction`` and
+    ``+1/(1 - 2 fraction)`` otherwise: expectation 1, variance ``1/(1 - 2 fraction)**2``.
+    """
+    if fraction == 0:
+        return None
+    scale = 1.0 / (1.0 - 2.0 * fraction)
+    weights: FloatArray = np.where(rng.random(n) < fraction, -scale, scale)
+    return weights
+
+
+def effective_events(weights: FloatArray | None, selected: Any) -> float:
+    """``(sum w)**2 / sum w**2`` of the ``selected`` events (their count for unit weights)."""
+    if weights is None:
+        return float(np.count_nonzero(selected))
+    w = weights[selected]
+    squares = float(np.sum(w**2))
+    return float(np.sum(w)) ** 2 / squares if squares > 0 else 0.0
+
+
 @dataclass(frozen=True)
 class _Fitted:
-    """A pseudo-experiment's score: how to evaluate it, its cut, and its closure factor."""
+    """A pseudo-experiment's score: how to evaluate it, its cut, and its closure factor.
+
+    ``effective_a`` is the background simulation's effective number of events
+    in A (``(sum w)**2 / sum w**2``).
+    """
 
     score: Callable[[FloatArray, FloatArray], FloatArray]
     y0: float
     threshold: Callable[[FloatArray], FloatArray]
     closure: ClosureCorrection
+    effective_a: float
 
 
 def _fit(
@@ -152,36 +188,50 @@ def _fit(
     defining: tuple[FloatArray, FloatArray],
     simulation: tuple[FloatArray, FloatArray],
     seed: int,
+    weights: tuple[FloatArray | None, FloatArray | None] = (None, None),
 ) -> _Fitted:
-    """Fit the setting's transform with its keyed ensemble; measure its closure factor."""
+    """Fit the setting's transform with its keyed ensemble; measure its closure factor.
+
+    ``weights`` are those of the defining sample and of the simulation (None:
+    unit weights).
+    """
     import rosenblatt as rb
     from rosenblatt.transforms.ensemble import keyed_poisson_weights
 
     x_sim, y_sim = simulation
+    w_defining, w_sim = weights
+    one = np.ones(len(x_sim)) if w_sim is None else w_sim
     if setting.transform is None:
         y0 = float(np.quantile(defining[1], cfg.y0))
-        closure = measured_closure(_histogram(x_sim, y_sim, cfg, y0))
-        return _Fitted(lambda _x, y: y, y0, constant_threshold(y0), closure)
+        closure = measured_closure(_histogram(x_sim, y_sim, cfg, y0, weight=w_sim))
+        effective = effective_events(w_sim, (x_sim >= cfg.x0) & (y_sim >= y0))
+        return _Fitted(lambda _x, y: y, y0, constant_threshold(y0), closure, effective)
     ensemble = rb.bootstrap(
-        setting.transform.build(), *defining, n=cfg.n_boot, seed=seed, keyed=True
+        setting.transform.build(), *defining, w_defining, n=cfg.n_boot, seed=seed, keyed=True
     )
     nominal = ensemble.nominal_
     replicas, resampled = [], []
     for replica, draw in zip(ensemble.replicas_, ensemble.replica_draws_, strict=True):
         gamma = replica.transform(x_sim, y_sim)
         counts = keyed_poisson_weights(x_sim, y_sim, seed, draw).astype(np.float64)
-        replicas.append(_histogram(x_sim, gamma, cfg, cfg.y0))
-        resampled.append(_histogram(x_sim, gamma, cfg, cfg.y0, weight=counts))
-    nominal_histogram = _histogram(x_sim, nominal.transform(x_sim, y_sim), cfg, cfg.y0)
+        replicas.append(_histogram(x_sim, gamma, cfg, cfg.y0, weight=w_sim))
+        resampled.append(_histogram(x_sim, gamma, cfg, cfg.y0, weight=one * counts))
+    gamma = nominal.transform(x_sim, y_sim)
+    nominal_histogram = _histogram(x_sim, gamma, cfg, cfg.y0, weight=w_sim)
     closure = closure_correction(nominal_histogram, replicas, resampled)
-    return _Fitted(nominal.transform, cfg.y0, transform_threshold(nominal, cfg.y0), closure)
+    effective = effective_events(w_sim, (x_sim >= cfg.x0) & (gamma >= cfg.y0))
+    return _Fitted(
+        nominal.transform, cfg.y0, transform_threshold(nominal, cfg.y0), closure, effective
+    )
 
 
 def pseudo_experiment(cfg: ToysConfig, setting: Setting, toy: int) -> ToyResult:
     """Run pseudo-experiment ``toy`` of ``setting``; a failed fit gives a result naming why.
 
     The random numbers depend on the seed, the defining size and ``toy``
-    alone, so every transform meets the same samples in the same toy.
+    alone, so every transform meets the same samples in the same toy; the
+    simulation's weights are drawn after every sample, so the same toy with
+    and without negative weights holds the same events.
     """
     population = Population(cfg.population)
     rng = np.random.default_rng([cfg.seed, setting.n_defining, toy])
@@ -194,8 +244,15 @@ def pseudo_experiment(cfg: ToysConfig, setting: Setting, toy: int) -> ToyResult:
     background = population.background(rng, int(rng.poisson(cfg.population.background)))
     signal = population.signal(rng, int(rng.poisson(cfg.population.signal)))
     seed = int(rng.integers(2**31))
+    fraction = cfg.negative_weight_fraction
+    w_defining = simulation_weights(rng, setting.n_defining, fraction)
+    w_sim = (
+        w_defining
+        if cfg.simulation == "defining"
+        else simulation_weights(rng, len(simulation[0]), fraction)
+    )
     try:
-        fitted = _fit(cfg, setting, defining, simulation, seed)
+        fitted = _fit(cfg, setting, defining, simulation, seed, (w_defining, w_sim))
     except ValueError as err:
         return _failed(toy, f"{type(err).__name__}: {err}")
     return _estimate(cfg, population, fitted, background, signal, toy)
@@ -237,6 +294,7 @@ def _estimate(
         "bootstrap_bias": float(closure.bias[0, 0]),
         "transform_fit": float(closure.transform_fit[0, 0]),
         "simulation_statistics": float(closure.simulation_statistics[0, 0]),
+        "simulation_effective_A": fitted.effective_a,
         "signal_A": true_s.a,
         "mu_hat": mu[0],
         "mu_low": mu[1],

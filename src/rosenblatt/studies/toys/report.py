@@ -37,7 +37,7 @@ def _row(setting: SettingJson) -> list[str]:
     ]
     background, signal, targets = setting["background"], setting["signal"], setting["targets"]
     if background is None or targets is None:
-        return [*head, *(["—"] * 12), f"failed: {setting['failure']}"]
+        return [*head, *(["—"] * 13), f"failed: {setting['failure']}"]
     mu = (
         ["—"] * 2
         if signal is None
@@ -57,6 +57,7 @@ def _row(setting: SettingJson) -> list[str]:
         _pm(background["pull_poisson_only"]["sd"], background["pull_poisson_only"]["sd_error"]),
         f"{100 * background['stated_relative_error']:.1f}%",
         f"{background['true_closure_factor_sd']:.3f}",
+        f"{background['simulation_effective_A']:.0f}",
         *mu,
         targets["verdict"],
     ]
@@ -76,6 +77,7 @@ HEADER = [
     "pull sd, Poisson only",
     "stated error",
     "sd of true closure factor",
+    "simulated events in A",
     "mu bias",
     "mu 68% coverage",
     "verdict",
@@ -112,6 +114,10 @@ COLUMNS = [
         "samples (what a smaller fit spread would reduce)."
     ),
     (
+        "- *simulated events in A*: the median effective number (sum w)² / sum w² of the "
+        "background simulation's events in A, whose statistics the closure factor carries."
+    ),
+    (
         "- *mu bias / 68% coverage*: the fitted signal strength of the injected signal (true "
         "mu = 1) with the study's pyhf workspace, and the fraction of 68% profile-likelihood "
         "intervals that contain 1."
@@ -127,6 +133,20 @@ COLUMNS = [
 def coverage_table(summary: ToysSummary) -> str:
     """The table of every setting, as Markdown (``table.md``, included by the docs)."""
     return markdown_table(HEADER, [_row(s) for s in summary["settings"]]) + "\n"
+
+
+def _weights_text(fraction: float) -> str:
+    """What the simulation's weights are, in words."""
+    if not fraction:
+        return "The simulated events (defining sample and background simulation) weigh 1 each."
+    scale = 1.0 / (1.0 - 2.0 * fraction)
+    return (
+        f"The simulated events (defining sample and background simulation) carry weights with "
+        f"negative entries, as next-to-leading-order simulation: {100 * fraction:g}% of them "
+        f"weigh -{scale:.3g}, the others +{scale:.3g} (expectation 1; the effective number of "
+        f"events is {(1 - 2 * fraction) ** 2:.3g} of the count). The fit, its keyed replicas "
+        "and the closure factor take the weights; the data are unweighted counts."
+    )
 
 
 def report_text(summary: ToysSummary, figure: str | None) -> str:
@@ -145,6 +165,8 @@ def report_text(summary: ToysSummary, figure: str | None) -> str:
             f"{population['background']:g} expected background events, with "
             f"{population['signal']:g} signal events injected for the signal-strength fit."
         ),
+        "",
+        _weights_text(summary["negative_weight_fraction"]),
         "",
         coverage_table(summary),
         "",

@@ -114,6 +114,8 @@ def fingerprint(cfg: ToysConfig, setting: Setting) -> str:
     }
     if cfg.simulation == "independent" and cfg.simulation_size != 1:
         keys["simulation_size"] = cfg.simulation_size
+    if cfg.negative_weight_fraction:
+        keys["negative_weight_fraction"] = cfg.negative_weight_fraction
     text = json.dumps(keys, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 

@@ -81,6 +81,7 @@ class BackgroundJson(TypedDict):
     true_closure_factor_sd: float
     transform_fit: float
     simulation_statistics: float
+    simulation_effective_A: float
 
 
 class SignalJson(TypedDict):
@@ -125,6 +126,7 @@ class ToysSummary(SummaryHeader):
     n_toys: int
     n_boot: int
     simulation: str
+    negative_weight_fraction: float
     x0: float
     y0: float
     seed: int
@@ -162,7 +164,8 @@ def pull_statistics(pulls: Sequence[float] | FloatArray) -> PullJson:
 
 
 def _column(rows: Sequence[ToyResult], key: str) -> FloatArray:
-    return np.asarray([row[key] for row in rows], dtype=np.float64)  # type: ignore[literal-required]
+    """``key`` of every row (NaN where a row kept from an earlier version lacks it)."""
+    return np.asarray([row.get(key, math.nan) for row in rows], dtype=np.float64)
 
 
 def _background(rows: Sequence[ToyResult]) -> BackgroundJson:
@@ -193,6 +196,7 @@ def _background(rows: Sequence[ToyResult]) -> BackgroundJson:
         if np.isfinite(_column(rows, "transform_fit")).any()
         else float("nan"),
         "simulation_statistics": float(np.median(_column(rows, "simulation_statistics"))),
+        "simulation_effective_A": float(np.median(_column(rows, "simulation_effective_A"))),
     }
 
 
@@ -333,6 +337,7 @@ def summarise(
         "n_toys": cfg.n_toys,
         "n_boot": cfg.n_boot,
         "simulation": cfg.simulation,
+        "negative_weight_fraction": cfg.negative_weight_fraction,
         "x0": cfg.x0,
         "y0": cfg.y0,
         "seed": cfg.seed,
