@@ -37,6 +37,8 @@ pytestmark = pytest.mark.slow
 XSEC = {"qcd": 2000.0, "sig": 10.0}
 #: a wall time or a rate in a log or report line
 TIMING = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\s*(?:events/s|s\b|ms\b|min\b)")
+#: a path in a log or report line (a word with a slash)
+PATHS = re.compile(r"\S*/\S*")
 LUMI = 3.0
 
 
@@ -343,7 +345,8 @@ def _published(out: Path, console: str) -> set[float]:
     histogram (``abcd.root``, ``histograms.json``) the total of each dataset and
     process, with and without flow bins, and the statistics ROOT stores with it.
     Wall times and rates (``timings.json``, "12.3 s", "513 events/s") are left out:
-    they change from run to run, and a difference of two of them can equal any count.
+    they change from run to run, and a difference of two of them can equal any count; so
+    are the paths of files and folders.
     """
     found: list[float] = []
     for path in sorted(out.glob("*.json")):
@@ -361,7 +364,8 @@ def _published(out: Path, console: str) -> set[float]:
             found += [h.values(flow=True).sum(), h.values().sum()]
             found += [h.member(m) for m in ("fEntries", "fTsumw", "fTsumw2")]
     for text in ((out / "report.md").read_text(), console):
-        untimed = TIMING.sub(" ", text)
+        # paths are no numbers: a temporary folder's "pytest-167" is not -167
+        untimed = PATHS.sub(" ", TIMING.sub(" ", text))
         found += [float(n) for n in re.findall(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", untimed)]
     return {round(float(v), 6) for v in found if math.isfinite(v)}
 
@@ -428,6 +432,50 @@ def test_blinded_histograms_hold_no_data_event_of_region_a(
         assert summary["blind"] is True
     report = (blinded / "report.md").read_text()
     assert "| data | 8080 | 0 | 0 | 0 | blinded |" in report
+
+
+def test_the_runner_opens_no_file_again_that_the_checks_read(
+    ntuples: Path, blinded: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coffea.processor.executor import Runner
+
+    opened: list[str] = []
+
+    def fetch(*args: Any) -> Any:
+        opened.append(args[-1].filename)
+        raise AssertionError(f"{args[-1].filename} opened again before the pass")
+
+    monkeypatch.setattr(Runner, "metadata_fetcher_root", staticmethod(fetch))
+    out = _run(ntuples, "opened-once")
+    assert not opened
+    for name in ("estimate.json", "closure.json"):
+        assert json.loads((out / name).read_text()) == json.loads((blinded / name).read_text())
+    # without the checks' UUIDs coffea opens the file itself: the patch above is what it calls
+    from coffea.processor import ProcessorABC
+
+    from rosenblatt.processors.runner import CheckedFiles, make_executor, run_columnar
+
+    class Count(ProcessorABC):  # type: ignore[misc]
+        def process(self, events: Any) -> dict[str, int]:
+            return {"events": len(events)}
+
+        def postprocess(self, accumulator: Any) -> Any:
+            return accumulator
+
+    path = str(ntuples / "data.root")
+    with (
+        make_executor("iterative", 1, progress=False) as pool,
+        pytest.raises(ValueError, match="opened again"),
+    ):
+        run_columnar(
+            {"data": [path]},
+            {"data": "nominal"},
+            Count(),
+            pool,
+            schema="base",
+            checked=CheckedFiles({"data": {path: 1}}),
+        )
+    assert opened == [path]
 
 
 def test_misspelled_branch_is_refused_before_any_chunk(

@@ -26,7 +26,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -37,6 +37,7 @@ from rosenblatt._interrupt import ignore_interrupt, stop_pool, workers_ignore_in
 from rosenblatt.hep.features import JET_RADIUS
 from rosenblatt.io import EventFileError
 from rosenblatt.io.root import EVENTS_TREE
+from rosenblatt.processors.chunksizes import events_per_chunk
 from rosenblatt.processors.dijet import (
     DijetProcessor,
     check_cutflow,
@@ -61,8 +62,8 @@ if TYPE_CHECKING:
     import hist
 
 __all__ = [
-    "DEFAULT_CHUNKSIZE",
     "EXECUTORS",
+    "CheckedFiles",
     "DijetRun",
     "LHCOChunk",
     "make_executor",
@@ -75,8 +76,58 @@ __all__ = [
 #: executor names accepted by :func:`make_executor`
 EXECUTORS = ("iterative", "futures", "dask")
 
-#: target number of events per chunk
-DEFAULT_CHUNKSIZE = 10_000
+
+@dataclass(frozen=True)
+class CheckedFiles:
+    """What the checks made before a pass found of each file, so that none is opened again.
+
+    coffea's preprocessing opens every ROOT file for its number of entries and its
+    UUID; given both, the runner hands them to coffea's metadata cache instead.
+
+    Attributes
+    ----------
+    entries : mapping
+        ``{dataset: {file: events}}``.
+    uuids : mapping
+        ``{file: UUID}`` of the ROOT files, as uproot reads it (``file.fUUID``); a
+        file without one is opened by coffea's preprocessing as usual.
+    """
+
+    entries: Mapping[str, Mapping[str, int]]
+    uuids: Mapping[str, bytes] = field(default_factory=dict)
+
+    def of(self, datasets: Mapping[str, Sequence[str]]) -> dict[str, dict[str, int]]:
+        """``{dataset: {file: events}}`` of the files given, each of which was checked.
+
+        Raises
+        ------
+        ValueError
+            If a file given was not checked.
+        """
+        found: dict[str, dict[str, int]] = {}
+        for dataset, paths in datasets.items():
+            counts = self.entries.get(dataset, {})
+            missing = [path for path in paths if path not in counts]
+            if missing:
+                msg = f"dataset {dataset}: files not checked before the run: {missing}"
+                raise ValueError(msg)
+            found[dataset] = {path: int(counts[path]) for path in paths}
+        return found
+
+    def metadata_cache(self, fileset: Mapping[str, Any]) -> dict[Any, dict[str, Any]]:
+        """coffea's metadata of the files of ``fileset`` (``{dataset: {"files": {file: tree}}}``)."""
+        from coffea.processor.executor import FileMeta
+
+        return {
+            FileMeta(dataset, path, tree): {
+                "numentries": int(self.entries[dataset][path]),
+                "uuid": self.uuids[path],
+            }
+            for dataset, spec in fileset.items()
+            for path, tree in spec["files"].items()
+            if path in self.uuids and path in self.entries.get(dataset, {})
+        }
+
 
 _ROOT_SUFFIXES = (".root",)
 _LHCO_SUFFIXES = (".h5", ".hdf5")
@@ -282,8 +333,9 @@ def run_processor(
     processor_instance: ParticleProcessor,
     pool: processor.executor.ExecutorBase,
     *,
-    chunksize: int = DEFAULT_CHUNKSIZE,
+    chunksize: int | None = None,
     skip_bad_files: bool = False,
+    checked: CheckedFiles | None = None,
     pieces: PieceStore | None = None,
 ) -> dict[str, Any]:
     """Run a particle processor over a file set on an executor; return the merged output.
@@ -298,10 +350,14 @@ def run_processor(
         The processor; it is copied to the workers.
     pool : coffea executor
         From :func:`make_executor`.
-    chunksize : int, default 10000
-        Target number of events per chunk.
+    chunksize : int, optional
+        Target number of events per chunk (default:
+        :data:`~rosenblatt.processors.chunksizes.PARTICLES`).
     skip_bad_files : bool, default False
         Leave out unreadable files (listed under ``"skipped"``) instead of failing.
+    checked : CheckedFiles, optional
+        What checks made before the run found of the files (their events and ROOT
+        UUIDs): the files are not opened again before the pass.
     pieces : PieceStore, optional
         Keep each chunk's output there, run only the chunks without one and
         merge them in the order of the chunks (:mod:`rosenblatt.processors.pieces`).
@@ -312,9 +368,11 @@ def run_processor(
         The processor's merged accumulator, with ``"skipped"`` and ``"entries"``
         (``{file: events}`` of the files processed) added.
     """
-    if int(chunksize) != chunksize or chunksize < 1:
-        raise ValueError(f"chunksize: must be a positive number of events, got {chunksize!r}")
-    readable, skipped = check_fileset(_datasets_of(inputs), skip_bad_files=skip_bad_files)
+    chunksize = events_per_chunk("particles", chunksize)
+    if checked is None:
+        readable, skipped = check_fileset(_datasets_of(inputs), skip_bad_files=skip_bad_files)
+    else:
+        readable, skipped = checked.of(_datasets_of(inputs)), {}
     root_fileset = {
         dataset: {
             "files": {path: EVENTS_TREE for path in files if path.lower().endswith(_ROOT_SUFFIXES)}
@@ -327,21 +385,24 @@ def run_processor(
         for dataset, files in readable.items()
         for path, n_events in files.items()
         if path.lower().endswith(_LHCO_SUFFIXES)
-        for item in _lhco_chunks(dataset, path, n_events, int(chunksize))
+        for item in _lhco_chunks(dataset, path, n_events, chunksize)
     ]
     outputs: list[dict[str, Any]] = []
     try:
         if pieces is not None:
             outputs.append(
                 _particle_pieces(
-                    pool, root_fileset, lhco_items, processor_instance, pieces, int(chunksize)
+                    pool, root_fileset, lhco_items, processor_instance, pieces, chunksize, checked
                 )
             )
             lhco_items = []
         elif root_fileset:
             # the Runner stores its processor in a dask executor: give it its own copy
             runner = processor.Runner(
-                executor=pool.copy(), schema=BaseSchema, chunksize=int(chunksize)
+                executor=pool.copy(),
+                schema=BaseSchema,
+                chunksize=chunksize,
+                metadata_cache=None if checked is None else checked.metadata_cache(root_fileset),
             )
             outputs.append(dict(runner(root_fileset, processor_instance, treename=EVENTS_TREE)))
         if lhco_items:
@@ -372,8 +433,8 @@ def run_columnar(
     pool: processor.executor.ExecutorBase,
     *,
     schema: str,
-    entries: Mapping[str, Mapping[str, int]],
-    chunksize: int = DEFAULT_CHUNKSIZE,
+    checked: CheckedFiles,
+    chunksize: int | None = None,
     skip_bad_files: bool = False,
     pieces: PieceStore | None = None,
 ) -> dict[str, Any]:
@@ -391,10 +452,12 @@ def run_columnar(
         From :func:`make_executor`.
     schema : {"base", "nanoaod"}
         coffea's ``BaseSchema`` (every branch a field) or ``NanoAODSchema``.
-    entries : mapping
-        ``{dataset: {file: events}}`` from the checks made before the run.
-    chunksize : int
-        Target number of events per chunk.
+    checked : CheckedFiles
+        What the checks made before the run found of every file: not opened again
+        before the pass.
+    chunksize : int, optional
+        Target number of events per chunk (default:
+        :data:`~rosenblatt.processors.chunksizes.COLUMNAR`).
     skip_bad_files : bool
         Record unreadable chunks instead of failing.
     pieces : PieceStore, optional
@@ -419,8 +482,9 @@ def run_columnar(
     runner = processor.Runner(
         executor=pool.copy(),
         schema=schemas[schema],
-        chunksize=int(chunksize),
+        chunksize=events_per_chunk("columnar", chunksize),
         skipbadfiles=bool(skip_bad_files),
+        metadata_cache=checked.metadata_cache(fileset),
     )
     try:
         with warnings.catch_warnings():
@@ -436,7 +500,9 @@ def run_columnar(
         raise ValueError(_innermost_message(err)) from err
     output["skipped"] = {}
     output["entries"] = {
-        path: int(entries[dataset][path]) for dataset, paths in files.items() for path in paths
+        path: int(checked.entries[dataset][path])
+        for dataset, paths in files.items()
+        for path in paths
     }
     return output
 
@@ -468,9 +534,15 @@ def _particle_pieces(
     processor_instance: ParticleProcessor,
     pieces: PieceStore,
     chunksize: int,
+    checked: CheckedFiles | None,
 ) -> dict[str, Any]:
     """The particle processor's output over ROOT and LHCO files, kept in ``pieces``."""
-    runner = processor.Runner(executor=pool.copy(), schema=BaseSchema, chunksize=int(chunksize))
+    runner = processor.Runner(
+        executor=pool.copy(),
+        schema=BaseSchema,
+        chunksize=chunksize,
+        metadata_cache=None if checked is None else checked.metadata_cache(root_fileset),
+    )
     items: dict[Chunk, Any] = {}
     if root_fileset:
         work = runner.preprocess(root_fileset, treename=EVENTS_TREE)
@@ -529,7 +601,7 @@ def run_dijet(
     *,
     executor: str = "iterative",
     workers: int = 1,
-    chunksize: int = DEFAULT_CHUNKSIZE,
+    chunksize: int | None = None,
     scheduler: str | None = None,
     radius: float = JET_RADIUS,
     progress: bool = True,
@@ -546,8 +618,9 @@ def run_dijet(
         coffea executor.
     workers : int, default 1
         Worker processes (``futures`` and the local ``dask`` cluster).
-    chunksize : int, default 10000
-        Target number of events per chunk.
+    chunksize : int, optional
+        Target number of events per chunk (default:
+        :data:`~rosenblatt.processors.chunksizes.PARTICLES`).
     scheduler : str, optional
         Address of a running dask scheduler (``dask`` only).
     radius : float, default 1.0

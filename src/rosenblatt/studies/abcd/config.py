@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rosenblatt.exceptions import QuantityError
+from rosenblatt.processors import chunksizes
 from rosenblatt.processors.quantities import DEFAULT_JETS, Quantity, parse_quantity
 from rosenblatt.studies.abcd.cuts import AbcdCuts, as_written
 from rosenblatt.studies.abcd.datasets import (
@@ -168,13 +169,6 @@ def _workers(value: Any, source: str, key: str) -> int:
     return _count(value, source, key, 1, MAX_WORKERS)
 
 
-#: events per chunk where ``executor.chunksize`` is not given: particle-level files are
-#: clustered event by event, flat ntuples and NanoAOD are read column by column, and a
-#: chunk of those costs coffea some milliseconds of its own whatever its size
-PARTICLE_CHUNKSIZE = 10_000
-COLUMNAR_CHUNKSIZE = 200_000
-
-
 def _chunksize(value: Any, source: str, key: str) -> int | None:
     """``executor.chunksize``: a count of events, or none for the default of the file layout."""
     return None if value is None else _count(value, source, key)
@@ -208,8 +202,8 @@ class ExecutorConfig:
         doc="events per chunk of the processors",
         check=_chunksize,
         type="integer >= 1 or null",
-        default_doc=f"{PARTICLE_CHUNKSIZE:,} for particle-level files, "
-        f"{COLUMNAR_CHUNKSIZE:,} for flat ntuples and NanoAOD",
+        default_doc=f"{chunksizes.PARTICLES:,} for particle-level files, "
+        f"{chunksizes.COLUMNAR:,} for flat ntuples and NanoAOD (the runner's)",
     )
     shared_disk: bool = option(
         default=True,

@@ -17,13 +17,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from rosenblatt.exceptions import PreflightError, UnreadableFileError
 from rosenblatt.processors.quantities import Quantity, closest
 from rosenblatt.studies.abcd.datasets import DatasetConfig, is_url
+
+if TYPE_CHECKING:
+    from rosenblatt.processors.runner import CheckedFiles
 
 __all__ = [
     "NANOAOD_EVENT_IDS",
@@ -91,6 +94,8 @@ class Preflight:
     skipped : dict
         With ``skip_bad_files``, ``{file: {"dataset", "reason", "entries"}}`` of
         the files that cannot be read, left out.
+    uuids : dict
+        ``{file: UUID}`` of the ROOT files read.
     """
 
     schema: str
@@ -98,6 +103,14 @@ class Preflight:
     sum_weights: dict[str, float]
     scales: dict[str, float]
     skipped: dict[str, SkippedFile]
+    uuids: dict[str, bytes]
+
+    @property
+    def files(self) -> CheckedFiles:
+        """What the runner needs of the files checked, so that it opens none of them again."""
+        from rosenblatt.processors.runner import CheckedFiles
+
+        return CheckedFiles(self.entries, self.uuids)
 
     def readable(self, files: dict[str, list[str]]) -> dict[str, list[str]]:
         """``files`` without those left out as unreadable."""
@@ -254,6 +267,7 @@ def preflight(cfg: Any) -> Preflight:
     sum_weights: dict[str, float] = {}
     schemas: dict[str, str] = {}
     skipped: dict[str, SkippedFile] = {}
+    uuids: dict[str, bytes] = {}
     for dataset in cfg.datasets.values():
         needs: dict[str, Quantity | None] = {
             "abcd.x": cfg.x,
@@ -289,6 +303,7 @@ def preflight(cfg: Any) -> Preflight:
                 kind,
             )
             entries.setdefault(dataset.name, {})[path] = int(tree.num_entries)
+            uuids[path] = handle.file.fUUID
             if dataset.xsec is not None:
                 total += _sum_weights(handle, path, dataset, schema)
         if dataset.xsec is not None:
@@ -300,7 +315,9 @@ def preflight(cfg: Any) -> Preflight:
             "give one schema per configuration"
         )
     scales = _scales(cfg, sum_weights)
-    result = Preflight(resolved[0] if resolved else "base", entries, sum_weights, scales, skipped)
+    result = Preflight(
+        resolved[0] if resolved else "base", entries, sum_weights, scales, skipped, uuids
+    )
     _check_roles(cfg, result)
     return result
 

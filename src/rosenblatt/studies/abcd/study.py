@@ -33,7 +33,7 @@ import numpy as np
 
 from rosenblatt._records import file_digest
 from rosenblatt.studies._common import Steps
-from rosenblatt.studies.abcd.config import COLUMNAR_CHUNKSIZE, PARTICLE_CHUNKSIZE, AbcdConfig
+from rosenblatt.studies.abcd.config import AbcdConfig
 from rosenblatt.studies.abcd.preflight import Preflight
 from rosenblatt.studies.abcd.summary import PassOutput
 
@@ -512,15 +512,16 @@ class _Passes:
             skip_bad_chunks=cfg.skip_bad_files,
         )
         output = run_processor(
-            files,
+            self.checked.readable(files),
             analysis,
             self.pool,
-            chunksize=cfg.executor.chunksize or PARTICLE_CHUNKSIZE,
+            chunksize=cfg.executor.chunksize,
             skip_bad_files=cfg.skip_bad_files,
+            checked=self.checked.files,
             pieces=pieces,
         )
         # the keys of PassOutput, as the processor's accumulator holds them
-        return cast(PassOutput, output)
+        return self._with_skipped(cast(PassOutput, output), files)
 
     def _columnar(
         self,
@@ -561,13 +562,16 @@ class _Passes:
             columnar,
             self.pool,
             schema=self.checked.schema,
-            entries=self.checked.entries,
-            chunksize=cfg.executor.chunksize or COLUMNAR_CHUNKSIZE,
+            checked=self.checked.files,
+            chunksize=cfg.executor.chunksize,
             skip_bad_files=cfg.skip_bad_files,
             pieces=pieces,
         )
         # the keys of PassOutput, as the processor's accumulator holds them
-        output = cast(PassOutput, merged)
+        return self._with_skipped(cast(PassOutput, merged), files)
+
+    def _with_skipped(self, output: PassOutput, files: dict[str, list[str]]) -> PassOutput:
+        """``output`` with the files of the pass that the checks left out as unreadable."""
         output["skipped"] = {
             path: info
             for path, info in self.checked.skipped.items()
