@@ -16,6 +16,11 @@ from rosenblatt.transforms.irgi import IRGI
 from rosenblatt.transforms.kde import KDE, absolute_sigma
 from rosenblatt.transforms.rarity import Rarity
 from rosenblatt.transforms.sequential import SequentialTransform
+from rosenblatt.transforms.strength import (
+    MarginalCDF,
+    PartialDecorrelation,
+    partial_decorrelation,
+)
 
 __all__ = [
     "DDT",
@@ -23,14 +28,17 @@ __all__ = [
     "KDE",
     "ConditionalCDFTransform",
     "GridKDE",
+    "MarginalCDF",
     "NaNInputWarning",
     "NegativeWeightError",
     "NotFittedError",
     "OutsideCounts",
+    "PartialDecorrelation",
     "Rarity",
     "SequentialTransform",
     "TransformEnsemble",
     "absolute_sigma",
     "bootstrap",
     "keyed_poisson_weights",
+    "partial_decorrelation",
 ]
