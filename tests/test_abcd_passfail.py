@@ -255,7 +255,9 @@ def test_the_bump_hunt_finds_the_injected_resonance(unblinded: Path) -> None:
     assert hunt["leakage"] == pytest.approx(1.0 - hunt["efficiency"])
     z = np.asarray(hunt["local_z"])
     assert abs(hunt["masses"][int(np.argmax(z))] - SIGNAL_MASS) <= 200.0
-    assert z.max() > 3.0
+    # the small simulation's non-closure per bin (mostly its statistics) is in the hunt
+    assert max(hunt["nonclosure"]) > 0.0
+    assert z.max() > 2.0
     assert np.all(np.asarray(hunt["observed_limit"]) > 0)
     band = np.array([hunt["expected_limits"][k] for k in ("-2", "-1", "median", "+1", "+2")])
     assert np.all(band > 0)
@@ -285,7 +287,10 @@ def test_the_bump_hunt_finds_the_injected_resonance(unblinded: Path) -> None:
 
 @pytest.mark.slow
 def test_the_bump_hunt_is_reproducible(ntuples: Path, unblinded: Path) -> None:
-    """The pseudo-experiments are drawn with statistics.seed: the same toys from the same spectra."""
+    """The pseudo-experiments are drawn with statistics.seed: the same toys from the same spectra.
+
+    The hunt takes the simulation's non-closure per bin, that of the fit's workspace.
+    """
     from rosenblatt.abcd.bumphunt import gaussian_templates, global_significance
 
     hunt, fit = _bumphunt(unblinded), _passfail(unblinded)
@@ -307,7 +312,10 @@ def test_the_bump_hunt_is_reproducible(ntuples: Path, unblinded: Path) -> None:
         n_toys=N_TOYS,
         seed=1,
         ratio=fit["transfer_expected"],
+        nonclosure=hunt["nonclosure"],
     )
+    assert hunt["nonclosure"] == fit["simulation"]["nonclosure_in_fit"]
+    assert max(hunt["nonclosure"]) > 0.0
     np.testing.assert_allclose(again.toys_max_z, hunt["global"]["toys_max_z"], rtol=1e-9)
 
 
@@ -406,3 +414,26 @@ def test_without_signal_simulation_the_template_is_one_passing_event(tmp_path: P
     assert result["masses"][int(np.argmax(result["local_z"]))] == 0.6
     assert result["global"]["n_toys"] == 20
     assert result["global"]["seed"] == 5
+
+
+def test_the_hunt_takes_the_nonclosure_per_bin(tmp_path: Path) -> None:
+    """A non-closure per bin lowers the local significance and raises the expected limits."""
+    from rosenblatt.studies.abcd.bumphunt import HuntSettings, write_bumphunt
+
+    edges, failing, passing, signal_fail, signal_pass = _spectra()
+    settings = HuntSettings((0.5, 0.6), 0.05, True, 0, 3, signal_template=False)
+    args = (edges, failing, passing, signal_fail, signal_pass)
+    results = [
+        write_bumphunt(
+            tmp_path / name, settings, *args, ratio=0.1, blind=False, x_label="x", nonclosure=nc
+        )
+        for name, nc in (("none", None), ("some", np.full(len(failing), 0.1)))
+    ]
+    plain, wide = results
+    assert plain["nonclosure"] is None
+    assert wide["nonclosure"] == pytest.approx([0.1] * len(failing))
+    assert wide["local_z"][1] < plain["local_z"][1]
+    assert np.all(
+        np.asarray(wide["expected_limits"]["median"])
+        > np.asarray(plain["expected_limits"]["median"])
+    )

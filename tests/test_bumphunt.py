@@ -202,8 +202,10 @@ def test_bad_inputs_are_refused(small: tuple) -> None:
     passing, failing, templates = small
     with pytest.raises(ValueError, match="method"):
         bump_hunt(passing, failing, SMALL_EDGES, templates, method="toys")
-    with pytest.raises(ValueError, match="pyhf"):
-        bump_hunt(passing, failing, SMALL_EDGES, templates, nonclosure=np.full(6, 0.1))
+    with pytest.raises(ValueError, match="nonclosure"):
+        bump_hunt(passing, failing, SMALL_EDGES, templates, nonclosure=np.full(5, 0.1))
+    with pytest.raises(ValueError, match="nonclosure"):
+        bump_hunt(passing, failing, SMALL_EDGES, templates, nonclosure=np.full(6, -0.1))
     with pytest.raises(ValueError, match="edges"):
         bump_hunt(passing, failing, EDGES, templates)
     with pytest.raises(ValueError, match="bins"):
@@ -302,3 +304,115 @@ def test_the_signal_strength_of_many_data_sets_at_once() -> None:
     assert np.all(together[0] < together[2])
     with pytest.raises(ValueError, match="the signal's yields"):
         signal_strength(passing, failing, s_pass[:-1], s_fail[:-1])
+
+
+#: a relative non-closure per bin of the small model (none in its third bin)
+SMALL_NONCLOSURE = np.array([0.05, 0.1, 0.0, 0.2, 0.1, 0.3])
+
+
+def test_the_nonclosure_profile_is_pyhfs_shapesys() -> None:
+    """q0, mu and the CLs limits with a non-closure per bin equal pyhf's on the workspace."""
+    rng = np.random.default_rng(4)
+    failing = rng.poisson(SMALL_BACKGROUND * (1 - EPS)).astype(float)
+    passing = rng.poisson(SMALL_BACKGROUND * EPS).astype(float)
+    passing[2] += 6.0
+    templates = gaussian_templates(
+        SMALL_EDGES, [0.3, 0.5, 0.7], 0.08, signal_yield=30.0, efficiency=0.5
+    )
+    hunt = bump_hunt(passing, failing, SMALL_EDGES, templates, nonclosure=SMALL_NONCLOSURE)
+    for index in range(templates.masses.size):
+        s_pass, s_fail = templates.passing[index], templates.failing[index]
+        with quiet_pyhf():
+            workspace = passfail_workspace(
+                failing, passing, s_pass, s_fail, nonclosure=SMALL_NONCLOSURE
+            )
+            model = workspace.model()
+            data = workspace.data(model)
+            bounds = model.config.suggested_bounds()
+            fixed = model.config.suggested_fixed()
+            _, null = pyhf.infer.mle.fixed_poi_fit(
+                0.0,
+                data,
+                model,
+                par_bounds=bounds,
+                fixed_params=fixed,
+                return_fitted_val=True,
+                tolerance=1e-12,
+            )
+            best, free = pyhf.infer.mle.fit(
+                data,
+                model,
+                par_bounds=bounds,
+                fixed_params=fixed,
+                return_fitted_val=True,
+                tolerance=1e-12,
+            )
+        q0 = max(float(null - free), 0.0)
+        assert hunt.q0[index] == pytest.approx(q0, rel=1e-6, abs=1e-8)
+        assert hunt.mu_hat[index] == pytest.approx(
+            float(best[model.config.poi_index]), rel=1e-4, abs=1e-4
+        )
+        if index == 1:
+            with quiet_pyhf():
+                observed, expected = pyhf.infer.intervals.upper_limits.upper_limit(
+                    data, model, level=0.05
+                )
+            assert hunt.observed_limit[index] == pytest.approx(float(observed), rel=1e-4)
+            np.testing.assert_allclose(
+                hunt.expected_limits[index], np.asarray(expected, float), rtol=1e-4
+            )
+            mu, low, high = signal_strength(
+                passing, failing, s_pass, s_fail, nonclosure=SMALL_NONCLOSURE
+            )
+            with quiet_pyhf():
+                interval = profile_interval(workspace)
+            np.testing.assert_allclose([mu[0], low[0], high[0]], interval, atol=2e-4)
+    assert hunt.q0[1] > 0.5
+
+
+def test_no_nonclosure_gives_the_same_numbers_exactly(small: tuple) -> None:
+    passing, failing, templates = small
+    zero = np.zeros(SMALL_EDGES.size - 1)
+    for nonclosure in (zero, None):
+        plain = bump_hunt(passing, failing, SMALL_EDGES, templates)
+        given = bump_hunt(passing, failing, SMALL_EDGES, templates, nonclosure=nonclosure)
+        for name in ("q0", "mu_hat", "observed_limit", "expected_limits"):
+            np.testing.assert_array_equal(getattr(given, name), getattr(plain, name))
+    s_pass, s_fail = templates.passing[0], templates.failing[0]
+    np.testing.assert_array_equal(
+        np.stack(signal_strength(passing, failing, s_pass, s_fail, nonclosure=zero)),
+        np.stack(signal_strength(passing, failing, s_pass, s_fail)),
+    )
+    found = global_significance(
+        passing, failing, SMALL_EDGES, templates, n_toys=30, seed=2, nonclosure=zero
+    )
+    plain_toys = global_significance(passing, failing, SMALL_EDGES, templates, n_toys=30, seed=2)
+    np.testing.assert_array_equal(found.toys_max_z, plain_toys.toys_max_z)
+
+
+def test_a_nonclosure_widens_the_interval_and_lowers_the_significance() -> None:
+    rng = np.random.default_rng(4)
+    expected_pass, expected_fail = _expected()
+    failing = rng.poisson(expected_fail).astype(float)
+    passing = rng.poisson(expected_pass).astype(float)
+    masses = np.array([0.35, 0.5, 0.65])
+    templates = gaussian_templates(EDGES, masses, RESOLUTION, efficiency=EFFICIENCY)
+    nonclosure = np.full(EDGES.size - 1, 0.05)
+    plain = bump_hunt(passing, failing, EDGES, templates)
+    wide = bump_hunt(passing, failing, EDGES, templates, nonclosure=nonclosure)
+    assert plain.local_z[1] > 3.0
+    assert wide.local_z[1] < plain.local_z[1] - 0.1
+    assert np.all(wide.expected_limits > plain.expected_limits)
+    s_pass, s_fail = templates.passing[1], templates.failing[1]
+    _, low, high = signal_strength(passing, failing, s_pass, s_fail)
+    _, wide_low, wide_high = signal_strength(
+        passing, failing, s_pass, s_fail, nonclosure=nonclosure
+    )
+    assert wide_high[0] - wide_low[0] > 1.05 * (high[0] - low[0])
+    scan = local_significance_scan(passing, failing, templates, nonclosure=nonclosure)
+    np.testing.assert_allclose(scan, wide.local_z, rtol=1e-9)
+    toys = global_significance(
+        passing, failing, EDGES, templates, n_toys=20, seed=5, nonclosure=nonclosure
+    )
+    assert toys.local_z == pytest.approx(float(wide.local_z.max()))
+    assert toys.toys_max_z.shape == (20,)

@@ -12,11 +12,14 @@ from the number of upcrossings of Gross and Vitells (arXiv:1005.1891).
 
 Two ways to compute the same asymptotic results:
 
-- ``method="profile"`` (the default) profiles the likelihood of the model
-  without non-closure exactly: at fixed ``mu`` and transfer ratio ``R`` the
-  background of each bin maximising ``Pois(f | b + mu s_f) Pois(p | R b + mu s_p)``
-  is the positive root of a quadratic, so a fit is a minimisation over
-  ``(mu, log R)`` alone, with its gradient in closed form. The test statistics
+- ``method="profile"`` (the default) profiles the likelihood exactly: at
+  fixed ``mu`` and transfer ratio ``R`` the background of each bin
+  maximising ``Pois(f | b + mu s_f) Pois(p | R b + mu s_p)`` is the positive
+  root of a quadratic, so a fit is a minimisation over ``(mu, log R)`` alone,
+  with its gradient in closed form. A non-closure per bin (the workspace's
+  ``shapesys``: a factor ``g`` of the passing background with a Poisson
+  constraint) adds a one-dimensional search per bin for ``g``, the
+  background at each ``g`` still the quadratic's root. The test statistics
   and the CLs values are those of pyhf's asymptotic calculator (``q0``;
   ``qtilde`` with its Asimov data set generated at the background-only fit to
   the data), and a scan of many masses, or of many pseudo-experiments, takes
@@ -37,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from rosenblatt.abcd.passfail import TRANSFER_BOUNDS, _spectrum
-from rosenblatt.typing import ArrayLike, FloatArray, Int64Array
+from rosenblatt.typing import ArrayLike, BoolArray, FloatArray, Int64Array
 
 __all__ = [
     "BumpHunt",
@@ -60,6 +63,8 @@ METHODS = ("profile", "pyhf")
 LIMIT_RTOL = 1e-6
 #: the most steps of a root search in a fit (and of the widening of its interval)
 BISECTIONS = 48
+#: the bounds of a non-closure factor ``g`` (those pyhf gives a ``shapesys`` parameter)
+SHAPESYS_BOUNDS = (1e-10, 10.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,7 +229,7 @@ def signal_templates(
 
 
 class _Profile:
-    """The pass/fail likelihood without non-closure, its background profiled bin by bin.
+    """The pass/fail likelihood, its background profiled bin by bin.
 
     ``k`` data sets at once (spectra of shape ``(k, n)``: the data, or
     pseudo-experiments). :meth:`deviance` is ``-2 ln L`` relative to the
@@ -233,19 +238,52 @@ class _Profile:
     follow from the envelope theorem, and the fits are searches for their
     roots by false position (the transfer ratio at fixed ``mu`` inside, ``mu``
     outside).
+
+    With a relative non-closure ``nonclosure`` per bin, the passing
+    background of each bin where it is positive is also multiplied by a
+    factor ``g`` with the Poisson constraint of pyhf's ``shapesys``: an
+    auxiliary count ``aux`` (default ``tau = 1 / nonclosure**2``) of mean
+    ``tau g``, ``g`` within pyhf's bounds :data:`SHAPESYS_BOUNDS`. At given
+    ``g`` each bin's background is the root of the same quadratic, so ``g``
+    is profiled by a search for the root of the likelihood's derivative in
+    ``log g`` (at most ``(aux + p) / tau``), bin by bin.
     """
 
-    def __init__(self, failing: ArrayLike, passing: ArrayLike, ratio: float) -> None:
+    def __init__(
+        self,
+        failing: ArrayLike,
+        passing: ArrayLike,
+        ratio: float,
+        nonclosure: FloatArray | None = None,
+        aux: FloatArray | None = None,
+    ) -> None:
         self.f = np.atleast_2d(np.asarray(failing, dtype=np.float64))
         self.p = np.atleast_2d(np.asarray(passing, dtype=np.float64))
         self.ratio = ratio
         self.t_bounds = (math.log(ratio * TRANSFER_BOUNDS[0]), math.log(ratio * TRANSFER_BOUNDS[1]))
         saturated = _xlogx(self.f).sum(axis=1) + _xlogx(self.p).sum(axis=1)
         self.saturated = saturated - self.f.sum(axis=1) - self.p.sum(axis=1)
+        self.nonclosure = nonclosure
+        self.varied: BoolArray | None = None
+        if nonclosure is not None and np.any(nonclosure > 0):
+            varied = np.broadcast_to(np.asarray(nonclosure) > 0, self.f.shape)
+            with np.errstate(divide="ignore"):
+                tau = np.where(varied, 1.0 / np.asarray(nonclosure, dtype=np.float64) ** 2, 1.0)
+            self.varied = varied
+            self.tau = np.broadcast_to(tau, self.f.shape)
+            self.aux = np.broadcast_to(
+                self.tau if aux is None else np.asarray(aux, dtype=np.float64), self.f.shape
+            )
+            self.log_tau = np.log(self.tau)
+            self.aux_saturated = _xlogx(self.aux) - self.aux
 
-    def background(self, a: FloatArray, c: FloatArray, ratio: FloatArray) -> FloatArray:
-        """Each bin's background maximising the likelihood at signal yields ``a``, ``c``."""
-        f, p, r = self.f, self.p, ratio[:, None]
+    def background(self, a: FloatArray, c: FloatArray, r: FloatArray) -> FloatArray:
+        """Each bin's background maximising the likelihood at signal yields ``a``, ``c``.
+
+        ``r`` is the passing background's ratio to the failing one, shape
+        ``(k, 1)`` or ``(k, n)``.
+        """
+        f, p = self.f, self.p
         qa = r * (1.0 + r)
         qb = (1.0 + r) * (c + a * r) - r * (f + p)
         qc = (1.0 + r) * a * c - f * c - r * p * a
@@ -254,14 +292,40 @@ class _Profile:
             b = np.where(qb > 0, -2.0 * qc / (qb + root), (root - qb) / (2.0 * qa))
         return np.asarray(np.maximum(np.nan_to_num(b), 0.0), dtype=np.float64)
 
+    def factors(self, a: FloatArray, c: FloatArray, ratio: FloatArray) -> FloatArray:
+        """The logarithm of each bin's non-closure factor ``g`` at its maximum (0 where fixed)."""
+        assert self.varied is not None
+        varied, tau, aux, p = self.varied, self.tau, self.aux, self.p
+        r = ratio[:, None]
+
+        def slope(g: FloatArray) -> FloatArray:
+            # minus the derivative of ln L in log g, the background at its maximum
+            u = r * g * self.background(a, c, r * g)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                fitted = np.where(p > 0, p * u / (u + c), 0.0)
+            return np.where(varied, tau * g - aux + u - fitted, g - 1.0)
+
+        # at the root tau g = aux - u + p u / (u + c), at most aux + p
+        low = np.full(self.f.shape, SHAPESYS_BOUNDS[0])
+        high = np.clip((aux + p) / tau, 1.0, SHAPESYS_BOUNDS[1])
+        return np.where(varied, np.log(_increasing_root(slope, low, high)), 0.0)
+
     def deviance(
         self, mu: FloatArray, t: FloatArray, s_pass: FloatArray, s_fail: FloatArray
     ) -> tuple[FloatArray, FloatArray, FloatArray]:
         """``-2 ln L`` over its saturated value, and its derivatives in ``mu`` and ``t``."""
         ratio = np.exp(t)
         a, c = mu[:, None] * s_fail, mu[:, None] * s_pass
-        b = self.background(a, c, ratio)
-        lam_f, lam_p = b + a, ratio[:, None] * b + c
+        if self.varied is None:
+            r = ratio[:, None]
+            b = self.background(a, c, r)
+            lam_f, lam_p = b + a, r * b + c
+        else:
+            log_g = self.factors(a, c, ratio)
+            g = np.exp(log_g)
+            r = ratio[:, None] * g
+            b = self.background(a, c, r)
+            lam_f, lam_p = b + a, r * b + c
         with np.errstate(divide="ignore", invalid="ignore"):
             w_f = np.where(self.f > 0, self.f / lam_f, 0.0)
             w_p = np.where(self.p > 0, self.p / lam_p, 0.0)
@@ -270,13 +334,38 @@ class _Profile:
             )
         value = np.sum(lam_f + lam_p - logs, axis=1) + self.saturated
         d_mu = np.sum(s_fail * (1.0 - w_f) + s_pass * (1.0 - w_p), axis=1)
-        d_t = ratio * np.sum(b * (1.0 - w_p), axis=1)
+        if self.varied is None:
+            d_t = ratio * np.sum(b * (1.0 - w_p), axis=1)
+        else:
+            d_t = ratio * np.sum(g * b * (1.0 - w_p), axis=1)
+            constraint = self.tau * g - self.aux * (self.log_tau + log_g) + self.aux_saturated
+            value = value + np.sum(np.where(self.varied, constraint, 0.0), axis=1)
         return 2.0 * value, 2.0 * d_mu, 2.0 * d_t
 
     def background_only(self) -> tuple[FloatArray, FloatArray]:
-        """The transfer ratio and backgrounds of the background-only fit (closed form)."""
+        """The transfer ratio and backgrounds of the background-only fit without non-closure.
+
+        Its closed form; with a non-closure it is a starting scale only
+        (:meth:`null_expected` is the fit).
+        """
         ratio = np.clip(self.p.sum(axis=1) / self.f.sum(axis=1), *np.exp(self.t_bounds))
         return ratio, (self.f + self.p) / (1.0 + ratio[:, None])
+
+    def null_expected(self) -> tuple[FloatArray, FloatArray, FloatArray | None]:
+        """The failing, passing and auxiliary expectations of the background-only fit.
+
+        The auxiliary counts' expectations ``tau g`` are ``None`` without a non-closure.
+        """
+        if self.varied is None:
+            ratio, b = self.background_only()
+            return b, ratio[:, None] * b, None
+        zero = np.zeros(self.f.shape[0])
+        no_signal = np.zeros(self.f.shape[1])
+        ratio = np.exp(self.transfer(zero, no_signal, no_signal))
+        empty = np.zeros(self.f.shape)
+        g = np.exp(self.factors(empty, empty, ratio))
+        b = self.background(empty, empty, ratio[:, None] * g)
+        return b, ratio[:, None] * g * b, np.where(self.varied, self.tau * g, self.aux)
 
     def transfer(self, mu: FloatArray, s_pass: FloatArray, s_fail: FloatArray) -> FloatArray:
         """The logarithm of the transfer ratio that maximises the likelihood at ``mu``."""
@@ -288,7 +377,7 @@ class _Profile:
 
     def conditional(self, mu: FloatArray, s_pass: FloatArray, s_fail: FloatArray) -> FloatArray:
         """``-2 ln L`` maximised over the background at fixed ``mu``."""
-        if not np.any(mu):
+        if not np.any(mu) and self.varied is None:
             t = np.log(self.background_only()[0])
         else:
             t = self.transfer(mu, s_pass, s_fail)
@@ -393,7 +482,8 @@ def _profile_hypothesis(
     null = float(profile.conditional(np.zeros(1), s_pass, s_fail)[0])
     q0 = max(null - best, 0.0) if mu_hat > 0 else 0.0
     ratio, b = profile.background_only()
-    asimov = _Profile(b, ratio[:, None] * b, profile.ratio)
+    fail_0, pass_0, aux_0 = profile.null_expected()
+    asimov = _Profile(fail_0, pass_0, profile.ratio, profile.nonclosure, aux_0)
     scale = math.sqrt(float(ratio[0] * b.sum()) + 1.0) / s_pass.sum()
 
     def q_asimov(mu: float) -> float:
@@ -525,6 +615,14 @@ def _ratio(failing: FloatArray, passing: FloatArray, ratio: float | None) -> flo
     return float(passing.sum() / failing.sum()) if ratio is None else float(ratio)
 
 
+def _nonclosure(nonclosure: ArrayLike | None, bins: int) -> FloatArray | None:
+    """The validated relative non-closure per bin, ``None`` where none is positive."""
+    if nonclosure is None:
+        return None
+    relative = _spectrum(nonclosure, "nonclosure", bins)
+    return relative if np.any(relative > 0) else None
+
+
 def bump_hunt(
     pass_counts: ArrayLike,
     fail_counts: ArrayLike,
@@ -550,14 +648,16 @@ def bump_hunt(
     level
         The CLs level of the limits (0.05: 95% confidence).
     method
-        ``"profile"`` (the exact profile of the model without non-closure) or
-        ``"pyhf"`` (pyhf's ``q0`` and ``upper_limit`` on each
+        ``"profile"`` (the exact profile of the likelihood) or ``"pyhf"``
+        (pyhf's ``q0`` and ``upper_limit`` on each
         :func:`~rosenblatt.abcd.passfail.passfail_workspace`).
     ratio
         The expected transfer ratio, whose bounds (``TRANSFER_BOUNDS`` times
         it) bound the fitted one (default: ``sum(pass) / sum(fail)``).
     nonclosure
-        Relative non-closure per bin of the passing background (``"pyhf"`` only).
+        Relative non-closure per bin of the passing background: the relative
+        uncertainty of a factor per bin with the Poisson constraint of the
+        workspace's ``shapesys`` modifier (0 or none: no factor in that bin).
 
     Returns
     -------
@@ -582,12 +682,10 @@ def bump_hunt(
         msg = f"level must be in (0, 1), got {level!r}"
         raise ValueError(msg)
     failing, passing = _inputs(pass_counts, fail_counts, edges, templates)
-    if nonclosure is not None and method != "pyhf":
-        msg = 'a non-closure per bin needs method="pyhf"'
-        raise ValueError(msg)
+    relative = _nonclosure(nonclosure, failing.size)
     rows = []
     if method == "profile":
-        profile = _Profile(failing, passing, _ratio(failing, passing, ratio))
+        profile = _Profile(failing, passing, _ratio(failing, passing, ratio), relative)
         for s_pass, s_fail in zip(templates.passing, templates.failing, strict=True):
             rows.append(_profile_hypothesis(profile, s_pass, s_fail, level))
     else:
@@ -624,12 +722,16 @@ def local_significance_scan(
     templates: SignalTemplates,
     *,
     ratio: float | None = None,
+    nonclosure: ArrayLike | None = None,
+    aux: ArrayLike | None = None,
 ) -> FloatArray:
     """The local significance ``sqrt(q0)`` of each mass hypothesis (the exact profile).
 
     The part of :func:`bump_hunt` that :func:`global_significance` repeats on
     the pseudo-experiments: spectra of shape ``(n,)`` give one scan, shape
-    ``(k, n)`` one scan per row, ``(k, masses)``.
+    ``(k, n)`` one scan per row, ``(k, masses)``. ``nonclosure`` is as for
+    :func:`bump_hunt`; ``aux``, the auxiliary counts of its constraints per
+    row (default ``1 / nonclosure**2``, their nominal value), shape ``(k, n)``.
     """
     failing = np.atleast_2d(np.asarray(fail_counts, dtype=np.float64))
     passing = np.atleast_2d(np.asarray(pass_counts, dtype=np.float64))
@@ -641,7 +743,9 @@ def local_significance_scan(
         raise ValueError(msg)
     if ratio is None:
         ratio = float(passing.sum() / failing.sum())
-    profile = _Profile(failing, passing, ratio)
+    relative = _nonclosure(nonclosure, failing.shape[1])
+    counts = None if aux is None or relative is None else np.asarray(aux, dtype=np.float64)
+    profile = _Profile(failing, passing, ratio, relative, counts)
     null = profile.conditional(
         np.zeros(failing.shape[0]), templates.passing[0], templates.failing[0]
     )
@@ -662,6 +766,7 @@ def signal_strength(
     *,
     ratio: float | None = None,
     rise: float = 1.0,
+    nonclosure: ArrayLike | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The best-fit signal strength of one hypothesis and its profile-likelihood interval.
 
@@ -683,6 +788,8 @@ def signal_strength(
         As for :func:`bump_hunt` (default: ``sum(pass) / sum(fail)`` of all rows).
     rise
         Rise of ``-2 ln L`` at the interval's ends.
+    nonclosure
+        As for :func:`bump_hunt`.
 
     Returns
     -------
@@ -722,7 +829,7 @@ def signal_strength(
         raise ValueError(msg)
     if ratio is None:
         ratio = float(passing.sum() / failing.sum())
-    profile = _Profile(failing, passing, ratio)
+    profile = _Profile(failing, passing, ratio, _nonclosure(nonclosure, failing.shape[1]))
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.minimum(
             np.where(s_pass > 0, passing / s_pass, np.inf),
@@ -851,13 +958,17 @@ def global_significance(
     threshold: float | None = None,
     reference_level: float = 1.0,
     ratio: float | None = None,
+    nonclosure: ArrayLike | None = None,
 ) -> GlobalSignificance:
     """The look-elsewhere effect over the grid: pseudo-experiments and Gross-Vitells.
 
     The pseudo-experiments are drawn from the background-only fit to the data
-    (Poisson counts in each bin of both regions, its closed form: transfer
-    ratio ``sum(pass) / sum(fail)``, each bin's background ``(fail + pass) /
-    (1 + ratio)``), each scanned over the grid like the data.
+    (Poisson counts in each bin of both regions; without non-closure its
+    closed form: transfer ratio ``sum(pass) / sum(fail)``, each bin's
+    background ``(fail + pass) / (1 + ratio)``), each scanned over the grid
+    like the data. With a non-closure per bin, each pseudo-experiment also
+    draws the auxiliary counts of its constraints (Poisson, of mean ``tau g``
+    at the fitted factors ``g``), as pyhf samples a ``shapesys``.
 
     Parameters
     ----------
@@ -873,7 +984,7 @@ def global_significance(
     reference_level
         The low level ``u0`` of ``q0`` where upcrossings are counted (about 1:
         low enough for several per scan, high enough to be resolved by the grid).
-    ratio
+    ratio, nonclosure
         As for :func:`bump_hunt`.
 
     Returns
@@ -886,17 +997,30 @@ def global_significance(
         msg = f"n_toys must be at least 1, got {n_toys!r}"
         raise ValueError(msg)
     failing, passing = _inputs(pass_counts, fail_counts, edges, templates)
-    observed = local_significance_scan(passing, failing, templates, ratio=ratio)
+    relative = _nonclosure(nonclosure, failing.size)
+    observed = local_significance_scan(
+        passing, failing, templates, ratio=ratio, nonclosure=relative
+    )
     local_z = float(observed.max()) if threshold is None else float(threshold)
-    fitted_ratio, background = _Profile(
-        failing, passing, _ratio(failing, passing, ratio)
-    ).background_only()
+    expected_fail, expected_pass, expected_aux = _Profile(
+        failing, passing, _ratio(failing, passing, ratio), relative
+    ).null_expected()
     rng = np.random.default_rng(seed)
-    size = (int(n_toys), background.shape[1])
-    toy_fail = rng.poisson(np.broadcast_to(background, size)).astype(np.float64)
-    toy_pass = rng.poisson(np.broadcast_to(fitted_ratio[:, None] * background, size))
+    size = (int(n_toys), expected_fail.shape[1])
+    toy_fail = rng.poisson(np.broadcast_to(expected_fail, size)).astype(np.float64)
+    toy_pass = rng.poisson(np.broadcast_to(expected_pass, size))
+    toy_aux = (
+        None
+        if expected_aux is None
+        else rng.poisson(np.broadcast_to(expected_aux, size)).astype(np.float64)
+    )
     scans = local_significance_scan(
-        toy_pass.astype(np.float64), toy_fail, templates, ratio=_ratio(failing, passing, ratio)
+        toy_pass.astype(np.float64),
+        toy_fail,
+        templates,
+        ratio=_ratio(failing, passing, ratio),
+        nonclosure=relative,
+        aux=toy_aux,
     )
     maxima = scans.max(axis=1)
     p_toys = float(np.mean(maxima >= local_z))

@@ -12,11 +12,12 @@ gets the bump hunt of :mod:`rosenblatt.abcd.bumphunt` on the same spectra:
   template is one event, all of it passing (``mu`` is the number of passing
   signal events);
 - the local significance and the CLs limits per mass are those of the exact
-  profile of the model without non-closure (``method="profile"``), the
-  transfer ratio bounded about the background simulation's; the global
-  significance of the largest local excess comes from ``global_toys``
-  pseudo-experiments seeded with ``statistics.seed`` and from the
-  Gross-Vitells estimate.
+  profile of the pass/fail fit's model (``method="profile"``), the
+  simulation's non-closure per bin included as in the fit's workspace (a
+  ``shapesys`` factor of the passing background per bin), the transfer
+  ratio bounded about the background simulation's; the global significance
+  of the largest local excess comes from ``global_toys`` pseudo-experiments
+  seeded with ``statistics.seed`` and from the Gross-Vitells estimate.
 
 Blinded, the hunt sees the passing observation of the pass/fail fit: the
 signal window's passing events are the sidebands' prediction, so the
@@ -144,6 +145,7 @@ def _global(
     templates: SignalTemplates,
     settings: HuntSettings,
     ratio: float,
+    nonclosure: FloatArray | None,
 ) -> tuple[dict[str, Any], GlobalSignificance | None]:
     """The global significance of the largest local excess: toys and Gross-Vitells."""
     from scipy import stats
@@ -159,6 +161,7 @@ def _global(
             n_toys=settings.toys,
             seed=settings.seed,
             ratio=ratio,
+            nonclosure=nonclosure,
         )
         return {**found.to_dict(), "seed": settings.seed}, found
     local_z = float(np.max(hunt.local_z))
@@ -186,6 +189,7 @@ def write_bumphunt(
     ratio: float,
     blind: bool,
     x_label: str,
+    nonclosure: FloatArray | None = None,
 ) -> dict[str, Any]:
     """One variant's bump hunt, written to ``where`` (``bumphunt.json`` and its figures).
 
@@ -208,6 +212,9 @@ def write_bumphunt(
         Whether only the expected limits are results.
     x_label
         The figures' label of ``x``.
+    nonclosure
+        The background simulation's relative non-closure per bin, as in the
+        pass/fail fit's workspace (none: the hunt has no such uncertainty).
 
     Returns
     -------
@@ -221,10 +228,15 @@ def write_bumphunt(
 
     try:
         templates, about = _templates(settings, edges, signal_fail, signal_pass)
-        hunt = bump_hunt(passing, failing, edges, templates, ratio=ratio)
+        hunt = bump_hunt(passing, failing, edges, templates, ratio=ratio, nonclosure=nonclosure)
     except ValueError as err:
         return {"note": f"no bump hunt: {err}"}
-    out: dict[str, Any] = {"blind": blind, **about, **hunt.to_dict()}
+    out: dict[str, Any] = {
+        "blind": blind,
+        **about,
+        "nonclosure": None if nonclosure is None else nonclosure.tolist(),
+        **hunt.to_dict(),
+    }
     folder = where.name
     prefix = f"{where.parent.name}/{folder}"
     figures = {}
@@ -236,7 +248,9 @@ def write_bumphunt(
         shown = dataclasses.replace(hunt, observed_limit=np.full(hunt.masses.size, np.nan))
         out["global"] = None
     else:
-        out["global"], found = _global(hunt, failing, passing, templates, settings, ratio)
+        out["global"], found = _global(
+            hunt, failing, passing, templates, settings, ratio, nonclosure
+        )
         shown = hunt
         fig = plot_local_significance(hunt, xlabel=x_label, global_significance=found)
         figures["local_significance"] = save_figure(fig, where / "local_significance.png").name

@@ -615,6 +615,7 @@ def _variant_fit(
             seed,
             (edges, data_fail, observed_pass, signal_fail, signal_pass),
             ratio=closure.ratio,
+            nonclosure=closure.uncertainty,
             blind=blind,
             x_label=x_label,
         )
@@ -628,6 +629,7 @@ def _bump_hunt(
     arrays: tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray],
     *,
     ratio: float,
+    nonclosure: FloatArray,
     blind: bool,
     x_label: str,
 ) -> dict[str, Any]:
@@ -643,7 +645,9 @@ def _bump_hunt(
         seed=seed,
         signal_template=settings.signal_template,
     )
-    result = write_bumphunt(where, hunt, *arrays, ratio=ratio, blind=blind, x_label=x_label)
+    result = write_bumphunt(
+        where, hunt, *arrays, ratio=ratio, blind=blind, x_label=x_label, nonclosure=nonclosure
+    )
     return summary_numbers(result)
 
 
