@@ -28,6 +28,7 @@ FIGURES = (
     "eta_histograms.png",
     "irgi_grid.png",
     "contamination.png",
+    "strength_r50_jsd.png",
 )
 STATISTICS_KEYS = (
     "auc_err",
@@ -110,7 +111,8 @@ def test_report_summary_and_figures(study: Path) -> None:
 
 def test_each_step_reports_its_events_per_second(study: Path) -> None:
     log = (study / "run.log").read_text(encoding="utf-8")
-    for step in ("generate", "features", "partition", "train", "decorrelate", "close", "peers"):
+    steps = ("generate", "features", "partition", "train", "decorrelate", "close", "strength")
+    for step in (*steps, "peers"):
         line = rf"^step {step}: \d+ events in [\d.]+ s, [\d,.]+ events/s$"
         assert re.search(line, log, re.MULTILINE), step
     testing = json.loads((study / "results" / "summary.json").read_text())["sizes"]["testing"]
@@ -276,6 +278,39 @@ def test_peers_in_summary_and_report(study: Path) -> None:
     assert "(peers.png)" in report
     assert (study / "results" / "peers.png").is_file()
     assert "peers" in summary["step_seconds"]
+
+
+def test_strength_scan_in_summary_and_report(study: Path) -> None:
+    """p = 0 is the baseline, p = 1 the transform; decorrelation grows with p; a table and figure."""
+    summary = json.loads((study / "results" / "summary.json").read_text())
+    scan = summary["strength_scan"]
+    assert scan["strengths"] == [0.0, 0.25, 0.5, 0.75, 0.9, 1.0]
+    assert scan["closure_n_boot"] == 200
+    base = summary["baseline"]
+    for name in ("irgi", "kde"):
+        points = scan["transforms"][name]
+        assert [p["strength"] for p in points] == scan["strengths"]
+        # F is a strictly increasing map of the raw score: p = 0 ranks as the baseline
+        for key in ("auc", "r50", "inverse_jsd"):
+            assert points[0][key] == pytest.approx(base[key], rel=1e-12), (name, key)
+        # p = 1 is the transform's own score
+        mine = summary[name]
+        for key in ("auc", "r50", "inverse_jsd", "dcc", "eta_best", "frac_eta_below_1e-2"):
+            assert points[-1][key] == pytest.approx(mine[key], rel=1e-9), (name, key)
+        # 1/JSD rising with p is checked on a larger sample (test_lhco_strength.py): here 250
+        # background events in 50 mass bins leave it to chance
+        assert all(p["inverse_jsd"] >= 1 for p in points)
+        for p in points:
+            assert p["closes"] == (
+                None if p["closure_pvalue"] is None else p["closure_pvalue"] >= 0.05
+            )
+    alphas = sorted({m["alpha"] for m in scan["models"]})
+    assert alphas == [0.0, 1.0]
+    assert len(scan["models"]) == len(summary["models"])
+    report = (study / "results" / "report.md").read_text()
+    assert "## The decorrelation strength" in report
+    assert "| transform | strength p | AUC | dCor² | R50 | 1/JSD |" in report
+    assert "strength" in summary["step_seconds"]
 
 
 def test_the_summary_keeps_its_keys(study: Path) -> None:

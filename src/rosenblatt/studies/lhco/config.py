@@ -7,6 +7,7 @@ names the key and the configuration file (see ``configs/lhco-quick.yaml``).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Mapping
@@ -38,6 +39,7 @@ from rosenblatt.typing import FloatArray
 
 __all__ = [
     "CLASSES",
+    "DEFAULT_STRENGTHS",
     "PARTS",
     "SAMPLE_KEYS",
     "ClassifierConfig",
@@ -78,6 +80,7 @@ _TOP_KEYS = SAMPLE_KEYS | {
     "permutations",
     "statistics",
     "peers",
+    "decorrelation_strengths",
 }
 _REQUIRED = ("data", "partition", "classifier", "irgi", "kde")
 _STATISTICS_KEYS = {
@@ -399,6 +402,20 @@ class CutGrid:
         return grid
 
 
+#: the decorrelation strengths scanned by default: the raw score's CDF (0) to gamma (1)
+DEFAULT_STRENGTHS = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
+
+
+def _strengths(value: Any, source: str, key: str) -> tuple[float, ...]:
+    """Decorrelation strengths: increasing numbers in [0, 1]."""
+    strengths = numbers(value, source, key)
+    if any(not 0 <= p <= 1 for p in strengths) or any(
+        b <= a for a, b in itertools.pairwise(strengths)
+    ):
+        raise fail(source, key, f"must be increasing numbers in [0, 1], got {list(strengths)}")
+    return strengths
+
+
 @config_dataclass
 class LhcoConfig:
     """A validated ``study: lhco`` configuration; each field is one key (or group) of the file.
@@ -440,6 +457,13 @@ class LhcoConfig:
         doc="the statistics stage's settings: n_boot, seed, closure_n_boot, closure_thin, "
         "sensitivity_thin, auto_parameters, contamination",
         check=lambda value, source, key: _statistics(value, source),
+    )
+    strengths: tuple[float, ...] = option(
+        default=DEFAULT_STRENGTHS,
+        key="decorrelation_strengths",
+        doc="the strengths p of the scores (1 - p) F(y) + p gamma(x, y) scanned for IRGI and "
+        "KDE (rosenblatt.transforms.strength): 0 is the raw score's CDF, 1 is gamma",
+        check=_strengths,
     )
 
     @classmethod

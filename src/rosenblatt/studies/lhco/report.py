@@ -15,6 +15,7 @@ from rosenblatt.studies.lhco.summary import (
     ClassifierJson,
     ContaminationRow,
     LhcoSummary,
+    StrengthScan,
     classifier_entries,
 )
 
@@ -321,6 +322,78 @@ def _automatic_section(summary: LhcoSummary, automatic: dict[str, AutomaticChoic
     return _AUTOMATIC + markdown_table(header, rows)
 
 
+_STRENGTH = """## The decorrelation strength
+
+Between the raw score and the transform, the scores `s_p = (1 - p) F(y) + p γ(m_jj, y)`
+(`rosenblatt.transforms.strength`): `F` is the best baseline's marginal CDF on the defining
+background, `γ` the transform at its chosen parameter, `p` the decorrelation strength. `p = 0`
+ranks events as the baseline does (its R50 and 1/JSD), `p = 1` is the transform's own score.
+On the testing sample: AUC; dCor²(m_jj, s_p) of the background; R50, the background rejection
+1/ε_B at 50% signal efficiency; 1/JSD, the inverse Jensen-Shannon divergence (bits) of the
+background m_jj spectra (50 bins) passing and failing that cut, larger when the cut sculpts
+less; the fraction of the ABCD cut grid with |η_A| < 1e-2; the closure test of the background's
+non-closure over the grid (`rosenblatt.abcd.closure_test`, χ²/ndf and p-value, {n_boot}
+replicas of the testing sample with the transform held fixed, as for the baseline and DisCo, so
+at `p = 1` its p-value can differ from the transform's row above, whose replicas also refit
+it); "closes" when that p-value is at least 0.05. The figure `strength_r50_jsd.png` draws R50
+against 1/JSD for each strength beside every model of the classifier scan (DisCo's points).
+
+"""
+
+
+def _strength_section(summary: LhcoSummary, scan: StrengthScan) -> str:
+    """The strength scan of IRGI and KDE, then the classifier scan's R50 and 1/JSD."""
+    rows = []
+    for name, points in scan["transforms"].items():
+        for point in points:
+            closes = point["closes"]
+            rows.append(
+                [
+                    _title(summary, name),
+                    f"{point['strength']:g}",
+                    f"{point['auc']:.4f}",
+                    f"{point['dcc']:.2e}",
+                    _optional(point["r50"], ".1f"),
+                    _optional(point["inverse_jsd"], ".1f"),
+                    f"{point['frac_eta_below_1e-2']:.3f}",
+                    _optional(point["closure_chi2_ndf"], ".2f"),
+                    _optional(point["closure_pvalue"], ".2f"),
+                    "–" if closes is None else ("yes" if closes else "no"),
+                ]
+            )
+    header = [
+        "transform",
+        "strength p",
+        "AUC",
+        "dCor²",
+        "R50",
+        "1/JSD",
+        "grid fraction \\|η_A\\| < 1e-2",
+        "closure χ²/ndf",
+        "closure p-value",
+        "closes",
+    ]
+    models = markdown_table(
+        ["model", "α", "AUC", "R50", "1/JSD"],
+        [
+            [
+                m["model"],
+                f"{m['alpha']:g}",
+                f"{m['auc']:.4f}",
+                _optional(m["r50"], ".1f"),
+                _optional(m["inverse_jsd"], ".1f"),
+            ]
+            for m in scan["models"]
+        ],
+    )
+    return (
+        _STRENGTH.format(n_boot=scan["closure_n_boot"])
+        + markdown_table(header, rows)
+        + "\n\nThe classifier scan on the same testing events (α = 0: a baseline; α > 0: DisCo):\n\n"
+        + models
+    )
+
+
 def _headline(summary: LhcoSummary, names: Sequence[str]) -> str:
     """The statistics of the study: uncertainties, closure test, likelihood, contamination."""
     by_name = classifier_entries(summary)
@@ -345,6 +418,9 @@ def _headline(summary: LhcoSummary, names: Sequence[str]) -> str:
     automatic = summary.get("automatic_parameters")
     if automatic:
         sections.append(_automatic_section(summary, automatic))
+    scan = summary.get("strength_scan")
+    if scan:
+        sections.append(_strength_section(summary, scan))
     timings = summary.get("statistics_seconds", {})
     if timings:
         sections.append(

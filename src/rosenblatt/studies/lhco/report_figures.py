@@ -14,6 +14,7 @@ from rosenblatt.studies.lhco.summary import (
     ClassifierJson,
     ContaminationRow,
     LhcoSummary,
+    StrengthScan,
     classifier_entries,
 )
 from rosenblatt.typing import FloatArray, Int64Array
@@ -60,6 +61,8 @@ def figures(
         out["contamination"] = _contamination_figure(folder, summary["contamination"])
     if closure.statistics.maps:
         out["sensitivity"] = _sensitivity(folder, closure.statistics.maps)
+    if summary.get("strength_scan"):
+        out["strength"] = _strength_figure(folder, summary["strength_scan"])
     return out
 
 
@@ -405,3 +408,70 @@ def _contamination_figure(folder: Path, rows: list[ContaminationRow]) -> str:
         fontsize="medium",
     )
     return save_figure(fig, folder / "contamination.png").name
+
+
+def _finite(points: list[tuple[float, float]]) -> tuple[FloatArray, FloatArray]:
+    """The (1/JSD, R50) pairs with both finite and positive, as two arrays."""
+    kept = [(a, b) for a, b in points if np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0]
+    return np.array([a for a, _ in kept]), np.array([b for _, b in kept])
+
+
+def _strength_figure(folder: Path, scan: StrengthScan) -> str:
+    """R50 against 1/JSD: IRGI's and KDE's strength curves beside every model of the classifier scan.
+
+    A filled marker is a strength whose closure test passes (p >= 0.05), an open
+    one a strength whose test fails or could not be made.
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    from rosenblatt.plotting import figure, save_figure
+
+    fig, ax = figure(width=8.0, height=6.5)
+    groups = (
+        ("baseline", "baseline (each seed)", [m for m in scan["models"] if m["alpha"] == 0]),
+        ("disco", "DisCo (each α and seed)", [m for m in scan["models"] if m["alpha"] > 0]),
+    )
+    for name, label, rows in groups:
+        jsd, r50 = _finite([(m["inverse_jsd"], m["r50"]) for m in rows])
+        if len(jsd):
+            style = _style(name)
+            ax.scatter(jsd, r50, marker=style.marker, color=style.colour, label=label, zorder=3)
+    for name, points in scan["transforms"].items():
+        style = _style(name)
+        jsd, r50 = _finite([(p["inverse_jsd"], p["r50"]) for p in points])
+        ax.plot(jsd, r50, color=style.colour, label=f"{LABELS[name]}, strength p = 0 ... 1")
+        for p in points:
+            if not (np.isfinite(p["inverse_jsd"]) and np.isfinite(p["r50"])):
+                continue
+            closes = bool(p["closes"])
+            ax.scatter(
+                p["inverse_jsd"],
+                p["r50"],
+                marker=style.marker,
+                facecolors=style.colour if closes else "none",
+                edgecolors=style.colour,
+                zorder=4,
+            )
+            ax.annotate(
+                f"{p['strength']:g}",
+                (p["inverse_jsd"], p["r50"]),
+                textcoords="offset points",
+                xytext=(4, 4),
+                fontsize="x-small",
+                color=style.colour,
+            )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(plain)
+    ax.set_xlabel(r"1/JSD of background $m_{jj}$, pass vs fail ($\varepsilon_S = 0.5$)")
+    ax.set_ylabel(r"R50 = $1/\varepsilon_B$ at $\varepsilon_S = 0.5$")
+    ax.legend(loc="upper right", fontsize="x-small", frameon=False)
+    ax.set_title(
+        "labels: strength p; filled: the ABCD closure test passes (p-value >= 0.05)",
+        fontsize="x-small",
+    )
+    return save_figure(fig, folder / "strength_r50_jsd.png").name

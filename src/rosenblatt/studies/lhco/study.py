@@ -47,6 +47,7 @@ from rosenblatt.studies.lhco.summary import (
     LhcoSummary,
     Provenance,
     ScanPoint,
+    StrengthScan,
     Verdicts,
 )
 from rosenblatt.studies.peers import AbcdFigures, PeerResult
@@ -73,7 +74,17 @@ log = logging.getLogger("rosenblatt.lhco")
 CLASSIFIERS = ("baseline", "disco", "irgi", "kde")
 
 #: the study's steps, in order; each one's wall time goes to ``summary.json`` (``step_seconds``)
-STEPS = ("generate", "features", "partition", "train", "decorrelate", "close", "peers", "report")
+STEPS = (
+    "generate",
+    "features",
+    "partition",
+    "train",
+    "decorrelate",
+    "close",
+    "strength",
+    "peers",
+    "report",
+)
 
 
 PEERS_INTRO = """The best baseline's score decorrelated from mjj by every method, each fitted on the
@@ -489,6 +500,19 @@ def _name_classifiers(
         classifiers["disco"]["alpha"] = chosen.disco.alpha
 
 
+def _strength(
+    cfg: LhcoConfig,
+    samples: Samples,
+    models: list[TrainedModel],
+    fits: Decorrelation,
+    closure: Closure,
+) -> StrengthScan:
+    """IRGI and KDE at every decorrelation strength, and the classifier scan, on the testing sample."""
+    from rosenblatt.studies.lhco.strength import strength_scan
+
+    return strength_scan(cfg, samples.testing, models, fits.y_def, closure.scores)
+
+
 def _peers(
     cfg: LhcoConfig, samples: Samples, fits: Decorrelation, closure: Closure
 ) -> dict[str, PeerResult]:
@@ -582,9 +606,12 @@ def run(config: dict[str, Any], folder: Path) -> LhcoSummary:
     closure = steps.run(
         "close", _close, cfg, folder, paths, samples, chosen, fits, events=lambda _: n_testing
     )
+    scan = steps.run(
+        "strength", _strength, cfg, samples, models, fits, closure, events=lambda _: n_testing
+    )
     n_peers = len(fits.x_def) + n_testing
     peers = steps.run("peers", _peers, cfg, samples, fits, closure, events=lambda _: n_peers)
-    summary = _summary(cfg, models, fits, closure)
+    summary = _summary(cfg, models, fits, closure, scan)
     summary["peers"] = peers
     summary["step_seconds"] = steps.seconds
     steps.run("report", _write_report, folder, summary, models, chosen, fits, samples, closure)
@@ -611,7 +638,11 @@ def _classifier_entries(classifiers: dict[str, ClassifierJson]) -> ClassifierEnt
 
 
 def _summary(
-    cfg: LhcoConfig, models: list[TrainedModel], fits: Decorrelation, closure: Closure
+    cfg: LhcoConfig,
+    models: list[TrainedModel],
+    fits: Decorrelation,
+    closure: Closure,
+    scan: StrengthScan,
 ) -> LhcoSummary:
     """The study's summary: sizes, provenance, per-classifier figures, scans and the paper's claims."""
     stats = closure.statistics
@@ -630,6 +661,7 @@ def _summary(
         "contamination": stats.contamination,
         "automatic_parameters": stats.automatic,
         "statistics_seconds": stats.timings,
+        "strength_scan": scan,
         **later,
     }
     summary["claims"] = paper_claims(summary)

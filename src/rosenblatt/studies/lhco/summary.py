@@ -28,6 +28,10 @@ __all__ = [
     "ProcessorPath",
     "Provenance",
     "ScanPoint",
+    "StrengthEntries",
+    "StrengthPoint",
+    "StrengthScan",
+    "TaggerPoint",
     "Verdicts",
     "classifier_entries",
 ]
@@ -225,6 +229,78 @@ class _Tail(TypedDict):
     statistics_seconds: dict[str, float]
 
 
+#: one decorrelation strength ``p`` of the score ``(1 - p) F(y) + p gamma(x, y)`` on the testing
+#: sample: AUC, dCor², R50, 1/JSD, the grid's closure (the best cut's ``eta_best``, the fraction
+#: with ``|eta| < 1e-2``) and the closure test of its background (``closure_*``: chi² per degree
+#: of freedom, p-value, fraction of cuts within 2 sd; ``None`` where too few events);
+#: ``closes``: whether that p-value is at least 0.05
+StrengthPoint = TypedDict(
+    "StrengthPoint",
+    {
+        "strength": float,
+        "auc": float,
+        "dcc": float,
+        "r50": float,
+        "inverse_jsd": float,
+        "eta_best": float,
+        "frac_eta_below_1e-2": float,
+        "closure_chi2_ndf": float | None,
+        "closure_pvalue": float | None,
+        "frac_closure_consistent_2sd": float | None,
+        "closes": bool | None,
+    },
+)
+
+
+class TaggerPoint(TypedDict):
+    """One trained model of the classifier scan on the testing sample (DisCo's R50 against 1/JSD).
+
+    Attributes
+    ----------
+    model : str
+        The model's name.
+    alpha : float
+        Its DisCo strength (0: a baseline).
+    auc, r50, inverse_jsd : float
+        AUC, background rejection at 50% signal efficiency and 1/JSD of the
+        passing and failing background mass spectra at that efficiency.
+    """
+
+    model: str
+    alpha: float
+    auc: float
+    r50: float
+    inverse_jsd: float
+
+
+class StrengthScan(TypedDict):
+    """The decorrelation strength as a knob, beside the DisCo scan, on the testing sample.
+
+    Attributes
+    ----------
+    strengths : list of float
+        The strengths ``p`` scanned.
+    transforms : dict
+        Per transform (``irgi``, ``kde``, at their chosen parameter), one
+        :data:`StrengthPoint` per strength.
+    models : list of TaggerPoint
+        Every trained model of the classifier scan (baselines and DisCo).
+    closure_n_boot : int
+        Replicas of each closure test (the testing sample's; the transform held fixed).
+    """
+
+    strengths: list[float]
+    transforms: dict[str, list[StrengthPoint]]
+    models: list[TaggerPoint]
+    closure_n_boot: int
+
+
+class StrengthEntries(TypedDict, total=False):
+    """The strength scan (``strength_scan``); absent from summaries written before it existed."""
+
+    strength_scan: StrengthScan
+
+
 class Verdicts(TypedDict, total=False):
     """The summary's entries written after its figures: they read them, or the run adds them."""
 
@@ -234,16 +310,17 @@ class Verdicts(TypedDict, total=False):
     step_seconds: StepSeconds
 
 
-class LhcoSummary(_Head, ClassifierEntries, _Tail, Verdicts):
+class LhcoSummary(_Head, ClassifierEntries, _Tail, StrengthEntries, Verdicts):
     """The LHCO study's ``summary.json``.
 
     The run's sizes and provenance, the analysis processor's closure
     (``processor_path``), one :class:`ClassifierJson` per classifier (``disco``
     where DisCo was trained), the chosen IRGI ``depth`` and KDE ``sigma_r``,
     the trained models, the parameter scans, the contamination rows, the
-    automatic parameters and the statistics stage's timings; then the
-    paper's claims, the table beside the paper, the peers and the wall time
-    of each step.
+    automatic parameters and the statistics stage's timings; the scan of the
+    decorrelation strength beside the classifier scan (``strength_scan``);
+    then the paper's claims, the table beside the paper, the peers and the
+    wall time of each step.
     """
 
 
