@@ -90,6 +90,7 @@ def packaging(session: nox.Session) -> None:
         if CORE_MARK.search(path.read_text(encoding="utf-8"))
     )
     session.run(
-        core_python, "-m", "pytest", "-m", "core", "-p", "no:cacheprovider", *core_tests,
+        core_python, "-m", "pytest", "-m", "core or packaging", "-p", "no:cacheprovider",
+        *core_tests,
         env={"ROSENBLATT_CORE_JOB": "1"},
     )  # fmt: skip

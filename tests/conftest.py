@@ -4,6 +4,7 @@ several test modules read, generated once per test session."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -17,10 +18,35 @@ from gaussian_blob import bivariate_normal
 LONG_TIMEOUT = 4 * 3600
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+#: markers of the tests that run only where ``-m`` names them: their nox sessions (docs,
+#: lint, packaging, system) and the tests of half an hour or more (long)
+ON_REQUEST = ("docs", "lint", "long", "packaging", "system")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the tests of markers that ``-m`` does not name; give long tests their timeout.
+
+    So ``python -m pytest`` and ``python -m pytest -m "not slow"`` run neither the docs
+    build nor the runs killed on purpose, and ``-m system`` runs those.
+    """
+    asked = set(re.findall(r"\w+", config.getoption("markexpr") or ""))
+
+    def left_out(item: pytest.Item) -> bool:
+        marks = {marker for marker in ON_REQUEST if item.get_closest_marker(marker)}
+        # a long test runs only where long is asked for; the others where one of theirs is
+        return ("long" in marks and "long" not in asked) or (bool(marks) and not marks & asked)
+
+    kept, deselected = [], []
     for item in items:
+        if left_out(item):
+            deselected.append(item)
+            continue
+        kept.append(item)
         if item.get_closest_marker("long") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(LONG_TIMEOUT))
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
 
 
 def once_per_session(
