@@ -107,6 +107,17 @@ def blinded(ntuples: Path) -> Path:
     return _run(ntuples, "blinded")
 
 
+#: passfail.cuts of the categories' run: 0.7 <= gamma < 0.9 and gamma >= 0.9 (CUT's y0 between)
+CATEGORY_CUTS = [0.7, 0.9]
+
+
+@pytest.fixture(scope="module")
+def categories(ntuples: Path) -> Path:
+    """A blinded run with two cuts as categories of one model."""
+    passfail = {**_config(ntuples, "categories")["passfail"], "cuts": CATEGORY_CUTS}
+    return _run(ntuples, "categories", passfail=passfail)
+
+
 def _passfail(out: Path, variant: str = "gridkde") -> dict[str, Any]:
     return json.loads((out / "passfail" / variant / "passfail.json").read_text())
 
@@ -213,7 +224,14 @@ def test_passfail_keys_are_listed_and_checked(tmp_path: Path) -> None:
     text = keys_text("abcd", width=120)
     for key in ("passfail.bins", "passfail.range", "passfail.edges", "passfail.transfer"):
         assert key in text
-    for key in ("masses", "resolution", "relative_resolution", "global_toys", "signal_template"):
+    for key in (
+        "masses",
+        "resolution",
+        "relative_resolution",
+        "global_toys",
+        "signal_template",
+        "cuts",
+    ):
         assert f"passfail.{key}" in text
     config = {**_config(tmp_path, "keys"), "_path": str(tmp_path / "keys.yaml")}
     for name in ("qcd_def", "qcd", "sig", "data"):
@@ -232,6 +250,14 @@ def test_passfail_keys_are_listed_and_checked(tmp_path: Path) -> None:
         config["passfail"] = {"masses": [3000.0], key: value}
         with pytest.raises(ConfigError, match=rf"passfail\.{key}"):
             AbcdConfig.parse(config)
+    for cuts in ([0.9, 0.8], [], "0.8", [0.8, "high"]):
+        config["passfail"] = {"cuts": cuts}
+        with pytest.raises(ConfigError, match=r"passfail\.cuts"):
+            AbcdConfig.parse(config)
+    config["passfail"] = {"cuts": [0.8, 0.9]}
+    parsed = AbcdConfig.parse(config).passfail
+    assert parsed is not None
+    assert parsed.cuts == (0.8, 0.9)
     config["passfail"] = {"masses": {"range": [2000.0, 3000.0], "n": 3}, "global_toys": 0}
     parsed = AbcdConfig.parse(config).passfail
     assert parsed is not None
@@ -437,3 +463,68 @@ def test_the_hunt_takes_the_nonclosure_per_bin(tmp_path: Path) -> None:
         np.asarray(wide["expected_limits"]["median"])
         > np.asarray(plain["expected_limits"]["median"])
     )
+
+
+@pytest.mark.slow
+def test_several_cuts_are_categories_of_one_blinded_model(ntuples: Path, categories: Path) -> None:
+    import rosenblatt as rb
+
+    fit = _passfail(categories)
+    assert fit["cuts"] == CATEGORY_CUTS
+    spec = json.loads((categories / fit["workspace"]).read_text())
+    assert [channel["name"] for channel in spec["channels"]] == ["fail", "pass_0", "pass_1"]
+    observed = {o["name"]: np.asarray(o["data"]) for o in spec["observations"]}
+    x, score = _data(ntuples)
+    gamma = rb.load(categories / "gridkde.json").transform(x, score)
+    edges = np.asarray(fit["edges"])
+    window = fit["signal_window"]
+    assert window == np.flatnonzero(edges[1:] > CUT["x0"]).tolist()
+    sideband = [i for i in range(len(edges) - 1) if i not in window]
+    failing = np.histogram(x[gamma < CATEGORY_CUTS[0]], edges)[0]
+    np.testing.assert_array_equal(fit["data_fail"], failing)
+    spectra = []
+    for k, (low, high) in enumerate(zip(CATEGORY_CUTS, [*CATEGORY_CUTS[1:], np.inf], strict=True)):
+        category = fit["categories"][k]
+        assert category["channel"] == f"pass_{k}"
+        assert category["cuts"] == [low, None if high == np.inf else high]
+        passing = np.histogram(x[(gamma >= low) & (gamma < high)], edges)[0]
+        spectra.append(passing)
+        assert all(category["data_pass"][i] is None for i in window)
+        np.testing.assert_array_equal(
+            np.asarray(category["data_pass"])[sideband], passing[sideband]
+        )
+        # each category's passing observation of the window is its own sidebands' prediction
+        ratio = passing[sideband].sum() / failing[sideband].sum()
+        np.testing.assert_allclose(
+            observed[f"pass_{k}"][window], failing[window] * ratio, rtol=1e-12
+        )
+        # the transfer ratio against eps_k / (1 - eps) of a uniform score
+        uniform = (min(high, 1.0) - low) / CATEGORY_CUTS[0]
+        assert category["transfer_uniform"] == pytest.approx(uniform)
+        assert category["transfer_expected"] == pytest.approx(uniform, rel=0.25)
+        assert category["transfer_fitted"] > 0.0
+        assert (categories / category["figure"]).is_file()
+    assert fit["mu_low"] <= fit["mu"] <= fit["mu_high"]
+    assert "one cut" in fit["bumphunt"]["note"]
+    # no passing data count of the window in any category, nor any sum of them, is written
+    hidden: set[int] = set()
+    for passing in [*spectra, spectra[0] + spectra[1]]:
+        hidden |= {int(passing[i]) for i in window} | {int(passing[window].sum())}
+        hidden |= {int(passing[window[i:]].sum()) for i in range(len(window))}
+    # the numbers the files hold for other reasons (the failing data, the sidebands' passing
+    # data, the parameters' bounds, the window's bin indices) may equal one of them by chance
+    hidden -= {0} | _numbers(
+        [
+            failing.tolist(),
+            *(p[sideband].tolist() for p in spectra),
+            spec["measurements"],
+            window,
+        ]
+    )
+    assert len(hidden) > 20
+    for path in (categories / "passfail" / "gridkde").glob("*.json"):
+        assert not (hidden & _numbers(json.loads(path.read_text()))), path
+    summary = json.loads((categories / "summary.json").read_text())
+    channels = [c["channel"] for c in summary["passfail"]["gridkde"]["categories"]]
+    assert channels == ["pass_0", "pass_1"]
+    assert "Categories of `gridkde`" in (categories / "report.md").read_text()

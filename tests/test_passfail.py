@@ -13,6 +13,7 @@ from rosenblatt.abcd.passfail import (
     SLOPE,
     SLOPE_SPAN,
     PassFailFit,
+    passfail_categories_workspace,
     passfail_fit,
     passfail_workspace,
     with_linear_transfer,
@@ -181,3 +182,67 @@ def test_a_linear_transfer_takes_up_a_slope_the_constant_one_reads_as_signal() -
     assert change == pytest.approx(expected, rel=0.1)
     with pytest.raises(ValueError, match="centres"):
         with_linear_transfer(constant, CENTRES[:-1])
+
+
+#: two disjoint categories of a decorrelated score cut at 0.9 and 0.97: 0.9 <= s < 0.97, s >= 0.97
+CUTS = (0.9, 0.97)
+EPS_K = (CUTS[1] - CUTS[0], 1.0 - CUTS[1])
+#: the signal's fraction in each category and failing
+SIGNAL_K, SIGNAL_FAILING = (0.3, 0.5), 0.2
+
+
+def test_categories_share_mu_and_give_back_each_ratio() -> None:
+    """Asimov spectra: the combined fit's mu and each category's ratio eps_k / (1 - eps)."""
+    failing = BACKGROUND * CUTS[0] + SIGNAL_FAILING * SIGNAL
+    passing = [
+        BACKGROUND * eps + share * SIGNAL for eps, share in zip(EPS_K, SIGNAL_K, strict=True)
+    ]
+    templates = [share * SIGNAL for share in SIGNAL_K]
+    expected = [eps / CUTS[0] for eps in EPS_K]
+    with quiet_pyhf():
+        workspace = passfail_categories_workspace(
+            failing, passing, templates, SIGNAL_FAILING * SIGNAL, ratios=expected
+        )
+        both = passfail_fit(workspace)
+        alone = [
+            passfail_fit(
+                passfail_workspace(
+                    failing, passing[k], templates[k], SIGNAL_FAILING * SIGNAL, ratio=expected[k]
+                )
+            )
+            for k in range(2)
+        ]
+    assert workspace.channels == ["fail", "pass_0", "pass_1"]
+    assert {"transfer_0", "transfer_1", "background_shape", "mu"} <= set(
+        workspace.model().config.parameters
+    )
+    assert both.mu == pytest.approx(1.0, abs=2e-3)
+    assert set(both.transfers) == {"pass_0", "pass_1"}
+    for k in range(2):
+        assert both.transfers[f"pass_{k}"] == pytest.approx(expected[k], rel=1e-3)
+        np.testing.assert_allclose(
+            both.backgrounds_pass[f"pass_{k}"], BACKGROUND * EPS_K[k], rtol=2e-3
+        )
+        assert alone[k].mu == pytest.approx(1.0, abs=5e-3)
+    assert both.transfer == pytest.approx(sum(expected), rel=1e-3)
+    width = both.mu_high - both.mu_low
+    assert all(width < 0.95 * (fit.mu_high - fit.mu_low) for fit in alone)
+
+
+def test_categories_take_a_nonclosure_each_and_refuse_bad_input() -> None:
+    failing = BACKGROUND * CUTS[0]
+    passing = [BACKGROUND * eps for eps in EPS_K]
+    templates = [share * SIGNAL for share in SIGNAL_K]
+    workspace = passfail_categories_workspace(
+        failing, passing, templates, nonclosure=[None, np.full(12, 0.1)]
+    )
+    assert "nonclosure_1" in workspace.model().config.parameters
+    assert "nonclosure_0" not in workspace.model().config.parameters
+    with pytest.raises(ValueError, match="one spectrum per category"):
+        passfail_categories_workspace(failing, passing, templates[:1])
+    with pytest.raises(ValueError, match="ratios has 1 entries"):
+        passfail_categories_workspace(failing, passing, templates, ratios=[0.1])
+    with pytest.raises(ValueError, match=r"passing\[1\] has 5 bins"):
+        passfail_categories_workspace(failing, [passing[0], np.ones(5)], templates)
+    linear = with_linear_transfer(workspace, CENTRES)
+    assert SLOPE in linear.model().config.parameters

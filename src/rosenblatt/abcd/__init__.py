@@ -28,8 +28,9 @@ carries its statistical uncertainty.
   (:func:`likelihood_at_cut`) and their map over the cuts (pyhf is imported on
   first use);
 - :mod:`~rosenblatt.abcd.passfail`: beyond one cut, the pass/fail fit of the
-  spectrum in bins of ``x`` (:func:`passfail_workspace`, :func:`passfail_fit`):
-  the passing background is the failing one times a transfer ratio;
+  spectrum in bins of ``x`` (:func:`passfail_workspace`, :func:`passfail_fit`;
+  several cuts as categories, :func:`passfail_categories_workspace`): the
+  passing background is the failing one times a transfer ratio;
 - :mod:`~rosenblatt.abcd.bumphunt`: the bump hunt on a grid of mass hypotheses
   with that fit (:func:`bump_hunt`): the local significance and the CLs limit
   per hypothesis, the global significance (:func:`global_significance`).
@@ -72,7 +73,12 @@ from rosenblatt.abcd.likelihood import (
     quiet_pyhf,
     sensitivity_map,
 )
-from rosenblatt.abcd.passfail import PassFailFit, passfail_fit, passfail_workspace
+from rosenblatt.abcd.passfail import (
+    PassFailFit,
+    passfail_categories_workspace,
+    passfail_fit,
+    passfail_workspace,
+)
 
 __all__ = [
     "MAX_NONCLOSURE",
@@ -101,6 +107,7 @@ __all__ = [
     "likelihood_at_cut",
     "local_significance_scan",
     "measured_closure",
+    "passfail_categories_workspace",
     "passfail_fit",
     "passfail_workspace",
     "process_axis",

@@ -16,6 +16,13 @@ where given, enters the passing background as a ``shapesys`` modifier
 ``nonclosure`` (one constrained parameter per bin). pyhf is imported on first
 use (the ``stats`` extra).
 
+Several cuts make disjoint categories (:func:`passfail_categories_workspace`:
+between one cut and the next, and above the last): one channel ``pass_k``
+per category, each with its own expected ratio ``eps_k / (1 - eps)`` (``eps``
+the fraction passing the lowest cut, ``eps_k`` that in the category), its
+own normfactor ``transfer_k`` and non-closure ``nonclosure_k``, all sharing
+the failing region's parameters and one ``mu``.
+
 For a background-only fit without non-closure the likelihood's maximum is
 known in closed form: the fitted ratio is ``sum(pass) / sum(fail)`` and each
 bin's background ``(fail_i + pass_i) / (1 + ratio)``.
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,7 +43,13 @@ from rosenblatt.typing import ArrayLike, FloatArray
 if TYPE_CHECKING:
     import pyhf
 
-__all__ = ["PassFailFit", "passfail_fit", "passfail_workspace", "with_linear_transfer"]
+__all__ = [
+    "PassFailFit",
+    "passfail_categories_workspace",
+    "passfail_fit",
+    "passfail_workspace",
+    "with_linear_transfer",
+]
 
 
 #: names of the channels and of the background's parameters
@@ -114,56 +128,183 @@ def passfail_workspace(
     >>> sorted(ws.channels)
     ['fail', 'pass']
     """
+    fail = _spectrum(failing, "failing")
+    bins = fail.size
+    category = _Category(
+        "pass",
+        _spectrum(passing, "passing", bins),
+        _spectrum(signal_passing, "signal_passing", bins),
+        ratio,
+        None if nonclosure is None else _spectrum(nonclosure, "nonclosure", bins),
+    )
+    return _workspace(fail, [category], signal_failing, mu_max)
+
+
+def passfail_categories_workspace(
+    failing: ArrayLike,
+    passing: Sequence[ArrayLike],
+    signal_passing: Sequence[ArrayLike],
+    signal_failing: ArrayLike | None = None,
+    *,
+    ratios: Sequence[float] | None = None,
+    nonclosure: Sequence[ArrayLike | None] | None = None,
+    mu_max: float | None = None,
+) -> pyhf.Workspace:
+    """The pass/fail likelihood of several disjoint categories passing cuts, one ``mu``.
+
+    The categories of cuts ``c_0 < c_1 < ...`` are ``c_k <= score < c_{k+1}``
+    (the last: above its cut); the failing region, below ``c_0``, is shared.
+    Channel ``pass_k`` holds category ``k``: its background the failing
+    region's ``background_shape`` times its expected ratio and its own
+    normfactor ``transfer_k`` (and, where given, its ``shapesys``
+    ``nonclosure_k``), its signal the template scaled by the one ``mu``.
+
+    Parameters
+    ----------
+    failing
+        Observed counts per bin of ``x`` failing the lowest cut.
+    passing
+        Per category, the observed counts per bin of ``x``.
+    signal_passing, signal_failing
+        Per category, the signal's expected yields per bin at ``mu = 1``, and
+        the failing region's (none where not given).
+    ratios
+        Per category, the expected transfer ratio ``eps_k / (1 - eps)`` of
+        the background (default: ``sum(passing[k]) / sum(failing)``).
+    nonclosure
+        Per category, the relative uncertainty per bin of its background
+        (``None``: none), as for :func:`passfail_workspace`.
+    mu_max
+        Upper bound of ``mu`` (default: 20 times the Poisson error of all
+        passing background over all passing signal, at least 10).
+
+    Returns
+    -------
+    pyhf.Workspace
+
+    Examples
+    --------
+    >>> from rosenblatt.abcd.passfail import passfail_categories_workspace
+    >>> ws = passfail_categories_workspace(
+    ...     [900, 400, 150], [[40, 17, 20], [8, 4, 7]], [[0, 1, 6], [0, 1, 6]], [0, 2, 12]
+    ... )
+    >>> ws.channels
+    ['fail', 'pass_0', 'pass_1']
+    """
+    fail = _spectrum(failing, "failing")
+    bins = fail.size
+    count = len(passing)
+    if count == 0 or len(signal_passing) != count:
+        msg = (
+            f"passing and signal_passing need one spectrum per category, got {count} and "
+            f"{len(signal_passing)}"
+        )
+        raise ValueError(msg)
+    for name, given in (("ratios", ratios), ("nonclosure", nonclosure)):
+        if given is not None and len(given) != count:
+            msg = f"{name} has {len(given)} entries, the categories are {count}"
+            raise ValueError(msg)
+    categories = []
+    for k in range(count):
+        relative = None if nonclosure is None else nonclosure[k]
+        categories.append(
+            _Category(
+                f"pass_{k}",
+                _spectrum(passing[k], f"passing[{k}]", bins),
+                _spectrum(signal_passing[k], f"signal_passing[{k}]", bins),
+                None if ratios is None else float(ratios[k]),
+                None if relative is None else _spectrum(relative, f"nonclosure[{k}]", bins),
+            )
+        )
+    return _workspace(fail, categories, signal_failing, mu_max)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Category:
+    """One passing channel of a workspace: its name, spectra, expected ratio and non-closure."""
+
+    channel: str
+    passing: FloatArray
+    signal: FloatArray
+    ratio: float | None
+    nonclosure: FloatArray | None
+
+
+def category_names(channel: str) -> tuple[str, str]:
+    """The names of a passing channel's transfer normfactor and non-closure modifier.
+
+    ``"pass"`` (one cut) has :data:`TRANSFER` and :data:`NONCLOSURE`;
+    ``"pass_k"`` (category ``k``) has ``transfer_k`` and ``nonclosure_k``.
+    """
+    suffix = channel.removeprefix("pass")
+    return TRANSFER + suffix, NONCLOSURE + suffix
+
+
+def _workspace(
+    fail: FloatArray,
+    categories: list[_Category],
+    signal_failing: ArrayLike | None,
+    mu_max: float | None,
+) -> pyhf.Workspace:
     from rosenblatt._extras import optional_imports
 
     with optional_imports("rosenblatt.abcd.passfail_workspace"):
         import pyhf
 
-    fail = _spectrum(failing, "failing")
     bins = fail.size
-    passed = _spectrum(passing, "passing", bins)
-    s_pass = _spectrum(signal_passing, "signal_passing", bins)
     s_fail = (
         np.zeros(bins)
         if signal_failing is None
         else _spectrum(signal_failing, "signal_failing", bins)
     )
-    if not s_pass.sum() > 0:
+    if not sum(category.signal.sum() for category in categories) > 0:
         msg = "signal_passing must have a positive yield in some bin"
         raise ValueError(msg)
-    if ratio is None:
-        ratio = float(passed.sum() / fail.sum()) if fail.sum() > 0 else float("nan")
-    if not (math.isfinite(ratio) and ratio > 0):
-        msg = f"ratio must be a positive number, got {ratio!r} (is the failing spectrum empty?)"
-        raise ValueError(msg)
-    relative = np.zeros(bins) if nonclosure is None else _spectrum(nonclosure, "nonclosure", bins)
     nominal = np.maximum(fail, FLOOR)
-    if mu_max is None:
-        mu_max = max(10.0, 20.0 * math.sqrt(ratio * nominal.sum() + 1.0) / s_pass.sum())
     shape = {"name": SHAPE, "type": "shapefactor", "data": None}
-    pass_background: list[dict[str, Any]] = [
-        shape,
-        {"name": TRANSFER, "type": "normfactor", "data": None},
-    ]
-    if np.any(relative > 0):
-        pass_background.append(
-            {"name": NONCLOSURE, "type": "shapesys", "data": (relative * ratio * nominal).tolist()}
-        )
-    channels = [
-        _channel("fail", nominal, [shape], s_fail),
-        _channel("pass", ratio * nominal, pass_background, s_pass),
-    ]
+    channels = [_channel("fail", nominal, [shape], s_fail)]
+    observations = [{"name": "fail", "data": fail.tolist()}]
+    parameters: list[dict[str, Any]] = []
+    expected = 0.0
+    for category in categories:
+        ratio = category.ratio
+        if ratio is None:
+            ratio = float(category.passing.sum() / fail.sum()) if fail.sum() > 0 else float("nan")
+        if not (math.isfinite(ratio) and ratio > 0):
+            empty = "the failing spectrum" + (
+                "" if category.channel == "pass" else f" or the {category.channel} spectrum"
+            )
+            msg = f"ratio must be a positive number, got {ratio!r} (is {empty} empty?)"
+            raise ValueError(msg)
+        transfer, nonclosure = category_names(category.channel)
+        relative = np.zeros(bins) if category.nonclosure is None else category.nonclosure
+        background: list[dict[str, Any]] = [
+            shape,
+            {"name": transfer, "type": "normfactor", "data": None},
+        ]
+        if np.any(relative > 0):
+            background.append(
+                {
+                    "name": nonclosure,
+                    "type": "shapesys",
+                    "data": (relative * ratio * nominal).tolist(),
+                }
+            )
+        channels.append(_channel(category.channel, ratio * nominal, background, category.signal))
+        observations.append({"name": category.channel, "data": category.passing.tolist()})
+        parameters.append({"name": transfer, "bounds": [list(TRANSFER_BOUNDS)], "inits": [1.0]})
+        expected += ratio * float(nominal.sum())
+    signal = sum(float(category.signal.sum()) for category in categories)
+    if mu_max is None:
+        mu_max = max(10.0, 20.0 * math.sqrt(expected + 1.0) / signal)
     parameters = [
         {"name": POI, "bounds": [[0.0, float(mu_max)]], "inits": [1.0]},
-        {"name": TRANSFER, "bounds": [list(TRANSFER_BOUNDS)], "inits": [1.0]},
+        *parameters,
         {"name": SHAPE, "bounds": [[0.0, 10.0 * max(1.0, float(np.max(fail / nominal)))]] * bins},
     ]
     spec = {
         "channels": channels,
-        "observations": [
-            {"name": "fail", "data": fail.tolist()},
-            {"name": "pass", "data": passed.tolist()},
-        ],
+        "observations": observations,
         "measurements": [{"name": "pass/fail", "config": {"poi": POI, "parameters": parameters}}],
         "version": "1.0.0",
     }
@@ -199,12 +340,12 @@ def with_linear_transfer(workspace: pyhf.Workspace, centres: ArrayLike) -> pyhf.
     one times ``ratio * transfer * (1 + theta SLOPE_SPAN (x - x_c) / h)``
     in every bin. Its standard normal constraint allows a change of the ratio
     by ``+-SLOPE_SPAN`` at the outer bins per standard deviation; it is
-    bounded at ``+-SLOPE_BOUND``.
+    bounded at ``+-SLOPE_BOUND``. Several categories share the one slope.
 
     Parameters
     ----------
     workspace
-        A :func:`passfail_workspace`.
+        A :func:`passfail_workspace` or :func:`passfail_categories_workspace`.
     centres
         The centres of its bins of ``x``.
     """
@@ -221,7 +362,7 @@ def with_linear_transfer(workspace: pyhf.Workspace, centres: ArrayLike) -> pyhf.
     half = 0.5 * (x[-1] - x[0]) or 1.0
     lever = SLOPE_SPAN * (x - 0.5 * (x[0] + x[-1])) / half
     for channel in spec["channels"]:
-        if channel["name"] != "pass":
+        if not channel["name"].startswith("pass"):
             continue
         sample = channel["samples"][0]
         nominal = np.asarray(sample["data"], dtype=np.float64)
@@ -251,11 +392,16 @@ class PassFailFit:
         likelihood.
     transfer
         The fitted transfer ratio ``pass / fail`` of the background (the
-        expected ratio times the ``transfer`` normfactor).
+        expected ratio times the ``transfer`` normfactor; with categories,
+        the sum of theirs: the ratio of all passing the lowest cut).
     background_fail, background_pass, signal_fail, signal_pass
-        The post-fit yields per bin of ``x``.
+        The post-fit yields per bin of ``x`` (with categories, the passing
+        ones summed over them).
     parameters
         The fitted value of each parameter of the model, by modifier name, at ``mu``.
+    transfers, backgrounds_pass, signals_pass
+        By passing channel (``"pass"``, or ``"pass_k"`` per category), its
+        fitted transfer ratio and post-fit yields.
     """
 
     mu: float
@@ -267,6 +413,9 @@ class PassFailFit:
     signal_fail: FloatArray
     signal_pass: FloatArray
     parameters: dict[str, FloatArray] = dataclasses.field(default_factory=dict)
+    transfers: dict[str, float] = dataclasses.field(default_factory=dict)
+    backgrounds_pass: dict[str, FloatArray] = dataclasses.field(default_factory=dict)
+    signals_pass: dict[str, FloatArray] = dataclasses.field(default_factory=dict)
 
 
 def passfail_fit(workspace: pyhf.Workspace, *, mu_low: float = -10.0) -> PassFailFit:
@@ -288,28 +437,41 @@ def passfail_fit(workspace: pyhf.Workspace, *, mu_low: float = -10.0) -> PassFai
     pars = np.asarray(best, dtype=np.float64)
     mu_hat = float(pars[poi])
     low, high = profile_ends(model, data, bounds, mu_hat, float(twice_min))
-    ratio = _nominal_ratio(workspace)
+    ratios = _nominal_ratios(workspace)
     by_sample = model.main_model.expected_data(pars, return_by_sample=True)
     yields = {
         (channel, sample): np.asarray(
             by_sample[index][model.config.channel_slices[channel]], dtype=np.float64
         )
         for index, sample in enumerate(model.config.samples)
-        for channel in CHANNELS
+        for channel in model.config.channels
     }
     empty = np.zeros(model.config.channel_nbins["fail"])
+    transfers = {
+        channel: ratio * float(pars[model.config.par_slice(category_names(channel)[0])][0])
+        for channel, ratio in ratios.items()
+    }
+    backgrounds = {channel: yields[(channel, "background")] for channel in ratios}
+    signals = {channel: yields.get((channel, "signal"), empty) for channel in ratios}
     return PassFailFit(
         mu=mu_hat,
         mu_low=low,
         mu_high=high,
-        transfer=ratio * float(pars[model.config.par_slice(TRANSFER)][0]),
+        transfer=transfers["pass"] if "pass" in transfers else sum(transfers.values()),
         background_fail=yields[("fail", "background")],
-        background_pass=yields[("pass", "background")],
+        background_pass=backgrounds["pass"]
+        if "pass" in backgrounds
+        else np.sum(list(backgrounds.values()), axis=0),
         signal_fail=yields.get(("fail", "signal"), empty),
-        signal_pass=yields.get(("pass", "signal"), empty),
+        signal_pass=signals["pass"]
+        if "pass" in signals
+        else np.sum(list(signals.values()), axis=0),
         parameters={
             name: pars[model.config.par_slice(name)].copy() for name in model.config.par_order
         },
+        transfers=transfers,
+        backgrounds_pass=backgrounds,
+        signals_pass=signals,
     )
 
 
@@ -386,10 +548,11 @@ def profile_ends(
     return ends[0], ends[1]
 
 
-def _nominal_ratio(workspace: pyhf.Workspace) -> float:
-    """The expected transfer ratio a workspace was built with (pass over fail nominal)."""
+def _nominal_ratios(workspace: pyhf.Workspace) -> dict[str, float]:
+    """The expected transfer ratio of each passing channel (its nominal over the failing one)."""
     nominal = {
         channel["name"]: np.asarray(channel["samples"][0]["data"], dtype=np.float64)
         for channel in workspace["channels"]
     }
-    return float(nominal["pass"].sum() / nominal["fail"].sum())
+    fail = nominal.pop("fail").sum()
+    return {channel: float(values.sum() / fail) for channel, values in nominal.items()}

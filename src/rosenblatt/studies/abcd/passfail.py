@@ -20,6 +20,20 @@ of :mod:`rosenblatt.abcd.passfail` at its cut ``y0``:
 With ``transfer: linear`` the passing background's transfer ratio also has
 a slope in ``x`` (:func:`rosenblatt.abcd.passfail.with_linear_transfer`).
 
+With ``cuts``, the fit is at these cuts instead of the variant's ``y0``
+(each one of the variant's cut levels, an edge of the histograms' score
+axis; blinded, the first at most the variant's ``y0``, whose data above it
+in the signal window are never filled). Several cuts make disjoint
+categories fitted together for one ``mu``
+(:func:`rosenblatt.abcd.passfail.passfail_categories_workspace`): category
+``k`` holds ``cuts[k] <= score < cuts[k + 1]`` (the last, above its cut), the
+failing region below the first cut is shared, and each category has the
+simulation's ratio and non-closure of its own. ``passfail.json`` then holds
+the numbers of all categories together (passing the first cut) and, under
+``categories``, each one's fitted transfer ratio beside the simulation's and
+beside ``eps_k / (1 - eps)`` of a uniform score, with its figure
+``passfail_pass_k.png``; the bump hunt takes one cut and is left out.
+
 Blinded as the ABCD estimate: the data's passing events with ``x >= x0``
 are never filled. The bins whose upper edge lies above ``x0`` are the signal
 window; their passing observation is the prediction of the sidebands, the
@@ -35,6 +49,8 @@ the same spectra (``bumphunt.json``, ``brazil.png``, ``local_significance.png``)
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import math
 from collections.abc import Mapping
@@ -87,6 +103,10 @@ MAX_BINS = 10_000
 MAX_MASSES = 1_000
 #: the most pseudo-experiments of the bump hunt's global significance
 MAX_TOYS = 100_000
+#: the most cuts of ``passfail.cuts``
+MAX_CUTS = 20
+#: how close a cut of ``passfail.cuts`` must be to an edge of the histograms' score axis
+CUT_TOLERANCE = 1e-9
 
 
 def _bins(value: Any, source: str, key: str) -> int:
@@ -151,6 +171,20 @@ def _resolution(value: Any, source: str, key: str) -> float:
 
 def _toys(value: Any, source: str, key: str) -> int:
     return _count(value, source, key, 0, MAX_TOYS)
+
+
+def _cuts(value: Any, source: str, key: str) -> tuple[float, ...] | None:
+    """``passfail.cuts``: increasing cuts on the score, or ``None``."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= MAX_CUTS:
+        raise _fail(
+            source, key, f"must be a list of 1 to {MAX_CUTS} increasing cuts, got {value!r}"
+        )
+    cuts = tuple(_number(v, source, key) for v in value)
+    if np.any(np.diff(cuts) <= 0):
+        raise _fail(source, key, f"must increase, got {list(cuts)}")
+    return cuts
 
 
 def _transfer(value: Any, source: str, key: str) -> str:
@@ -222,6 +256,16 @@ class PassFailConfig:
         "the cut instead of a Gaussian",
         check=_flag,
     )
+    cuts: tuple[float, ...] | None = option(
+        default=None,
+        doc="cuts on each variant's score, increasing, each one of its cut levels (abcd.y0; "
+        "abcd.score_y0 for the raw score): several make disjoint categories, c_k <= score < "
+        "c_k+1 and the last above its cut, fitted together for one mu with a transfer ratio "
+        "each and the failing region below the first cut shared (the bump hunt takes one cut)",
+        check=_cuts,
+        type="list of numbers or null",
+        default_doc="the variant's cut y0, one category",
+    )
 
     def bin_edges(self, plane_range: tuple[float, float], x_max: float | None) -> tuple[float, ...]:
         """The fit's bin edges: ``edges``, or ``bins`` over ``range`` (default ``plane_range``)."""
@@ -241,6 +285,7 @@ class PassFailJson(TypedDict, total=False):
 
     x0: float
     y0: float
+    cuts: list[float]
     blind: bool
     transfer_shape: str
     edges: list[float]
@@ -257,6 +302,7 @@ class PassFailJson(TypedDict, total=False):
     data_fail: list[float]
     data_pass: list[float | None]
     postfit: dict[str, list[float]]
+    categories: list[dict[str, Any]]
     workspace: str
     figure: str
     bumphunt: dict[str, Any]
@@ -274,6 +320,7 @@ class PassFailNumbers(TypedDict, total=False):
 
     x0: float
     y0: float
+    cuts: list[float]
     blind: bool
     transfer_shape: str
     mu: float
@@ -284,6 +331,7 @@ class PassFailNumbers(TypedDict, total=False):
     transfer_expected: float
     transfer_uniform: float | None
     transfer_slope: float | None
+    categories: list[dict[str, Any]]
     workspace: str
     figure: str
     bumphunt: dict[str, Any]
@@ -483,19 +531,82 @@ def write_passfail(
             results[variant] = {"note": "no fit: its ABCD estimate is not valid"}
         elif found.get("x0") is None or found.get("y0") is None:
             results[variant] = {"note": "no fit: it has no cut"}
+        elif settings.cuts is not None and (off := _off_grid(histograms[variant], settings.cuts)):
+            results[variant] = {"note": f"no fit: {off}"}
+        elif blind and settings.cuts is not None and settings.cuts[0] > found["y0"] + CUT_TOLERANCE:
+            results[variant] = {
+                "note": "no fit: blinded, and passfail.cuts begins above the variant's cut y0: "
+                "its data above y0 in the signal window were never filled, so its failing "
+                "spectrum would lack them"
+            }
+        elif settings.cuts is not None and len(settings.cuts) > 1:
+            results[variant] = _categories_fit(
+                folder / FOLDER / variant,
+                settings,
+                variant,
+                histograms[variant],
+                float(found["x0"]),
+                settings.cuts,
+                blind=blind,
+                x_label=x_label,
+            )
         else:
+            y0 = float(found["y0"]) if settings.cuts is None else settings.cuts[0]
             results[variant] = _variant_fit(
                 folder / FOLDER / variant,
                 settings,
                 variant,
                 histograms[variant],
                 float(found["x0"]),
-                float(found["y0"]),
+                y0,
                 blind=blind,
                 x_label=x_label,
                 seed=seed,
             )
     return results
+
+
+def _off_grid(histogram: Hist[Weight], cuts: tuple[float, ...]) -> str | None:
+    """Why ``cuts`` cannot split the histogram's score axis, or ``None`` where they can."""
+    edges = np.asarray(histogram.axes["y"].edges, dtype=np.float64)
+    for cut in cuts:
+        if not np.any(np.abs(edges - cut) <= CUT_TOLERANCE):
+            return (
+                f"passfail.cuts: {cut:g} is not one of the variant's cut levels "
+                f"{[round(float(v), 6) for v in edges]}"
+            )
+    return None
+
+
+def category_spectra(
+    histogram: Hist[Weight], cuts: tuple[float, ...], process: int
+) -> tuple[FloatArray, FloatArray, list[FloatArray], list[FloatArray]]:
+    """A process's spectra of ``x`` below the first cut and in each category between cuts.
+
+    Category ``k`` holds ``cuts[k] <= score < cuts[k + 1]`` (the last: above
+    its cut). Returns the failing sums of weights per bin of ``x`` and their
+    sums of squared weights, and per category the same.
+    """
+    from rosenblatt.processors.analysis import summed_over_datasets
+
+    h: Any = summed_over_datasets(histogram) if "dataset" in histogram.axes.name else histogram
+    bins = len(h.axes["x"])
+    axis = h.axes["process"]
+    if process not in axis:
+        zeros = np.zeros(bins)
+        return zeros, zeros.copy(), [zeros.copy() for _ in cuts], [zeros.copy() for _ in cuts]
+    edges = np.asarray(h.axes["y"].edges)
+    # flow indices of the first bin at or above each cut, and past the overflow
+    bounds = [int(np.argmin(np.abs(edges - cut))) + 1 for cut in cuts] + [len(edges) + 1]
+    view = h.view(flow=True)
+    k = axis.index(process)
+    value = np.asarray(view.value[1:-1, :, k], dtype=np.float64)
+    variance = np.asarray(view.variance[1:-1, :, k], dtype=np.float64)
+    fail = value[:, : bounds[0]].sum(axis=1)
+    fail_variance = variance[:, : bounds[0]].sum(axis=1)
+    passes = [value[:, lo:hi].sum(axis=1) for lo, hi in itertools.pairwise(bounds)]
+    variances = [variance[:, lo:hi].sum(axis=1) for lo, hi in itertools.pairwise(bounds)]
+    return fail, fail_variance, passes, variances
 
 
 def _variant_fit(
@@ -622,6 +733,239 @@ def _variant_fit(
     return out
 
 
+def _categories_fit(
+    where: Path,
+    settings: PassFailConfig,
+    variant: str,
+    histogram: Hist[Weight],
+    x0: float,
+    cuts: tuple[float, ...],
+    *,
+    blind: bool,
+    x_label: str,
+) -> PassFailJson:
+    """The pass/fail fit of one variant with several cuts as categories (``passfail.cuts``).
+
+    As :func:`_variant_fit`, with one passing channel per category
+    (:func:`~rosenblatt.abcd.passfail.passfail_categories_workspace`): each
+    gets the background simulation's ratio and non-closure of its own, and,
+    blinded, its passing observation of the signal window is the failing data
+    times its own pass/fail ratio below ``x0``. The top-level numbers are those
+    of all categories together (passing the first cut); ``categories`` holds
+    each one's.
+    """
+    try:
+        import pyhf
+    except ImportError:
+        return {"note": 'no fit: pyhf is not installed: pip install "rosenblatt[stats]"'}
+    from rosenblatt.abcd.likelihood import quiet_pyhf
+    from rosenblatt.abcd.passfail import (
+        passfail_categories_workspace,
+        passfail_fit,
+        with_linear_transfer,
+    )
+
+    edges = np.asarray(histogram.axes["x"].edges, dtype=np.float64)
+    data_fail, _, data_passes, _ = category_spectra(histogram, cuts, 2)
+    background = category_spectra(histogram, cuts, 0)
+    signal_fail, _, signal_passes, _ = category_spectra(histogram, cuts, 1)
+    kept = np.flatnonzero(data_fail > 0)
+    if len(kept) < 2:
+        return {"note": "no fit: the data fail the cut in fewer than two bins of x"}
+    span = slice(int(kept[0]), int(kept[-1]) + 1)
+    edges = edges[span.start : span.stop + 1]
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    data_fail = data_fail[span]
+    data_passes = [values[span] for values in data_passes]
+    signal_fail = np.maximum(signal_fail[span], 0.0)
+    signal_passes = [np.maximum(values[span], 0.0) for values in signal_passes]
+    fail, fail_variance = background[0][span], background[1][span]
+    passes = [values[span] for values in background[2]]
+    variances = [values[span] for values in background[3]]
+    try:
+        closures = [
+            simulation_closure(fail, passed, fail_variance, variance, centres)
+            for passed, variance in zip(passes, variances, strict=True)
+        ]
+        combined = simulation_closure(
+            fail, np.sum(passes, axis=0), fail_variance, np.sum(variances, axis=0), centres
+        )
+    except ValueError as err:
+        return {"note": f"no fit: {err}"}
+    window = np.flatnonzero(edges[1:] > x0) if blind else np.zeros(0, dtype=np.intp)
+    observed = _predicted_window(data_fail, data_passes, window)
+    if observed is None:
+        return {
+            "note": "no fit: blinded, and the sidebands below x0 hold no failing data or "
+            "no passing data of some category to predict the signal window's passing "
+            "events from"
+        }
+    uniform = variant != "score"
+    out: PassFailJson = {
+        "x0": x0,
+        "y0": cuts[0],
+        "cuts": list(cuts),
+        "blind": blind,
+        "transfer_shape": settings.transfer,
+        "edges": edges.tolist(),
+        "signal_window": window.tolist(),
+        "transfer_expected": combined.ratio,
+        "transfer_uniform": (1.0 - cuts[0]) / cuts[0] if uniform else None,
+        "simulation": combined.as_json(),
+        "data_fail": data_fail.tolist(),
+        "data_pass": _shown(np.sum(data_passes, axis=0), window),
+    }
+    try:
+        with quiet_pyhf():
+            workspace = passfail_categories_workspace(
+                data_fail,
+                observed,
+                signal_passes,
+                signal_fail,
+                ratios=[closure.ratio for closure in closures],
+                nonclosure=[closure.uncertainty for closure in closures],
+            )
+            if settings.transfer == "linear":
+                workspace = with_linear_transfer(workspace, centres)
+            fit = passfail_fit(workspace)
+    except (ValueError, pyhf.exceptions.FailedMinimization) as err:
+        return {**out, "note": f"no fit: {err}"}
+    where.mkdir(parents=True, exist_ok=True)
+    write_text(where / "workspace.json", json.dumps(dict(workspace), indent=2))
+    out.update(
+        {
+            "mu": fit.mu,
+            "mu_low": fit.mu_low,
+            "mu_high": fit.mu_high,
+            "transfer_fitted": fit.transfer,
+            "transfer_slope": _fitted_slope(fit, centres)
+            if settings.transfer == "linear"
+            else None,
+            "postfit": {
+                "background_fail": fit.background_fail.tolist(),
+                "background_pass": fit.background_pass.tolist(),
+                "signal_fail": fit.signal_fail.tolist(),
+                "signal_pass": fit.signal_pass.tolist(),
+            },
+            "workspace": f"{FOLDER}/{variant}/workspace.json",
+        }
+    )
+    if blind:
+        out["mu_note"] = (
+            "expected: blinded, the passing observation of the signal window (bins above x0) "
+            "in each category is the failing data times its pass/fail ratio below x0"
+        )
+    summed = _figure(
+        where,
+        fit,
+        edges,
+        data_fail,
+        np.sum(data_passes, axis=0),
+        window,
+        combined.ratio,
+        x_label=x_label,
+    )
+    out["figure"] = f"{FOLDER}/{variant}/{summed}"
+    categories = _category_records(
+        where,
+        fit,
+        closures,
+        cuts,
+        (edges, data_fail, data_passes, window),
+        variant=variant,
+        x_label=x_label,
+    )
+    out["categories"] = categories
+    if settings.masses is not None:
+        out["bumphunt"] = {
+            "note": f"no bump hunt: it takes one cut, passfail.cuts gives {len(cuts)}"
+        }
+    return out
+
+
+def _shown(values: FloatArray, window: IntArray) -> list[float | None]:
+    """Passing data counts as written: ``None`` in the blinded signal window."""
+    hidden = set(window.tolist())
+    return [None if i in hidden else float(v) for i, v in enumerate(values)]
+
+
+def _predicted_window(
+    failing: FloatArray, passes: list[FloatArray], window: IntArray
+) -> list[FloatArray] | None:
+    """Each category's passing observation: the data, in ``window`` the sidebands' prediction.
+
+    ``None`` where the sidebands hold no failing data or some category no passing data.
+    """
+    observed = [values.copy() for values in passes]
+    if window.size == 0:
+        return observed
+    sideband = np.ones(len(failing), dtype=bool)
+    sideband[window] = False
+    if not (failing[sideband].sum() > 0 and all(v[sideband].sum() > 0 for v in passes)):
+        return None
+    for values, passed in zip(observed, passes, strict=True):
+        values[window] = failing[window] * (passed[sideband].sum() / failing[sideband].sum())
+    return observed
+
+
+def _category_records(
+    where: Path,
+    fit: PassFailFit,
+    closures: list[SimulationClosure],
+    cuts: tuple[float, ...],
+    arrays: tuple[FloatArray, FloatArray, list[FloatArray], IntArray],
+    *,
+    variant: str,
+    x_label: str,
+) -> list[dict[str, Any]]:
+    """Each category's numbers for ``passfail.json``, and its figure ``passfail_pass_k.png``.
+
+    ``arrays`` are the edges of ``x``, the failing data, each category's
+    passing data and the blinded signal window.
+    """
+    edges, data_fail, data_passes, window = arrays
+    categories = []
+    for k, closure in enumerate(closures):
+        channel = f"pass_{k}"
+        upper = cuts[k + 1] if k + 1 < len(cuts) else None
+        one = dataclasses.replace(
+            fit,
+            transfer=fit.transfers[channel],
+            background_pass=fit.backgrounds_pass[channel],
+            signal_pass=fit.signals_pass[channel],
+        )
+        figure = _figure(
+            where,
+            one,
+            edges,
+            data_fail,
+            data_passes[k],
+            window,
+            closure.ratio,
+            x_label=x_label,
+            name=f"passfail_{channel}.png",
+        )
+        share = (1.0 if upper is None else upper) - cuts[k]
+        categories.append(
+            {
+                "channel": channel,
+                "cuts": [cuts[k], upper],
+                "transfer_fitted": fit.transfers[channel],
+                "transfer_expected": closure.ratio,
+                # eps_k / (1 - eps) of a uniform score
+                "transfer_uniform": share / cuts[0] if variant != "score" else None,
+                "simulation": closure.as_json(),
+                "data_pass": _shown(data_passes[k], window),
+                "postfit": {
+                    "background_pass": fit.backgrounds_pass[channel].tolist(),
+                    "signal_pass": fit.signals_pass[channel].tolist(),
+                },
+                "figure": f"{FOLDER}/{variant}/{figure}",
+            }
+        )
+    return categories
+
+
 def _bump_hunt(
     where: Path,
     settings: PassFailConfig,
@@ -669,8 +1013,9 @@ def _figure(
     expected: float,
     *,
     x_label: str,
+    name: str = "passfail.png",
 ) -> str:
-    """The post-fit spectra of both regions and their ratio, as ``passfail.png``."""
+    """The post-fit spectra of both regions and their ratio, as ``name`` (``passfail.png``)."""
     from rosenblatt.plotting import plot_passfail, save_figure
 
     fig = plot_passfail(
@@ -682,13 +1027,14 @@ def _figure(
         expected_ratio=expected,
         hidden=window,
     )
-    return save_figure(fig, where / "passfail.png").name
+    return save_figure(fig, where / name).name
 
 
 #: the keys of a variant's ``passfail.json`` that ``summary.json`` holds
 SUMMARY_KEYS = (
     "x0",
     "y0",
+    "cuts",
     "blind",
     "transfer_shape",
     "mu",
@@ -706,11 +1052,27 @@ SUMMARY_KEYS = (
 )
 
 
+#: the keys of a category's record that ``summary.json`` holds
+CATEGORY_SUMMARY_KEYS = (
+    "channel",
+    "cuts",
+    "transfer_fitted",
+    "transfer_expected",
+    "transfer_uniform",
+    "figure",
+)
+
+
 def summary_numbers(result: PassFailJson) -> PassFailNumbers:
     """The numbers of a variant's pass/fail fit that ``summary.json`` holds (no spectra)."""
     fields: Mapping[str, object] = result
     # SUMMARY_KEYS are keys of both records, with the same types
     numbers = cast("PassFailNumbers", {key: fields[key] for key in SUMMARY_KEYS if key in fields})
+    if "categories" in result:
+        numbers["categories"] = [
+            {key: category[key] for key in CATEGORY_SUMMARY_KEYS}
+            for category in result["categories"]
+        ]
     simulation = result.get("simulation")
     if simulation is not None:
         numbers["linear_transfer_needed"] = simulation["linear_transfer_needed"]

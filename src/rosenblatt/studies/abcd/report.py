@@ -343,8 +343,32 @@ def _passfail_lines(summary: AbcdSummary) -> list[str]:
         ]
     lines += ["", *notes] if notes else []
     for variant, fit in fits.items():
+        if fit.get("categories"):
+            lines += _category_lines(variant, fit["categories"])
+    for variant, fit in fits.items():
         if "bumphunt" in fit:
             lines += _bumphunt_lines(variant, fit["bumphunt"])
+    return lines
+
+
+def _category_lines(variant: str, categories: list[dict[str, Any]]) -> list[str]:
+    """A variant's categories of ``passfail.cuts``: each one's transfer ratio and figure."""
+    lines = [
+        "",
+        f"Categories of `{variant}` (`passfail.cuts`), fitted together for one μ:",
+        "",
+        "| category | fitted ratio | expected (sim.) | eps_k/(1-eps) | figure |",
+        "|---|---|---|---|---|",
+    ]
+    for category in categories:
+        low, high = category["cuts"]
+        span = f"score ≥ {low:.4g}" if high is None else f"{low:.4g} ≤ score < {high:.4g}"
+        lines.append(
+            f"| {span} | {category['transfer_fitted']:.4g} | "
+            f"{category['transfer_expected']:.4g} | "
+            f"{_fmt_num(category.get('transfer_uniform'), '.4g')} | "
+            f"![{category['channel']}]({category['figure']}) |"
+        )
     return lines
 
 
