@@ -25,6 +25,9 @@ __all__ = [
     "LhcoSummary",
     "ModelFields",
     "PaperRow",
+    "PassFailComparison",
+    "PassFailEntries",
+    "PassFailSide",
     "ProcessorPath",
     "Provenance",
     "ScanPoint",
@@ -301,6 +304,79 @@ class StrengthEntries(TypedDict, total=False):
     strength_scan: StrengthScan
 
 
+class PassFailSide(TypedDict):
+    """One classifier's pass/fail fit in bins of m_jj at its ABCD cut's ``y0``, on the testing sample.
+
+    Attributes
+    ----------
+    y0 : float
+        The cut on the score (that of the classifier's best ABCD cut).
+    significance, upper_limit : float or None
+        The pass/fail fit's expected (Asimov) significance of the W' signal at
+        ``mu = 1`` and its median expected 95% CLs upper limit on ``mu``, with
+        the per-bin non-closure (``None`` where not computed: ``note``).
+    significance_stat_only, upper_limit_stat_only : float or None
+        The same without the non-closure (a constant transfer ratio taken as exact).
+    transfer_ratio : float
+        The testing background's passing over failing events.
+    transfer_chi2_ndf, transfer_p_value : float or None
+        The chi-square per degree of freedom of its per-bin ratios against the
+        constant, and its p-value.
+    transfer_slope, transfer_slope_error, transfer_slope_p_value : float or None
+        A straight line's relative slope per TeV of m_jj through them, its
+        error and the p-value of zero slope.
+    linear_transfer_needed : bool or None
+        Whether that p-value is below 0.05 (the ratio is not constant in m_jj).
+    background_pass, signal_pass : float
+        The testing background and signal passing the cut, all bins together.
+    workspace : str or None
+        The pyhf workspace written (observations: the testing background).
+    note : str or None
+        Why a number is missing.
+    """
+
+    y0: float
+    significance: float | None
+    upper_limit: float | None
+    significance_stat_only: float | None
+    upper_limit_stat_only: float | None
+    transfer_ratio: float
+    transfer_chi2_ndf: float | None
+    transfer_p_value: float | None
+    transfer_slope: float | None
+    transfer_slope_error: float | None
+    transfer_slope_p_value: float | None
+    linear_transfer_needed: bool | None
+    background_pass: float
+    signal_pass: float
+    workspace: str | None
+    note: str | None
+
+
+class PassFailComparison(TypedDict):
+    """The cut-and-count ABCD estimate's pass/fail counterpart: the fit over bins of m_jj.
+
+    Attributes
+    ----------
+    edges : list of float
+        The bin edges of m_jj (GeV) of every classifier's fit.
+    level : float
+        The CLs level of the limits (0.05: 95%).
+    classifiers : dict of PassFailSide
+        Per classifier whose ABCD likelihood the study computes, its fit.
+    """
+
+    edges: list[float]
+    level: float
+    classifiers: dict[str, PassFailSide]
+
+
+class PassFailEntries(TypedDict, total=False):
+    """The pass/fail fit beside the ABCD estimate (``passfail``); absent from older summaries."""
+
+    passfail: PassFailComparison
+
+
 class Verdicts(TypedDict, total=False):
     """The summary's entries written after its figures: they read them, or the run adds them."""
 
@@ -310,7 +386,7 @@ class Verdicts(TypedDict, total=False):
     step_seconds: StepSeconds
 
 
-class LhcoSummary(_Head, ClassifierEntries, _Tail, StrengthEntries, Verdicts):
+class LhcoSummary(_Head, ClassifierEntries, _Tail, StrengthEntries, PassFailEntries, Verdicts):
     """The LHCO study's ``summary.json``.
 
     The run's sizes and provenance, the analysis processor's closure
@@ -319,6 +395,7 @@ class LhcoSummary(_Head, ClassifierEntries, _Tail, StrengthEntries, Verdicts):
     the trained models, the parameter scans, the contamination rows, the
     automatic parameters and the statistics stage's timings; the scan of the
     decorrelation strength beside the classifier scan (``strength_scan``);
+    the pass/fail fit in bins of m_jj beside the ABCD likelihood (``passfail``);
     then the paper's claims, the table beside the paper, the peers and the
     wall time of each step.
     """
