@@ -91,9 +91,16 @@ def test_the_exact_profile_agrees_with_pyhf_on_the_workspace() -> None:
     edges = EDGES[8:17]
     ratio = EPSILON / (1 - EPSILON)
     nonclosure = np.linspace(0.05, 0.3, 8)
-    for relative in (None, nonclosure):
+    # a failing bin without background takes the workspace's floor in both
+    sparse = spectra["b_fail"].copy()
+    sparse[[2, 5]] = 0.0
+    for relative, failing in (
+        (None, spectra["b_fail"]),
+        (nonclosure, spectra["b_fail"]),
+        (None, sparse),
+    ):
         fit = passfail_expected(
-            spectra["b_fail"],
+            failing,
             spectra["s_fail"],
             spectra["s_pass"],
             edges,
@@ -102,8 +109,8 @@ def test_the_exact_profile_agrees_with_pyhf_on_the_workspace() -> None:
         )
         with quiet_pyhf():
             workspace = passfail_workspace(
-                spectra["b_fail"],
-                ratio * spectra["b_fail"],
+                failing,
+                ratio * failing,
                 spectra["s_pass"],
                 spectra["s_fail"],
                 ratio=ratio,

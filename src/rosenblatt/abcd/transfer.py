@@ -18,10 +18,13 @@ the cut-and-count ABCD estimate on a background sample of its own:
   (the asymptotic formulae of pyhf, as
   :func:`~rosenblatt.abcd.likelihood.expected_significance` and
   :func:`~rosenblatt.abcd.likelihood.expected_upper_limit` for the ABCD
-  likelihood). The Asimov data sets are the model's nominal expectation: in
-  every bin the failing background, and the passing background the failing
-  one times the overall transfer ratio, with the signal at ``mu = 1``
-  (significance) or ``mu = 0`` (limit).
+  likelihood). The Asimov data sets are the nominal expectation of
+  :func:`~rosenblatt.abcd.passfail.passfail_workspace`: in every bin the
+  failing background (at least :data:`~rosenblatt.abcd.passfail.FLOOR`, as
+  the workspace's nominal), and the passing background the failing one times
+  the overall transfer ratio, with the signal at ``mu = 1`` (significance)
+  or ``mu = 0`` (limit); the results are those of pyhf's asymptotic formulae
+  on that workspace.
 """
 
 from __future__ import annotations
@@ -218,7 +221,8 @@ def passfail_expected(
     ----------
     background_fail
         The background failing the cut per bin of ``x``: the nominal
-        background of the fit, whose passing part is ``ratio`` times it.
+        background of the fit (at least :data:`~rosenblatt.abcd.passfail.FLOOR`
+        in each bin), whose passing part is ``ratio`` times it.
     signal_fail, signal_pass
         The signal's yields per bin at ``mu = 1``, failing and passing the cut.
     edges
@@ -252,8 +256,9 @@ def passfail_expected(
     (2.5, 0.75)
     """
     from rosenblatt.abcd.bumphunt import bump_hunt, signal_templates
+    from rosenblatt.abcd.passfail import FLOOR
 
-    b_fail = np.asarray(background_fail, dtype=np.float64)
+    b_fail = np.maximum(np.asarray(background_fail, dtype=np.float64), FLOOR)
     s_fail = np.asarray(signal_fail, dtype=np.float64)
     s_pass = np.asarray(signal_pass, dtype=np.float64)
     if not (math.isfinite(ratio) and ratio > 0):
