@@ -111,7 +111,16 @@ def test_report_summary_and_figures(study: Path) -> None:
 
 def test_each_step_reports_its_events_per_second(study: Path) -> None:
     log = (study / "run.log").read_text(encoding="utf-8")
-    steps = ("generate", "features", "partition", "train", "decorrelate", "close", "strength")
+    steps = (
+        "generate",
+        "features",
+        "partition",
+        "train",
+        "decorrelate",
+        "close",
+        "strength",
+        "passfail",
+    )
     for step in (*steps, "peers"):
         line = rf"^step {step}: \d+ events in [\d.]+ s, [\d,.]+ events/s$"
         assert re.search(line, log, re.MULTILINE), step
@@ -311,6 +320,31 @@ def test_strength_scan_in_summary_and_report(study: Path) -> None:
     assert "## The decorrelation strength" in report
     assert "| transform | strength p | AUC | dCor² | R50 | 1/JSD |" in report
     assert "strength" in summary["step_seconds"]
+
+
+def test_abcd_count_and_passfail_fit_side_by_side(study: Path) -> None:
+    """Every classifier's pass/fail fit in bins of m_jj at its ABCD cut's y0, beside the count."""
+    results = study / "results"
+    summary = json.loads((results / "summary.json").read_text())
+    passfail = summary["passfail"]
+    edges = np.asarray(passfail["edges"])
+    assert edges[-1] == 4000.0
+    assert np.all(np.diff(edges) > 0)
+    assert passfail["level"] == 0.05
+    assert set(passfail["classifiers"]) == {"baseline", "disco", "irgi", "kde"}
+    for name, side in passfail["classifiers"].items():
+        assert side["y0"] == summary[name]["y0"], name
+        assert side["transfer_ratio"] > 0, name
+        if side["significance"] is not None:
+            assert side["significance"] >= 0, name
+            assert side["upper_limit"] > 0, name
+            assert side["upper_limit"] >= side["upper_limit_stat_only"] * (1 - 1e-6), name
+        if side["workspace"] is not None:
+            assert (results / side["workspace"]).is_file(), name
+    report = (results / "report.md").read_text()
+    assert "## ABCD count and pass/fail fit side by side" in report
+    assert "| classifier | cut (x0 [GeV], y0) | ABCD Z | ABCD limit on μ |" in report
+    assert "passfail" in summary["step_seconds"]
 
 
 def test_the_summary_keeps_its_keys(study: Path) -> None:

@@ -15,6 +15,7 @@ from rosenblatt.studies.lhco.summary import (
     ClassifierJson,
     ContaminationRow,
     LhcoSummary,
+    PassFailComparison,
     StrengthScan,
     classifier_entries,
 )
@@ -394,6 +395,86 @@ def _strength_section(summary: LhcoSummary, scan: StrengthScan) -> str:
     )
 
 
+_PASSFAIL = """## ABCD count and pass/fail fit side by side
+
+The same testing events and the same W' signal (μ = 1: the testing sample's signal), each
+classifier at the cut on its score of its best ABCD cut. **ABCD count**: the four-region
+likelihood at the cut (x0, y0) (`rosenblatt.abcd.likelihood_at_cut`, the non-closure normsys
+of the table above), its expected (Asimov) significance Z and median expected 95% CLs upper
+limit on μ. **Pass/fail fit**: the events below m_jj = {mjj_max:.0f} GeV failing (score < y0)
+and passing the cut in {bins} bins of m_jj ({low:.0f} to {mjj_max:.0f} GeV), the failing
+background free in every bin, the passing one the same times one transfer ratio, the signal's
+template in both regions (`rosenblatt.abcd.passfail`); its expected Z and limit by the same
+asymptotic formulae (`rosenblatt.abcd.transfer.passfail_expected`), with the testing
+background's non-closure per bin (its pass/fail ratio in the bin over the overall one, in
+quadrature with that ratio's statistical error, a shapesys) and, in brackets, without it.
+**Transfer check**: the background's per-bin ratios against a constant (χ²/ndf and p-value) and
+a straight line's relative slope per TeV with the p-value of zero slope; "linear needed" when
+that p-value is below 0.05, as for a score that sculpts m_jj. Workspaces:
+`passfail_workspace_<classifier>.json`.
+
+"""
+
+
+def _beside(value: float | None, other: float | None, fmt: str) -> str:
+    """``value (other)``."""
+    return f"{_optional(value, fmt)} ({_optional(other, fmt)})"
+
+
+def _with_p(text: str, p_value: float | None) -> str:
+    """``text (p = p_value)``."""
+    return f"{text} (p = {_optional(p_value, '.2g')})"
+
+
+def _passfail_section(summary: LhcoSummary, passfail: PassFailComparison) -> str:
+    """The ABCD likelihood and the pass/fail fit of every classifier, at the same cut."""
+    by_name = classifier_entries(summary)
+    rows = []
+    notes = []
+    for name, side in passfail["classifiers"].items():
+        entry = by_name.get(name)
+        if entry is None:
+            continue
+        needed = side["linear_transfer_needed"]
+        rows.append(
+            [
+                _title(summary, name),
+                f"({entry['x0']:.0f}, {side['y0']:.3f})",
+                _optional(entry.get("significance"), ".2f"),
+                _optional(entry.get("upper_limit"), ".3f"),
+                _beside(side["significance"], side["significance_stat_only"], ".2f"),
+                _beside(side["upper_limit"], side["upper_limit_stat_only"], ".3f"),
+                _with_p(_optional(side["transfer_chi2_ndf"], ".2f"), side["transfer_p_value"]),
+                _with_p(
+                    _optional(side["transfer_slope"], "+.2f")
+                    + " ± "
+                    + _optional(side["transfer_slope_error"], ".2f"),
+                    side["transfer_slope_p_value"],
+                ),
+                "–" if needed is None else ("yes" if needed else "no"),
+            ]
+        )
+        if side["note"]:
+            notes.append(f"{_title(summary, name)}: {side['note']}")
+    header = [
+        "classifier",
+        "cut (x0 [GeV], y0)",
+        "ABCD Z",
+        "ABCD limit on μ",
+        "pass/fail Z (stat. only)",
+        "pass/fail limit on μ (stat. only)",
+        "transfer χ²/ndf (p)",
+        "transfer slope per TeV (p)",
+        "linear needed",
+    ]
+    edges = passfail["edges"]
+    text = _PASSFAIL.format(mjj_max=edges[-1], bins=len(edges) - 1, low=edges[0])
+    text += markdown_table(header, rows)
+    if notes:
+        text += "\n\nNotes: " + "; ".join(notes) + "."
+    return text
+
+
 def _headline(summary: LhcoSummary, names: Sequence[str]) -> str:
     """The statistics of the study: uncertainties, closure test, likelihood, contamination."""
     by_name = classifier_entries(summary)
@@ -421,6 +502,9 @@ def _headline(summary: LhcoSummary, names: Sequence[str]) -> str:
     scan = summary.get("strength_scan")
     if scan:
         sections.append(_strength_section(summary, scan))
+    passfail = summary.get("passfail")
+    if passfail:
+        sections.append(_passfail_section(summary, passfail))
     timings = summary.get("statistics_seconds", {})
     if timings:
         sections.append(

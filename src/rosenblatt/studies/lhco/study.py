@@ -45,6 +45,7 @@ from rosenblatt.studies.lhco.summary import (
     ClassifierJson,
     JsonValue,
     LhcoSummary,
+    PassFailComparison,
     Provenance,
     ScanPoint,
     StrengthScan,
@@ -82,6 +83,7 @@ STEPS = (
     "decorrelate",
     "close",
     "strength",
+    "passfail",
     "peers",
     "report",
 )
@@ -513,6 +515,23 @@ def _strength(
     return strength_scan(cfg, samples.testing, models, fits.y_def, closure.scores)
 
 
+def _passfail(
+    cfg: LhcoConfig, folder: Path, samples: Samples, closure: Closure
+) -> PassFailComparison:
+    """The pass/fail fit in bins of m_jj at each classifier's ABCD cut, on the testing sample."""
+    from rosenblatt.studies.lhco.passfail import passfail_comparison
+
+    test = samples.testing
+    return passfail_comparison(
+        folder,
+        np.asarray(test["mjj"], dtype=np.float64),
+        np.asarray(test["label"]),
+        closure.scores,
+        closure.classifiers,
+        cfg.cuts.mjj_max,
+    )
+
+
 def _peers(
     cfg: LhcoConfig, samples: Samples, fits: Decorrelation, closure: Closure
 ) -> dict[str, PeerResult]:
@@ -609,9 +628,12 @@ def run(config: dict[str, Any], folder: Path) -> LhcoSummary:
     scan = steps.run(
         "strength", _strength, cfg, samples, models, fits, closure, events=lambda _: n_testing
     )
+    passfail = steps.run(
+        "passfail", _passfail, cfg, folder, samples, closure, events=lambda _: n_testing
+    )
     n_peers = len(fits.x_def) + n_testing
     peers = steps.run("peers", _peers, cfg, samples, fits, closure, events=lambda _: n_peers)
-    summary = _summary(cfg, models, fits, closure, scan)
+    summary = _summary(cfg, models, fits, closure, scan, passfail)
     summary["peers"] = peers
     summary["step_seconds"] = steps.seconds
     steps.run("report", _write_report, folder, summary, models, chosen, fits, samples, closure)
@@ -643,6 +665,7 @@ def _summary(
     fits: Decorrelation,
     closure: Closure,
     scan: StrengthScan,
+    passfail: PassFailComparison,
 ) -> LhcoSummary:
     """The study's summary: sizes, provenance, per-classifier figures, scans and the paper's claims."""
     stats = closure.statistics
@@ -662,6 +685,7 @@ def _summary(
         "automatic_parameters": stats.automatic,
         "statistics_seconds": stats.timings,
         "strength_scan": scan,
+        "passfail": passfail,
         **later,
     }
     summary["claims"] = paper_claims(summary)
