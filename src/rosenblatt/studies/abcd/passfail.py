@@ -690,26 +690,7 @@ def _variant_fit(
             fit = passfail_fit(workspace)
     except (ValueError, pyhf.exceptions.FailedMinimization) as err:
         return {**out, "note": f"no fit: {err}"}
-    where.mkdir(parents=True, exist_ok=True)
-    write_text(where / "workspace.json", json.dumps(dict(workspace), indent=2))
-    out.update(
-        {
-            "mu": fit.mu,
-            "mu_low": fit.mu_low,
-            "mu_high": fit.mu_high,
-            "transfer_fitted": fit.transfer,
-            "transfer_slope": _fitted_slope(fit, centres)
-            if settings.transfer == "linear"
-            else None,
-            "postfit": {
-                "background_fail": fit.background_fail.tolist(),
-                "background_pass": fit.background_pass.tolist(),
-                "signal_fail": fit.signal_fail.tolist(),
-                "signal_pass": fit.signal_pass.tolist(),
-            },
-            "workspace": f"{FOLDER}/{variant}/workspace.json",
-        }
-    )
+    out.update(_written_fit(where, variant, workspace, fit, centres, settings.transfer))
     if blind:
         out["mu_note"] = (
             "expected: blinded, the passing observation of the signal window (bins above x0) "
@@ -830,26 +811,7 @@ def _categories_fit(
             fit = passfail_fit(workspace)
     except (ValueError, pyhf.exceptions.FailedMinimization) as err:
         return {**out, "note": f"no fit: {err}"}
-    where.mkdir(parents=True, exist_ok=True)
-    write_text(where / "workspace.json", json.dumps(dict(workspace), indent=2))
-    out.update(
-        {
-            "mu": fit.mu,
-            "mu_low": fit.mu_low,
-            "mu_high": fit.mu_high,
-            "transfer_fitted": fit.transfer,
-            "transfer_slope": _fitted_slope(fit, centres)
-            if settings.transfer == "linear"
-            else None,
-            "postfit": {
-                "background_fail": fit.background_fail.tolist(),
-                "background_pass": fit.background_pass.tolist(),
-                "signal_fail": fit.signal_fail.tolist(),
-                "signal_pass": fit.signal_pass.tolist(),
-            },
-            "workspace": f"{FOLDER}/{variant}/workspace.json",
-        }
-    )
+    out.update(_written_fit(where, variant, workspace, fit, centres, settings.transfer))
     if blind:
         out["mu_note"] = (
             "expected: blinded, the passing observation of the signal window (bins above x0) "
@@ -881,6 +843,33 @@ def _categories_fit(
             "note": f"no bump hunt: it takes one cut, passfail.cuts gives {len(cuts)}"
         }
     return out
+
+
+def _written_fit(
+    where: Path,
+    variant: str,
+    workspace: Any,
+    fit: PassFailFit,
+    centres: FloatArray,
+    transfer: str,
+) -> PassFailJson:
+    """The fitted numbers of a variant's ``passfail.json``, its workspace written in ``where``."""
+    where.mkdir(parents=True, exist_ok=True)
+    write_text(where / "workspace.json", json.dumps(dict(workspace), indent=2))
+    return {
+        "mu": fit.mu,
+        "mu_low": fit.mu_low,
+        "mu_high": fit.mu_high,
+        "transfer_fitted": fit.transfer,
+        "transfer_slope": _fitted_slope(fit, centres) if transfer == "linear" else None,
+        "postfit": {
+            "background_fail": fit.background_fail.tolist(),
+            "background_pass": fit.background_pass.tolist(),
+            "signal_fail": fit.signal_fail.tolist(),
+            "signal_pass": fit.signal_pass.tolist(),
+        },
+        "workspace": f"{FOLDER}/{variant}/workspace.json",
+    }
 
 
 def _shown(values: FloatArray, window: IntArray) -> list[float | None]:
