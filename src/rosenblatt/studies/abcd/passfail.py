@@ -54,7 +54,6 @@ import itertools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
@@ -73,6 +72,7 @@ if TYPE_CHECKING:
     from hist.storage import Weight
 
     from rosenblatt.abcd.passfail import PassFailFit
+    from rosenblatt.abcd.transfer import TransferCheck
 
 __all__ = [
     "FOLDER",
@@ -80,7 +80,6 @@ __all__ = [
     "PassFailConfig",
     "PassFailJson",
     "PassFailNumbers",
-    "SimulationClosure",
     "simulation_closure",
     "spectra",
     "summary_numbers",
@@ -93,10 +92,6 @@ __all__ = [
 TRANSFER_SHAPES = ("constant", "linear")
 #: the results' subfolder of the pass/fail fits
 FOLDER = "passfail"
-#: the largest relative non-closure of a bin (a bin the simulation leaves empty gets it)
-MAX_RELATIVE = 1.0
-#: below this p-value of the simulation's straight line, the transfer ratio is not constant
-LINEAR_P_MIN = 0.05
 #: the most bins of the fit
 MAX_BINS = 10_000
 #: the most mass hypotheses of the bump hunt
@@ -341,57 +336,6 @@ class PassFailNumbers(TypedDict, total=False):
     file: str
 
 
-@dataclass(frozen=True, slots=True)
-class SimulationClosure:
-    """The background simulation's pass/fail ratio over bins of ``x``.
-
-    Attributes
-    ----------
-    ratio : float
-        Its passing over failing events, all bins together.
-    relative : array
-        Per bin, its ratio over ``ratio`` minus one (``nan`` where a region is empty).
-    relative_error : array
-        Per bin, that ratio's relative statistical error.
-    uncertainty : array
-        Per bin, the relative uncertainty the fit gives the passing background:
-        ``relative`` in quadrature with ``relative_error``, at most
-        :data:`MAX_RELATIVE` (which a bin without simulation gets).
-    chi2, ndof, p_value : float
-        The chi-square of the per-bin ratios against ``ratio``.
-    slope, slope_error, slope_p_value : float
-        A straight line's relative slope in ``x`` through them (per unit of
-        ``x``, relative to ``ratio``), its error and the p-value of zero slope.
-    """
-
-    ratio: float
-    relative: FloatArray
-    relative_error: FloatArray
-    uncertainty: FloatArray
-    chi2: float
-    ndof: int
-    p_value: float
-    slope: float
-    slope_error: float
-    slope_p_value: float
-
-    def as_json(self) -> dict[str, Any]:
-        """Its numbers for ``passfail.json``."""
-        return {
-            "transfer_ratio": self.ratio,
-            "nonclosure_relative": _listed(self.relative),
-            "nonclosure_relative_error": _listed(self.relative_error),
-            "nonclosure_in_fit": _listed(self.uncertainty),
-            "chi2_constant": self.chi2,
-            "ndof": self.ndof,
-            "p_value_constant": self.p_value,
-            "linear_slope": self.slope,
-            "linear_slope_error": self.slope_error,
-            "linear_slope_p_value": self.slope_p_value,
-            "linear_transfer_needed": bool(self.slope_p_value < LINEAR_P_MIN),
-        }
-
-
 def _listed(values: FloatArray) -> list[float | None]:
     return [float(v) if math.isfinite(v) else None for v in values]
 
@@ -402,71 +346,41 @@ def simulation_closure(
     failing_variance: FloatArray,
     passing_variance: FloatArray,
     centres: FloatArray,
-) -> SimulationClosure:
+) -> TransferCheck:
     """The background simulation's pass/fail ratio per bin against a constant and a line.
 
-    Parameters
-    ----------
-    failing, passing
-        The simulation's sums of weights per bin of ``x``.
-    failing_variance, passing_variance
-        Their sums of squared weights.
-    centres
-        The bins' centres in ``x``.
+    :func:`rosenblatt.abcd.transfer.transfer_check` of the simulation's sums of
+    weights per bin of ``x`` (``failing``, ``passing``) and of squared weights.
 
     Raises
     ------
     ValueError
-        If the simulation has no positive failing or passing sum.
+        If the simulation has no positive failing or passing sum in the fit's range.
     """
-    from scipy import stats
+    from rosenblatt.abcd.transfer import transfer_check
 
-    total_fail, total_pass = float(failing.sum()), float(passing.sum())
-    if not (total_fail > 0 and total_pass > 0):
-        msg = (
-            f"the background simulation has {total_pass:.3g} passing and {total_fail:.3g} "
-            "failing events in the fit's range"
-        )
-        raise ValueError(msg)
-    ratio = total_pass / total_fail
-    filled = (failing > 0) & (passing > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_bin = np.where(filled, passing / failing, np.nan)
-        error = np.where(
-            filled,
-            np.sqrt(passing_variance / passing**2 + failing_variance / failing**2),
-            np.nan,
-        )
-    relative = per_bin / ratio - 1.0
-    uncertainty = np.where(filled, np.minimum(np.hypot(relative, error), MAX_RELATIVE), 1.0)
-    uncertainty = np.where(np.isfinite(uncertainty), uncertainty, MAX_RELATIVE)
-    usable = filled & (error > 0) & np.isfinite(error)
-    pulls = relative[usable] / error[usable]
-    ndof = max(int(usable.sum()) - 1, 0)
-    chi2 = float(np.sum(pulls**2))
-    p_value = float(stats.chi2.sf(chi2, ndof)) if ndof else float("nan")
-    slope = slope_error = slope_p = float("nan")
-    if usable.sum() >= 3:
-        x = centres[usable]
-        weights = 1.0 / error[usable] ** 2
-        design = np.column_stack([np.ones_like(x), x - np.average(x, weights=weights)])
-        normal = design.T @ (design * weights[:, None])
-        covariance = np.linalg.inv(normal)
-        coefficients = covariance @ (design.T @ (weights * relative[usable]))
-        slope, slope_error = float(coefficients[1]), float(math.sqrt(covariance[1, 1]))
-        slope_p = float(2.0 * stats.norm.sf(abs(slope) / slope_error))
-    return SimulationClosure(
-        ratio=ratio,
-        relative=relative,
-        relative_error=error,
-        uncertainty=uncertainty,
-        chi2=chi2,
-        ndof=ndof,
-        p_value=p_value,
-        slope=slope,
-        slope_error=slope_error,
-        slope_p_value=slope_p,
-    )
+    try:
+        return transfer_check(failing, passing, centres, failing_variance, passing_variance)
+    except ValueError as err:
+        msg = f"the background simulation in the fit's range: {err}"
+        raise ValueError(msg) from None
+
+
+def _closure_json(closure: TransferCheck) -> dict[str, Any]:
+    """The simulation's pass/fail check as ``passfail.json`` holds it."""
+    return {
+        "transfer_ratio": closure.ratio,
+        "nonclosure_relative": _listed(closure.relative),
+        "nonclosure_relative_error": _listed(closure.relative_error),
+        "nonclosure_in_fit": _listed(closure.uncertainty),
+        "chi2_constant": closure.chi2,
+        "ndof": closure.ndof,
+        "p_value_constant": closure.p_value,
+        "linear_slope": closure.slope,
+        "linear_slope_error": closure.slope_error,
+        "linear_slope_p_value": closure.slope_p_value,
+        "linear_transfer_needed": closure.linear_needed,
+    }
 
 
 def spectra(
@@ -658,7 +572,7 @@ def _variant_fit(
         "signal_window": window.tolist(),
         "transfer_expected": closure.ratio,
         "transfer_uniform": None if variant == "score" else (1.0 - y0) / y0,
-        "simulation": closure.as_json(),
+        "simulation": _closure_json(closure),
         "data_fail": data_fail.tolist(),
     }
     if blind:
@@ -792,7 +706,7 @@ def _categories_fit(
         "signal_window": window.tolist(),
         "transfer_expected": combined.ratio,
         "transfer_uniform": (1.0 - cuts[0]) / cuts[0] if uniform else None,
-        "simulation": combined.as_json(),
+        "simulation": _closure_json(combined),
         "data_fail": data_fail.tolist(),
         "data_pass": _shown(np.sum(data_passes, axis=0), window),
     }
@@ -900,7 +814,7 @@ def _predicted_window(
 def _category_records(
     where: Path,
     fit: PassFailFit,
-    closures: list[SimulationClosure],
+    closures: list[TransferCheck],
     cuts: tuple[float, ...],
     arrays: tuple[FloatArray, FloatArray, list[FloatArray], IntArray],
     *,
@@ -943,7 +857,7 @@ def _category_records(
                 "transfer_expected": closure.ratio,
                 # eps_k / (1 - eps) of a uniform score
                 "transfer_uniform": share / cuts[0] if variant != "score" else None,
-                "simulation": closure.as_json(),
+                "simulation": _closure_json(closure),
                 "data_pass": _shown(data_passes[k], window),
                 "postfit": {
                     "background_pass": fit.backgrounds_pass[channel].tolist(),
