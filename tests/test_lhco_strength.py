@@ -21,8 +21,6 @@ from rosenblatt.studies.lhco.config import DEFAULT_STRENGTHS, LhcoConfig
 from rosenblatt.studies.lhco.results import TrainedModel
 from rosenblatt.studies.lhco.strength import strength_scan
 
-pytestmark = pytest.mark.core
-
 
 def _sample(n_bkg: int, n_sig: int, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
