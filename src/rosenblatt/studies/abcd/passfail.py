@@ -147,14 +147,17 @@ def _masses(value: Any, source: str, key: str) -> tuple[float, ...] | None:
         if n == 1:
             return (0.5 * (span[0] + span[1]),)
         return tuple(float(v) for v in np.linspace(span[0], span[1], n))
-    if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= MAX_MASSES:
-        raise _fail(
-            source, key, f"must be a list of 1 to {MAX_MASSES} increasing masses, got {value!r}"
-        )
-    masses = tuple(_number(v, source, key) for v in value)
-    if np.any(np.diff(masses) <= 0):
-        raise _fail(source, key, f"must increase, got {list(masses)}")
-    return masses
+    return _increasing(value, source, key, MAX_MASSES, "masses")
+
+
+def _increasing(value: Any, source: str, key: str, most: int, what: str) -> tuple[float, ...]:
+    """A list of 1 to ``most`` increasing numbers (``what`` they are, for the message)."""
+    if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= most:
+        raise _fail(source, key, f"must be a list of 1 to {most} increasing {what}, got {value!r}")
+    numbers = tuple(_number(v, source, key) for v in value)
+    if np.any(np.diff(numbers) <= 0):
+        raise _fail(source, key, f"must increase, got {list(numbers)}")
+    return numbers
 
 
 def _resolution(value: Any, source: str, key: str) -> float:
@@ -172,14 +175,7 @@ def _cuts(value: Any, source: str, key: str) -> tuple[float, ...] | None:
     """``passfail.cuts``: increasing cuts on the score, or ``None``."""
     if value is None:
         return None
-    if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= MAX_CUTS:
-        raise _fail(
-            source, key, f"must be a list of 1 to {MAX_CUTS} increasing cuts, got {value!r}"
-        )
-    cuts = tuple(_number(v, source, key) for v in value)
-    if np.any(np.diff(cuts) <= 0):
-        raise _fail(source, key, f"must increase, got {list(cuts)}")
-    return cuts
+    return _increasing(value, source, key, MAX_CUTS, "cuts")
 
 
 def _transfer(value: Any, source: str, key: str) -> str:
