@@ -138,7 +138,16 @@ def small_sample() -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.fixture(scope="session")
-def dcor() -> ModuleType:
-    """The dcor package, the independent distance correlation (its import compiles with numba
-    for seconds: imported by the tests that use it, not when the suite is collected)."""
-    return pytest.importorskip("dcor")
+def dcor(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    """The dcor package, the independent distance correlation.
+
+    Its import compiles numba kernels for seconds and writes them to numba's cache beside
+    the package: it is imported by the tests that use it, not when the suite is collected,
+    and by one pytest-xdist worker at a time (two compiling at once have aborted in LLVM).
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return pytest.importorskip("dcor")
+    from filelock import FileLock
+
+    with FileLock(str(tmp_path_factory.getbasetemp().parent / "dcor-import.lock")):
+        return pytest.importorskip("dcor")

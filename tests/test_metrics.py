@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -14,7 +15,6 @@ from hypothesis.extra.numpy import arrays
 from rosenblatt import metrics
 from rosenblatt._jit import numba_enabled
 
-dcor = pytest.importorskip("dcor")
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
 BACKENDS = ["numba", "numpy"]
@@ -74,7 +74,7 @@ def dependent_sample(n: int, seed: int, ties: bool) -> tuple[np.ndarray, np.ndar
 @pytest.mark.slow
 @pytest.mark.parametrize("n", [2, 3, 4, 11, 64, 65, 500, 3000])
 @pytest.mark.parametrize("ties", [False, True])
-def test_dcor_sqr_equals_dcor_package(backend: str, n: int, ties: bool) -> None:
+def test_dcor_sqr_equals_dcor_package(backend: str, n: int, ties: bool, dcor: ModuleType) -> None:
     x, y = dependent_sample(n, seed=n, ties=ties)
     ours = metrics.distance_correlation_sqr(x, y)
     assert ours == pytest.approx(dcor.distance_correlation_sqr(x, y, method="naive"), abs=1e-9)
@@ -93,7 +93,7 @@ def test_dcor_sqr_of_identical_pair_is_one(backend: str) -> None:
     assert metrics.distance_correlation_sqr(x, 2 * x - 5) == pytest.approx(1.0, abs=1e-12)
 
 
-def test_integer_weights_equal_replicated_events(backend: str) -> None:
+def test_integer_weights_equal_replicated_events(backend: str, dcor: ModuleType) -> None:
     rng = np.random.default_rng(7)
     x, y = dependent_sample(300, seed=3, ties=True)
     counts = rng.integers(0, 5, size=x.size)
@@ -144,7 +144,7 @@ def test_weights_cancelling_to_one_value_give_zero(backend: str) -> None:
     assert metrics.distance_correlation_sqr(x, y, weight) == 0.0
 
 
-def test_zero_weight_events_do_not_count(backend: str) -> None:
+def test_zero_weight_events_do_not_count(backend: str, dcor: ModuleType) -> None:
     x, y = dependent_sample(200, seed=21, ties=False)
     weight = np.ones(x.size)
     weight[::3] = 0.0
@@ -169,7 +169,7 @@ def test_numba_and_numpy_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     np.testing.assert_allclose(values["numba"], values["numpy"], rtol=1e-11)
 
 
-def test_works_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_works_without_numba(monkeypatch: pytest.MonkeyPatch, dcor: ModuleType) -> None:
     monkeypatch.delenv("ROSENBLATT_NO_NUMBA", raising=False)
     monkeypatch.setitem(sys.modules, "numba", None)
     assert not numba_enabled()
@@ -299,7 +299,9 @@ def test_property_weighted_dcor_matches_reference(
     levels=st.integers(1, 6),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_property_integer_weights_are_replication(n: int, levels: int, seed: int) -> None:
+def test_property_integer_weights_are_replication(
+    n: int, levels: int, seed: int, dcor: ModuleType
+) -> None:
     rng = np.random.default_rng(seed)
     x = rng.integers(0, levels + 1, size=n).astype(float)
     y = x * rng.integers(-1, 2) + rng.integers(0, levels + 1, size=n)
