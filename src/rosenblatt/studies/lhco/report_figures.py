@@ -440,6 +440,7 @@ def _strength_figure(folder: Path, scan: StrengthScan) -> str:
         style = _style(name)
         jsd, r50 = _finite([(p["inverse_jsd"], p["r50"]) for p in points])
         ax.plot(jsd, r50, color=style.colour, label=f"{LABELS[name]}, strength p = 0 ... 1")
+        ends = (points[0]["strength"], points[-1]["strength"]) if points else ()
         for p in points:
             if not (np.isfinite(p["inverse_jsd"]) and np.isfinite(p["r50"])):
                 continue
@@ -452,6 +453,8 @@ def _strength_figure(folder: Path, scan: StrengthScan) -> str:
                 edgecolors=style.colour,
                 zorder=4,
             )
+            if p["strength"] not in ends:
+                continue  # the strengths between the ends are in the report's table
             ax.annotate(
                 f"{p['strength']:g}",
                 (p["inverse_jsd"], p["r50"]),
@@ -471,7 +474,8 @@ def _strength_figure(folder: Path, scan: StrengthScan) -> str:
     ax.set_ylabel(r"R50 = $1/\varepsilon_B$ at $\varepsilon_S = 0.5$")
     ax.legend(loc="upper right", fontsize="x-small", frameon=False)
     ax.set_title(
-        "labels: strength p; filled: the ABCD closure test passes (p-value >= 0.05)",
+        "labels: the strengths p at each curve's ends; filled: the ABCD closure test passes "
+        "(p-value >= 0.05)",
         fontsize="x-small",
     )
     return save_figure(fig, folder / "strength_r50_jsd.png").name
