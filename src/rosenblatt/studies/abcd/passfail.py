@@ -543,10 +543,9 @@ def _variant_fit(
     data_fail, data_pass, _, _ = spectra(histogram, y0, 2)
     background = spectra(histogram, y0, 0)
     signal_fail, signal_pass, _, _ = spectra(histogram, y0, 1)
-    kept = np.flatnonzero(data_fail > 0)
-    if len(kept) < 2:
+    span = _fitted_span(data_fail)
+    if span is None:
         return {"note": "no fit: the data fail the cut in fewer than two bins of x"}
-    span = slice(int(kept[0]), int(kept[-1]) + 1)
     edges = edges[span.start : span.stop + 1]
     centres = 0.5 * (edges[1:] + edges[:-1])
     data_fail, data_pass = data_fail[span], data_pass[span]
@@ -660,10 +659,9 @@ def _categories_fit(
     data_fail, _, data_passes, _ = category_spectra(histogram, cuts, 2)
     background = category_spectra(histogram, cuts, 0)
     signal_fail, _, signal_passes, _ = category_spectra(histogram, cuts, 1)
-    kept = np.flatnonzero(data_fail > 0)
-    if len(kept) < 2:
+    span = _fitted_span(data_fail)
+    if span is None:
         return {"note": "no fit: the data fail the cut in fewer than two bins of x"}
-    span = slice(int(kept[0]), int(kept[-1]) + 1)
     edges = edges[span.start : span.stop + 1]
     centres = 0.5 * (edges[1:] + edges[:-1])
     data_fail = data_fail[span]
@@ -780,6 +778,17 @@ def _written_fit(
         },
         "workspace": f"{FOLDER}/{variant}/workspace.json",
     }
+
+
+def _fitted_span(data_fail: FloatArray) -> slice | None:
+    """The bins of ``x`` the fit takes: from the first to the last with failing data.
+
+    ``None`` where fewer than two bins hold failing data.
+    """
+    kept = np.flatnonzero(data_fail > 0)
+    if len(kept) < 2:
+        return None
+    return slice(int(kept[0]), int(kept[-1]) + 1)
 
 
 def _shown(values: FloatArray, window: IntArray) -> list[float | None]:
