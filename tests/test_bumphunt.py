@@ -13,15 +13,14 @@ pyhf = pytest.importorskip("pyhf")
 from rosenblatt.abcd.bumphunt import (
     BumpHunt,
     bump_hunt,
-    gaussian_templates,
     global_significance,
     local_significance_scan,
     signal_strength,
-    signal_templates,
     upcrossings,
 )
 from rosenblatt.abcd.likelihood import profile_interval, quiet_pyhf
 from rosenblatt.abcd.passfail import passfail_workspace
+from rosenblatt.abcd.templates import gaussian_templates, signal_templates
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:jsonschema.RefResolver is deprecated:DeprecationWarning"

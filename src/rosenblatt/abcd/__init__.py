@@ -31,6 +31,8 @@ carries its statistical uncertainty.
   spectrum in bins of ``x`` (:func:`passfail_workspace`, :func:`passfail_fit`;
   several cuts as categories, :func:`passfail_categories_workspace`): the
   passing background is the failing one times a transfer ratio;
+- :mod:`~rosenblatt.abcd.templates`: the signal of each mass hypothesis in bins
+  of ``x`` (:func:`gaussian_templates`, :func:`signal_templates`);
 - :mod:`~rosenblatt.abcd.bumphunt`: the bump hunt on a grid of mass hypotheses
   with that fit (:func:`bump_hunt`): the local significance and the CLs limit
   per hypothesis, the global significance (:func:`global_significance`).
@@ -41,13 +43,10 @@ from __future__ import annotations
 from rosenblatt.abcd.bumphunt import (
     BumpHunt,
     GlobalSignificance,
-    SignalTemplates,
     bump_hunt,
-    gaussian_templates,
     global_significance,
     local_significance_scan,
     signal_strength,
-    signal_templates,
     upcrossings,
 )
 from rosenblatt.abcd.closure import ClosureScan, closure_scan
@@ -79,6 +78,7 @@ from rosenblatt.abcd.passfail import (
     passfail_fit,
     passfail_workspace,
 )
+from rosenblatt.abcd.templates import SignalTemplates, gaussian_templates, signal_templates
 
 __all__ = [
     "MAX_NONCLOSURE",

@@ -1,14 +1,16 @@
 """The bump hunt: a resonance searched for on a grid of masses with the pass/fail fit.
 
-For each mass hypothesis a signal template in bins of ``x`` (:class:`SignalTemplates`:
-a Gaussian of a given resolution, :func:`gaussian_templates`, or histograms of
-the signal per mass point, :func:`signal_templates`) enters the pass/fail model
-of :mod:`~rosenblatt.abcd.passfail`; :func:`bump_hunt` gives per hypothesis the
-local significance (the discovery statistic ``q0``, asymptotic) and the CLs
-upper limit on the signal strength ``mu`` with its expected band, and
-:func:`global_significance` the probability of so large a local excess
-anywhere on the grid: from pseudo-experiments of the background-only fit, and
-from the number of upcrossings of Gross and Vitells (arXiv:1005.1891).
+For each mass hypothesis a signal template in bins of ``x`` (of
+:mod:`~rosenblatt.abcd.templates`: a Gaussian of a given resolution,
+:func:`~rosenblatt.abcd.templates.gaussian_templates`, or histograms of the
+signal per mass point, :func:`~rosenblatt.abcd.templates.signal_templates`)
+enters the pass/fail model of :mod:`~rosenblatt.abcd.passfail`; :func:`bump_hunt`
+gives per hypothesis the local significance (the discovery statistic ``q0``,
+asymptotic) and the CLs upper limit on the signal strength ``mu`` with its
+expected band, and :func:`global_significance` the probability of so large a
+local excess anywhere on the grid: from pseudo-experiments of the
+background-only fit, and from the number of upcrossings of Gross and Vitells
+(arXiv:1005.1891).
 
 Two ways to compute the same asymptotic results:
 
@@ -39,19 +41,18 @@ from typing import Any
 
 import numpy as np
 
-from rosenblatt.abcd.passfail import TRANSFER_BOUNDS, _spectrum
-from rosenblatt.typing import ArrayLike, BoolArray, FloatArray, Int64Array
+from rosenblatt.abcd._profile import BISECTIONS, Profile, increasing_root
+from rosenblatt.abcd.passfail import _spectrum
+from rosenblatt.abcd.templates import SignalTemplates
+from rosenblatt.typing import ArrayLike, FloatArray, Int64Array
 
 __all__ = [
     "BumpHunt",
     "GlobalSignificance",
-    "SignalTemplates",
     "bump_hunt",
-    "gaussian_templates",
     "global_significance",
     "local_significance_scan",
     "signal_strength",
-    "signal_templates",
     "upcrossings",
 ]
 
@@ -61,382 +62,6 @@ BAND = (-2, -1, 0, 1, 2)
 METHODS = ("profile", "pyhf")
 #: relative tolerance of an upper limit's root search
 LIMIT_RTOL = 1e-6
-#: the most steps of a root search in a fit (and of the widening of its interval)
-BISECTIONS = 48
-#: the bounds of a non-closure factor ``g`` (those pyhf gives a ``shapesys`` parameter)
-SHAPESYS_BOUNDS = (1e-10, 10.0)
-
-
-@dataclasses.dataclass(frozen=True)
-class SignalTemplates:
-    """The signal's expected yields per bin of ``x`` at ``mu = 1``, one row per mass hypothesis.
-
-    Attributes
-    ----------
-    masses
-        The mass hypotheses, shape ``(m,)``, increasing.
-    edges
-        The bin edges of ``x``, shape ``(n + 1,)``.
-    passing, failing
-        The yields passing and failing the cut, shape ``(m, n)``.
-    """
-
-    masses: FloatArray
-    edges: FloatArray
-    passing: FloatArray
-    failing: FloatArray
-
-    def __post_init__(self) -> None:
-        masses = np.asarray(self.masses, dtype=np.float64)
-        edges = np.asarray(self.edges, dtype=np.float64)
-        if masses.ndim != 1 or masses.size == 0 or np.any(np.diff(masses) <= 0):
-            msg = "masses must be a non-empty increasing 1-d array"
-            raise ValueError(msg)
-        if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
-            msg = "edges must be increasing, at least two"
-            raise ValueError(msg)
-        shape = (masses.size, edges.size - 1)
-        for name in ("passing", "failing"):
-            array = np.asarray(getattr(self, name), dtype=np.float64)
-            if array.shape != shape:
-                msg = f"{name} has shape {array.shape}, expected (masses, bins) = {shape}"
-                raise ValueError(msg)
-            if not np.all(np.isfinite(array)) or np.any(array < 0):
-                msg = f"{name} must be finite and non-negative"
-                raise ValueError(msg)
-            object.__setattr__(self, name, array)
-        if np.any(self.passing.sum(axis=1) <= 0):
-            bad = float(masses[np.flatnonzero(self.passing.sum(axis=1) <= 0)[0]])
-            msg = f"the passing template of mass {bad:g} has no yield"
-            raise ValueError(msg)
-        object.__setattr__(self, "masses", masses)
-        object.__setattr__(self, "edges", edges)
-
-
-def gaussian_templates(
-    edges: ArrayLike,
-    masses: ArrayLike,
-    resolution: float,
-    *,
-    relative: bool = False,
-    signal_yield: float = 1.0,
-    efficiency: float = 1.0,
-    leakage: float | None = None,
-) -> SignalTemplates:
-    """Gaussian resonances in bins of ``x``, one per mass hypothesis.
-
-    Parameters
-    ----------
-    edges
-        Bin edges of ``x``.
-    masses
-        The mass hypotheses (increasing).
-    resolution
-        The Gaussian's standard deviation: in units of ``x``, or a fraction of
-        the mass where ``relative``.
-    relative
-        Whether ``resolution`` is relative to the mass.
-    signal_yield
-        The signal's number of events at ``mu = 1`` before the cut (its part
-        outside the bins is lost).
-    efficiency
-        The fraction of the signal passing the cut.
-    leakage
-        The fraction failing it (default ``1 - efficiency``; 0 for a signal
-        left out of the failing region).
-
-    Returns
-    -------
-    SignalTemplates
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rosenblatt.abcd.bumphunt import gaussian_templates
-    >>> t = gaussian_templates(np.linspace(0, 1, 11), [0.3, 0.5], 0.05, efficiency=0.4)
-    >>> t.passing.shape, round(float(t.passing[1].sum() + t.failing[1].sum()), 6)
-    ((2, 10), 1.0)
-    """
-    from scipy import stats
-
-    edges = np.asarray(edges, dtype=np.float64)
-    masses = np.asarray(masses, dtype=np.float64)
-    if leakage is None:
-        leakage = 1.0 - efficiency
-    for name, value in (("efficiency", efficiency), ("leakage", leakage)):
-        if not 0.0 <= value <= 1.0:
-            msg = f"{name} must be in [0, 1], got {value!r}"
-            raise ValueError(msg)
-    if not (math.isfinite(resolution) and resolution > 0):
-        msg = f"resolution must be positive, got {resolution!r}"
-        raise ValueError(msg)
-    if not (math.isfinite(signal_yield) and signal_yield > 0):
-        msg = f"signal_yield must be positive, got {signal_yield!r}"
-        raise ValueError(msg)
-    widths = resolution * masses if relative else np.full(masses.shape, resolution)
-    shape = np.diff(stats.norm.cdf(edges[None, :], masses[:, None], widths[:, None]), axis=1)
-    return SignalTemplates(
-        masses=masses,
-        edges=edges,
-        passing=signal_yield * efficiency * shape,
-        failing=signal_yield * leakage * shape,
-    )
-
-
-def signal_templates(
-    masses: ArrayLike,
-    edges: ArrayLike,
-    passing: Any,
-    failing: Any = None,
-) -> SignalTemplates:
-    """Templates from the signal's histograms in bins of ``x``, one per mass point.
-
-    Parameters
-    ----------
-    masses
-        The mass of each signal sample (increasing).
-    edges
-        Bin edges of ``x``, those of the data's spectra.
-    passing, failing
-        Per mass point the signal's yields passing and failing the cut at
-        ``mu = 1``: an array of shape ``(masses, bins)`` or a sequence of
-        one-dimensional ``hist`` histograms (their values are taken; their
-        edges must be ``edges``). ``failing`` defaults to no signal there.
-    """
-    edges = np.asarray(edges, dtype=np.float64)
-    rows = {"passing": passing, "failing": failing}
-    arrays = {}
-    for name, given in rows.items():
-        if given is None:
-            arrays[name] = np.zeros((np.size(masses), edges.size - 1))
-            continue
-        if isinstance(given, np.ndarray) or not hasattr(given[0], "axes"):
-            arrays[name] = np.asarray(given, dtype=np.float64)
-            continue
-        values = []
-        for histogram in given:
-            if not np.allclose(histogram.axes[0].edges, edges, rtol=1e-12, atol=0.0):
-                msg = f"a {name} histogram's edges differ from edges"
-                raise ValueError(msg)
-            values.append(np.asarray(histogram.values(), dtype=np.float64))
-        arrays[name] = np.asarray(values)
-    return SignalTemplates(
-        masses=np.asarray(masses, dtype=np.float64),
-        edges=edges,
-        passing=arrays["passing"],
-        failing=arrays["failing"],
-    )
-
-
-class _Profile:
-    """The pass/fail likelihood, its background profiled bin by bin.
-
-    ``k`` data sets at once (spectra of shape ``(k, n)``: the data, or
-    pseudo-experiments). :meth:`deviance` is ``-2 ln L`` relative to the
-    saturated model at signal strength ``mu`` and transfer ratio ``exp(t)``,
-    each bin's background at its maximum; its derivatives in ``mu`` and ``t``
-    follow from the envelope theorem, and the fits are searches for their
-    roots by false position (the transfer ratio at fixed ``mu`` inside, ``mu``
-    outside).
-
-    With a relative non-closure ``nonclosure`` per bin, the passing
-    background of each bin where it is positive is also multiplied by a
-    factor ``g`` with the Poisson constraint of pyhf's ``shapesys``: an
-    auxiliary count ``aux`` (default ``tau = 1 / nonclosure**2``) of mean
-    ``tau g``, ``g`` within pyhf's bounds :data:`SHAPESYS_BOUNDS`. At given
-    ``g`` each bin's background is the root of the same quadratic, so ``g``
-    is profiled by a search for the root of the likelihood's derivative in
-    ``log g`` (at most ``(aux + p) / tau``), bin by bin.
-    """
-
-    def __init__(
-        self,
-        failing: ArrayLike,
-        passing: ArrayLike,
-        ratio: float,
-        nonclosure: FloatArray | None = None,
-        aux: FloatArray | None = None,
-    ) -> None:
-        self.f = np.atleast_2d(np.asarray(failing, dtype=np.float64))
-        self.p = np.atleast_2d(np.asarray(passing, dtype=np.float64))
-        self.ratio = ratio
-        self.t_bounds = (math.log(ratio * TRANSFER_BOUNDS[0]), math.log(ratio * TRANSFER_BOUNDS[1]))
-        saturated = _xlogx(self.f).sum(axis=1) + _xlogx(self.p).sum(axis=1)
-        self.saturated = saturated - self.f.sum(axis=1) - self.p.sum(axis=1)
-        self.nonclosure = nonclosure
-        self.varied: BoolArray | None = None
-        if nonclosure is not None and np.any(nonclosure > 0):
-            varied = np.broadcast_to(np.asarray(nonclosure) > 0, self.f.shape)
-            with np.errstate(divide="ignore"):
-                tau = np.where(varied, 1.0 / np.asarray(nonclosure, dtype=np.float64) ** 2, 1.0)
-            self.varied = varied
-            self.tau = np.broadcast_to(tau, self.f.shape)
-            self.aux = np.broadcast_to(
-                self.tau if aux is None else np.asarray(aux, dtype=np.float64), self.f.shape
-            )
-            self.log_tau = np.log(self.tau)
-            self.aux_saturated = _xlogx(self.aux) - self.aux
-
-    def background(self, a: FloatArray, c: FloatArray, r: FloatArray) -> FloatArray:
-        """Each bin's background maximising the likelihood at signal yields ``a``, ``c``.
-
-        ``r`` is the passing background's ratio to the failing one, shape
-        ``(k, 1)`` or ``(k, n)``.
-        """
-        f, p = self.f, self.p
-        qa = r * (1.0 + r)
-        qb = (1.0 + r) * (c + a * r) - r * (f + p)
-        qc = (1.0 + r) * a * c - f * c - r * p * a
-        root = np.sqrt(np.maximum(qb * qb - 4.0 * qa * qc, 0.0))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            b = np.where(qb > 0, -2.0 * qc / (qb + root), (root - qb) / (2.0 * qa))
-        return np.asarray(np.maximum(np.nan_to_num(b), 0.0), dtype=np.float64)
-
-    def factors(self, a: FloatArray, c: FloatArray, ratio: FloatArray) -> FloatArray:
-        """The logarithm of each bin's non-closure factor ``g`` at its maximum (0 where fixed)."""
-        assert self.varied is not None
-        varied, tau, aux, p = self.varied, self.tau, self.aux, self.p
-        r = ratio[:, None]
-
-        def slope(g: FloatArray) -> FloatArray:
-            # minus the derivative of ln L in log g, the background at its maximum
-            u = r * g * self.background(a, c, r * g)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                fitted = np.where(p > 0, p * u / (u + c), 0.0)
-            return np.where(varied, tau * g - aux + u - fitted, g - 1.0)
-
-        # at the root tau g = aux - u + p u / (u + c), at most aux + p
-        low = np.full(self.f.shape, SHAPESYS_BOUNDS[0])
-        high = np.clip((aux + p) / tau, 1.0, SHAPESYS_BOUNDS[1])
-        return np.where(varied, np.log(_increasing_root(slope, low, high)), 0.0)
-
-    def deviance(
-        self, mu: FloatArray, t: FloatArray, s_pass: FloatArray, s_fail: FloatArray
-    ) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """``-2 ln L`` over its saturated value, and its derivatives in ``mu`` and ``t``."""
-        ratio = np.exp(t)
-        a, c = mu[:, None] * s_fail, mu[:, None] * s_pass
-        if self.varied is None:
-            r = ratio[:, None]
-            b = self.background(a, c, r)
-            lam_f, lam_p = b + a, r * b + c
-        else:
-            log_g = self.factors(a, c, ratio)
-            g = np.exp(log_g)
-            r = ratio[:, None] * g
-            b = self.background(a, c, r)
-            lam_f, lam_p = b + a, r * b + c
-        with np.errstate(divide="ignore", invalid="ignore"):
-            w_f = np.where(self.f > 0, self.f / lam_f, 0.0)
-            w_p = np.where(self.p > 0, self.p / lam_p, 0.0)
-            logs = np.where(self.f > 0, self.f * np.log(lam_f), 0.0) + np.where(
-                self.p > 0, self.p * np.log(lam_p), 0.0
-            )
-        value = np.sum(lam_f + lam_p - logs, axis=1) + self.saturated
-        d_mu = np.sum(s_fail * (1.0 - w_f) + s_pass * (1.0 - w_p), axis=1)
-        if self.varied is None:
-            d_t = ratio * np.sum(b * (1.0 - w_p), axis=1)
-        else:
-            d_t = ratio * np.sum(g * b * (1.0 - w_p), axis=1)
-            constraint = self.tau * g - self.aux * (self.log_tau + log_g) + self.aux_saturated
-            value = value + np.sum(np.where(self.varied, constraint, 0.0), axis=1)
-        return 2.0 * value, 2.0 * d_mu, 2.0 * d_t
-
-    def background_only(self) -> tuple[FloatArray, FloatArray]:
-        """The transfer ratio and backgrounds of the background-only fit without non-closure.
-
-        Its closed form; with a non-closure it is a starting scale only
-        (:meth:`null_expected` is the fit).
-        """
-        ratio = np.clip(self.p.sum(axis=1) / self.f.sum(axis=1), *np.exp(self.t_bounds))
-        return ratio, (self.f + self.p) / (1.0 + ratio[:, None])
-
-    def null_expected(self) -> tuple[FloatArray, FloatArray, FloatArray | None]:
-        """The failing, passing and auxiliary expectations of the background-only fit.
-
-        The auxiliary counts' expectations ``tau g`` are ``None`` without a non-closure.
-        """
-        if self.varied is None:
-            ratio, b = self.background_only()
-            return b, ratio[:, None] * b, None
-        zero = np.zeros(self.f.shape[0])
-        no_signal = np.zeros(self.f.shape[1])
-        ratio = np.exp(self.transfer(zero, no_signal, no_signal))
-        empty = np.zeros(self.f.shape)
-        g = np.exp(self.factors(empty, empty, ratio))
-        b = self.background(empty, empty, ratio[:, None] * g)
-        return b, ratio[:, None] * g * b, np.where(self.varied, self.tau * g, self.aux)
-
-    def transfer(self, mu: FloatArray, s_pass: FloatArray, s_fail: FloatArray) -> FloatArray:
-        """The logarithm of the transfer ratio that maximises the likelihood at ``mu``."""
-        return _increasing_root(
-            lambda t: self.deviance(mu, t, s_pass, s_fail)[2],
-            np.full(mu.shape, self.t_bounds[0]),
-            np.full(mu.shape, self.t_bounds[1]),
-        )
-
-    def conditional(self, mu: FloatArray, s_pass: FloatArray, s_fail: FloatArray) -> FloatArray:
-        """``-2 ln L`` maximised over the background at fixed ``mu``."""
-        if not np.any(mu) and self.varied is None:
-            t = np.log(self.background_only()[0])
-        else:
-            t = self.transfer(mu, s_pass, s_fail)
-        return self.deviance(mu, t, s_pass, s_fail)[0]
-
-    def free(self, s_pass: FloatArray, s_fail: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """The best ``mu >= 0`` and ``-2 ln L`` at the maximum."""
-        k = self.f.shape[0]
-
-        def slope(mu: FloatArray) -> FloatArray:
-            return self.deviance(mu, self.transfer(mu, s_pass, s_fail), s_pass, s_fail)[1]
-
-        zero = np.zeros(k)
-        signal = slope(zero) < 0
-        ratio, b = self.background_only()
-        high = np.sqrt(ratio * b.sum(axis=1) + 1.0) / s_pass.sum()
-        for _ in range(BISECTIONS):
-            falling = signal & (slope(high) < 0)
-            if not np.any(falling):
-                break
-            high = np.where(falling, 4.0 * high, high)
-        mu_hat = np.where(signal, _increasing_root(slope, zero, high), 0.0)
-        return mu_hat, self.conditional(mu_hat, s_pass, s_fail)
-
-
-def _increasing_root(function: Any, low: FloatArray, high: FloatArray) -> FloatArray:
-    """Row by row the root of an increasing ``function`` in ``[low, high]`` (Illinois method).
-
-    The false position with the Illinois method's halving of a retained end;
-    an end where ``function`` has the root's sign already is the answer.
-    """
-    f_low, f_high = function(low), function(high)
-    below, above = f_high <= 0, f_low >= 0
-    low, high = low.copy(), high.copy()
-    side = np.zeros(low.shape, dtype=np.int8)
-    for _ in range(BISECTIONS):
-        span = high - low
-        if np.all((span <= 1e-14 * (1.0 + np.abs(high))) | below | above):
-            break
-        with np.errstate(divide="ignore", invalid="ignore"):
-            point = low - f_low * span / (f_high - f_low)
-        point = np.where(np.isfinite(point), np.clip(point, low, high), 0.5 * (low + high))
-        value = function(point)
-        rising = value > 0
-        high = np.where(rising, point, high)
-        low = np.where(rising, low, point)
-        f_high = np.where(rising, value, np.where(side == -1, 0.5 * f_high, f_high))
-        f_low = np.where(rising, np.where(side == 1, 0.5 * f_low, f_low), value)
-        side = np.where(rising, 1, -1).astype(np.int8)
-        converged = value == 0
-        high = np.where(converged, point, high)
-        low = np.where(converged, point, low)
-    root = np.where(np.abs(f_high) < np.abs(f_low), high, low)
-    return np.where(below, high, np.where(above, low, root))
-
-
-def _xlogx(values: FloatArray) -> FloatArray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(values > 0, values * np.log(values), 0.0)
 
 
 def _sqrt_pos(value: float) -> float:
@@ -472,7 +97,7 @@ def _root(function: Any, start: float) -> float:
 
 
 def _profile_hypothesis(
-    profile: _Profile, s_pass: FloatArray, s_fail: FloatArray, level: float
+    profile: Profile, s_pass: FloatArray, s_fail: FloatArray, level: float
 ) -> tuple[float, float, float, FloatArray]:
     """``q0``, ``mu_hat``, the observed limit and the expected band of one hypothesis."""
     from scipy import stats
@@ -483,7 +108,7 @@ def _profile_hypothesis(
     q0 = max(null - best, 0.0) if mu_hat > 0 else 0.0
     ratio, b = profile.background_only()
     fail_0, pass_0, aux_0 = profile.null_expected()
-    asimov = _Profile(fail_0, pass_0, profile.ratio, profile.nonclosure, aux_0)
+    asimov = Profile(fail_0, pass_0, profile.ratio, profile.nonclosure, aux_0)
     scale = math.sqrt(float(ratio[0] * b.sum()) + 1.0) / s_pass.sum()
 
     def q_asimov(mu: float) -> float:
@@ -643,8 +268,9 @@ def bump_hunt(
     edges
         Their bin edges (those of ``templates``).
     templates
-        The signal per mass hypothesis (:func:`gaussian_templates`,
-        :func:`signal_templates`).
+        The signal per mass hypothesis
+        (:func:`~rosenblatt.abcd.templates.gaussian_templates`,
+        :func:`~rosenblatt.abcd.templates.signal_templates`).
     level
         The CLs level of the limits (0.05: 95% confidence).
     method
@@ -666,7 +292,8 @@ def bump_hunt(
     Examples
     --------
     >>> import numpy as np
-    >>> from rosenblatt.abcd.bumphunt import bump_hunt, gaussian_templates
+    >>> from rosenblatt.abcd.bumphunt import bump_hunt
+    >>> from rosenblatt.abcd.templates import gaussian_templates
     >>> edges = np.linspace(0.0, 1.0, 11)
     >>> fail = np.array([950, 800, 700, 600, 500, 430, 360, 300, 260, 220])
     >>> passed = np.array([50, 42, 37, 32, 26, 23, 19, 16, 14, 12])
@@ -685,7 +312,7 @@ def bump_hunt(
     relative = _nonclosure(nonclosure, failing.size)
     rows = []
     if method == "profile":
-        profile = _Profile(failing, passing, _ratio(failing, passing, ratio), relative)
+        profile = Profile(failing, passing, _ratio(failing, passing, ratio), relative)
         for s_pass, s_fail in zip(templates.passing, templates.failing, strict=True):
             rows.append(_profile_hypothesis(profile, s_pass, s_fail, level))
     else:
@@ -745,7 +372,7 @@ def local_significance_scan(
         ratio = float(passing.sum() / failing.sum())
     relative = _nonclosure(nonclosure, failing.shape[1])
     counts = None if aux is None or relative is None else np.asarray(aux, dtype=np.float64)
-    profile = _Profile(failing, passing, ratio, relative, counts)
+    profile = Profile(failing, passing, ratio, relative, counts)
     null = profile.conditional(
         np.zeros(failing.shape[0]), templates.passing[0], templates.failing[0]
     )
@@ -829,7 +456,7 @@ def signal_strength(
         raise ValueError(msg)
     if ratio is None:
         ratio = float(passing.sum() / failing.sum())
-    profile = _Profile(failing, passing, ratio, _nonclosure(nonclosure, failing.shape[1]))
+    profile = Profile(failing, passing, ratio, _nonclosure(nonclosure, failing.shape[1]))
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.minimum(
             np.where(s_pass > 0, passing / s_pass, np.inf),
@@ -853,7 +480,7 @@ def signal_strength(
         if not np.any(short):
             break
         high = np.where(short, 4.0 * high, high)
-    mu_hat = _increasing_root(slope, floor, high)
+    mu_hat = increasing_root(slope, floor, high)
     best = conditional(mu_hat)
 
     def above(mu: FloatArray) -> FloatArray:
@@ -865,8 +492,8 @@ def signal_strength(
         if not np.any(short):
             break
         top = np.where(short, mu_hat + 4.0 * (top - mu_hat), top)
-    upper = _increasing_root(above, mu_hat, top)
-    lower = -_increasing_root(lambda m: above(-m), -mu_hat, -floor)
+    upper = increasing_root(above, mu_hat, top)
+    lower = -increasing_root(lambda m: above(-m), -mu_hat, -floor)
     return mu_hat, lower, upper
 
 
@@ -1002,7 +629,7 @@ def global_significance(
         passing, failing, templates, ratio=ratio, nonclosure=relative
     )
     local_z = float(observed.max()) if threshold is None else float(threshold)
-    expected_fail, expected_pass, expected_aux = _Profile(
+    expected_fail, expected_pass, expected_aux = Profile(
         failing, passing, _ratio(failing, passing, ratio), relative
     ).null_expected()
     rng = np.random.default_rng(seed)

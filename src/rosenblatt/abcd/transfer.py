@@ -255,8 +255,9 @@ def passfail_expected(
     >>> round(expected.significance, 2), round(expected.upper_limit, 2)
     (2.5, 0.75)
     """
-    from rosenblatt.abcd.bumphunt import bump_hunt, signal_templates
+    from rosenblatt.abcd.bumphunt import bump_hunt
     from rosenblatt.abcd.passfail import FLOOR
+    from rosenblatt.abcd.templates import signal_templates
 
     b_fail = np.maximum(np.asarray(background_fail, dtype=np.float64), FLOOR)
     s_fail = np.asarray(signal_fail, dtype=np.float64)

@@ -43,7 +43,8 @@ from rosenblatt._atomic import write_text
 from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
-    from rosenblatt.abcd.bumphunt import BumpHunt, GlobalSignificance, SignalTemplates
+    from rosenblatt.abcd.bumphunt import BumpHunt, GlobalSignificance
+    from rosenblatt.abcd.templates import SignalTemplates
 
 __all__ = ["BLIND_NOTE", "HIDDEN_WHEN_BLIND", "HuntSettings", "summary_numbers", "write_bumphunt"]
 
@@ -93,7 +94,7 @@ def _templates(
     signal_pass: FloatArray,
 ) -> tuple[SignalTemplates, dict[str, Any]]:
     """The templates and how they were made (raises ``ValueError`` where none can be)."""
-    from rosenblatt.abcd.bumphunt import gaussian_templates, signal_templates
+    from rosenblatt.abcd.templates import gaussian_templates, signal_templates
 
     masses = np.asarray(settings.masses, dtype=np.float64)
     inside = (masses > edges[0]) & (masses < edges[-1])

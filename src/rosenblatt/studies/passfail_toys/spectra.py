@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from rosenblatt.abcd.bumphunt import SignalTemplates
+from rosenblatt.abcd.templates import SignalTemplates
 from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.passfail_toys.config import PassfailToysConfig
 from rosenblatt.studies.toys.population import Population, transform_threshold
