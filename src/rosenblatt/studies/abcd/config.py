@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rosenblatt.exceptions import QuantityError
 from rosenblatt.processors import chunksizes
 from rosenblatt.processors.quantities import DEFAULT_JETS, Quantity, parse_quantity
@@ -24,7 +26,6 @@ from rosenblatt.studies.abcd.datasets import (
     parse_defining,
 )
 from rosenblatt.studies.abcd.generate import MAX_WORKERS, GenerateEntry, parse_generate
-from rosenblatt.studies.abcd.passfail import PassFailConfig
 from rosenblatt.studies.config_checks import (
     ConfigError,
     file_problem,
@@ -48,6 +49,7 @@ from rosenblatt.studies.config_fields import (
 
 __all__ = [
     "EXECUTOR_KINDS",
+    "TRANSFER_SHAPES",
     "TRANSFORM_KINDS",
     "AbcdConfig",
     "AbcdCuts",
@@ -265,6 +267,182 @@ class StatisticsConfig:
         """Validate ``statistics:``."""
         parsed: StatisticsConfig = parse_dataclass(cls, value or {}, source, "statistics")
         return parsed
+
+
+#: ``passfail.transfer`` values
+TRANSFER_SHAPES = ("constant", "linear")
+#: the most bins of the fit
+MAX_BINS = 10_000
+#: the most mass hypotheses of the bump hunt
+MAX_MASSES = 1_000
+#: the most pseudo-experiments of the bump hunt's global significance
+MAX_TOYS = 100_000
+#: the most cuts of ``passfail.cuts``
+MAX_CUTS = 20
+
+
+def _bins(value: Any, source: str, key: str) -> int:
+    return _count(value, source, key, 1, MAX_BINS)
+
+
+def _range(value: Any, source: str, key: str) -> tuple[float, float] | None:
+    """``passfail.range``: ``[low, high]`` of ``x``, or ``None``."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise _fail(source, key, f"must be [low, high], got {value!r}")
+    low, high = (_number(v, source, key) for v in value)
+    if not low < high:
+        raise _fail(source, key, f"must be [low, high] with low < high, got {value!r}")
+    return low, high
+
+
+def _edges(value: Any, source: str, key: str) -> tuple[float, ...] | None:
+    """``passfail.edges``: at least two increasing edges, or ``None``."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or len(value) < 2:
+        raise _fail(source, key, f"must be a list of at least two increasing edges, got {value!r}")
+    edges = tuple(_number(v, source, key) for v in value)
+    if np.any(np.diff(edges) <= 0):
+        raise _fail(source, key, f"must increase, got {list(edges)}")
+    return edges
+
+
+def _masses(value: Any, source: str, key: str) -> tuple[float, ...] | None:
+    """``passfail.masses``: increasing masses, or ``{range: [low, high], n: N}``, or ``None``."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        if set(value) != {"range", "n"}:
+            raise _fail(
+                source, key, f"must be a list or {{range: [low, high], n: N}}, got {value!r}"
+            )
+        span = _range(value["range"], source, f"{key}.range")
+        n = _count(value["n"], source, f"{key}.n", 1, MAX_MASSES)
+        assert span is not None
+        if n == 1:
+            return (0.5 * (span[0] + span[1]),)
+        return tuple(float(v) for v in np.linspace(span[0], span[1], n))
+    return _increasing(value, source, key, MAX_MASSES, "masses")
+
+
+def _increasing(value: Any, source: str, key: str, most: int, what: str) -> tuple[float, ...]:
+    """A list of 1 to ``most`` increasing numbers (``what`` they are, for the message)."""
+    if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= most:
+        raise _fail(source, key, f"must be a list of 1 to {most} increasing {what}, got {value!r}")
+    numbers = tuple(_number(v, source, key) for v in value)
+    if np.any(np.diff(numbers) <= 0):
+        raise _fail(source, key, f"must increase, got {list(numbers)}")
+    return numbers
+
+
+def _resolution(value: Any, source: str, key: str) -> float:
+    width = _number(value, source, key)
+    if not width > 0:
+        raise _fail(source, key, f"must be positive, got {value!r}")
+    return width
+
+
+def _toys(value: Any, source: str, key: str) -> int:
+    return _count(value, source, key, 0, MAX_TOYS)
+
+
+def _cuts(value: Any, source: str, key: str) -> tuple[float, ...] | None:
+    """``passfail.cuts``: increasing cuts on the score, or ``None``."""
+    if value is None:
+        return None
+    return _increasing(value, source, key, MAX_CUTS, "cuts")
+
+
+def _transfer(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or value not in TRANSFER_SHAPES:
+        raise _fail(source, key, f"must be one of {list(TRANSFER_SHAPES)}, got {value!r}")
+    return value
+
+
+@config_dataclass
+class PassFailConfig:
+    """``passfail:``: the pass/fail fit in bins of ``x`` at each variant's cut.
+
+    The fit runs where the block is given (``passfail: {}`` for every default).
+    """
+
+    bins: int = option(
+        default=40,
+        doc="bins of x of the pass/fail fit at each variant's cut (the fit runs where "
+        "passfail: is given; passfail: {} for every default)",
+        check=_bins,
+    )
+    x_range: tuple[float, float] | None = option(
+        default=None,
+        key="range",
+        doc="[low, high] of x of the pass/fail fit's bins",
+        check=_range,
+        type="list of 2 numbers or null",
+        default_doc="that of the plane's figures (plane:), below abcd.x_max",
+    )
+    edges: tuple[float, ...] | None = option(
+        default=None,
+        doc="the pass/fail fit's bin edges in x, increasing (instead of bins and range)",
+        check=_edges,
+        type="list of numbers or null",
+    )
+    transfer: str = option(
+        default="constant",
+        doc="the pass/fail transfer ratio in x: constant (one normfactor) or linear "
+        "(with a slope in x, a histosys)",
+        check=_transfer,
+    )
+    masses: tuple[float, ...] | None = option(
+        default=None,
+        doc="mass hypotheses of a bump hunt at each variant's cut, in units of x: a list, or "
+        "{range: [low, high], n: N} for N evenly spaced (the hunt runs where masses is given)",
+        check=_masses,
+        type="list of numbers, {range: [low, high], n: N} or null",
+    )
+    resolution: float = option(
+        default=0.05,
+        doc="the bump hunt's Gaussian signal width: a fraction of the mass with "
+        "relative_resolution, else in units of x",
+        check=_resolution,
+    )
+    relative_resolution: bool = option(
+        default=True,
+        doc="whether resolution is a fraction of the mass (false: in units of x)",
+        check=flag,
+    )
+    global_toys: int = option(
+        default=200,
+        doc="pseudo-experiments of the bump hunt's global significance, seeded with "
+        "statistics.seed (0: the Gross-Vitells estimate from the observed scan only)",
+        check=_toys,
+    )
+    signal_template: bool = option(
+        default=False,
+        doc="with one mass, the bump hunt's template is the signal simulation's spectra at "
+        "the cut instead of a Gaussian",
+        check=flag,
+    )
+    cuts: tuple[float, ...] | None = option(
+        default=None,
+        doc="cuts on each variant's score, increasing, each one of its cut levels (abcd.y0; "
+        "abcd.score_y0 for the raw score): several make disjoint categories, c_k <= score < "
+        "c_k+1 and the last above its cut, fitted together for one mu with a transfer ratio "
+        "each and the failing region below the first cut shared (the bump hunt takes one cut)",
+        check=_cuts,
+        type="list of numbers or null",
+        default_doc="the variant's cut y0, one category",
+    )
+
+    def bin_edges(self, plane_range: tuple[float, float], x_max: float | None) -> tuple[float, ...]:
+        """The fit's bin edges: ``edges``, or ``bins`` over ``range`` (default ``plane_range``)."""
+        if self.edges is not None:
+            return self.edges
+        low, high = self.x_range or plane_range
+        if self.x_range is None and x_max is not None and low < x_max < high:
+            high = x_max
+        return tuple(float(v) for v in np.linspace(low, high, self.bins + 1))
 
 
 def _text(value: Any, source: str, key: str) -> str:
