@@ -43,14 +43,14 @@ fitted ``mu`` is then an expected result, and no file holds a passing data
 count of the window.
 
 Each variant's files are in ``passfail/<variant>/``: ``workspace.json``,
-``passfail.json`` and the figure ``passfail.png``. With ``masses``, a fitted
+``passfail.json`` and the figure ``passfail.png``
+(:mod:`~rosenblatt.studies.abcd.passfail_figures`). With ``masses``, a fitted
 variant also gets the bump hunt of :mod:`rosenblatt.studies.abcd.bumphunt` on
 the same spectra (``bumphunt.json``, ``brazil.png``, ``local_significance.png``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import math
@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 import numpy as np
 
 from rosenblatt._atomic import write_text
+from rosenblatt.studies.abcd.passfail_figures import category_figure, passfail_figure
 from rosenblatt.typing import FloatArray, IntArray
 
 if TYPE_CHECKING:
@@ -426,7 +427,7 @@ def _variant_fit(
             "expected: blinded, the passing observation of the signal window (bins above x0) "
             "is the failing data times the data's pass/fail ratio below x0"
         )
-    out["figure"] = _figure(
+    out["figure"] = passfail_figure(
         where, fit, edges, data_fail, data_pass, window, closure.ratio, x_label=x_label
     )
     out["figure"] = f"{FOLDER}/{variant}/{out['figure']}"
@@ -546,7 +547,7 @@ def _categories_fit(
             "expected: blinded, the passing observation of the signal window (bins above x0) "
             "in each category is the failing data times its pass/fail ratio below x0"
         )
-    summed = _figure(
+    summed = passfail_figure(
         where,
         fit,
         edges,
@@ -657,22 +658,16 @@ def _category_records(
     for k, closure in enumerate(closures):
         channel = f"pass_{k}"
         upper = cuts[k + 1] if k + 1 < len(cuts) else None
-        one = dataclasses.replace(
-            fit,
-            transfer=fit.transfers[channel],
-            background_pass=fit.backgrounds_pass[channel],
-            signal_pass=fit.signals_pass[channel],
-        )
-        figure = _figure(
+        figure = category_figure(
             where,
-            one,
+            fit,
+            channel,
             edges,
             data_fail,
             data_passes[k],
             window,
             closure.ratio,
             x_label=x_label,
-            name=f"passfail_{channel}.png",
         )
         share = (1.0 if upper is None else upper) - cuts[k]
         categories.append(
@@ -730,33 +725,6 @@ def _fitted_slope(fit: PassFailFit, centres: FloatArray) -> float:
 
     half = 0.5 * (centres[-1] - centres[0]) or 1.0
     return float(fit.parameters[SLOPE][0]) * SLOPE_SPAN / half
-
-
-def _figure(
-    where: Path,
-    fit: PassFailFit,
-    edges: FloatArray,
-    failing: FloatArray,
-    passing: FloatArray,
-    window: IntArray,
-    expected: float,
-    *,
-    x_label: str,
-    name: str = "passfail.png",
-) -> str:
-    """The post-fit spectra of both regions and their ratio, as ``name`` (``passfail.png``)."""
-    from rosenblatt.plotting import plot_passfail, save_figure
-
-    fig = plot_passfail(
-        fit,
-        edges,
-        failing,
-        passing,
-        xlabel=x_label,
-        expected_ratio=expected,
-        hidden=window,
-    )
-    return save_figure(fig, where / name).name
 
 
 #: the keys of a variant's ``passfail.json`` that ``summary.json`` holds
