@@ -7,7 +7,9 @@ datasets in :mod:`~rosenblatt.studies.abcd.datasets` and its ``generate:`` entri
 :mod:`~rosenblatt.studies.abcd.generate`; :mod:`~rosenblatt.studies.abcd.preflight` checks
 every file before any chunk, :mod:`~rosenblatt.studies.abcd.pieces` keys a pass's pieces,
 :mod:`~rosenblatt.studies.abcd.estimate` chooses the cut and gives the data-driven estimate,
-:mod:`~rosenblatt.studies.abcd.passfail` the pass/fail fit and
+:mod:`~rosenblatt.studies.abcd.passfail` the pass/fail fit (on the spectra of
+:mod:`~rosenblatt.studies.abcd.passfail_spectra`, drawn by
+:mod:`~rosenblatt.studies.abcd.passfail_figures`) and
 :mod:`~rosenblatt.studies.abcd.bumphunt` its bump hunt,
 :mod:`~rosenblatt.studies.abcd.summary` the shape of ``summary.json``,
 :mod:`~rosenblatt.studies.abcd.outputs` the files written and

@@ -51,7 +51,6 @@ the same spectra (``bumphunt.json``, ``brazil.png``, ``local_significance.png``)
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from collections.abc import Mapping
@@ -62,6 +61,7 @@ import numpy as np
 
 from rosenblatt._atomic import write_text
 from rosenblatt.studies.abcd.passfail_figures import category_figure, passfail_figure
+from rosenblatt.studies.abcd.passfail_spectra import category_spectra, spectra
 from rosenblatt.typing import FloatArray, IntArray
 
 if TYPE_CHECKING:
@@ -77,7 +77,6 @@ __all__ = [
     "PassFailJson",
     "PassFailNumbers",
     "simulation_closure",
-    "spectra",
     "summary_numbers",
     "write_passfail",
     "write_results",
@@ -201,38 +200,6 @@ def _closure_json(closure: TransferCheck) -> dict[str, Any]:
     }
 
 
-def spectra(
-    histogram: Hist[Weight], y0: float, process: int
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """A process's spectra of ``x`` failing and passing the cut ``y0`` (summed over datasets).
-
-    Returns the failing and passing sums of weights per bin of ``x`` (the flow
-    bins of ``x`` left out) and their sums of squared weights; zeros where the
-    histogram holds no event of ``process``.
-    """
-    from rosenblatt.processors.analysis import summed_over_datasets
-
-    h: Any = summed_over_datasets(histogram) if "dataset" in histogram.axes.name else histogram
-    bins = len(h.axes["x"])
-    axis = h.axes["process"]
-    if process not in axis:
-        zeros = np.zeros(bins)
-        return zeros, zeros.copy(), zeros.copy(), zeros.copy()
-    edges = np.asarray(h.axes["y"].edges)
-    # flow index of the first bin at or above y0: the underflow is 0
-    first = int(np.argmin(np.abs(edges - y0))) + 1
-    view = h.view(flow=True)
-    k = axis.index(process)
-    value = np.asarray(view.value[1:-1, :, k], dtype=np.float64)
-    variance = np.asarray(view.variance[1:-1, :, k], dtype=np.float64)
-    return (
-        value[:, :first].sum(axis=1),
-        value[:, first:].sum(axis=1),
-        variance[:, :first].sum(axis=1),
-        variance[:, first:].sum(axis=1),
-    )
-
-
 def write_passfail(
     folder: Path,
     settings: PassFailConfig,
@@ -308,37 +275,6 @@ def _off_grid(histogram: Hist[Weight], cuts: tuple[float, ...]) -> str | None:
                 f"{[round(float(v), 6) for v in edges]}"
             )
     return None
-
-
-def category_spectra(
-    histogram: Hist[Weight], cuts: tuple[float, ...], process: int
-) -> tuple[FloatArray, FloatArray, list[FloatArray], list[FloatArray]]:
-    """A process's spectra of ``x`` below the first cut and in each category between cuts.
-
-    Category ``k`` holds ``cuts[k] <= score < cuts[k + 1]`` (the last: above
-    its cut). Returns the failing sums of weights per bin of ``x`` and their
-    sums of squared weights, and per category the same.
-    """
-    from rosenblatt.processors.analysis import summed_over_datasets
-
-    h: Any = summed_over_datasets(histogram) if "dataset" in histogram.axes.name else histogram
-    bins = len(h.axes["x"])
-    axis = h.axes["process"]
-    if process not in axis:
-        zeros = np.zeros(bins)
-        return zeros, zeros.copy(), [zeros.copy() for _ in cuts], [zeros.copy() for _ in cuts]
-    edges = np.asarray(h.axes["y"].edges)
-    # flow indices of the first bin at or above each cut, and past the overflow
-    bounds = [int(np.argmin(np.abs(edges - cut))) + 1 for cut in cuts] + [len(edges) + 1]
-    view = h.view(flow=True)
-    k = axis.index(process)
-    value = np.asarray(view.value[1:-1, :, k], dtype=np.float64)
-    variance = np.asarray(view.variance[1:-1, :, k], dtype=np.float64)
-    fail = value[:, : bounds[0]].sum(axis=1)
-    fail_variance = variance[:, : bounds[0]].sum(axis=1)
-    passes = [value[:, lo:hi].sum(axis=1) for lo, hi in itertools.pairwise(bounds)]
-    variances = [variance[:, lo:hi].sum(axis=1) for lo, hi in itertools.pairwise(bounds)]
-    return fail, fail_variance, passes, variances
 
 
 def _variant_fit(
