@@ -45,6 +45,7 @@ from rosenblatt.typing import FloatArray
 if TYPE_CHECKING:
     from rosenblatt.abcd.bumphunt import BumpHunt, GlobalSignificance
     from rosenblatt.abcd.templates import SignalTemplates
+    from rosenblatt.studies.abcd.config import PassFailConfig
 
 __all__ = ["BLIND_NOTE", "HIDDEN_WHEN_BLIND", "HuntSettings", "summary_numbers", "write_bumphunt"]
 
@@ -85,6 +86,21 @@ class HuntSettings:
     toys: int
     seed: int
     signal_template: bool
+
+    @classmethod
+    def from_config(cls, settings: PassFailConfig, seed: int) -> HuntSettings:
+        """The hunt that ``passfail:`` sets (``settings.masses`` given), seeded with ``seed``."""
+        if settings.masses is None:
+            msg = "passfail.masses is not given: no bump hunt"
+            raise ValueError(msg)
+        return cls(
+            masses=settings.masses,
+            resolution=settings.resolution,
+            relative=settings.relative_resolution,
+            toys=settings.global_toys,
+            seed=seed,
+            signal_template=settings.signal_template,
+        )
 
 
 def _templates(

@@ -640,15 +640,7 @@ def _bump_hunt(
     """A variant's bump hunt on the fit's spectra; its numbers for ``passfail.json``."""
     from rosenblatt.studies.abcd.bumphunt import HuntSettings, summary_numbers, write_bumphunt
 
-    assert settings.masses is not None
-    hunt = HuntSettings(
-        masses=settings.masses,
-        resolution=settings.resolution,
-        relative=settings.relative_resolution,
-        toys=settings.global_toys,
-        seed=seed,
-        signal_template=settings.signal_template,
-    )
+    hunt = HuntSettings.from_config(settings, seed)
     result = write_bumphunt(
         where, hunt, *arrays, ratio=ratio, blind=blind, x_label=x_label, nonclosure=nonclosure
     )
