@@ -407,3 +407,26 @@ def test_generate_entries_of_a_configuration_take_rntuple() -> None:
         parse_generate([{**entry, "format": "particles", "rntuple": True}], "c.yaml")
     with pytest.raises(ConfigError, match=r"generate\[0\]\.rntuple"):
         parse_generate([{**entry, "rntuple": "yes"}], "c.yaml")
+
+
+@pytest.mark.system
+@pytest.mark.parametrize(
+    "executor",
+    [
+        pytest.param({"kind": "futures", "workers": 2, "chunksize": 1500}, id="futures"),
+        pytest.param({"kind": "dask", "workers": 2, "chunksize": 1500}, id="dask"),
+    ],
+)
+def test_rntuple_on_a_pool_of_workers_equals_the_ttree_read_in_process(
+    files: dict[str, Path], executor: dict[str, Any]
+) -> None:
+    """Worker processes (a futures pool, a local dask cluster) read RNTuple as one process reads TTree."""
+    if executor["kind"] == "dask":
+        pytest.importorskip("dask.distributed")
+    tree = files["ttree"] / f"results-flat-in-process-{executor['kind']}"
+    ntuple = files["rntuple"] / f"results-flat-{executor['kind']}"
+    config = _flat_config(files["ttree"], f"flat-in-process-{executor['kind']}")
+    assert main(["run", str(config), "--output", str(tree)]) == 0
+    config = _flat_config(files["rntuple"], f"flat-{executor['kind']}", executor=executor)
+    assert main(["run", str(config), "--output", str(ntuple)]) == 0
+    _same_outputs(tree, ntuple, ("estimate.json", "closure.json", "cutflow.json"))
