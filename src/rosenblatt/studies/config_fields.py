@@ -30,12 +30,13 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from rosenblatt.studies.config_checks import check_keys, fail, mapping
+from rosenblatt.studies.config_checks import check_keys, fail, folder, mapping
 
 if TYPE_CHECKING:
-    from typing_extensions import dataclass_transform
+    from typing_extensions import Self, dataclass_transform
 elif sys.version_info >= (3, 11):
     from typing import dataclass_transform
 else:  # only type checkers read it
@@ -47,9 +48,12 @@ else:  # only type checkers read it
 __all__ = [
     "Check",
     "ConfigKey",
+    "StudyConfig",
     "config_dataclass",
     "config_keys",
     "config_source",
+    "data_folder_option",
+    "default_data_folder",
     "option",
     "parse_dataclass",
     "study_keys",
@@ -329,6 +333,74 @@ def _value(
         section = {} if value is None else value
         return parse_dataclass(check, section, source, _where(prefix, key), only=f.metadata["only"])
     return check(value, source, _where(prefix, key))
+
+
+def _text(value: Any, source: str, key: str) -> str:
+    return str(value)
+
+
+@config_dataclass
+class StudyConfig:
+    """The keys every study's configuration holds: its name, and the file it was read from.
+
+    A study's configuration dataclass derives from it and reads the file's
+    mapping with :meth:`read`.
+    """
+
+    name: str = option(
+        doc="the study's name (of its results folder)",
+        check=_text,
+        default_doc="the configuration file's name without its suffix",
+    )
+    source: str = dataclasses.field(metadata={"doc": "the configuration file read"})
+
+    @classmethod
+    def read(
+        cls,
+        config: Mapping[str, Any],
+        *,
+        given: Mapping[str, Any] | None = None,
+        required: Iterable[str] = (),
+    ) -> Self:
+        """The configuration read from the file's mapping by its fields (:func:`parse_dataclass`).
+
+        ``source`` is the file's name (:func:`config_source`), ``name``
+        defaults to the file's name without its suffix, and the key
+        ``study`` is accepted beside the fields' keys. ``given`` holds the
+        values of the other fields not read from the file, ``required`` the
+        keys that must be given although their fields have defaults.
+        """
+        source = config_source(config)
+        parsed: Self = parse_dataclass(
+            cls,
+            config,
+            source,
+            given={"source": source, **(given or {})},
+            defaults={"name": Path(source).stem},
+            extra_keys=("study",),
+            required=required,
+        )
+        return parsed
+
+
+def data_folder_option(doc: str) -> Any:
+    """The field of ``data.folder``: the folder a study keeps its events in for later runs.
+
+    Left out (``None``), it is :func:`default_data_folder`.
+    """
+    return option(
+        default=None,
+        key="data.folder",
+        doc=doc,
+        check=folder,
+        default_doc="data/<name>",
+        type="path",
+    )
+
+
+def default_data_folder(name: str, source: str) -> Path:
+    """The folder of ``data.folder`` left out: ``data/<name>``, checked as a folder."""
+    return folder(str(Path("data") / name), source, "data.folder")
 
 
 def config_keys(

@@ -7,8 +7,6 @@ the configuration file (see ``configs/blobs.yaml``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
-from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
@@ -24,10 +22,9 @@ from rosenblatt.studies.config_checks import (
     seed,
 )
 from rosenblatt.studies.config_fields import (
+    StudyConfig,
     config_dataclass,
-    config_source,
     option,
-    parse_dataclass,
 )
 
 __all__ = ["BlobsConfig", "FigureChoice", "Population"]
@@ -97,20 +94,10 @@ def _depth_list(value: Any, source: str, key: str) -> tuple[int, ...]:
     return tuple(count(d, source, key, 1, MAX_DEPTH) for d in value)
 
 
-def _name(value: Any, source: str, key: str) -> str:
-    return str(value)
-
-
 @config_dataclass
-class BlobsConfig:
+class BlobsConfig(StudyConfig):
     """A validated ``study: blobs`` configuration; each field is one key of the file."""
 
-    name: str = option(
-        doc="the study's name (of its results folder)",
-        check=_name,
-        default_doc="the configuration file's name without its suffix",
-    )
-    source: str = field(metadata={"doc": "the configuration file read"})
     background: Population = option(
         doc="the background: its sizes and correlation",
         check=Population,
@@ -168,15 +155,8 @@ class BlobsConfig:
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> BlobsConfig:
         """Validate a configuration read by :func:`rosenblatt.studies.config.load_config`."""
-        source = config_source(config)
-        cfg: BlobsConfig = parse_dataclass(
-            cls,
-            config,
-            source,
-            given={"source": source},
-            defaults={"name": Path(source).stem},
-            extra_keys=("study",),
-        )
+        cfg: BlobsConfig = cls.read(config)
+        source = cfg.source
         if 2 * cfg.n_subsamples > cfg.background.n_testing:
             raise fail(
                 source,

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from dataclasses import field, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,10 +23,9 @@ from rosenblatt.studies.config_checks import (
     seed,
 )
 from rosenblatt.studies.config_fields import (
+    StudyConfig,
     config_dataclass,
-    config_source,
     option,
-    parse_dataclass,
 )
 
 __all__ = ["METHODS", "ArrestsConfig", "DigitsConfig", "FairnessConfig"]
@@ -224,7 +222,7 @@ class DigitsConfig:
 
 
 @config_dataclass
-class FairnessConfig:
+class FairnessConfig(StudyConfig):
     """A validated ``study: fairness`` configuration; each field is one key of the file.
 
     Attributes
@@ -250,12 +248,6 @@ class FairnessConfig:
         The claims' bound on dCor² over its permutation floor.
     """
 
-    name: str = option(
-        doc="the study's name (of its results folder)",
-        check=lambda value, source, key: str(value),
-        default_doc="the configuration file's name without its suffix",
-    )
-    source: str = field(metadata={"doc": "the configuration file read"})
     seed: int = option(
         default=0,
         doc="seed of the folds, the classifiers, the permutations and the bootstraps",
@@ -294,15 +286,7 @@ class FairnessConfig:
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> FairnessConfig:
         """Validate a configuration read by :func:`rosenblatt.studies.config.load_config`."""
-        source = config_source(config)
-        cfg: FairnessConfig = parse_dataclass(
-            cls,
-            config,
-            source,
-            given={"source": source},
-            defaults={"name": Path(source).stem},
-            extra_keys=("study",),
-        )
+        cfg: FairnessConfig = cls.read(config)
         digits = config.get("digits") or {}
         shared = {key: getattr(cfg, key) for key in _SHARED if key not in digits}
         return replace(cfg, digits=replace(cfg.digits, **shared))

@@ -29,9 +29,10 @@ from rosenblatt.studies.config_checks import (
     seed,
 )
 from rosenblatt.studies.config_fields import (
+    StudyConfig,
     config_dataclass,
     config_keys,
-    config_source,
+    default_data_folder,
     option,
     parse_dataclass,
 )
@@ -161,7 +162,7 @@ class DataConfig:
         entry = mapping(value, source, "data")
         defaults = {}
         if "folder" not in entry:
-            defaults["folder"] = folder(str(Path("data") / name), source, "data.folder")
+            defaults["folder"] = default_data_folder(name, source)
         data: DataConfig = parse_dataclass(cls, entry, source, "data", defaults=defaults)
         return data
 
@@ -417,7 +418,7 @@ def _strengths(value: Any, source: str, key: str) -> tuple[float, ...]:
 
 
 @config_dataclass
-class LhcoConfig:
+class LhcoConfig(StudyConfig):
     """A validated ``study: lhco`` configuration; each field is one key (or group) of the file.
 
     ``raw`` keeps the mapping as read: the model cache is keyed by its
@@ -425,12 +426,6 @@ class LhcoConfig:
     its own section from it.
     """
 
-    name: str = option(
-        doc="the study's name (of its results folder)",
-        check=lambda value, source, key: str(value),
-        default_doc="the configuration file's name without its suffix",
-    )
-    source: str = field(metadata={"doc": "the configuration file read"})
     data: DataConfig = option(doc="the cached events and their generation", check=DataConfig)
     sizes: dict[str, dict[str, int]] = option(
         key="partition",
@@ -469,20 +464,11 @@ class LhcoConfig:
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> LhcoConfig:
         """Validate a configuration read by :func:`rosenblatt.studies.config.load_config`."""
-        source = config_source(config)
-        name = str(config.get("name", Path(source).stem))
-        cfg: LhcoConfig = parse_dataclass(
-            cls,
-            config,
-            source,
-            given={"source": source, "raw": config},
-            defaults={"name": name},
-            extra_keys=("study",),
-            required=_REQUIRED,
-        )
+        cfg: LhcoConfig = cls.read(config, given={"raw": config}, required=_REQUIRED)
+        source = cfg.source
         return replace(
             cfg,
-            data=DataConfig.parse(config["data"], source, name),
+            data=DataConfig.parse(config["data"], source, cfg.name),
             features=FeatureConfig.parse(config.get("features"), source),
             classifier=ClassifierConfig.parse(config, source),
             cuts=CutGrid.parse(config.get("abcd"), source),

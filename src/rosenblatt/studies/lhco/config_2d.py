@@ -13,7 +13,7 @@ key or a value of the wrong type is an error naming the key and the file.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from rosenblatt.studies.config_checks import (
     seed,
 )
 from rosenblatt.studies.config_fields import (
+    StudyConfig,
     config_dataclass,
     config_source,
     option,
@@ -103,7 +104,7 @@ class DecorrelationConfig:
 
 
 @config_dataclass
-class Lhco2dConfig:
+class Lhco2dConfig(StudyConfig):
     """A validated ``study: lhco-2d`` configuration.
 
     ``base`` is the LHCO study's configuration of the shared sections (its
@@ -113,12 +114,6 @@ class Lhco2dConfig:
     LHCO configuration with the same classifier, DisCo, partition and seed.
     """
 
-    name: str = option(
-        doc="the study's name (of its results folder)",
-        check=lambda value, source, key: str(value),
-        default_doc="the configuration file's name without its suffix",
-    )
-    source: str = field(metadata={"doc": "the configuration file read"})
     base: LhcoConfig = option(
         key="",
         doc="the sections shared with the LHCO study",

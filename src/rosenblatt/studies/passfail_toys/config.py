@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from rosenblatt.studies.abcd.config import TransformConfig
-from rosenblatt.studies.config_checks import count, fail, flag, folder, number, numbers, seed
+from rosenblatt.studies.config_checks import count, fail, flag, number, numbers, seed
 from rosenblatt.studies.config_fields import (
+    StudyConfig,
     config_dataclass,
-    config_source,
+    data_folder_option,
+    default_data_folder,
     option,
-    parse_dataclass,
 )
 from rosenblatt.studies.toys.config import PopulationConfig
 
@@ -129,15 +129,9 @@ class SpectrumConfig:
 
 
 @config_dataclass
-class PassfailToysConfig:
+class PassfailToysConfig(StudyConfig):
     """A validated ``study: passfail-toys`` configuration; each field is one key of the file."""
 
-    name: str = option(
-        doc="the study's name (of its results folder)",
-        check=lambda value, source, key: str(value),
-        default_doc="the configuration file's name without its suffix",
-    )
-    source: str = field(metadata={"doc": "the configuration file read"})
     seed: int = option(default=2026, doc="seed of every pseudo-experiment", check=seed)
     n_toys: int = option(default=500, doc="pseudo-experiments per score", check=count)
     exact: bool = option(
@@ -170,33 +164,20 @@ class PassfailToysConfig:
         doc="the bins, the cut, the injected resonance and the scan",
         check=SpectrumConfig,
     )
-    data_folder: Path | None = option(
-        default=None,
-        key="data.folder",
-        doc="folder of each score's pseudo-experiments, kept for later runs",
-        check=folder,
-        default_doc="data/<name>",
-        type="path",
+    data_folder: Path | None = data_folder_option(
+        "folder of each score's pseudo-experiments, kept for later runs"
     )
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> PassfailToysConfig:
         """Validate a configuration read by :func:`rosenblatt.studies.config.load_config`."""
-        source = config_source(config)
-        parsed: PassfailToysConfig = parse_dataclass(
-            cls,
-            config,
-            source,
-            given={"source": source},
-            defaults={"name": Path(source).stem},
-            extra_keys=("study",),
-        )
+        parsed: PassfailToysConfig = cls.read(config)
+        source = parsed.source
         if not (parsed.exact or parsed.transforms or parsed.raw_score):
             raise fail(source, "exact", "no score left: set exact, raw_score or transforms")
         return dataclasses.replace(
             parsed,
-            data_folder=parsed.data_folder
-            or folder(str(Path("data") / parsed.name), source, "data.folder"),
+            data_folder=parsed.data_folder or default_data_folder(parsed.name, source),
         )
 
     def scores(self) -> list[tuple[str, TransformConfig | None]]:

@@ -9,17 +9,17 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from rosenblatt.studies.abcd.config import TransformConfig
-from rosenblatt.studies.config_checks import count, fail, flag, folder, number, numbers, seed
+from rosenblatt.studies.config_checks import count, fail, flag, number, numbers, seed
 from rosenblatt.studies.config_fields import (
+    StudyConfig,
     config_dataclass,
-    config_source,
+    data_folder_option,
+    default_data_folder,
     option,
-    parse_dataclass,
 )
 
 __all__ = ["PopulationConfig", "ToysConfig"]
@@ -90,10 +90,6 @@ def _workers(value: Any, source: str, key: str) -> int:
     return count(value, source, key, 1, 1024)
 
 
-def _name(value: Any, source: str, key: str) -> str:
-    return str(value)
-
-
 @config_dataclass
 class PopulationConfig:
     """``population:``: the toy background and signal, and the expected counts of a data set.
@@ -130,15 +126,9 @@ class PopulationConfig:
 
 
 @config_dataclass
-class ToysConfig:
+class ToysConfig(StudyConfig):
     """A validated ``study: toys`` configuration; each field is one key of the file."""
 
-    name: str = option(
-        doc="the study's name (of its results folder)",
-        check=_name,
-        default_doc="the configuration file's name without its suffix",
-    )
-    source: str = field(metadata={"doc": "the configuration file read"})
     transforms: tuple[TransformConfig, ...] = option(
         doc="the transforms: each {kind: irgi, gridkde or kde, name, parameters}",
         check=lambda value, source, key: _transforms(value, source),
@@ -198,27 +188,15 @@ class ToysConfig:
         default_doc="the machine's cores",
         type="integer",
     )
-    data_folder: Path | None = option(
-        default=None,
-        key="data.folder",
-        doc="folder of each setting's pseudo-experiments, kept for later runs",
-        check=folder,
-        default_doc="data/<name>",
-        type="path",
+    data_folder: Path | None = data_folder_option(
+        "folder of each setting's pseudo-experiments, kept for later runs"
     )
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> ToysConfig:
         """Validate a configuration read by :func:`rosenblatt.studies.config.load_config`."""
-        source = config_source(config)
-        parsed: ToysConfig = parse_dataclass(
-            cls,
-            config,
-            source,
-            given={"source": source},
-            defaults={"name": Path(source).stem},
-            extra_keys=("study",),
-        )
+        parsed: ToysConfig = cls.read(config)
+        source = parsed.source
         if parsed.simulation == "defining" and parsed.simulation_size != 1:
             raise fail(
                 source,
@@ -228,8 +206,7 @@ class ToysConfig:
         return dataclasses.replace(
             parsed,
             workers=parsed.workers or os.cpu_count() or 1,
-            data_folder=parsed.data_folder
-            or folder(str(Path("data") / parsed.name), source, "data.folder"),
+            data_folder=parsed.data_folder or default_data_folder(parsed.name, source),
         )
 
 
