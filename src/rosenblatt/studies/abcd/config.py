@@ -30,7 +30,6 @@ from rosenblatt.studies.config_checks import (
     ConfigError,
     file_problem,
     flag,
-    folder,
     key_names,
     plain_name,
     seed,
@@ -43,6 +42,8 @@ from rosenblatt.studies.config_checks import resolve as _resolve
 from rosenblatt.studies.config_fields import (
     config_dataclass,
     config_source,
+    data_folder_option,
+    default_data_folder,
     option,
     parse_dataclass,
 )
@@ -566,14 +567,7 @@ class AbcdConfig:
     max_gather_events: int = option(
         default=5_000_000, doc="defining events gathered to fit KDE, at most", check=_count
     )
-    data_dir: Path = option(
-        default=None,
-        key="data.folder",
-        doc="the folder of the cached skims",
-        check=folder,
-        type="path",
-        default_doc="data/<name>",
-    )
+    data_dir: Path = data_folder_option("the folder of the cached skims")
     plane_x_range: tuple[float, float] | None = option(
         default=None,
         key="plane",
@@ -657,9 +651,7 @@ class AbcdConfig:
             transforms=_transforms(read.transforms, source, base, cuts.y0),
             cuts=cuts,
             executor=read.executor.resolved(source),
-            data_dir=folder(str(Path("data") / name), source, "data.folder")
-            if read.data_dir is None
-            else read.data_dir,
+            data_dir=default_data_folder(name, source) if read.data_dir is None else read.data_dir,
         )
 
 
