@@ -104,7 +104,36 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             encoding="utf-8",
         )
         folders[kind] = folder
+    folder = root / "records"
+    folder.mkdir()
+    for name, (jets, weight) in nano.items():
+        _write_records(folder / f"{name}.root", jets, weight)
+    folders["records"] = folder
     return folders
+
+
+def _write_records(path: Path, jets: ak.Array, weight: np.ndarray) -> None:
+    """NanoAOD as CMSSW's RNTuple output writes it: ``FatJet`` one field of records, no ``nFatJet``."""
+    n = len(jets)
+    with uproot.recreate(path) as handle:
+        handle.mkrntuple(
+            "Events",
+            {
+                "run": np.ones(n, dtype=np.uint32),
+                "luminosityBlock": (1 + np.arange(n) // 1000).astype(np.uint32),
+                "event": np.arange(n, dtype=np.uint64),
+                "FatJet": ak.zip({f: ak.values_astype(jets[f], np.float32) for f in FATJET_FIELDS}),
+                "genWeight": weight.astype(np.float32),
+            },
+        )
+        handle.mkrntuple(
+            "Runs",
+            {
+                "run": np.ones(1, dtype=np.uint32),
+                "genEventSumw": np.array([weight.astype(np.float32).sum(dtype=np.float64)]),
+                "genEventCount": np.array([n], dtype=np.int64),
+            },
+        )
 
 
 def test_the_files_are_what_they_say(files: dict[str, Path]) -> None:
@@ -430,3 +459,32 @@ def test_rntuple_on_a_pool_of_workers_equals_the_ttree_read_in_process(
     config = _flat_config(files["rntuple"], f"flat-{executor['kind']}", executor=executor)
     assert main(["run", str(config), "--output", str(ntuple)]) == 0
     _same_outputs(tree, ntuple, ("estimate.json", "closure.json", "cutflow.json"))
+
+
+@pytest.mark.slow
+@ignore_cross_references
+def test_nanoaod_with_record_collections_reads_as_its_ttree(
+    files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A collection held as one RNTuple field of records (``FatJet.pt``) reads as ``FatJet_pt``."""
+    with uproot.open(files["records"] / "nano_qcd.root") as handle:
+        keys = set(handle["Events"].keys())
+    assert {"FatJet", "FatJet.pt", "FatJet.tagger"} <= keys
+    assert not any(key.startswith(("nFatJet", "FatJet_")) for key in keys)
+    outs = {}
+    for kind in ("ttree", "records"):
+        outs[kind] = tmp_path / f"results-{kind}"
+        config = _nano_config(files[kind], "nano-records")
+        assert main(["run", str(config), "--output", str(outs[kind])]) == 0
+    _same_outputs(outs["ttree"], outs["records"], ("closure.json", "cutflow.json"))
+    results = {}
+    for kind in ("ttree", "records"):
+        monkeypatch.chdir(files[kind])
+        results[kind] = _fit_apply(
+            files[kind], tmp_path, "Events", "mjj", "FatJet.tagger[0]", "genWeight"
+        )
+    (state_t, _, friend_t), (state_r, class_r, friend_r) = results.values()
+    assert state_t == state_r
+    assert class_r == "ROOT::RNTuple"
+    for name, values in friend_t.items():
+        np.testing.assert_array_equal(values, friend_r[name], err_msg=name)

@@ -31,13 +31,21 @@ branch a field; ``NanoAODSchema``: collections such as ``events.FatJet``), an
 awkward array of records read by uproot, or the dijet feature table of
 particle-level files; a collection field is found as ``Coll_field`` or as
 ``Coll.field`` alike. Quantities are picklable: they carry names and paths,
-and load models or the user's module once per process.
+and load models or the user's module once per process. For workers that do
+not see the driver's disk, :meth:`Quantity.by_value` reads the model files
+(XGBoost's JSON or UBJSON, a TorchScript file) and the user's module file
+(its source) once on the driver; the quantity then carries their bytes, and
+each process builds the model or runs the module from them instead of
+opening the path.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import hashlib
 import importlib
+import importlib.abc
 import importlib.util
 import re
 import sys
@@ -122,6 +130,18 @@ def _collection_field(events: Any, collection: str, name: str) -> Any:
     )
 
 
+def _member(collection: str, name: str, available: set[str]) -> str:
+    """The branch of ``collection.name``: ``Coll_name`` (TTree NanoAOD) or ``Coll.name``.
+
+    An RNTuple may hold a collection as one field of records, whose sub-fields
+    uproot names ``Coll.name``; a flat layout names the branch ``Coll_name``,
+    which is what a message about a missing one names.
+    """
+    flat = f"{collection}_{name}"
+    record = f"{collection}.{name}"
+    return record if flat not in available and record in available else flat
+
+
 def _as_float(values: Any, n: int, what: str) -> FloatArray:
     array = np.asarray(ak.to_numpy(values) if isinstance(values, ak.Array) else values)
     if array.shape != (n,):
@@ -154,6 +174,13 @@ class Quantity:
         The model's inputs (``"xgboost"``, ``"torchscript"``).
     jets : str
         The collection of the built-in jet features.
+    spec : mapping
+        The specification of a particle-table scorer.
+    content : bytes or None
+        The bytes of the model file or the source of the module file at
+        ``path``, read by :meth:`by_value` (``None``: loaded from ``path``).
+    digest : str
+        The BLAKE2b hash of ``content`` (which the processes' caches are keyed by).
     """
 
     kind: str
@@ -164,6 +191,54 @@ class Quantity:
     features: tuple[Quantity, ...] = ()
     jets: str = DEFAULT_JETS
     spec: Mapping[str, Any] = field(default_factory=dict)
+    content: bytes | None = field(default=None, repr=False)
+    digest: str = ""
+
+    @property
+    def file(self) -> str | None:
+        """The file it loads in each process: a model or the user's module (``None``: none)."""
+        if self.kind == "function":
+            module = self.path.rpartition(":")[0]
+            return module if module.endswith(".py") else None
+        if self.features:
+            return self.path
+        return None
+
+    def by_value(self, key: str) -> Quantity:
+        """This quantity with the files it loads read in, to travel with the tasks by value.
+
+        The model file of an ``xgboost`` or ``torchscript`` quantity of
+        features is read as bytes, the user's module file (``file.py:name``)
+        as its source, and so for the features of a model; the processes that
+        evaluate the result build the model or run the module from those bytes
+        and never open the path. A function of an installed module
+        (``package.module:name``) and the particle-table scorers are loaded as
+        before.
+
+        Parameters
+        ----------
+        key : str
+            Where the quantity is configured (``"score"``), for messages.
+
+        Raises
+        ------
+        QuantityError
+            If a file cannot be read, in one line naming ``key`` and the path.
+        """
+        features = tuple(
+            feature.by_value(f"{key}.features[{i}]") for i, feature in enumerate(self.features)
+        )
+        path = self.file
+        if path is None:
+            return dataclasses.replace(self, features=features)
+        try:
+            with open(path, "rb") as handle:
+                content = handle.read()
+        except OSError as err:
+            reason = err.strerror or type(err).__name__
+            raise QuantityError(f"{key}.{self.kind}: cannot read {path}: {reason}") from None
+        digest = hashlib.blake2b(content, digest_size=16).hexdigest()
+        return dataclasses.replace(self, features=features, content=content, digest=digest)
 
     def branches(self, available: Sequence[str]) -> tuple[list[str], list[str]]:
         """The branches this quantity reads from a tree holding ``available``.
@@ -179,10 +254,10 @@ class Quantity:
             if self.name in have or self.name not in JET_FEATURES:
                 needed = [self.name]
             else:
-                needed = [f"{self.jets}_{f}" for f in JET_FIELDS]
+                needed = [_member(self.jets, f, have) for f in JET_FIELDS]
         elif self.kind == "element":
             collection, name = self.name.split(".")
-            needed = [f"{collection}_{name}"]
+            needed = [_member(collection, name, have)]
         elif self.features:
             needed, missing = [], []
             for feature in self.features:
@@ -223,7 +298,7 @@ class Quantity:
                 values[present] = _as_float(chosen, int(present.sum()), self.text)
             return values, present
         if self.kind == "function":
-            result = _load_callable(self.path)(events)
+            result = _load_callable(self.path, self.content, self.digest)(events)
             return _as_float(result, n, f"{self.text} (the user's function)"), np.ones(n, bool)
         if self.features:
             return self._feature_model(events)
@@ -242,7 +317,7 @@ class Quantity:
             columns.append(np.where(ok, values, 0.0))
             present &= ok
         matrix = np.stack(columns, axis=1) if columns else np.empty((n, 0))
-        model = _load_feature_model(self.kind, self.path)
+        model = _load_feature_model(self.kind, self.path, self.content, self.digest)
         try:
             scores = np.asarray(model(matrix), dtype=np.float64).reshape(-1)
         except (ValueError, RuntimeError) as err:
@@ -398,40 +473,87 @@ def _function_path(spec: str, key: str, base: Path) -> str:
     return spec
 
 
-def _load_callable(spec: str) -> Any:
-    """The user's callable ``module:name`` or ``/abs/file.py:name``, imported once per process."""
-    if spec in _MODULES:
-        return _MODULES[spec]
+def _load_callable(spec: str, source: bytes | None = None, digest: str = "") -> Any:
+    """The user's callable ``module:name`` or ``/abs/file.py:name``, imported once per process.
+
+    With ``source`` (the module file's bytes), the module is run from them
+    and its file is not opened.
+    """
+    key = f"{spec}:{digest}"
+    if key in _MODULES:
+        return _MODULES[key]
     module_name, _, name = spec.rpartition(":")
     if module_name.endswith(".py"):
-        unique = f"_rosenblatt_user_{abs(hash(module_name))}"
-        loader = importlib.util.spec_from_file_location(unique, module_name)
-        if loader is None or loader.loader is None:
-            raise QuantityError(f"function {spec}: cannot import {module_name}")
-        module = importlib.util.module_from_spec(loader)
-        sys.modules[unique] = module
-        loader.loader.exec_module(module)
+        module = _file_module(module_name, source, spec)
     else:
         module = importlib.import_module(module_name)
     function = getattr(module, name, None)
     if not callable(function):
         raise QuantityError(f"function {spec}: {module_name} has no callable {name!r}")
-    _MODULES[spec] = function
+    _MODULES[key] = function
     return function
 
 
-def _load_feature_model(kind: str, path: str) -> Any:
-    """A callable ``(n, k) array -> (n,) scores`` of the model, through coffea's wrapper."""
-    key = f"{kind}:{path}"
+def _file_module(path: str, source: bytes | None, spec: str) -> Any:
+    """The module of the user's file ``path``, run from ``source`` where given.
+
+    Its name is the same in every process for the same path
+    (``_rosenblatt_user_<stem>_<hash of the path>``).
+    """
+    digest = hashlib.blake2b(path.encode(), digest_size=8).hexdigest()
+    stem = re.sub(r"\W", "_", Path(path).stem)
+    unique = f"_rosenblatt_user_{stem}_{digest}"
+    if source is None:
+        found = importlib.util.spec_from_file_location(unique, path)
+    else:
+        found = importlib.util.spec_from_loader(unique, _SourceLoader(path, source))
+    if found is None or found.loader is None:
+        raise QuantityError(f"function {spec}: cannot import {path}")
+    module = importlib.util.module_from_spec(found)
+    sys.modules[unique] = module
+    try:
+        found.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(unique, None)
+        raise
+    return module
+
+
+class _SourceLoader(importlib.abc.SourceLoader):
+    """The loader of a module file's source given as bytes: the file is never opened."""
+
+    def __init__(self, path: str, source: bytes) -> None:
+        self.path, self.source = path, source
+
+    def get_filename(self, fullname: str) -> str:
+        """The module's file, as tracebacks show it."""
+        return self.path
+
+    def get_data(self, path: str) -> bytes:
+        """The source of the module's file; nothing else (no bytecode cache) is there."""
+        if path != self.path:
+            raise OSError(f"{path}: only the module's source travelled with the task")
+        return self.source
+
+
+def _load_feature_model(
+    kind: str, path: str, content: bytes | None = None, digest: str = ""
+) -> Any:
+    """A callable ``(n, k) array -> (n,) scores`` of the model, through coffea's wrapper.
+
+    With ``content`` (the model file's bytes), the model is built from them
+    and its file is not opened.
+    """
+    key = f"{kind}:{path}:{digest}"
     if key not in _MODULES:
         if kind == "xgboost":
             from rosenblatt.processors.xgboost_model import XGBoostScore
 
-            _MODULES[key] = XGBoostScore(path)
+            _MODULES[key] = XGBoostScore(path, content)
         else:
             from rosenblatt.processors.torchscript_model import TorchScriptScore
 
-            _MODULES[key] = TorchScriptScore(path)
+            _MODULES[key] = TorchScriptScore(path, content)
     return _MODULES[key]
 
 

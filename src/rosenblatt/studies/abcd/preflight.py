@@ -161,7 +161,7 @@ def _detect(keys: list[str]) -> str:
     if "Part_pt" in keys:
         return "particles"
     if set(NANOAOD_EVENT_IDS) <= set(keys) and any(
-        k.startswith("n") and k[1:2].isupper() for k in keys
+        (k.startswith("n") and k[1:2].isupper()) or "." in k for k in keys
     ):
         return "nanoaod"
     return "base"
