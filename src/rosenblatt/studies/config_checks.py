@@ -26,11 +26,13 @@ __all__ = [
     "file_problem",
     "flag",
     "folder",
+    "fraction",
     "key_names",
     "mapping",
     "number",
     "numbers",
     "plain_name",
+    "positive",
     "resolve",
     "seed",
 ]
@@ -102,6 +104,22 @@ def numbers(value: Any, source: str, key: str, minimum_length: int = 1) -> tuple
             source, key, f"must be a list of at least {minimum_length} number(s), got {value!r}"
         )
     return tuple(number(v, source, key) for v in value)
+
+
+def positive(value: Any, source: str, key: str) -> float:
+    """``value`` as a float, if it is a positive number."""
+    checked = number(value, source, key)
+    if not checked > 0:
+        raise fail(source, key, f"must be positive, got {checked}")
+    return checked
+
+
+def fraction(value: Any, source: str, key: str) -> float:
+    """``value`` as a float, if it is a number strictly between 0 and 1."""
+    checked = number(value, source, key)
+    if not 0 < checked < 1:
+        raise fail(source, key, f"must lie strictly between 0 and 1, got {checked}")
+    return checked
 
 
 def count(value: Any, source: str, key: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:

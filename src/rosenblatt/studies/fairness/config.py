@@ -18,8 +18,8 @@ from rosenblatt.studies.config_checks import (
     count,
     fail,
     mapping,
-    number,
     numbers,
+    positive,
     seed,
 )
 from rosenblatt.studies.config_fields import (
@@ -59,13 +59,6 @@ def _folds(value: Any, source: str, key: str) -> int:
 
 def _at_least_two(value: Any, source: str, key: str) -> int:
     return count(value, source, key, 2)
-
-
-def _positive(value: Any, source: str, key: str) -> float:
-    result = number(value, source, key)
-    if result <= 0:
-        raise fail(source, key, f"must be positive, got {result}")
-    return result
 
 
 def _inner_cv(value: Any, source: str, key: str) -> dict[str, int | None]:
@@ -214,7 +207,7 @@ class DigitsConfig:
     C: float = option(
         default=0.1,
         doc="inverse regularisation strength of the logistic regression",
-        check=_positive,
+        check=positive,
     )
     inner_cv: int = option(
         default=5, doc="folds of the out-of-fold scores the transform is fitted on", check=_folds
@@ -280,7 +273,7 @@ class FairnessConfig(StudyConfig):
         default=2.0,
         key="claims.dcc_floor_ratio_max",
         doc="the claims' bound on dCor² over its permutation floor",
-        check=_positive,
+        check=positive,
     )
 
     @classmethod

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from rosenblatt.studies.abcd.config import TransformConfig
-from rosenblatt.studies.config_checks import count, fail, flag, number, numbers, seed
+from rosenblatt.studies.config_checks import (
+    count,
+    fail,
+    flag,
+    fraction,
+    numbers,
+    positive,
+    seed,
+)
 from rosenblatt.studies.config_fields import (
     StudyConfig,
     config_dataclass,
@@ -26,20 +34,6 @@ from rosenblatt.studies.config_fields import (
 from rosenblatt.studies.toys.config import PopulationConfig
 
 __all__ = ["PassfailToysConfig", "SpectrumConfig"]
-
-
-def _fraction(value: Any, source: str, key: str) -> float:
-    fraction = number(value, source, key)
-    if not 0 < fraction < 1:
-        raise fail(source, key, f"must lie strictly between 0 and 1, got {fraction}")
-    return fraction
-
-
-def _positive(value: Any, source: str, key: str) -> float:
-    positive = number(value, source, key)
-    if not positive > 0:
-        raise fail(source, key, f"must be positive, got {positive}")
-    return positive
 
 
 def _masses(value: Any, source: str, key: str) -> tuple[float, ...]:
@@ -91,7 +85,7 @@ class SpectrumConfig:
     y0: float = option(
         default=0.9,
         doc="the cut on gamma; the raw score's cut passes the same fraction",
-        check=_fraction,
+        check=fraction,
     )
     masses: tuple[float, ...] = option(
         default=(0.3, 0.5, 0.7),
@@ -104,10 +98,10 @@ class SpectrumConfig:
         check=_strengths,
     )
     signal_yield: float = option(
-        default=200.0, doc="the resonance's events at mu = 1, before the cut", check=_positive
+        default=200.0, doc="the resonance's events at mu = 1, before the cut", check=positive
     )
     resolution: float = option(
-        default=0.02, doc="the resonance's Gaussian width in x", check=_positive
+        default=0.02, doc="the resonance's Gaussian width in x", check=positive
     )
     scan: tuple[float, float, float] = option(
         default=(0.1, 0.9, 0.02),
@@ -124,7 +118,7 @@ class SpectrumConfig:
     reference_level: float = option(
         default=1.0,
         doc="the level u0 of q0 where Gross-Vitells upcrossings are counted",
-        check=_positive,
+        check=positive,
     )
 
 

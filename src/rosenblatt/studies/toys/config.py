@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from rosenblatt.studies.abcd.config import TransformConfig
-from rosenblatt.studies.config_checks import count, fail, flag, number, numbers, seed
+from rosenblatt.studies.config_checks import (
+    count,
+    fail,
+    flag,
+    fraction,
+    number,
+    numbers,
+    positive,
+    seed,
+)
 from rosenblatt.studies.config_fields import (
     StudyConfig,
     config_dataclass,
@@ -30,20 +39,6 @@ MAX_TOYS = 1_000_000
 MAX_REPLICAS = 1000
 #: ``simulation:`` values
 SIMULATIONS = ("defining", "independent")
-
-
-def _fraction(value: Any, source: str, key: str) -> float:
-    fraction = number(value, source, key)
-    if not 0 < fraction < 1:
-        raise fail(source, key, f"must lie strictly between 0 and 1, got {fraction}")
-    return fraction
-
-
-def _positive(value: Any, source: str, key: str) -> float:
-    positive = number(value, source, key)
-    if not positive > 0:
-        raise fail(source, key, f"must be positive, got {positive}")
-    return positive
 
 
 def _non_negative(value: Any, source: str, key: str) -> float:
@@ -107,7 +102,7 @@ class PopulationConfig:
         check=_line,
     )
     concentration: float = option(
-        default=5.0, doc="the concentration (a + b) of the background's Beta in y", check=_positive
+        default=5.0, doc="the concentration (a + b) of the background's Beta in y", check=positive
     )
     signal_x: tuple[float, float] = option(
         default=(0.8, 0.05), doc="[mean, sd] of the signal's Gaussian peak in x", check=_line
@@ -116,7 +111,7 @@ class PopulationConfig:
         default=(8.0, 2.0), doc="[a, b] of the signal's Beta distribution in y", check=_line
     )
     background: float = option(
-        default=50000.0, doc="expected background events of a data set", check=_positive
+        default=50000.0, doc="expected background events of a data set", check=positive
     )
     signal: float = option(
         default=300.0,
@@ -158,7 +153,7 @@ class ToysConfig(StudyConfig):
         default=1.0,
         doc="events of the independent simulation, as a multiple of the defining size "
         "(``simulation: independent`` only)",
-        check=_positive,
+        check=positive,
     )
     negative_weight_fraction: float = option(
         default=0.0,
@@ -172,9 +167,9 @@ class ToysConfig(StudyConfig):
         doc="keyed bootstrap replicas of each transform per pseudo-experiment",
         check=_replicas,
     )
-    x0: float = option(default=0.6, doc="the cut on x (A and B above it)", check=_fraction)
+    x0: float = option(default=0.6, doc="the cut on x (A and B above it)", check=fraction)
     y0: float = option(
-        default=0.95, doc="the cut on the transformed score (A and C above it)", check=_fraction
+        default=0.95, doc="the cut on the transformed score (A and C above it)", check=fraction
     )
     population: PopulationConfig = option(
         default_factory=PopulationConfig,
