@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from dijet_ntuple import dijet_columns
 
 from rosenblatt._records import refusing_corrupt_cache
 from rosenblatt.exceptions import CorruptCacheError
+from rosenblatt.processors import pieces as pieces_module
 from rosenblatt.processors.analysis import PlaneBinning, Variant, empty_output, fill_variants
 from rosenblatt.processors.pieces import (
     STOP_AFTER_PIECES,
@@ -197,6 +199,48 @@ def test_the_merge_is_the_same_whatever_ran_when(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "split").iterdir()) == sorted(
         split.path(c).name for c in chunks
     )
+
+
+@pytest.mark.parametrize("read_ahead", [64, 1])
+def test_the_kept_pieces_are_read_while_the_chunks_left_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_ahead: int
+) -> None:
+    chunks = [Chunk("qcd", "in.root", start, start + 500) for start in range(0, 4000, 500)]
+    outputs = {chunk: _output(k) for k, chunk in enumerate(chunks)}
+    whole = _store(tmp_path / "whole")
+    for chunk in chunks:
+        whole.save(chunk, outputs[chunk])
+    uninterrupted = run_in_pieces(whole, chunks, lambda missing: pytest.fail("nothing is left"))
+
+    monkeypatch.setattr(pieces_module, "READ_AHEAD", read_ahead)
+    loaded: list[Chunk] = []
+    load = PieceStore.load
+
+    def counted(self: PieceStore, chunk: Chunk) -> dict[str, Any]:
+        loaded.append(chunk)
+        return load(self, chunk)
+
+    monkeypatch.setattr(PieceStore, "load", counted)
+    split = _store(tmp_path / "split")
+    left = {chunks[k] for k in (2, 6)}
+    for chunk in chunks:
+        if chunk not in left:
+            split.save(chunk, outputs[chunk])
+    # read while the chunks left run: the first two merged, up to READ_AHEAD others held
+    read_first = {chunks[k] for k in (0, 1, 3, 4, 5, 7)[: 2 + read_ahead]}
+
+    def run_missing(missing: list[Chunk]) -> None:
+        assert set(missing) == left
+        deadline = time.monotonic() + 30.0
+        while not read_first <= set(loaded) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert set(loaded) == read_first
+        for chunk in missing:
+            split.save(chunk, outputs[chunk])
+
+    resumed = run_in_pieces(split, chunks, run_missing)
+    assert _same(uninterrupted, resumed)
+    assert sorted(loaded) == chunks  # every piece read once
 
 
 # a real run, stopped and run again -----------------------------------------------------

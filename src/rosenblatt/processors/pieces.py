@@ -15,7 +15,9 @@ each histogram as UHI arrays (``uhi.io.zip``, read without pickle).
 A pass then (:func:`run_in_pieces`) runs only the chunks without a sound
 piece, and merges every piece read back from disk in the order of the chunks,
 sorted by dataset, file and entry: its output is the same bit for bit however
-the pass was split over runs, workers and completion orders. Pieces of another
+the pass was split over runs, workers and completion orders. The pieces kept
+from an earlier run are read and merged while the chunks left run, so that a
+resumed pass costs little more than its chunks left. Pieces of another
 key (another configuration, a changed input file, another chunking) are never
 read, and are removed once the pass is done. A damaged piece, or one whose skim
 file is damaged, is named in one line and computed again
@@ -39,6 +41,7 @@ import logging
 import os
 import signal
 import tempfile
+import threading
 import uuid
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -74,6 +77,8 @@ PIECE_VERSION = 1
 _MANIFEST = "piece.json"
 #: keys of an output whose value is a mapping of names to histograms
 _HISTOGRAMS = ("abcd", "plane", "passfail", "replicas", "resampled")
+#: most pieces read ahead of the merge while the chunks left run (bounds the memory held)
+READ_AHEAD = 64
 #: test hook: ``<pass>:<n>`` sends SIGTERM to the run once the pass's folder holds n pieces
 STOP_AFTER_PIECES = "ROSENBLATT_STOP_AFTER_PIECES"
 
@@ -420,10 +425,78 @@ def run_in_pieces(
         len(ordered) - len(missing),
         len(missing),
     )
+    merge = _OrderedMerge(store, ordered)
     if missing:
-        run_missing(missing)
-    merged = processor.accumulate(store.load(chunk) for chunk in ordered)
+        merge.start(set(missing))
+        try:
+            run_missing(missing)
+        finally:
+            merge.stop()
+    merged = merge.finish()
     removed = store.prune(ordered)
     if removed:
         log.info("pass %s: %d pieces of other runs removed", store.name, removed)
-    return dict(merged or {})
+    return merged
+
+
+class _OrderedMerge:
+    """The pieces of ``ordered`` merged in that order, those kept read while the others run.
+
+    :meth:`start` reads, in a thread, the pieces of the chunks that are not
+    ``missing``: it merges those before the first missing chunk, and holds
+    up to :data:`READ_AHEAD` of the others, read but not merged.
+    :meth:`finish` merges every piece in the order of the chunks, reading what
+    the thread did not: the output is the same as one merge of every piece in
+    that order (:func:`coffea.processor.accumulate` adds them left to right).
+    """
+
+    def __init__(self, store: PieceStore, ordered: Sequence[Chunk]) -> None:
+        self.store, self.ordered = store, ordered
+        self.merged: Any = None
+        #: the chunks merged: the first ``merged_count`` of ``ordered``
+        self.merged_count = 0
+        #: pieces read but not merged, by index in ``ordered``
+        self.ahead: dict[int, dict[str, Any]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, missing: set[Chunk]) -> None:
+        """Read and merge the kept pieces in a thread (until :meth:`stop`)."""
+        self._thread = threading.Thread(
+            target=self._read_kept, args=(missing,), name=f"pieces of {self.store.name}"
+        )
+        self._thread.daemon = True
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread after the piece it is reading, and wait for it."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def _read_kept(self, missing: set[Chunk]) -> None:
+        try:
+            for index, chunk in enumerate(self.ordered):
+                if self._stop.is_set() or len(self.ahead) >= READ_AHEAD:
+                    return
+                if chunk in missing:
+                    continue
+                output = self.store.load(chunk)
+                if index == self.merged_count:
+                    self._merge(output)
+                else:
+                    self.ahead[index] = output
+        except Exception:  # noqa: BLE001 - read again by finish(), which reports it
+            return
+
+    def _merge(self, output: dict[str, Any]) -> None:
+        self.merged = processor.accumulate([output], self.merged)
+        self.merged_count += 1
+
+    def finish(self) -> dict[str, Any]:
+        """Every piece merged in order (the thread stopped)."""
+        for index in range(self.merged_count, len(self.ordered)):
+            output = self.ahead.pop(index, None)
+            self._merge(self.store.load(self.ordered[index]) if output is None else output)
+        return dict(self.merged or {})
