@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -415,3 +416,19 @@ def test_a_nonclosure_widens_the_interval_and_lowers_the_significance() -> None:
     )
     assert toys.local_z == pytest.approx(float(wide.local_z.max()))
     assert toys.toys_max_z.shape == (20,)
+
+
+def test_a_failed_pyhf_fit_logs_no_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """pyhf logs a failed minimisation at ERROR before raising it; the caller reports it once."""
+    pyhf = pytest.importorskip("pyhf")
+    model = pyhf.simplemodels.uncorrelated_background([5.0], [50.0], [7.0])
+    data = [float("nan"), *model.config.auxdata]
+    caplog.clear()
+    failure = pytest.raises(pyhf.exceptions.FailedMinimization)
+    with caplog.at_level(logging.DEBUG), quiet_pyhf(), failure:
+        pyhf.infer.mle.fit(data, model)
+    assert not [r for r in caplog.records if r.name.startswith("pyhf")]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG), pytest.raises(pyhf.exceptions.FailedMinimization):
+        pyhf.infer.mle.fit(data, model)
+    assert [r for r in caplog.records if r.levelno == logging.ERROR and r.exc_info]

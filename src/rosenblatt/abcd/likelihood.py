@@ -92,10 +92,15 @@ MAX_NONCLOSURE = 0.99
 
 @contextlib.contextmanager
 def quiet_pyhf() -> Iterator[None]:
-    """Silence pyhf 0.7's jsonschema ``RefResolver`` deprecation warning and its INFO log lines."""
+    """Silence pyhf 0.7's jsonschema ``RefResolver`` deprecation warning and its log lines.
+
+    pyhf logs a failed minimisation with its traceback at level ERROR before it
+    raises :class:`pyhf.exceptions.FailedMinimization`, which carries the same
+    result: the caller that catches it says what failed, once.
+    """
     logger = logging.getLogger("pyhf")
     level = logger.level
-    logger.setLevel(max(level, logging.WARNING))
+    logger.setLevel(max(level, logging.CRITICAL))
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings(
