@@ -47,6 +47,7 @@ import hashlib
 import importlib
 import importlib.abc
 import importlib.util
+import linecache
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -509,6 +510,10 @@ def _file_module(path: str, source: bytes | None, spec: str) -> Any:
         found = importlib.util.spec_from_loader(unique, _SourceLoader(path, source))
     if found is None or found.loader is None:
         raise QuantityError(f"function {spec}: cannot import {path}")
+    if source is not None:
+        # tracebacks and dask's profiler read the module's lines from here, not from its file
+        lines = importlib.util.decode_source(source).splitlines(keepends=True)
+        linecache.cache[path] = (len(source), None, lines, path)
     module = importlib.util.module_from_spec(found)
     sys.modules[unique] = module
     try:

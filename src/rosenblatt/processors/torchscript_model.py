@@ -2,13 +2,16 @@
 
 The counterpart of :mod:`rosenblatt.processors.xgboost_model` for PyTorch:
 coffea's wrapper holds the TorchScript file's path and loads the module
-lazily in each process, so the scorer travels to workers as a path. The model
+lazily in each process, so the scorer travels to workers as a path; given the
+file's bytes instead, each process loads the module from them
+(``torch.jit.load`` of an ``io.BytesIO``) without opening the path. The model
 is called on one ``float32`` tensor ``(n, k)`` of the listed features and
 returns one score per event (``(n,)`` or ``(n, 1)``).
 """
 
 from __future__ import annotations
 
+import io
 import warnings
 from typing import Any
 
@@ -27,6 +30,9 @@ class TorchScriptScore:
     path : str
         A module saved by ``torch.jit.save``, taking a ``float32`` tensor
         ``(n, k)``.
+    content : bytes, optional
+        That file's bytes: the module is loaded from them, the path only
+        names it in messages.
 
     Raises
     ------
@@ -36,7 +42,7 @@ class TorchScriptScore:
         If the module does not return one score per event.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, content: bytes | None = None) -> None:
         try:
             import torch  # noqa: F401
             from coffea.ml_tools import torch_wrapper
@@ -56,7 +62,8 @@ class TorchScriptScore:
                     raise ValueError(msg)
 
         self.path = path
-        self._wrapper: Any = _Matrix(path)
+        # the wrapper hands its argument to torch.jit.load, which reads a path or a file object
+        self._wrapper: Any = _Matrix(path if content is None else io.BytesIO(content))
 
     def __call__(self, matrix: FloatArray) -> FloatArray:
         """The module's score for every row of ``matrix``."""

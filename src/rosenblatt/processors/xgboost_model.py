@@ -2,7 +2,10 @@
 
 coffea's convention for models inside processors: the wrapper holds the model
 file's path and creates the ``xgboost.Booster`` lazily in each process, so the
-scorer travels to workers as a path.
+scorer travels to workers as a path. Given the file's bytes instead, the
+scorer carries them and each process builds the booster from them
+(``Booster.load_model`` of a ``bytearray``, JSON or UBJSON alike) without
+opening the path.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ class XGBoostScore:
     ----------
     path : str
         A model saved by ``xgboost.Booster.save_model`` (JSON or UBJSON).
+    content : bytes, optional
+        That file's bytes: the booster is built from them, the path only
+        names the model in messages.
 
     Raises
     ------
@@ -32,7 +38,7 @@ class XGBoostScore:
         If the matrix has another number of columns than the model's features.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, content: bytes | None = None) -> None:
         try:
             from coffea.ml_tools import xgboost_wrapper
         except ImportError as err:
@@ -44,6 +50,15 @@ class XGBoostScore:
 
             def prepare_awkward(self, matrix: Any) -> tuple[list[Any], dict[str, Any]]:
                 return [matrix], {}
+
+            def _create_xgbooster(self) -> Any:
+                if content is None:
+                    return super()._create_xgbooster()
+                import xgboost
+
+                booster = xgboost.Booster()
+                booster.load_model(bytearray(content))
+                return booster
 
         self.path = path
         self._wrapper: Any = _Matrix(path)

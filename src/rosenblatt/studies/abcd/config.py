@@ -211,8 +211,8 @@ class ExecutorConfig:
     shared_disk: bool = option(
         default=True,
         doc="whether the workers see the driver's data folder; false: each chunk's piece and "
-        "skims come back to the driver in the task's result, and the skims go to the "
-        "workers by value",
+        "skims come back to the driver in the task's result, and the skims, the model files "
+        "and the module files of the quantities go to the workers by value",
         check=flag,
     )
 
@@ -605,6 +605,48 @@ class AbcdConfig:
     def roles(self) -> set[str]:
         """The roles of the datasets filled into the histograms."""
         return {d.role for d in self.datasets.values() if d.role != "defining"}
+
+    def by_value(self) -> AbcdConfig:
+        """This configuration with the files its quantities load read in, to travel by value.
+
+        For workers that share no disk with the driver
+        (``executor.shared_disk: false``): the model files of ``score``,
+        ``abcd.x``, ``defining.selection`` and the datasets' weights, and the
+        user's module files they name, are read here once (see
+        :meth:`rosenblatt.processors.quantities.Quantity.by_value`), so that
+        no worker opens them.
+
+        Raises
+        ------
+        ConfigError
+            If such a file cannot be read, in one line naming its key and path.
+        """
+
+        def carried(quantity: Quantity, key: str) -> Quantity:
+            try:
+                return quantity.by_value(key)
+            except QuantityError as err:
+                where, _, what = str(err).partition(": ")
+                raise _fail(self.source, where, what) from None
+
+        datasets = {
+            name: dataset
+            if dataset.weight is None
+            else dataclasses.replace(
+                dataset, weight=carried(dataset.weight, f"datasets.{name}.weight")
+            )
+            for name, dataset in self.datasets.items()
+        }
+        selection = self.defining_selection
+        return dataclasses.replace(
+            self,
+            x=carried(self.x, "abcd.x"),
+            score=carried(self.score, "score"),
+            defining_selection=None
+            if selection is None
+            else carried(selection, "defining.selection"),
+            datasets=datasets,
+        )
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> AbcdConfig:

@@ -108,6 +108,9 @@ def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
     from rosenblatt.studies.abcd.preflight import preflight
 
     cfg = AbcdConfig.parse(config)
+    if not cfg.executor.shared_disk:
+        # the workers cannot open the driver's files: models and modules go with the tasks
+        cfg = cfg.by_value()
     steps = Steps(STEPS, log)
     with steps.timed("generate"):
         _generate(cfg)
