@@ -7,7 +7,9 @@ for bit. Each worker records, through an audit hook (``sys.addaudithook``, loade
 ``--preload``), every file it opens, renames or makes under the driver's folder: the
 tasks carry the transforms by value (no worker opens a file of the results folder), and
 the places where the workers still need the driver's disk are named by the test
-:func:`test_the_workers_need_the_data_folder_but_never_the_results_folder`.
+:func:`test_the_workers_need_the_data_folder_but_never_the_results_folder`. Without a
+shared disk, an XGBoost model and a module of the user's functions named by path in the
+driver's folder travel with the tasks as bytes: no worker opens them.
 """
 
 from __future__ import annotations
@@ -76,6 +78,20 @@ for _name, _mode in (("read_table", "r"), ("write_table", "w")):
         return _call(*args, **kwargs)
 
     setattr(_pq, _name, _wrapped)
+
+# so does xgboost: a booster loaded from a file is recorded as an open of that file
+try:
+    import xgboost as _xgboost
+except ImportError:
+    _xgboost = None
+if _xgboost is not None:
+
+    def _load_model(self, fname, _call=_xgboost.Booster.load_model):
+        if isinstance(fname, (str, os.PathLike)):
+            _hook("open", (os.fspath(fname), "r", 0))
+        return _call(self, fname)
+
+    _xgboost.Booster.load_model = _load_model
 """
 
 
@@ -215,7 +231,9 @@ def cluster(driver: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
                 process.wait()
 
 
-def _config(driver: Path, name: str, executor: dict[str, Any]) -> Path:
+def _config(
+    driver: Path, name: str, executor: dict[str, Any], changes: dict[str, Any] | None = None
+) -> Path:
     xsec = {"qcd": 2000.0, "sig": 10.0}
     config: dict[str, Any] = {
         "study": "abcd",
@@ -250,14 +268,21 @@ def _config(driver: Path, name: str, executor: dict[str, Any]) -> Path:
         "statistics": {"n_boot": 0},
         "data": {"folder": str(driver / f"data-{name}")},
     }
+    for key, value in (changes or {}).items():
+        if key == "x":
+            config["abcd"]["x"] = value
+        else:
+            config[key] = value
     path = driver / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
 
 
-def _run(driver: Path, name: str, executor: dict[str, Any]) -> Path:
+def _run(
+    driver: Path, name: str, executor: dict[str, Any], changes: dict[str, Any] | None = None
+) -> Path:
     out = driver / f"results-{name}"
-    assert main(["run", str(_config(driver, name, executor)), "--output", str(out)]) == 0
+    assert main(["run", str(_config(driver, name, executor, changes)), "--output", str(out)]) == 0
     return out
 
 
@@ -266,9 +291,15 @@ def on_futures(driver: Path) -> Path:
     return _run(driver, "futures", {"kind": "futures", "workers": 2})
 
 
-def _on_cluster(driver: Path, cluster: Cluster, name: str, **executor: Any) -> Run:
+def _on_cluster(
+    driver: Path,
+    cluster: Cluster,
+    name: str,
+    changes: dict[str, Any] | None = None,
+    **executor: Any,
+) -> Run:
     cluster.clear()
-    out = _run(driver, name, {"kind": "dask", "scheduler": cluster.address, **executor})
+    out = _run(driver, name, {"kind": "dask", "scheduler": cluster.address, **executor}, changes)
     return Run(out, cluster.opened())
 
 
@@ -374,6 +405,99 @@ def test_without_a_shared_disk_the_workers_read_only_the_input_files(
     data = driver / "data-unshared"
     assert list((data / "skim").glob("*.parquet"))
     assert list((data / "pieces" / "analyse").glob("*.zip"))
+
+
+#: the user's module of functions: the observable ``x`` and one of the model's features
+_MODULE = """\
+import numpy as np
+
+GEV_PER_TEV = 1000.0
+
+
+def mass(events):
+    return np.asarray(events["m_jj_reco"], dtype=np.float64)
+
+
+def mass_tev(events):
+    return mass(events) / GEV_PER_TEV
+"""
+
+
+@pytest.fixture(scope="module")
+def models(driver: Path) -> dict[str, Any]:
+    """An XGBoost model and a module of functions in the driver's folder.
+
+    Returned as the changes of a configuration that names them by path,
+    relative to the configuration's folder.
+    """
+    xgboost = pytest.importorskip("xgboost")
+    folder = driver / "analysis"
+    folder.mkdir()
+    (folder / "functions.py").write_text(_MODULE, encoding="utf-8")
+    columns = dijet_columns(np.random.default_rng(11), 4000, False)
+    features = np.stack([columns["tagger_out"], columns["m_jj_reco"] / 1000.0], axis=1)
+    booster = xgboost.train(
+        {"objective": "reg:logistic", "max_depth": 3, "seed": 0},
+        xgboost.DMatrix(features, label=columns["tagger_out"]),
+        20,
+    )
+    booster.save_model(str(folder / "tagger.json"))
+    return {
+        "score": {
+            "xgboost": "analysis/tagger.json",
+            "features": ["tagger_out", {"function": "analysis/functions.py:mass_tev"}],
+        },
+        "x": {"function": "analysis/functions.py:mass"},
+    }
+
+
+@pytest.fixture(scope="module")
+def models_on_futures(driver: Path, models: dict[str, Any]) -> Path:
+    with pytest.MonkeyPatch.context() as patch:
+        # loky restarts a worker that grew 300 MB past its size after its first task, with
+        # a warning (an error here): loading xgboost in the workers is not a leak
+        patch.setenv("LOKY_MAX_MEMORY_LEAK_SIZE", str(2e9))
+        return _run(driver, "models-futures", {"kind": "futures", "workers": 2}, models)
+
+
+@pytest.fixture(scope="module")
+def models_unshared(driver: Path, cluster: Cluster, models: dict[str, Any]) -> Run:
+    return _on_cluster(driver, cluster, "models-unshared", models, shared_disk=False)
+
+
+def test_without_a_shared_disk_a_model_and_a_module_travel_by_value(
+    driver: Path, cluster: Cluster, models_on_futures: Path, models_unshared: Run
+) -> None:
+    _assert_same_results(models_unshared.out, models_on_futures)
+    places = _places(models_unshared, driver, "models-unshared")
+    # the model and the module were read by the driver alone
+    assert places["written"] == set()
+    assert places["read"] == {"inputs"}
+    # the recorder does see a worker that loads them from their paths
+    from dask.distributed import Client
+
+    # defined here, so that it travels by value to the workers
+    def load_by_path(model: str, module: str) -> int:
+        """In a worker: the model and the module loaded from their paths (the features scored)."""
+        import awkward as ak
+
+        from rosenblatt.processors.quantities import parse_quantity
+
+        quantity = parse_quantity(
+            {"xgboost": model, "features": ["a", {"function": f"{module}:mass_tev"}]}, key="score"
+        )
+        events = ak.Array({"a": np.ones(3), "m_jj_reco": np.full(3, 3000.0)})
+        values, present = quantity.evaluate(events)
+        return len(quantity.features) if present.all() and np.isfinite(values).all() else 0
+
+    model, module = driver / "analysis" / "tagger.json", driver / "analysis" / "functions.py"
+    cluster.clear()
+    with Client(cluster.address, timeout=60) as client:
+        loaded = client.submit(load_by_path, str(model), str(module), pure=False)
+        assert loaded.result() == 2
+    opened = {path for event, path, _ in cluster.opened() if event == "open"}
+    cluster.clear()
+    assert {str(model), str(module)} <= opened
 
 
 def _place(path: Path, driver: Path, data: Path, results: Path) -> str:
