@@ -12,6 +12,7 @@ import hist
 import numpy as np
 import pytest
 import uproot
+from kept_log import kept_log
 
 import rosenblatt as rb
 from rosenblatt.abcd import closure_scan, cut_axes
@@ -50,23 +51,20 @@ def study_config(files: dict[str, Path], data: Path, **changes: Any) -> dict[str
     return config
 
 
-def test_each_pass_logs_its_events_per_second(
-    event_files: dict[str, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """The passes over files (score, analyse) say how many events they read, and how fast."""
-    with caplog.at_level(logging.INFO, logger="rosenblatt"):
-        run_study(study_config(event_files, tmp_path / "data"), tmp_path / "results")
-    rates = re.findall(
-        r"step (\w[\w ]*): (\d+) events in [\d.]+ s, [\d,.e+]+ events/s", caplog.text
-    )
-    assert rates == [("score", "400"), ("analyse", "260")]  # defining; qcd and wprime
-
-
 @pytest.fixture(scope="module")
 def iterative_run(event_files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The study's results on the iterative executor; its log in ``run.log`` beside them."""
     folder = tmp_path_factory.mktemp("abcd-iterative")
-    run_study(study_config(event_files, folder / "data"), folder / "results")
+    with kept_log(folder / "run.log"):
+        run_study(study_config(event_files, folder / "data"), folder / "results")
     return folder / "results"
+
+
+def test_each_pass_logs_its_events_per_second(iterative_run: Path) -> None:
+    """The passes over files (score, analyse) say how many events they read, and how fast."""
+    log = (iterative_run.parent / "run.log").read_text(encoding="utf-8")
+    rates = re.findall(r"step (\w[\w ]*): (\d+) events in [\d.]+ s, [\d,.e+]+ events/s", log)
+    assert rates == [("score", "400"), ("analyse", "260")]  # defining; qcd and wprime
 
 
 def in_memory_table(files: list[Path]) -> Any:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+from kept_log import kept_log
 
 from rosenblatt.cli import main
 
@@ -46,23 +45,6 @@ STATISTICS_KEYS = (
 pytestmark = pytest.mark.slow
 
 
-@contextlib.contextmanager
-def _kept_log(path: Path) -> Iterator[None]:
-    """The package's log messages of the ``with`` block written to ``path``."""
-    logger = logging.getLogger("rosenblatt")
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        handler.close()
-
-
 @pytest.fixture(scope="module")
 def study(
     tmp_path_factory: pytest.TempPathFactory, copy_lhco_smoke_events: Callable[[Path], Path]
@@ -72,7 +54,7 @@ def study(
     copy_lhco_smoke_events(folder / "data" / "lhco-smoke")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        with _kept_log(folder / "run.log"):
+        with kept_log(folder / "run.log"):
             assert main(["run", "lhco-smoke", "--output", "results"]) == 0
         # a second run reuses the generated events, the features and the trained models
         assert main(["run", "lhco-smoke", "--output", "results-again"]) == 0
