@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -241,6 +242,78 @@ def test_the_kept_pieces_are_read_while_the_chunks_left_run(
     resumed = run_in_pieces(split, chunks, run_missing)
     assert _same(uninterrupted, resumed)
     assert sorted(loaded) == chunks  # every piece read once
+
+
+class _Stopped(Exception):
+    """A run stopped within its pass."""
+
+
+def test_a_pass_stopped_midway_resumes_from_its_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(pieces_module, "CHECKPOINT_EVERY", 8)
+    chunks = [Chunk("qcd", "in.root", start, start + 100) for start in range(0, 4000, 100)]
+    outputs = {chunk: _output(k) for k, chunk in enumerate(chunks)}
+    whole = _store(tmp_path / "whole")
+    uninterrupted = run_in_pieces(
+        whole, chunks, lambda missing: [whole.save(c, outputs[c]) for c in missing]
+    )
+    store = _store(tmp_path / "pieces")
+
+    def stopped(missing: list[Chunk]) -> None:
+        for chunk in missing[:32]:
+            store.save(chunk, outputs[chunk])
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline:  # until the merge's checkpoint holds 32 chunks
+            if list(store.checkpoints.glob("32-*.zip")):
+                raise _Stopped
+            time.sleep(0.01)
+        pytest.fail("no checkpoint of the 32 chunks written")
+
+    with pytest.raises(_Stopped):
+        run_in_pieces(store, chunks, stopped)
+    loaded: list[Chunk] = []
+    load = PieceStore.load
+
+    def counted(self: PieceStore, chunk: Chunk) -> dict[str, Any]:
+        loaded.append(chunk)
+        return load(self, chunk)
+
+    monkeypatch.setattr(PieceStore, "load", counted)
+    ran: list[Chunk] = []
+
+    def saving(target: PieceStore) -> Callable[[list[Chunk]], None]:
+        def run_missing(missing: list[Chunk]) -> None:
+            ran.extend(missing)
+            for chunk in missing:
+                target.save(chunk, outputs[chunk])
+
+        return run_missing
+
+    resumed = run_in_pieces(store, chunks, saving(store))
+    assert ran == chunks[32:]
+    assert sorted(loaded) == chunks[32:]  # the first 32 from the checkpoint alone
+    assert _same(uninterrupted, resumed)
+    # a pass with every piece kept reads its final checkpoint alone
+    (final,) = store.checkpoints.iterdir()
+    assert final.name.startswith("40-")
+    loaded.clear()
+    assert _same(uninterrupted, run_in_pieces(store, chunks, lambda _: pytest.fail("ran")))
+    assert loaded == []
+    # a damaged checkpoint is named and passed over; one of another configuration is not read
+    data = bytearray(final.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    final.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING, "rosenblatt.cache"):
+        again = run_in_pieces(store, chunks, lambda _: pytest.fail("ran"))
+    assert final.name in caplog.text
+    assert _same(uninterrupted, again)
+    assert sorted(loaded) == chunks
+    other = _store(tmp_path / "pieces", document="other")
+    ran.clear()
+    run_in_pieces(other, chunks, saving(other))
+    assert len(ran) == len(chunks)
+    assert [p.name[:3] for p in other.checkpoints.iterdir()] == ["40-"]
 
 
 # a real run, stopped and run again -----------------------------------------------------

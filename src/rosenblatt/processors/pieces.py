@@ -15,9 +15,15 @@ each histogram as UHI arrays (``uhi.io.zip``, read without pickle).
 A pass then (:func:`run_in_pieces`) runs only the chunks without a sound
 piece, and merges every piece read back from disk in the order of the chunks,
 sorted by dataset, file and entry: its output is the same bit for bit however
-the pass was split over runs, workers and completion orders. The pieces kept
-from an earlier run are read and merged while the chunks left run, so that a
-resumed pass costs little more than its chunks left. Pieces of another
+the pass was split over runs, workers and completion orders. The merge
+goes on while the chunks run, the pieces kept from an earlier run first, and
+every :data:`CHECKPOINT_EVERY` chunks its state is written as a *checkpoint*
+(the merge of the first chunks, in a piece's layout, in the folder beside the
+pieces' named by :attr:`PieceStore.checkpoints`, keyed by the keys of the pieces
+it holds): a resumed pass reads the latest checkpoint of its chunks, then
+only the pieces after it, so that it costs little more than its chunks left.
+A pass whose outputs name skim files, or a merge holding a chunk that could
+not be read, writes no checkpoint (their pieces are checked one by one). Pieces of another
 key (another configuration, a changed input file, another chunking) are never
 read, and are removed once the pass is done. A damaged piece, or one whose skim
 file is damaged, is named in one line and computed again
@@ -34,6 +40,7 @@ bytes}``), which :func:`write_returned` writes, the skims before their piece.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import io
 import json
@@ -44,6 +51,7 @@ import tempfile
 import threading
 import uuid
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
@@ -79,6 +87,10 @@ _MANIFEST = "piece.json"
 _HISTOGRAMS = ("abcd", "plane", "passfail", "replicas", "resampled")
 #: most pieces read ahead of the merge while the chunks left run (bounds the memory held)
 READ_AHEAD = 64
+#: chunks merged between two checkpoints of the merge
+CHECKPOINT_EVERY = 16
+#: seconds between two looks for the pieces the workers write
+_POLL_SECONDS = 0.1
 #: test hook: ``<pass>:<n>`` sends SIGTERM to the run once the pass's folder holds n pieces
 STOP_AFTER_PIECES = "ROSENBLATT_STOP_AFTER_PIECES"
 
@@ -189,11 +201,52 @@ class PieceStore:
         """Where ``chunk``'s piece is."""
         return Path(self.folder) / f"{self.key(chunk)}.zip"
 
+    @property
+    def checkpoints(self) -> Path:
+        """The folder of the merge's checkpoints (beside the pieces' folder)."""
+        return Path(f"{self.folder}.merged")
+
+    def checkpoint_key(self, keys: Sequence[str]) -> str:
+        """The key of the checkpoint of the pieces of ``keys`` (merged in that order)."""
+        return fingerprint([PIECE_VERSION, self.fingerprint, "merged", list(keys)])
+
+    def save_checkpoint(self, keys: Sequence[str], output: Mapping[str, Any]) -> Path:
+        """Write the merge of the pieces of ``keys`` as a checkpoint (atomically); its path."""
+        self.checkpoints.mkdir(parents=True, exist_ok=True)
+        key = self.checkpoint_key(keys)
+        path = self.checkpoints / f"{len(keys)}-{key}.zip"
+        # only a merge that names no skim file is kept (an empty list stays one)
+        skim: dict[str, Any] | None = {} if "skim" in output else None
+        with atomic_write(path) as tmp:
+            self._write_zip(tmp, key, None, output, skim)
+        return path
+
+    def load_checkpoint(self, keys: Sequence[str]) -> tuple[int, dict[str, Any] | None]:
+        """The latest checkpoint of the first of ``keys``: how many it holds, and their merge.
+
+        ``(0, None)`` without one; a damaged checkpoint is reported
+        (:func:`rosenblatt._records.corrupt`), removed and passed over.
+        """
+        found = []
+        for path in self.checkpoints.glob("*-*.zip") if self.checkpoints.is_dir() else ():
+            number, _, name = path.stem.partition("-")
+            if number.isdigit() and 0 < int(number) <= len(keys):
+                found.append((int(number), name, path))
+        for count, key, path in sorted(found, reverse=True):
+            if key != self.checkpoint_key(keys[:count]):
+                continue
+            try:
+                return count, self._read(path, key)
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile, zlib.error):
+                corrupt(path, "is not a readable checkpoint of this pass (truncated or altered)")
+                path.unlink(missing_ok=True)
+        return 0, None
+
     def save(self, chunk: Chunk, output: Mapping[str, Any]) -> None:
         """Write ``chunk``'s output as its piece (atomically), then apply the stop hook."""
         skim = file_entries(self.folder, output["skim"]) if "skim" in output else None
         with atomic_write(self.path(chunk)) as tmp:
-            self._write_piece(tmp, chunk, output, skim)
+            self._write_zip(tmp, self.key(chunk), chunk, output, skim)
         self._stop_hook()
 
     def returned(self, chunk: Chunk, output: Mapping[str, Any], skim_dir: str | None) -> bytes:
@@ -208,17 +261,21 @@ class PieceStore:
                 skim[os.path.relpath(Path(skim_dir) / Path(path).name, self.folder)] = entry
             skim = dict(sorted(skim.items()))
         buffer = io.BytesIO()
-        self._write_piece(buffer, chunk, output, skim)
+        self._write_zip(buffer, self.key(chunk), chunk, output, skim)
         return buffer.getvalue()
 
-    def _write_piece(
+    def _write_zip(
         self,
         path: Path | io.BytesIO,
-        chunk: Chunk,
+        name: str,
+        chunk: Chunk | None,
         output: Mapping[str, Any],
         skim: Mapping[str, Any] | None,
     ) -> None:
-        """Write the zip file of ``chunk``'s piece to ``path``; ``skim``: its skims' entries."""
+        """Write the zip file of the piece (or checkpoint) of key ``name`` to ``path``.
+
+        ``chunk``: the piece's chunk (``None`` for a checkpoint); ``skim``: its skims' entries.
+        """
         from hist import serialization
         from uhi.io import zip as uhi_zip
 
@@ -233,12 +290,15 @@ class PieceStore:
             manifest = {
                 "format": PIECE_FORMAT,
                 "version": PIECE_VERSION,
-                "key": self.key(chunk),
-                "chunk": [chunk.dataset, chunk.file, chunk.start, chunk.stop],
+                "key": name,
+                "chunk": None
+                if chunk is None
+                else [chunk.dataset, chunk.file, chunk.start, chunk.stop],
                 "histograms": histograms,
                 # skim files relative to the pieces, so that the data folder may be moved
                 "skim": skim,
-                "rest": rest,
+                # a checkpoint's as text: its mappings in the order the merge made them
+                "rest": rest if chunk is not None else json.dumps(rest),
             }
             zf.writestr(_MANIFEST, json.dumps(seal(manifest), sort_keys=True))
 
@@ -251,13 +311,13 @@ class PieceStore:
         if len(_pieces_in(Path(self.folder))) >= int(count):
             os.kill(self.driver, signal.SIGTERM)
 
-    def _manifest(self, zf: zipfile.ZipFile, chunk: Chunk) -> dict[str, Any] | None:
+    def _manifest(self, zf: zipfile.ZipFile, key: str) -> dict[str, Any] | None:
         document = json.loads(zf.read(_MANIFEST))
         sound = (
             is_sealed(document)
             and document.get("format") == PIECE_FORMAT
             and document.get("version") == PIECE_VERSION
-            and document.get("key") == self.key(chunk)
+            and document.get("key") == key
         )
         return document if sound else None
 
@@ -274,7 +334,7 @@ class PieceStore:
         try:
             with zipfile.ZipFile(path) as zf:
                 bad = zf.testzip()
-                document = None if bad is not None else self._manifest(zf, chunk)
+                document = None if bad is not None else self._manifest(zf, self.key(chunk))
         except (OSError, ValueError, KeyError, zipfile.BadZipFile):
             document = None
         if document is None:
@@ -288,14 +348,19 @@ class PieceStore:
 
     def load(self, chunk: Chunk) -> dict[str, Any]:
         """The output of ``chunk``, read back from its piece (histograms exactly as written)."""
+        return self._read(self.path(chunk), self.key(chunk))
+
+    def _read(self, path: Path, name: str) -> dict[str, Any]:
+        """The output in the piece or checkpoint ``path`` of key ``name``."""
         from hist import serialization
         from uhi.io import zip as uhi_zip
 
-        with zipfile.ZipFile(self.path(chunk)) as zf:
-            document = self._manifest(zf, chunk)
+        with zipfile.ZipFile(path) as zf:
+            document = self._manifest(zf, name)
             if document is None:
-                raise ValueError(f"{self.path(chunk)}: not a piece of this pass")
-            output: dict[str, Any] = dict(document["rest"])
+                raise ValueError(f"{path}: not a piece of this pass")
+            rest = document["rest"]
+            output: dict[str, Any] = dict(json.loads(rest) if isinstance(rest, str) else rest)
             for key, variant, member in document["histograms"]:
                 h = serialization.from_uhi(uhi_zip.read(zf, member))
                 output.setdefault(key, {})[variant] = h
@@ -304,14 +369,21 @@ class PieceStore:
             output["skim"] = [os.path.normpath(os.path.join(folder, n)) for n in document["skim"]]
         return output
 
-    def prune(self, kept: Iterable[Chunk]) -> int:
-        """Remove every file of the folder but the pieces of ``kept``; return how many."""
+    def prune(self, kept: Iterable[Chunk], checkpoint: Path | None = None) -> int:
+        """Remove every file of the folders but the pieces of ``kept`` and ``checkpoint``.
+
+        Returns how many pieces were removed (checkpoints are not counted).
+        """
         wanted = {self.path(chunk).name for chunk in kept}
         removed = 0
         for path in Path(self.folder).iterdir():
             if path.name not in wanted and path.is_file():
                 path.unlink(missing_ok=True)
                 removed += 1
+        if self.checkpoints.is_dir():
+            for path in self.checkpoints.iterdir():
+                if path != checkpoint and path.is_file():
+                    path.unlink(missing_ok=True)
         return removed
 
 
@@ -413,11 +485,15 @@ def run_in_pieces(
     """Run the chunks without a sound piece, then merge every piece in the chunks' order.
 
     ``run_missing(chunks)`` computes the chunks given, writing their pieces
-    (:class:`PieceProcessor`, :class:`PieceTask`). Returns the merged output
-    (empty without chunks); pieces of other chunks or keys are removed.
+    (:class:`PieceProcessor`, :class:`PieceTask`). The merge starts from the
+    latest checkpoint of the chunks and goes on while they run (see the module
+    docstring). Returns the merged output (empty without chunks); pieces and
+    checkpoints of other chunks or keys are removed.
     """
     ordered = sorted(set(chunks))
-    missing = [chunk for chunk in ordered if not store.sound(chunk)]
+    keys = [store.key(chunk) for chunk in ordered]
+    covered, merged = store.load_checkpoint(keys)
+    missing = [chunk for chunk in ordered[covered:] if not store.sound(chunk)]
     log.info(
         "pass %s: %d chunks, %d kept from an earlier run, %d to run",
         store.name,
@@ -425,45 +501,66 @@ def run_in_pieces(
         len(ordered) - len(missing),
         len(missing),
     )
-    merge = _OrderedMerge(store, ordered)
+    merge = _OrderedMerge(store, ordered, keys, covered, merged)
     if missing:
+        for chunk in missing:
+            # a chunk that could not be read: its piece is replaced by this run's
+            store.path(chunk).unlink(missing_ok=True)
         merge.start(set(missing))
         try:
             run_missing(missing)
         finally:
             merge.stop()
-    merged = merge.finish()
-    removed = store.prune(ordered)
+    output = merge.finish()
+    removed = store.prune(ordered, merge.checkpoint)
     if removed:
         log.info("pass %s: %d pieces of other runs removed", store.name, removed)
-    return merged
+    return output
 
 
 class _OrderedMerge:
-    """The pieces of ``ordered`` merged in that order, those kept read while the others run.
+    """The pieces of ``ordered`` merged in that order, while the chunks left run.
 
-    :meth:`start` reads, in a thread, the pieces of the chunks that are not
-    ``missing``: it merges those before the first missing chunk, and holds
-    up to :data:`READ_AHEAD` of the others, read but not merged.
-    :meth:`finish` merges every piece in the order of the chunks, reading what
-    the thread did not: the output is the same as one merge of every piece in
-    that order (:func:`coffea.processor.accumulate` adds them left to right).
+    It starts from the merge of the first ``covered`` chunks (a checkpoint's).
+    :meth:`start` merges, in a thread, each piece as soon as it and those
+    before it are there (the kept ones at once, the others as the workers write
+    them), holds up to :data:`READ_AHEAD` kept pieces beyond a chunk not yet
+    written, and writes a checkpoint every :data:`CHECKPOINT_EVERY` chunks
+    merged. :meth:`finish` merges the rest. The output is the same as one
+    merge of every piece in that order (:func:`coffea.processor.accumulate`
+    adds left to right, and a checkpoint reads back exactly as written).
     """
 
-    def __init__(self, store: PieceStore, ordered: Sequence[Chunk]) -> None:
-        self.store, self.ordered = store, ordered
-        self.merged: Any = None
+    def __init__(
+        self,
+        store: PieceStore,
+        ordered: Sequence[Chunk],
+        keys: Sequence[str],
+        covered: int,
+        merged: dict[str, Any] | None,
+    ) -> None:
+        self.store, self.ordered, self.keys = store, ordered, keys
+        self.merged = merged
         #: the chunks merged: the first ``merged_count`` of ``ordered``
-        self.merged_count = 0
+        self.merged_count = covered
         #: pieces read but not merged, by index in ``ordered``
         self.ahead: dict[int, dict[str, Any]] = {}
+        #: the latest checkpoint written or read, if it is of these chunks
+        self.checkpoint: Path | None = None
+        if covered:
+            key = store.checkpoint_key(keys[:covered])
+            self.checkpoint = store.checkpoints / f"{covered}-{key}.zip"
+        self._since_checkpoint = 0
+        self._missing: set[Chunk] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self, missing: set[Chunk]) -> None:
-        """Read and merge the kept pieces in a thread (until :meth:`stop`)."""
+        """Merge in a thread, as the pieces come (until :meth:`stop`)."""
+        self._missing = missing
+        context = contextvars.copy_context()
         self._thread = threading.Thread(
-            target=self._read_kept, args=(missing,), name=f"pieces of {self.store.name}"
+            target=context.run, args=(self._follow,), name=f"merge of {self.store.name}"
         )
         self._thread.daemon = True
         self._thread.start()
@@ -475,28 +572,63 @@ class _OrderedMerge:
             self._thread.join()
             self._thread = None
 
-    def _read_kept(self, missing: set[Chunk]) -> None:
+    def _follow(self) -> None:
         try:
-            for index, chunk in enumerate(self.ordered):
-                if self._stop.is_set() or len(self.ahead) >= READ_AHEAD:
+            while not self._stop.is_set():
+                self._merge_ready()
+                if self.merged_count == len(self.ordered):
                     return
-                if chunk in missing:
-                    continue
-                output = self.store.load(chunk)
-                if index == self.merged_count:
-                    self._merge(output)
-                else:
-                    self.ahead[index] = output
+                self._read_ahead()
+                self._stop.wait(_POLL_SECONDS)
         except Exception:  # noqa: BLE001 - read again by finish(), which reports it
             return
 
-    def _merge(self, output: dict[str, Any]) -> None:
+    def _merge_ready(self) -> None:
+        """Merge the next pieces while they are there."""
+        while self.merged_count < len(self.ordered) and not self._stop.is_set():
+            index = self.merged_count
+            output = self.ahead.pop(index, None)
+            if output is None:
+                chunk = self.ordered[index]
+                if chunk in self._missing and not self.store.path(chunk).is_file():
+                    return
+                output = self.store.load(chunk)
+            self._merge(output, checkpoints=True)
+
+    def _read_ahead(self) -> None:
+        """Read kept pieces beyond the first chunk not written yet."""
+        for index in range(self.merged_count + 1, len(self.ordered)):
+            if self._stop.is_set() or len(self.ahead) >= READ_AHEAD:
+                return
+            if index not in self.ahead and self.ordered[index] not in self._missing:
+                self.ahead[index] = self.store.load(self.ordered[index])
+
+    def _merge(self, output: dict[str, Any], *, checkpoints: bool) -> None:
         self.merged = processor.accumulate([output], self.merged)
         self.merged_count += 1
+        self._since_checkpoint += 1
+        if checkpoints and self._since_checkpoint >= CHECKPOINT_EVERY:
+            self._save_checkpoint()
+
+    def _save_checkpoint(self) -> None:
+        """Write the merge as a checkpoint, unless it names skims or unreadable chunks."""
+        merged = self.merged
+        if merged is None or merged.get("skim") or "unreadable" in merged:
+            return
+        previous = self.checkpoint
+        self.checkpoint = self.store.save_checkpoint(self.keys[: self.merged_count], merged)
+        self._since_checkpoint = 0
+        if previous is not None and previous != self.checkpoint:
+            previous.unlink(missing_ok=True)
 
     def finish(self) -> dict[str, Any]:
-        """Every piece merged in order (the thread stopped)."""
+        """Every piece merged in order (the thread stopped); a checkpoint of them written."""
         for index in range(self.merged_count, len(self.ordered)):
             output = self.ahead.pop(index, None)
-            self._merge(self.store.load(self.ordered[index]) if output is None else output)
+            self._merge(
+                self.store.load(self.ordered[index]) if output is None else output,
+                checkpoints=False,
+            )
+        if self._since_checkpoint:
+            self._save_checkpoint()
         return dict(self.merged or {})
