@@ -27,7 +27,9 @@ LUMI = 1.0
 #: the cut of every variant, given so that the runs do not depend on the choice
 CUT = {"x0": 2600.0, "y0": 0.8}
 #: the bump hunt's mass hypotheses (the injected resonance is at SIGNAL_MASS) and toys
-MASS_RANGE, N_MASSES, N_TOYS = (2400.0, 4200.0), 10, 100
+MASS_RANGE, N_MASSES, N_TOYS = (2400.0, 4200.0), 10, 30
+#: the blinded run's mass hypotheses: its expected limits, one band per mass
+N_BLINDED_MASSES = 4
 SIGNAL_MASS = 3400.0
 
 
@@ -104,7 +106,9 @@ def unblinded(ntuples: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def blinded(ntuples: Path) -> Path:
-    return _run(ntuples, "blinded")
+    passfail = _config(ntuples, "blinded")["passfail"]
+    masses = {"range": list(MASS_RANGE), "n": N_BLINDED_MASSES}
+    return _run(ntuples, "blinded", passfail={**passfail, "masses": masses})
 
 
 #: passfail.cuts of the categories' run: 0.7 <= gamma < 0.9 and gamma >= 0.9 (CUT's y0 between)
@@ -350,6 +354,7 @@ def test_the_bump_hunt_is_reproducible(ntuples: Path, unblinded: Path) -> None:
 def test_a_blinded_bump_hunt_has_expected_limits_only(blinded: Path) -> None:
     hunt = _bumphunt(blinded)
     assert hunt["blind"] is True
+    assert hunt["masses"] == pytest.approx(np.linspace(*MASS_RANGE, N_BLINDED_MASSES).tolist())
     for key in ("q0", "local_p", "local_z", "mu_hat", "observed_limit"):
         assert key not in hunt
     assert hunt["global"] is None
