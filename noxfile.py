@@ -82,7 +82,7 @@ def packaging(session: nox.Session) -> None:
     core_python = str(CORE_VENV / "bin" / "python")
     session.run(
         core_python, "-m", "pip", "install", "--quiet", str(wheel),
-        "pytest", "pytest-xdist", "pytest-timeout",
+        "pytest", "pytest-xdist>=3.8", "pytest-timeout",
     )  # fmt: skip
     core_tests = sorted(
         str(path.relative_to(ROOT))

@@ -23,8 +23,46 @@ LONG_TIMEOUT = 4 * 3600
 ON_REQUEST = ("docs", "lint", "long", "packaging", "system")
 
 
+#: the modules whose fixtures run whole studies, generate events or start worker processes,
+#: longest first: pytest-xdist hands them out first, so that the workers end together.
+#: test_lhco_2d waits for the smoke events that test_lhco_study generates: not next to it.
+FIRST_MODULES = (
+    "test_lhco_study.py",
+    "test_abcd_study.py",
+    "test_fuzz.py",
+    "test_abcd_passfail.py",
+    "test_features_cli.py",
+    "test_config_fuzz.py",
+    "test_ml_scan.py",
+    "test_bumphunt.py",
+    "test_lhco_2d.py",
+)
+
+
+def in_running_order(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` module by module: :data:`FIRST_MODULES`, then the other modules with slow
+    tests, then the rest; within each group the modules of most tests first.
+
+    With ``--dist loadscope --no-loadscope-reorder`` (pyproject.toml) pytest-xdist hands the
+    modules to its workers in this order: long ones first, short ones to even out the end.
+    The tests of a module keep their order.
+    """
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def rank(module: str) -> tuple[int, int, int]:
+        name = module.rsplit("/", 1)[-1]
+        first = FIRST_MODULES.index(name) if name in FIRST_MODULES else len(FIRST_MODULES)
+        slow = any(item.get_closest_marker("slow") for item in modules[module])
+        return first, 0 if slow else 1, -len(modules[module])
+
+    return [item for module in sorted(modules, key=rank) for item in modules[module]]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Leave out the tests of markers that ``-m`` does not name; give long tests their timeout.
+    """Leave out the tests of markers that ``-m`` does not name; give long tests their timeout;
+    put the modules in running order (:func:`in_running_order`).
 
     So ``python -m pytest`` and ``python -m pytest -m "not slow"`` run neither the docs
     build nor the runs killed on purpose, and ``-m system`` runs those.
@@ -46,7 +84,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(LONG_TIMEOUT))
     if deselected:
         config.hook.pytest_deselected(items=deselected)
-        items[:] = kept
+    items[:] = in_running_order(kept)
 
 
 def once_per_session(
