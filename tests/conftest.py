@@ -1,5 +1,5 @@
-"""Shared fixtures: samples with a known conditional distribution, and the smoke events that
-several test modules read, generated once per test session."""
+"""Shared fixtures: samples with a known conditional distribution, and the events and the
+smoke study run that several test modules read, made once per test session."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ ON_REQUEST = ("docs", "lint", "long", "packaging", "system")
 
 #: the modules whose fixtures run whole studies, generate events or start worker processes,
 #: longest first: pytest-xdist hands them out first, so that the workers end together.
-#: test_lhco_2d waits for the smoke events that test_lhco_study generates: not next to it.
+#: test_lhco_2d waits for the lhco-smoke run that test_lhco_study starts: not next to it.
 FIRST_MODULES = (
     "test_lhco_study.py",
     "test_abcd_study.py",
@@ -134,31 +134,30 @@ def abcd_event_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
     return {name: folder / f"{name}.root" for name, *_ in ABCD_EVENTS}
 
 
-def _generate_lhco_smoke_events(folder: Path) -> None:
-    from rosenblatt.studies.config import load_config
-    from rosenblatt.studies.lhco.config import LhcoConfig
-    from rosenblatt.studies.lhco.study import generate_events
+def _run_lhco_smoke(folder: Path) -> None:
+    from kept_log import kept_log
 
-    config = load_config("lhco-smoke")
-    config["data"] = {**config["data"], "folder": str(folder)}
-    generate_events(LhcoConfig.parse(config))
+    from rosenblatt.cli import main
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        with kept_log(folder / "run.log"):
+            status = main(["run", "lhco-smoke", "--output", "results"])
+    assert status == 0, f"rosenblatt run lhco-smoke: exit status {status} (see {folder})"
 
 
 @pytest.fixture(scope="session")
-def copy_lhco_smoke_events(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
-    """Copy the lhco-smoke study's generated events (``qcd.root``, ``wprime.root`` and their
-    records) into a data folder, where the study finds and keeps them."""
+def lhco_smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder where ``rosenblatt run lhco-smoke --output results`` ran, once per session.
+
+    It holds the study's data folder ``data/lhco-smoke`` (the generated events, the feature
+    table and the trained classifiers, which a run on a copy of it reuses), its results in
+    ``results/`` and the package's log of the run in ``run.log``. Read-only: a test that runs
+    a study on these events copies the data folder first.
+    """
     pytest.importorskip("pythia8mc")
-    events = once_per_session(tmp_path_factory, "lhco-smoke-events", _generate_lhco_smoke_events)
-
-    def copy(data: Path) -> Path:
-        data.mkdir(parents=True, exist_ok=True)
-        for path in events.iterdir():
-            if path.is_file():
-                shutil.copy2(path, data / path.name)
-        return data
-
-    return copy
+    pytest.importorskip("torch")
+    return once_per_session(tmp_path_factory, "lhco-smoke-run", _run_lhco_smoke)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -74,20 +74,18 @@ def test_a_feature_table_of_other_columns_or_events_is_computed_again(tmp_path: 
 
 @pytest.fixture(scope="module")
 def smoke_summary(
-    tmp_path_factory: pytest.TempPathFactory, copy_lhco_smoke_events: Callable[[Path], Path]
+    tmp_path_factory: pytest.TempPathFactory, lhco_smoke_run: Path
 ) -> tuple[Path, dict[str, Any]]:
-    pytest.importorskip("pythia8mc")
-    pytest.importorskip("torch")
     from rosenblatt.studies import run_study
 
     folder = tmp_path_factory.mktemp("lhco2d")
     config = two_d_config("lhco-smoke", permutations=20, estimators=["gridkde"])
-    # the lhco-smoke study's events, generated once per session (conftest)
-    config["data"] = {**config["data"], "folder": str(copy_lhco_smoke_events(folder / "data"))}
+    # a copy of the lhco-smoke study's data folder (conftest): the 2-d study on the same
+    # classifier scan reuses its events, its feature table and its trained classifiers
+    data = folder / "data"
+    shutil.copytree(lhco_smoke_run / "data" / "lhco-smoke", data)
+    config["data"] = {**config["data"], "folder": str(data)}
     config["name"] = "lhco-2d-smoke"
-    # one baseline CNN instead of the smoke study's scan of baselines and DisCo strengths
-    config["classifier"] = {**config["classifier"], "seeds": 1}
-    del config["disco"]
     results = run_study(config, folder / "results")
     return results, json.loads((results / "summary.json").read_text())
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
-from kept_log import kept_log
 
 from rosenblatt.cli import main
 
@@ -46,16 +45,14 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def study(
-    tmp_path_factory: pytest.TempPathFactory, copy_lhco_smoke_events: Callable[[Path], Path]
-) -> Path:
+def study(tmp_path_factory: pytest.TempPathFactory, lhco_smoke_run: Path) -> Path:
+    """The session's run of the study (conftest: results, run.log, data) and a second run."""
     folder = tmp_path_factory.mktemp("lhco")
-    # the session's generated events (conftest), found and kept by the first run
-    copy_lhco_smoke_events(folder / "data" / "lhco-smoke")
+    shutil.copytree(lhco_smoke_run / "results", folder / "results")
+    shutil.copy2(lhco_smoke_run / "run.log", folder / "run.log")
+    shutil.copytree(lhco_smoke_run / "data", folder / "data")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        with kept_log(folder / "run.log"):
-            assert main(["run", "lhco-smoke", "--output", "results"]) == 0
         # a second run reuses the generated events, the features and the trained models
         assert main(["run", "lhco-smoke", "--output", "results-again"]) == 0
     return folder
