@@ -228,10 +228,14 @@ def test_effective_simulation_events_equal_an_independent_sum(
 def test_too_few_effective_simulation_events_are_named() -> None:
     from rosenblatt.studies.abcd.estimate import _few_effective_events
 
-    assert _few_effective_events({"A": 83.0, "B": 780.0, "C": 536.0, "D": 4845.0}) is None
-    note = _few_effective_events({"A": 240.0, "B": 780.0, "C": 12.4, "D": 4845.0})
+    assert _few_effective_events({"A": 83.0, "B": 780.0, "C": 536.0, "D": 4845.0}, 20) is None
+    few = {"A": 240.0, "B": 780.0, "C": 12.4, "D": 4845.0}
+    note = _few_effective_events(few, 0)
     assert note is not None
     assert "12 effective events in region C" in note
+    assert "n_boot" not in note  # no replicas: the raw score's statistical error
+    assert "its error from 20 replicas is itself noisy" in (_few_effective_events(few, 20) or "")
+    assert "n_boot" not in (_few_effective_events(few, 50) or "")
 
 
 def test_blinded_outputs_hold_no_data_count_of_region_a(ntuples: Path, blinded: Path) -> None:
