@@ -200,7 +200,8 @@ def pyhf_workspace(
         "measurements": [{"name": "ABCD", "config": {"poi": POI, "parameters": parameters}}],
         "version": "1.0.0",
     }
-    return pyhf.Workspace(spec)
+    with quiet_pyhf():
+        return pyhf.Workspace(spec)
 
 
 def _samples(

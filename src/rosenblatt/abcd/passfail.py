@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rosenblatt.abcd.likelihood import POI
+from rosenblatt.abcd.likelihood import POI, quiet_pyhf
 from rosenblatt.typing import ArrayLike, FloatArray
 
 if TYPE_CHECKING:
@@ -308,7 +308,8 @@ def _workspace(
         "measurements": [{"name": "pass/fail", "config": {"poi": POI, "parameters": parameters}}],
         "version": "1.0.0",
     }
-    return pyhf.Workspace(spec)
+    with quiet_pyhf():
+        return pyhf.Workspace(spec)
 
 
 def _channel(
@@ -378,7 +379,8 @@ def with_linear_transfer(workspace: pyhf.Workspace, centres: ArrayLike) -> pyhf.
         )
     parameters = spec["measurements"][0]["config"]["parameters"]
     parameters.append({"name": SLOPE, "bounds": [[-SLOPE_BOUND, SLOPE_BOUND]]})
-    return pyhf.Workspace(spec)
+    with quiet_pyhf():
+        return pyhf.Workspace(spec)
 
 
 @dataclasses.dataclass(frozen=True)
