@@ -9,6 +9,7 @@ changed input file or configuration is never served from the pieces.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -314,6 +315,20 @@ def test_a_pass_stopped_midway_resumes_from_its_checkpoint(
     run_in_pieces(other, chunks, saving(other))
     assert len(ran) == len(chunks)
     assert [p.name[:3] for p in other.checkpoints.iterdir()] == ["40-"]
+
+
+def test_the_workers_warm_up_while_this_process_works() -> None:
+    from rosenblatt.processors.binned_sums import warm_up
+    from rosenblatt.processors.runner import make_executor, warm_workers
+
+    with make_executor("futures", 2, progress=False) as pool:
+        started = time.monotonic()
+        warm_workers(pool, functools.partial(time.sleep, 3.0))
+        assert time.monotonic() - started < 2.0  # not waited for
+    assert time.monotonic() - started >= 3.0  # done by the workers before the pool closed
+    with make_executor("iterative", progress=False) as pool:
+        warm_workers(pool, functools.partial(pytest.fail, "no worker to warm"))
+    warm_up()
 
 
 # a real run, stopped and run again -----------------------------------------------------

@@ -28,7 +28,7 @@ import numpy as np
 from rosenblatt._jit import numba_enabled
 from rosenblatt.typing import BoolArray, FloatArray, IntArray
 
-__all__ = ["AxisBins", "axis_bins", "binned_sums", "flow_index"]
+__all__ = ["AxisBins", "axis_bins", "binned_sums", "flow_index", "warm_up"]
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -314,3 +314,18 @@ def binned_sums(
         np.asarray(counted, dtype=np.float64).reshape(shape),
         np.asarray(counted_squares, dtype=np.float64).reshape(shape),
     )
+
+
+def warm_up() -> None:
+    """Compile the kernels of :func:`flow_index` and :func:`binned_sums` now (or load them).
+
+    A process's first call of a numba kernel also starts numba (its
+    extensions, its types): about two seconds, which a worker pays once.
+    Without numba, nothing is done.
+    """
+    if not numba_enabled():
+        return
+    values = np.array([0.5, 2.0])
+    x_bin = flow_index(bh.axis.Variable([0.0, 1.0, 3.0]), values)
+    y_bin = flow_index(bh.axis.Regular(2, 0.0, 1.0), values)
+    binned_sums(x_bin, y_bin, np.ones(len(values)), (4, 4))

@@ -71,6 +71,7 @@ __all__ = [
     "run_columnar",
     "run_dijet",
     "run_processor",
+    "warm_workers",
 ]
 
 #: executor names accepted by :func:`make_executor`
@@ -230,6 +231,21 @@ def make_executor(
                 Client(cluster) as client,
             ):
                 yield processor.DaskExecutor(client=client, status=progress, retries=0)
+
+
+def warm_workers(pool: processor.executor.ExecutorBase, warm: Callable[[], Any]) -> None:
+    """Have each worker of a futures pool call ``warm`` now, without waiting for it.
+
+    For work to come after some of this process's own, while the workers
+    idle: what ``warm`` loads once per process (compiled kernels) is then
+    ready when that work's tasks come, which queue behind it. Other
+    executors are left as they are.
+    """
+    submit = getattr(getattr(pool, "pool", None), "submit", None)
+    if not isinstance(pool, processor.FuturesExecutor) or not callable(submit):
+        return
+    for _ in range(int(pool.workers)):
+        submit(warm)
 
 
 def _datasets_of(

@@ -102,8 +102,9 @@ class Ensembles:
 
 def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
     """Run the ABCD analysis of ``config``; write its outputs to ``folder``."""
+    from rosenblatt.processors.binned_sums import warm_up
     from rosenblatt.processors.fitting import SkimData
-    from rosenblatt.processors.runner import make_executor, map_items
+    from rosenblatt.processors.runner import make_executor, map_items, warm_workers
     from rosenblatt.studies.abcd.outputs import write_outputs
     from rosenblatt.studies.abcd.preflight import preflight
 
@@ -145,6 +146,8 @@ def run(config: dict[str, Any], folder: Path) -> AbcdSummary:
         with steps.timed("fit"):
             fitted = _fit_transforms(cfg, skims, run_pass, folder)
             score_y0, score_range = _score_cuts(cfg, skims, run_pass)
+        # the workers idle while this process bootstraps: they load the analysis's kernels
+        warm_workers(pool, warm_up)
         with steps.timed("bootstrap"):
             ensembles = _ensembles(cfg, skims, folder, fitted)
         variants = _variants(cfg, fitted.transforms, score_y0, score_range)
