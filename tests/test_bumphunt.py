@@ -71,6 +71,28 @@ def small() -> tuple[np.ndarray, np.ndarray, object]:
     return passing, failing, templates
 
 
+def test_limits_left_out_are_nan_and_the_others_unchanged(small) -> None:
+    """``limits`` computes fewer limits; each it computes is the one of ``limits="all"``."""
+    passing, failing, templates = small
+    options = {"nonclosure": [0.1] * 6}
+    full = bump_hunt(passing, failing, SMALL_EDGES, templates, **options)
+    median = bump_hunt(
+        passing, failing, SMALL_EDGES, templates, limits="expected median", **options
+    )
+    alone = bump_hunt(passing, failing, SMALL_EDGES, templates, limits="none", **options)
+    for hunt in (median, alone):
+        np.testing.assert_array_equal(hunt.q0, full.q0)
+        np.testing.assert_array_equal(hunt.mu_hat, full.mu_hat)
+        assert np.all(np.isnan(hunt.observed_limit))
+    assert np.all(np.isfinite(full.expected_limits))
+    np.testing.assert_array_equal(median.expected_limits[:, 2], full.expected_limits[:, 2])
+    assert np.all(np.isnan(median.expected_limits[:, [0, 1, 3, 4]]))
+    assert np.all(np.isnan(alone.expected_limits))
+    for method, limits in (("profile", "median"), ("pyhf", "none")):
+        with pytest.raises(ValueError, match="limits must be one of"):
+            bump_hunt(passing, failing, SMALL_EDGES, templates, method=method, limits=limits)
+
+
 def test_gaussian_templates_carry_the_yield_efficiency_and_leakage() -> None:
     edges = np.linspace(0.0, 10.0, 201)
     templates = gaussian_templates(edges, [3.0, 6.0], 0.1, relative=True, signal_yield=50.0)

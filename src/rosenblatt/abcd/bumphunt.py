@@ -60,6 +60,9 @@ __all__ = [
 #: the sigma of the expected band, in the order of :attr:`BumpHunt.expected_limits`
 BAND = (-2, -1, 0, 1, 2)
 METHODS = ("profile", "pyhf")
+#: the limits :func:`bump_hunt` computes (``limits``): all of them, the median expected
+#: limit alone, or none (the significance alone)
+LIMITS = ("all", "expected median", "none")
 #: relative tolerance of an upper limit's root search
 LIMIT_RTOL = 1e-6
 
@@ -97,15 +100,21 @@ def _root(function: Any, start: float) -> float:
 
 
 def _profile_hypothesis(
-    profile: Profile, s_pass: FloatArray, s_fail: FloatArray, level: float
+    profile: Profile, s_pass: FloatArray, s_fail: FloatArray, level: float, limits: str = "all"
 ) -> tuple[float, float, float, FloatArray]:
-    """``q0``, ``mu_hat``, the observed limit and the expected band of one hypothesis."""
+    """``q0``, ``mu_hat``, the observed limit and the expected band of one hypothesis.
+
+    The limits that ``limits`` (one of :data:`LIMITS`) leaves out are NaN.
+    """
     from scipy import stats
 
     mu_fit, best_fit = profile.free(s_pass, s_fail)
     mu_hat, best = float(mu_fit[0]), float(best_fit[0])
     null = float(profile.conditional(np.zeros(1), s_pass, s_fail)[0])
     q0 = max(null - best, 0.0) if mu_hat > 0 else 0.0
+    observed, expected = math.nan, np.full(len(BAND), math.nan)
+    if limits == "none":
+        return q0, mu_hat, observed, expected
     ratio, b = profile.background_only()
     fail_0, pass_0, aux_0 = profile.null_expected()
     asimov = Profile(fail_0, pass_0, profile.ratio, profile.nonclosure, aux_0)
@@ -119,9 +128,11 @@ def _profile_hypothesis(
             return 0.0
         return max(float(profile.conditional(np.array([mu]), s_pass, s_fail)[0]) - best, 0.0)
 
-    observed = _root(lambda mu: level - _cls(q_tilde(mu), q_asimov(mu)), max(mu_hat, scale))
-    expected = np.empty(len(BAND))
+    if limits == "all":
+        observed = _root(lambda mu: level - _cls(q_tilde(mu), q_asimov(mu)), max(mu_hat, scale))
     for index, n_sigma in enumerate(BAND):
+        if limits != "all" and n_sigma != 0:
+            continue
         # the expected CLs at -n_sigma of the background-only distribution equals level
         target = float(stats.norm.isf(level * stats.norm.sf(-n_sigma))) + n_sigma
         expected[index] = _root(lambda mu, t=target: _sqrt_pos(q_asimov(mu)) - t, 2.0 * scale)
@@ -182,6 +193,7 @@ class BumpHunt:
     expected_limits
         The expected limits, shape ``(m, 5)``: at -2, -1, 0, +1 and +2 standard
         deviations of the background-only distribution (column 2 the median).
+        The limits that :func:`bump_hunt`'s ``limits`` left out are NaN.
     level
         The CLs level (0.05 for 95% limits).
     method
@@ -258,6 +270,7 @@ def bump_hunt(
     method: str = "profile",
     ratio: float | None = None,
     nonclosure: ArrayLike | None = None,
+    limits: str = "all",
 ) -> BumpHunt:
     """The local significance and the CLs upper limit of each mass hypothesis.
 
@@ -284,6 +297,12 @@ def bump_hunt(
         Relative non-closure per bin of the passing background: the relative
         uncertainty of a factor per bin with the Poisson constraint of the
         workspace's ``shapesys`` modifier (0 or none: no factor in that bin).
+    limits
+        The limits computed (:data:`LIMITS`): ``"all"`` (the observed limit and
+        the expected band), ``"expected median"`` (the median expected limit
+        alone) or ``"none"`` (the significance alone: each limit is a root
+        search of several fits). Those left out are NaN. Method ``"pyhf"``
+        computes them together: ``"all"`` only.
 
     Returns
     -------
@@ -308,13 +327,16 @@ def bump_hunt(
     if not 0 < level < 1:
         msg = f"level must be in (0, 1), got {level!r}"
         raise ValueError(msg)
+    if limits not in LIMITS or (method == "pyhf" and limits != "all"):
+        msg = f"limits must be one of {LIMITS} ('all' with method 'pyhf'), got {limits!r}"
+        raise ValueError(msg)
     failing, passing = _inputs(pass_counts, fail_counts, edges, templates)
     relative = _nonclosure(nonclosure, failing.size)
     rows = []
     if method == "profile":
         profile = Profile(failing, passing, _ratio(failing, passing, ratio), relative)
         for s_pass, s_fail in zip(templates.passing, templates.failing, strict=True):
-            rows.append(_profile_hypothesis(profile, s_pass, s_fail, level))
+            rows.append(_profile_hypothesis(profile, s_pass, s_fail, level, limits))
     else:
         from rosenblatt.abcd.likelihood import quiet_pyhf
 

@@ -273,8 +273,13 @@ def passfail_expected(
     mass = float(np.average(centres, weights=s_pass)) if s_pass.shape == centres.shape else 0.0
     templates = signal_templates([mass], edges, s_pass[None, :], s_fail[None, :])
     options: dict[str, Any] = {"ratio": ratio, "nonclosure": nonclosure, "level": level}
-    with_signal = bump_hunt(ratio * b_fail + s_pass, b_fail + s_fail, edges, templates, **options)
-    background = bump_hunt(ratio * b_fail, b_fail, edges, templates, **options)
+    # the significance of the data with signal, the median limit of the background alone
+    with_signal = bump_hunt(
+        ratio * b_fail + s_pass, b_fail + s_fail, edges, templates, limits="none", **options
+    )
+    background = bump_hunt(
+        ratio * b_fail, b_fail, edges, templates, limits="expected median", **options
+    )
     return PassFailExpected(
         significance=float(with_signal.local_z[0]),
         upper_limit=float(background.expected_limits[0, 2]),
