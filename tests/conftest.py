@@ -25,13 +25,13 @@ ON_REQUEST = ("docs", "lint", "long", "packaging", "system")
 
 #: the modules whose fixtures run whole studies, generate events or start worker processes,
 #: longest first: pytest-xdist hands them out first, so that the workers end together.
-#: test_lhco_study starts the lhco-smoke run (lhco_smoke_run) at once; test_lhco_2d, which
+#: test_lhco_study starts the lhco-smoke run (lhco_smoke_run) early; test_lhco_2d, which
 #: reads it too and is short, comes later with the other modules.
 FIRST_MODULES = (
-    "test_lhco_study.py",
     "test_abcd_study.py",
     "test_fuzz.py",
     "test_abcd_passfail.py",
+    "test_lhco_study.py",
     "test_features_cli.py",
     "test_config_fuzz.py",
     "test_ml_scan.py",
