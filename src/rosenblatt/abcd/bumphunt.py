@@ -65,6 +65,8 @@ METHODS = ("profile", "pyhf")
 LIMITS = ("all", "expected median", "none")
 #: relative tolerance of an upper limit's root search
 LIMIT_RTOL = 1e-6
+#: where ``method="pyhf"`` starts its limit scan, as a fraction of the POI's upper bound
+LIMIT_SCAN_START = 1e-2
 
 
 def _sqrt_pos(value: float) -> float:
@@ -104,7 +106,7 @@ def _profile_hypothesis(
 ) -> tuple[float, float, float, FloatArray]:
     """``q0``, ``mu_hat``, the observed limit and the expected band of one hypothesis.
 
-    The limits that ``limits`` (one of :data:`LIMITS`) leaves out are NaN.
+    The limits that ``limits`` (one of ``LIMITS``) leaves out are NaN.
     """
     from scipy import stats
 
@@ -163,8 +165,10 @@ def _pyhf_hypothesis(
         model.config.suggested_fixed(),
         return_fitted_pars=True,
     )
-    observed, expected = pyhf.infer.intervals.upper_limits.upper_limit(
-        data, model, level=level, rtol=1e-4
+    # CLs is 0/0 at mu = 0: the scan starts above it (pyhf halves the start until it brackets)
+    low, high = model.config.suggested_bounds()[model.config.poi_index]
+    observed, expected = pyhf.infer.intervals.upper_limits.toms748_scan(
+        data, model, max(low, LIMIT_SCAN_START * high), high, level=level, rtol=1e-4
     )
     return (
         float(q0),
@@ -298,7 +302,7 @@ def bump_hunt(
         uncertainty of a factor per bin with the Poisson constraint of the
         workspace's ``shapesys`` modifier (0 or none: no factor in that bin).
     limits
-        The limits computed (:data:`LIMITS`): ``"all"`` (the observed limit and
+        The limits computed: ``"all"`` (the observed limit and
         the expected band), ``"expected median"`` (the median expected limit
         alone) or ``"none"`` (the significance alone: each limit is a root
         search of several fits). Those left out are NaN. Method ``"pyhf"``
