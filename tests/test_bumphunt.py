@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 
 import numpy as np
 import pytest
@@ -216,6 +217,28 @@ def test_the_pyhf_method_gives_the_same_results(small: tuple) -> None:
     direct = bump_hunt(passing, failing, SMALL_EDGES, templates, method="pyhf")
     assert direct.method == "pyhf"
     assert direct.q0[0] == pytest.approx(profile.q0[0], rel=1e-3)
+    assert direct.observed_limit[0] == pytest.approx(profile.observed_limit[0], rel=1e-4)
+    np.testing.assert_allclose(direct.expected_limits, profile.expected_limits, rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_the_pyhf_method_where_pyhfs_own_limit_scan_fails() -> None:
+    """pyhf's ``upper_limit`` starts at mu = 0, where CLs is 0/0, and stops on this spectrum."""
+    edges = np.linspace(0.0, 1.0, 13)
+    rng = np.random.default_rng(3)
+    for _ in range(2):  # the second spectrum of this generator
+        failing = rng.poisson(1250 * np.exp(-3 * 0.5 * (edges[1:] + edges[:-1])))
+        passing = rng.poisson(0.05 * failing + 0.5)
+    templates = gaussian_templates(edges, [0.6], 0.04, signal_yield=20.0)
+    with quiet_pyhf():
+        workspace = passfail_workspace(failing, passing, templates.passing[0], templates.failing[0])
+        model = workspace.model()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # its 0/0
+            with pytest.raises(ValueError, match="NaN"):
+                pyhf.infer.intervals.upper_limits.upper_limit(workspace.data(model), model)
+    profile = bump_hunt(passing, failing, edges, templates)
+    direct = bump_hunt(passing, failing, edges, templates, method="pyhf")
     assert direct.observed_limit[0] == pytest.approx(profile.observed_limit[0], rel=1e-4)
     np.testing.assert_allclose(direct.expected_limits, profile.expected_limits, rtol=1e-4)
 
