@@ -32,6 +32,7 @@ from rosenblatt.studies.config_checks import (
     flag,
     key_names,
     plain_name,
+    positive,
     seed,
 )
 from rosenblatt.studies.config_checks import count as _count
@@ -342,13 +343,6 @@ def _increasing(value: Any, source: str, key: str, most: int, what: str) -> tupl
     return numbers
 
 
-def _resolution(value: Any, source: str, key: str) -> float:
-    width = _number(value, source, key)
-    if not width > 0:
-        raise _fail(source, key, f"must be positive, got {value!r}")
-    return width
-
-
 def _toys(value: Any, source: str, key: str) -> int:
     return _count(value, source, key, 0, MAX_TOYS)
 
@@ -410,7 +404,7 @@ class PassFailConfig:
         default=0.05,
         doc="the bump hunt's Gaussian signal width: a fraction of the mass with "
         "relative_resolution, else in units of x",
-        check=_resolution,
+        check=positive,
     )
     relative_resolution: bool = option(
         default=True,
