@@ -70,7 +70,7 @@ CLOSURE_P_MIN = 0.05
 MIN_EFFECTIVE_EVENTS = 50.0
 #: replicas advised below MIN_EFFECTIVE_EVENTS: with a quarter of negative weights and about
 #: 30 effective events in A, 20 replicas left the closure factor's error scattering by 19-23%
-#: between pseudo-experiments and 50 by 13-14% (pull sd 1.18-1.20 -> 1.09-1.12)
+#: between pseudo-experiments and 50 by 13-14% (pull sd 1.08-1.20 -> 1.01-1.12)
 ADVISED_REPLICAS = 50
 #: the test behind a variant's validity, in words
 CLOSURE_TEST = (
