@@ -210,11 +210,8 @@ def _sum_weights(handle: Any, path: str, dataset: DatasetConfig, schema: str) ->
     tree = handle[dataset.treename]
     if dataset.weight is None:
         return float(tree.num_entries)
-    branch = (
-        dataset.weight.name.replace(".", "_")
-        if dataset.weight.kind == "element"
-        else dataset.weight.name
-    )
+    # the branch the preflight found: Coll_field, or Coll.field of an RNTuple's records
+    (branch,), _ = dataset.weight.branches(list(tree.keys()))
     values = tree[branch].array(library="ak")
     if dataset.weight.kind == "element":
         import awkward as ak
