@@ -31,6 +31,7 @@ from dijet_ntuple import dijet_columns
 
 import rosenblatt as rb
 from rosenblatt.cli import main
+from rosenblatt.studies.abcd.config import NEGATIVE_WEIGHT_REPLICAS
 
 pytestmark = pytest.mark.slow
 
@@ -122,8 +123,9 @@ def blinded(ntuples: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def unblinded(ntuples: Path) -> Path:
-    # with bootstrap replicas: the closure tests hold the transform's statistics too
-    return _run(ntuples, "unblinded", blind=False, statistics={"n_boot": 10, "seed": 1})
+    # with bootstrap replicas (statistics.n_boot: auto, 50 for these negative weights): the
+    # closure tests hold the transform's statistics too
+    return _run(ntuples, "unblinded", blind=False, statistics={"seed": 1})
 
 
 def _read(path: Path, *branches: str) -> list[np.ndarray]:
@@ -188,7 +190,7 @@ def test_unblinded_data_equal_an_independent_count(ntuples: Path, unblinded: Pat
     # the transform's keyed replicas give its closure factor's uncertainty; the raw score has
     # the simulation's statistics alone
     irgi = estimates["irgi"]["closure_correction"]
-    assert irgi["replicas"] == 10
+    assert irgi["replicas"] == NEGATIVE_WEIGHT_REPLICAS  # n_boot: auto, negative weights
     assert irgi["factor"] == pytest.approx(irgi["measured"] - irgi["bootstrap_bias"])
     assert irgi["error"] > 0
     assert irgi["transform_fit"] > 0

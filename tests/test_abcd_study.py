@@ -278,6 +278,19 @@ def test_configuration_errors_name_the_key(event_files: dict[str, Path], tmp_pat
     with pytest.raises(ValueError, match=r"statistics: unknown key"):
         AbcdConfig.parse({**good, "statistics": {"replicas": 10}})
     assert AbcdConfig.parse({**good, "statistics": {"n_boot": 0, "seed": 4}}).statistics.n_boot == 0
+    # n_boot: auto (the default) takes more replicas where defining events weigh less than 0
+    statistics = AbcdConfig.parse(good).statistics
+    assert statistics.n_boot == "auto"
+    assert statistics.replicas(None) == statistics.replicas(np.ones(5)) == 20
+    assert statistics.replicas(np.array([1.0, -0.5, 2.0])) == 50
+    assert (
+        AbcdConfig.parse({**good, "statistics": {"n_boot": 30}}).statistics.replicas(
+            np.array([1.0, -0.5])
+        )
+        == 30
+    )
+    with pytest.raises(ValueError, match=r"statistics\.n_boot"):
+        AbcdConfig.parse({**good, "statistics": {"n_boot": "many"}})
     # chunks: given, or left to the file layout (none)
     assert AbcdConfig.parse({**good, "executor": {"kind": "iterative"}}).executor.chunksize is None
     assert AbcdConfig.parse({**good, "executor": {"chunksize": None}}).executor.chunksize is None

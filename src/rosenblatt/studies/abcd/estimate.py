@@ -38,6 +38,7 @@ from rosenblatt._atomic import write_text
 from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_correction import ClosureCorrection, abcd_prediction
 from rosenblatt.abcd.closure_testing import ClosureTest
+from rosenblatt.studies.abcd.config import NEGATIVE_WEIGHT_REPLICAS
 from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
@@ -68,10 +69,6 @@ CLOSURE_P_MIN = 0.05
 #: factor's Gaussian error no longer covers: in pseudo-experiments with 15% negative weights,
 #: about 100 effective events in A gave 60-70% within one standard deviation, 12 gave 48%
 MIN_EFFECTIVE_EVENTS = 50.0
-#: replicas advised below MIN_EFFECTIVE_EVENTS: with a quarter of negative weights and about
-#: 30 effective events in A, 20 replicas left the closure factor's error scattering by 19-23%
-#: between pseudo-experiments and 50 by 13-14% (pull sd 1.08-1.20 -> 1.01-1.12)
-ADVISED_REPLICAS = 50
 #: the test behind a variant's validity, in words
 CLOSURE_TEST = (
     "the chi-square of the background simulation's non-closure over the cut grid with its "
@@ -548,8 +545,8 @@ def _few_effective_events(effective: Mapping[str, float], n_replicas: int) -> st
         return None
     replicas = (
         f"; its error from {n_replicas} replicas is itself noisy at such counts "
-        f"(statistics.n_boot: {ADVISED_REPLICAS} or more)"
-        if 0 < n_replicas < ADVISED_REPLICAS
+        f"(statistics.n_boot: {NEGATIVE_WEIGHT_REPLICAS} or more)"
+        if 0 < n_replicas < NEGATIVE_WEIGHT_REPLICAS
         else ""
     )
     return (

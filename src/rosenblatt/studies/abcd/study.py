@@ -503,8 +503,10 @@ class _Passes:
 
         cfg = self.cfg
         spec = dict(cfg.score.spec) or {"column": cfg.score.name}
+        # without a shared disk, the scorer carries its model file's bytes (AbcdConfig.by_value)
+        scorer = cfg.score.scorer if cfg.score.scorer is not None else make_scorer(spec)
         analysis = AnalysisProcessor(
-            scorers={"score": make_scorer(spec)},
+            scorers={"score": scorer},
             variants=tuple(variants),
             x0=cfg.cuts.x0,
             x=str(cfg.cuts.x),
@@ -652,7 +654,7 @@ def _ensembles(
     """
     import rosenblatt as rb
 
-    n_boot, seed = cfg.statistics.n_boot, cfg.statistics.seed
+    seed = cfg.statistics.seed
     notes: dict[str, str] = {}
     made: dict[str, TransformEnsemble] = {}
     sample = _DefiningSample(cfg, skims)
@@ -660,7 +662,7 @@ def _ensembles(
         if spec.name in fitted.invalid:
             notes[spec.name] = "none: the transform is not valid (see its entry under transforms)"
             continue
-        if n_boot == 0:
+        if cfg.statistics.n_boot == 0:
             notes[spec.name] = "none (statistics.n_boot: 0)"
             continue
         if spec.file is not None:
@@ -671,6 +673,7 @@ def _ensembles(
         except ValueError as err:
             notes[spec.name] = f"none: {err}"
             continue
+        n_boot = cfg.statistics.replicas(weight)
         try:
             with warnings.catch_warnings():
                 # the fit step has logged a grid too coarse for the cuts

@@ -12,7 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rosenblatt.studies.abcd.config import TransformConfig
+from rosenblatt.studies.abcd.config import (
+    AUTO_REPLICAS,
+    NEGATIVE_WEIGHT_REPLICAS,
+    TransformConfig,
+)
 from rosenblatt.studies.config_checks import (
     count,
     fail,
@@ -77,8 +81,8 @@ def _simulation(value: Any, source: str, key: str) -> str:
     return str(value)
 
 
-def _replicas(value: Any, source: str, key: str) -> int:
-    return count(value, source, key, 3, MAX_REPLICAS)
+def _replicas(value: Any, source: str, key: str) -> int | str:
+    return "auto" if value == "auto" else count(value, source, key, 3, MAX_REPLICAS)
 
 
 def _workers(value: Any, source: str, key: str) -> int:
@@ -162,9 +166,14 @@ class ToysConfig(StudyConfig):
         "as next-to-leading-order simulation (0: unit weights); the data stay unweighted",
         check=_negative_fraction,
     )
-    n_boot: int = option(
-        default=20,
-        doc="keyed bootstrap replicas of each transform per pseudo-experiment",
+    n_boot: int | str = option(
+        default="auto",
+        doc=(
+            "keyed bootstrap replicas of each transform per pseudo-experiment: auto (as the "
+            f"abcd study's statistics.n_boot: {AUTO_REPLICAS}, {NEGATIVE_WEIGHT_REPLICAS} "
+            "with negative weights) or a number of at least 3"
+        ),
+        type="auto or an integer of at least 3",
         check=_replicas,
     )
     x0: float = option(default=0.6, doc="the cut on x (A and B above it)", check=fraction)
@@ -186,6 +195,14 @@ class ToysConfig(StudyConfig):
     data_folder: Path | None = data_folder_option(
         "folder of each setting's pseudo-experiments, kept for later runs"
     )
+
+    @property
+    def replicas(self) -> int:
+        """The keyed replicas per pseudo-experiment: ``n_boot``, ``auto`` resolved."""
+        if self.n_boot != "auto":
+            return int(self.n_boot)
+        negative = self.negative_weight_fraction > 0
+        return NEGATIVE_WEIGHT_REPLICAS if negative else AUTO_REPLICAS
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> ToysConfig:

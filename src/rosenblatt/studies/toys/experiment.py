@@ -207,7 +207,7 @@ def _fit(
         effective = effective_events(w_sim, (x_sim >= cfg.x0) & (y_sim >= y0))
         return _Fitted(lambda _x, y: y, y0, constant_threshold(y0), closure, effective)
     ensemble = rb.bootstrap(
-        setting.transform.build(), *defining, w_defining, n=cfg.n_boot, seed=seed, keyed=True
+        setting.transform.build(), *defining, w_defining, n=cfg.replicas, seed=seed, keyed=True
     )
     nominal = ensemble.nominal_
     replicas, resampled = [], []

@@ -102,7 +102,7 @@ def fingerprint(cfg: ToysConfig, setting: Setting) -> str:
     keys = {
         "seed": cfg.seed,
         "simulation": cfg.simulation,
-        "n_boot": cfg.n_boot,
+        "n_boot": cfg.replicas,
         "x0": cfg.x0,
         "y0": cfg.y0,
         "population": asdict(cfg.population),

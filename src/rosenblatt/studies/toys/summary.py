@@ -335,7 +335,7 @@ def summarise(
     return {
         **summary_header("toys", cfg.name, cfg.source),
         "n_toys": cfg.n_toys,
-        "n_boot": cfg.n_boot,
+        "n_boot": cfg.replicas,
         "simulation": cfg.simulation,
         "negative_weight_fraction": cfg.negative_weight_fraction,
         "x0": cfg.x0,
