@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,13 @@ and jets:, and the transform is given its cut levels, so that it is the one the 
 fits with the same parameters. The transform saved
 records what it was fitted on (the quantities as written, tree, files with their BLAKE2b
 hashes, number and weighted sum of events), which `rosenblatt apply` uses.
+
+A fit keeps the values it has read, chunk by chunk, in a work folder (--work-dir; by default
+TRANSFORM.json.work beside --output, removed once the transform is saved): a fit stopped
+while it reads (Ctrl-C, a batch system's SIGTERM) and started again with the same command
+reads only the chunks left, and saves the transform an uninterrupted fit saves. A chunk is
+kept under a key of the fit's options, the file's content hash and its entries: a changed
+file or option is read again.
 """
 
 
@@ -186,6 +194,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--output", required=True, metavar="TRANSFORM.json", help="file to save the transform to"
     )
+    parser.add_argument(
+        "--work-dir",
+        default=None,
+        metavar="DIR",
+        help="folder where the values read are kept per chunk, so that a stopped fit resumes; "
+        "kept after the fit (default: TRANSFORM.json.work beside --output, removed once the "
+        "transform is saved)",
+    )
     parser.set_defaults(func=main)
 
 
@@ -249,6 +265,7 @@ class _Input:
     quantities: dict[str, Any]
     scale: float = 1.0
     selection: Any = None
+    name: str = "files"
 
     @property
     def checked(self) -> dict[str, Any]:
@@ -258,39 +275,175 @@ class _Input:
         return {**self.quantities, "defining.selection": self.selection}
 
 
+def _weighted(inputs: list[_Input]) -> bool:
+    return any("--weight" in i.quantities or i.scale != 1.0 for i in inputs)
+
+
 def _read(inputs: list[_Input], step: int) -> _Sample:
     from rosenblatt.processors.branches import iter_chunks
 
-    weighted = any("--weight" in i.quantities or i.scale != 1.0 for i in inputs)
+    weighted = _weighted(inputs)
     sample = _Sample(lacking=dict.fromkeys(inputs[0].quantities, 0))
     for part in inputs:
         for source in part.sources:
-            _read_source(sample, source, part, step, weighted, iter_chunks)
+            chunks = iter_chunks(source, part.quantities, step_size=step, selection=part.selection)
+            for chunk in chunks:
+                _add_chunk(sample, _chunk_values(chunk, part, weighted))
     return sample
 
 
-def _read_source(
-    sample: _Sample, source: Any, part: _Input, step: int, weighted: bool, iter_chunks: Any
-) -> None:
-    """Add the selected events of one file to ``sample``, their weights times the dataset's factor.
+def _chunk_values(chunk: Any, part: _Input, weighted: bool) -> dict[str, Any]:
+    """What a chunk adds to the sample: the values of its selected events with every quantity
+    (their weights times the dataset's factor) under ``"arrays"``, and its counts.
 
     An event outside the selection is counted as such, not as lacking a value.
     """
-    chunks = iter_chunks(source, part.quantities, step_size=step, selection=part.selection)
-    for chunk in chunks:
-        chosen = np.ones(len(chunk), dtype=bool) if chunk.selected is None else chunk.selected
-        keep = chosen & chunk.complete()
-        sample.read += len(chunk)
-        sample.not_selected += int((~chosen).sum())
-        sample.left_out += int((chosen & ~keep).sum())
-        for option, present in chunk.present.items():
-            lacking = int((chosen & ~present).sum())
-            sample.lacking[option] = sample.lacking.get(option, 0) + lacking
-        sample.x.append(chunk.values["--x"][keep])
-        sample.y.append(chunk.values["--score"][keep])
-        if weighted:
-            w = chunk.values["--weight"][keep] if "--weight" in chunk.values else 1.0
-            sample.w.append(np.broadcast_to(w * part.scale, (int(keep.sum()),)))
+    chosen = np.ones(len(chunk), dtype=bool) if chunk.selected is None else chunk.selected
+    keep = chosen & chunk.complete()
+    arrays = {"x": chunk.values["--x"][keep], "y": chunk.values["--score"][keep]}
+    if weighted:
+        w = chunk.values["--weight"][keep] if "--weight" in chunk.values else 1.0
+        arrays["w"] = np.broadcast_to(w * part.scale, (int(keep.sum()),))
+    return {
+        "arrays": arrays,
+        "read": len(chunk),
+        "not_selected": int((~chosen).sum()),
+        "left_out": int((chosen & ~keep).sum()),
+        "lacking": {
+            option: int((chosen & ~present).sum()) for option, present in chunk.present.items()
+        },
+    }
+
+
+def _add_chunk(sample: _Sample, values: dict[str, Any]) -> None:
+    """Add one chunk's values (or the merge of several, in order) to ``sample``."""
+    sample.read += values["read"]
+    sample.not_selected += values["not_selected"]
+    sample.left_out += values["left_out"]
+    for option, lacking in values["lacking"].items():
+        sample.lacking[option] = sample.lacking.get(option, 0) + lacking
+    arrays = values["arrays"]
+    sample.x.append(arrays["x"])
+    sample.y.append(arrays["y"])
+    if "w" in arrays:
+        sample.w.append(arrays["w"])
+
+
+def _fit_document(args: argparse.Namespace, inputs: list[_Input]) -> dict[str, Any]:
+    """What the values kept per chunk depend on besides the input files' content.
+
+    The options that choose and compute the values (each dataset's tree,
+    quantities, selection and weight factor, the jets' collection), the
+    content of the user's module or model files, and the version of rosenblatt.
+    """
+    import rosenblatt
+    from rosenblatt._records import file_digest
+
+    def quantity(q: Any) -> dict[str, Any]:
+        path = q.file
+        digest = file_digest(path) if path is not None and Path(path).is_file() else None
+        return {"text": q.text, "kind": q.kind, "jets": q.jets, "file": digest}
+
+    return {
+        "version": rosenblatt.__version__,
+        "jets": args.jets,
+        "weighted": _weighted(inputs),
+        "inputs": [
+            {
+                "name": part.name,
+                "trees": sorted({source.treename for source in part.sources}),
+                "quantities": {o: quantity(q) for o, q in sorted(part.quantities.items())},
+                "selection": None if part.selection is None else quantity(part.selection),
+                "scale": part.scale,
+            }
+            for part in inputs
+        ],
+    }
+
+
+def _work_dir(args: argparse.Namespace, output: Path) -> tuple[Path, bool]:
+    """The fit's work folder, and whether it is the default one (removed after the fit)."""
+    if args.work_dir is not None:
+        return Path(args.work_dir), False
+    return output.with_name(f"{output.name}.work"), True
+
+
+def _read_in_pieces(
+    args: argparse.Namespace, inputs: list[_Input], digests: dict[str, str], folder: Path
+) -> _Sample:
+    """:func:`_read` with each chunk's values kept as a piece in ``folder``.
+
+    Only the chunks without a sound piece are read; the pieces are merged in
+    the order of the chunks, which is the order :func:`_read` reads them in,
+    so that the sample is the same bit for bit.
+    """
+    import sys
+
+    from rosenblatt.processors.branches import iter_chunks
+    from rosenblatt.processors.pieces import Chunk, PieceStore, run_in_pieces
+
+    step = args.chunk_size
+    weighted = _weighted(inputs)
+    # named so that the chunks sort in the order _read reads them: datasets, then files as given
+    where: dict[tuple[str, str], tuple[_Input, Any]] = {}
+    for k, part in enumerate(inputs):
+        for position, source in enumerate(part.sources):
+            where[f"{k:04d}-{part.name}", f"{position:06d}/{source.path}"] = (part, source)
+    chunks = [
+        Chunk(dataset, file, start, min(start + step, source.entries))
+        for (dataset, file), (_, source) in where.items()
+        for start in range(0, source.entries, step)
+    ]
+    keyed = {file: digests[source.path] for (_, file), (_, source) in where.items()}
+    store = PieceStore.create(folder / "pieces", "fit", _fit_document(args, inputs), keyed)
+
+    ran: list[int] = []
+
+    def run_missing(missing: list[Chunk]) -> None:
+        ran.append(len(missing))
+        if len(missing) < len(chunks):
+            print(
+                f"rosenblatt fit: {len(chunks) - len(missing)} of {len(chunks)} chunks kept from "
+                f"an earlier run in {folder}; reading the {len(missing)} left",
+                file=sys.stderr,
+            )
+        for first, stop in _runs(missing):
+            part, source = where[first.dataset, first.file]
+            read = iter_chunks(
+                source,
+                part.quantities,
+                step_size=step,
+                selection=part.selection,
+                entry_start=first.start,
+                entry_stop=stop,
+            )
+            for chunk in read:
+                piece = Chunk(first.dataset, first.file, chunk.start, chunk.start + len(chunk))
+                store.save(piece, _chunk_values(chunk, part, weighted))
+
+    merged = run_in_pieces(store, chunks, run_missing) if chunks else {}
+    if chunks and not ran:
+        print(
+            f"rosenblatt fit: all {len(chunks)} chunks kept from an earlier run in {folder}",
+            file=sys.stderr,
+        )
+    sample = _Sample(lacking=dict.fromkeys(inputs[0].quantities, 0))
+    if merged:
+        _add_chunk(sample, merged)
+    return sample
+
+
+def _runs(chunks: list[Any]) -> list[tuple[Any, int]]:
+    """The sorted ``chunks`` as runs of consecutive entries of one file: (first chunk, stop)."""
+    runs: list[tuple[Any, int]] = []
+    for chunk in sorted(chunks):
+        if runs:
+            first, stop = runs[-1]
+            if (first.dataset, first.file) == (chunk.dataset, chunk.file) and stop == chunk.start:
+                runs[-1] = (first, chunk.stop)
+                continue
+        runs.append((chunk, chunk.stop))
+    return runs
 
 
 def _check_output(path: str) -> Path:
@@ -380,12 +533,14 @@ def fitted_on(
     quantities: dict[str, Any],
     n_events: int,
     sum_weight: float,
+    digests: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The ``fitted_on`` block saved with the transform (see :func:`rosenblatt.serialization.fitted_on`).
 
     The quantities as written, the tree, how its events were read (coffea's
     ``BaseSchema``: every branch a field), and each file's name as given,
     size, BLAKE2b hash, kind (``tree`` or ``RNTuple``) and entries.
+    ``digests``: the files' hashes where already computed.
     """
     from rosenblatt._records import HASH, file_digest
 
@@ -401,7 +556,7 @@ def fitted_on(
             {
                 "name": source.path,
                 "size": Path(source.path).stat().st_size,
-                HASH: file_digest(source.path),
+                HASH: (digests or {}).get(source.path) or file_digest(source.path),
                 "kind": source.kind,
                 "entries": source.entries,
             }
@@ -489,7 +644,7 @@ def _config_inputs(
         wanted = dict(quantities)
         if dataset.weight is not None:
             wanted["--weight"] = dataset.weight
-        part = _Input([], wanted, scales[name], selection)
+        part = _Input([], wanted, scales[name], selection, name)
         part.sources.extend(
             check_tree(path, dataset.treename, part.checked) for path in dataset.files
         )
@@ -513,6 +668,7 @@ def _config_inputs(
 
 def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt fit``; return the exit status."""
+    from rosenblatt._records import file_digest
     from rosenblatt.processors.branches import require, require_for
 
     try:
@@ -530,7 +686,9 @@ def main(args: argparse.Namespace) -> int:
         sources = [source for part in inputs for source in part.sources]
         for part in inputs:
             require_for(part.checked, part.sources)
-        sample = _read(inputs, args.chunk_size)
+        digests = {source.path: file_digest(source.path) for source in sources}
+        work, temporary = _work_dir(args, output)
+        sample = _read_in_pieces(args, inputs, digests, work)
         if not sample.x or sum(len(v) for v in sample.x) == 0:
             selection = inputs[0].selection
             outside = "" if selection is None else f"{sample.not_selected:,} not selected, "
@@ -545,10 +703,12 @@ def main(args: argparse.Namespace) -> int:
             warnings.filterwarnings("ignore", "IRGI .* bins beyond the cut", UserWarning)
             transform.fit(x, y, weights)
         transform.fitted_on_ = fitted_on(
-            args, sources, quantities, transform.n_events_, transform.sum_weight_
+            args, sources, quantities, transform.n_events_, transform.sum_weight_, digests
         )
         transform.fitted_on_.update(mixed)
         _save(transform, output)
+        if temporary:
+            shutil.rmtree(work, ignore_errors=True)
     except (OSError, ValueError, TypeError) as err:
         print_error("rosenblatt fit", err)
         return 2

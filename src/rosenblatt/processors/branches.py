@@ -311,6 +311,8 @@ def iter_chunks(
     extra: Sequence[str] = (),
     step_size: int = DEFAULT_STEP,
     selection: Quantity | None = None,
+    entry_start: int = 0,
+    entry_stop: int | None = None,
 ) -> Iterator[Chunk]:
     """Evaluate the quantities on ``step_size`` entries of the tree at a time, in order.
 
@@ -329,6 +331,10 @@ def iter_chunks(
         those with a non-zero value), as the analysis's ``defining.selection``
         keeps them; its branches must be among those :func:`check_tree` checked.
         Only the selected events' values must be finite.
+    entry_start, entry_stop : int
+        The entries read, ``[entry_start, entry_stop)`` (default: every
+        entry); the chunks start at ``entry_start`` and every ``step_size``
+        entries after it.
 
     Yields
     ------
@@ -343,7 +349,8 @@ def iter_chunks(
     if step_size < 1:
         raise TreeFileError(f"the chunk size must be at least 1, got {step_size}")
     reader = _lazy_chunks if source.lazy else _branch_chunks
-    for start, events in reader(source, extra, step_size):
+    stop = source.entries if entry_stop is None else min(entry_stop, source.entries)
+    for start, events in reader(source, extra, step_size, max(entry_start, 0), stop):
         selected = None
         if selection is not None:
             evaluated = _evaluate(selection, events, source, start, "selection")
@@ -359,7 +366,7 @@ def iter_chunks(
 
 
 def _branch_chunks(
-    source: TreeSource, extra: Sequence[str], step_size: int
+    source: TreeSource, extra: Sequence[str], step_size: int, entry_start: int, entry_stop: int
 ) -> Iterator[tuple[int, Any]]:
     """Only the branches needed, through ``tree.iterate``."""
     import uproot
@@ -367,10 +374,15 @@ def _branch_chunks(
     wanted = set(source.needed) | set(extra)
     with uproot.open(source.path) as handle:
         tree = handle[source.treename]
-        if source.entries == 0:
+        if entry_stop <= entry_start:
             return
         chunks = tree.iterate(
-            filter_name=lambda name: name in wanted, step_size=step_size, library="ak", report=True
+            filter_name=lambda name: name in wanted,
+            step_size=step_size,
+            library="ak",
+            report=True,
+            entry_start=entry_start,
+            entry_stop=entry_stop,
         )
         while True:
             try:
@@ -387,13 +399,13 @@ def _branch_chunks(
 
 
 def _lazy_chunks(
-    source: TreeSource, extra: Sequence[str], step_size: int
+    source: TreeSource, extra: Sequence[str], step_size: int, entry_start: int, entry_stop: int
 ) -> Iterator[tuple[int, Any]]:
     """coffea NanoEvents (``BaseSchema``, virtual: a branch is read when touched)."""
     from coffea.nanoevents import BaseSchema, NanoEventsFactory
 
-    for start in range(0, source.entries, step_size):
-        stop = min(start + step_size, source.entries)
+    for start in range(entry_start, entry_stop, step_size):
+        stop = min(start + step_size, entry_stop)
         factory = NanoEventsFactory.from_root(
             {source.path: source.treename},
             schemaclass=BaseSchema,

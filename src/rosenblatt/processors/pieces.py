@@ -9,21 +9,24 @@ states of the transforms applied, the blinding), the file's content hash
 ROOT UUID) and the entry range; a local file is named by its name and content, not
 its folder, so that a data folder moved with its input files keeps its pieces. The piece is written atomically
 (:mod:`rosenblatt._atomic`): it is whole or absent. It holds a sealed manifest
-(the chunk, its cut flow, the skim files it wrote with their size and hash) and
-each histogram as UHI arrays (``uhi.io.zip``, read without pickle).
+(the chunk, its cut flow, the skim files it wrote with their size and hash),
+each histogram as UHI arrays (``uhi.io.zip``, read without pickle) and each
+array of the output's ``"arrays"`` (``{name: numpy array}``, per-event values
+such as a fit's ``x``, ``y`` and weights) as a ``.npy`` member.
 
 A pass then (:func:`run_in_pieces`) runs only the chunks without a sound
 piece, and merges every piece read back from disk in the order of the chunks,
 sorted by dataset, file and entry: its output is the same bit for bit however
-the pass was split over runs, workers and completion orders. The merge
+the pass was split over runs, workers and completion orders (the ``"arrays"``
+are joined end to end in that order). The merge
 goes on while the chunks run, the pieces kept from an earlier run first, and
 every :data:`CHECKPOINT_EVERY` chunks its state is written as a *checkpoint*
 (the merge of the first chunks, in a piece's layout, in the folder beside the
 pieces' named by :attr:`PieceStore.checkpoints`, keyed by the keys of the pieces
 it holds): a resumed pass reads the latest checkpoint of its chunks, then
 only the pieces after it, so that it costs little more than its chunks left.
-A pass whose outputs name skim files, or a merge holding a chunk that could
-not be read, writes no checkpoint (their pieces are checked one by one). Pieces of another
+A pass whose outputs name skim files or hold arrays, or a merge holding a chunk
+that could not be read, writes no checkpoint (their pieces are checked one by one). Pieces of another
 key (another configuration, a changed input file, another chunking) are never
 read, and are removed once the pass is done. A damaged piece, or one whose skim
 file is damaged, is named in one line and computed again
@@ -41,6 +44,7 @@ bytes}``), which :func:`write_returned` writes, the skims before their piece.
 from __future__ import annotations
 
 import contextvars
+import copy
 import hashlib
 import io
 import json
@@ -57,14 +61,20 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rosenblatt._atomic import atomic_write
-from rosenblatt._extras import optional_imports
 from rosenblatt._records import check_files, corrupt, file_entries, is_sealed, seal
 
-with optional_imports(__name__):
-    from coffea import processor
+try:  # the pieces of a pass that runs without coffea (``rosenblatt fit``) need none
+    from coffea.processor import ProcessorABC as _ProcessorBase
+    from coffea.processor import accumulate as _coffea_accumulate
+except ImportError:  # pragma: no cover - coffea comes with the hep extra
+    _ProcessorBase = object
+    _coffea_accumulate = None
 
 __all__ = [
+    "ARRAYS",
     "PIECE_FORMAT",
     "Chunk",
     "PieceProcessor",
@@ -85,6 +95,8 @@ PIECE_VERSION = 1
 _MANIFEST = "piece.json"
 #: keys of an output whose value is a mapping of names to histograms
 _HISTOGRAMS = ("abcd", "plane", "passfail", "replicas", "resampled")
+#: key of an output whose value is a mapping of names to numpy arrays, joined in chunk order
+ARRAYS = "arrays"
 #: most pieces read ahead of the merge while the chunks left run (bounds the memory held)
 READ_AHEAD = 64
 #: chunks merged between two checkpoints of the merge
@@ -215,7 +227,7 @@ class PieceStore:
         self.checkpoints.mkdir(parents=True, exist_ok=True)
         key = self.checkpoint_key(keys)
         path = self.checkpoints / f"{len(keys)}-{key}.zip"
-        # only a merge that names no skim file is kept (an empty list stays one)
+        # only a merge that names no skim file and holds no array is kept (an empty list stays one)
         skim: dict[str, Any] | None = {} if "skim" in output else None
         with atomic_write(path) as tmp:
             self._write_zip(tmp, key, None, output, skim)
@@ -276,17 +288,25 @@ class PieceStore:
 
         ``chunk``: the piece's chunk (``None`` for a checkpoint); ``skim``: its skims' entries.
         """
-        from hist import serialization
-        from uhi.io import zip as uhi_zip
-
         histograms: list[list[str]] = []
+        arrays: list[list[str]] = []
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
             for key in _HISTOGRAMS:
                 for variant, h in output.get(key, {}).items():
+                    from hist import serialization
+                    from uhi.io import zip as uhi_zip
+
                     member = f"h{len(histograms)}"
                     uhi_zip.write(zf, member, serialization.to_uhi(h))  # type: ignore[arg-type]
                     histograms.append([key, variant, member])
-            rest = {k: v for k, v in output.items() if k not in (*_HISTOGRAMS, "skim")}
+            for array, values in output.get(ARRAYS, {}).items():
+                member = f"a{len(arrays)}.npy"
+                buffer = io.BytesIO()
+                np.save(buffer, np.asarray(values), allow_pickle=False)
+                # stored as they are: numbers compress little, and a resumed pass reads them fast
+                zf.writestr(member, buffer.getvalue(), compress_type=zipfile.ZIP_STORED)
+                arrays.append([array, member])
+            rest = {k: v for k, v in output.items() if k not in (*_HISTOGRAMS, "skim", ARRAYS)}
             manifest = {
                 "format": PIECE_FORMAT,
                 "version": PIECE_VERSION,
@@ -295,6 +315,7 @@ class PieceStore:
                 if chunk is None
                 else [chunk.dataset, chunk.file, chunk.start, chunk.stop],
                 "histograms": histograms,
+                "arrays": arrays,
                 # skim files relative to the pieces, so that the data folder may be moved
                 "skim": skim,
                 # a checkpoint's as text: its mappings in the order the merge made them
@@ -352,9 +373,6 @@ class PieceStore:
 
     def _read(self, path: Path, name: str) -> dict[str, Any]:
         """The output in the piece or checkpoint ``path`` of key ``name``."""
-        from hist import serialization
-        from uhi.io import zip as uhi_zip
-
         with zipfile.ZipFile(path) as zf:
             document = self._manifest(zf, name)
             if document is None:
@@ -362,8 +380,14 @@ class PieceStore:
             rest = document["rest"]
             output: dict[str, Any] = dict(json.loads(rest) if isinstance(rest, str) else rest)
             for key, variant, member in document["histograms"]:
+                from hist import serialization
+                from uhi.io import zip as uhi_zip
+
                 h = serialization.from_uhi(uhi_zip.read(zf, member))
                 output.setdefault(key, {})[variant] = h
+            for array, member in document.get("arrays", []):
+                values = np.load(io.BytesIO(zf.read(member)), allow_pickle=False)
+                output.setdefault(ARRAYS, {})[array] = values
         if document["skim"] is not None:
             folder = self.folder
             output["skim"] = [os.path.normpath(os.path.join(folder, n)) for n in document["skim"]]
@@ -392,7 +416,7 @@ def _pieces_in(folder: Path) -> list[Path]:
     return [path for path in folder.glob("*.zip") if not path.name.startswith(".")]
 
 
-class PieceProcessor(processor.ProcessorABC):  # type: ignore[misc]  # coffea: untyped
+class PieceProcessor(_ProcessorBase):  # type: ignore[misc]  # coffea: untyped
     """A coffea processor that writes each chunk's output of ``inner`` as a piece.
 
     It returns only a count to the driver, which reads the pieces back in
@@ -551,6 +575,8 @@ class _OrderedMerge:
             key = store.checkpoint_key(keys[:covered])
             self.checkpoint = store.checkpoints / f"{covered}-{key}.zip"
         self._since_checkpoint = 0
+        #: per name of the outputs' arrays, the arrays of the chunks merged, in order
+        self.arrays: dict[str, list[Any]] = {}
         self._missing: set[Chunk] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -604,16 +630,18 @@ class _OrderedMerge:
                 self.ahead[index] = self.store.load(self.ordered[index])
 
     def _merge(self, output: dict[str, Any], *, checkpoints: bool) -> None:
-        self.merged = processor.accumulate([output], self.merged)
+        for name, values in output.pop(ARRAYS, {}).items():
+            self.arrays.setdefault(name, []).append(values)
+        self.merged = _accumulate(output, self.merged)
         self.merged_count += 1
         self._since_checkpoint += 1
         if checkpoints and self._since_checkpoint >= CHECKPOINT_EVERY:
             self._save_checkpoint()
 
     def _save_checkpoint(self) -> None:
-        """Write the merge as a checkpoint, unless it names skims or unreadable chunks."""
+        """Write the merge as a checkpoint, unless it names skims, holds arrays or unreadable chunks."""
         merged = self.merged
-        if merged is None or merged.get("skim") or "unreadable" in merged:
+        if merged is None or merged.get("skim") or "unreadable" in merged or self.arrays:
             return
         previous = self.checkpoint
         self.checkpoint = self.store.save_checkpoint(self.keys[: self.merged_count], merged)
@@ -631,4 +659,28 @@ class _OrderedMerge:
             )
         if self._since_checkpoint:
             self._save_checkpoint()
-        return dict(self.merged or {})
+        output = dict(self.merged or {})
+        if self.arrays:
+            output[ARRAYS] = {name: np.concatenate(parts) for name, parts in self.arrays.items()}
+        return output
+
+
+def _accumulate(output: dict[str, Any], merged: dict[str, Any] | None) -> dict[str, Any]:
+    """``merged`` with ``output`` added: coffea's ``accumulate``, or without coffea the same sum
+    of mappings (key by key) and of numbers and lists (``+``)."""
+    if _coffea_accumulate is not None:
+        total: dict[str, Any] = _coffea_accumulate([output], merged)
+        return total
+    if merged is None:
+        return copy.deepcopy(output)
+    added: dict[str, Any] = _added(merged, output)
+    return added
+
+
+def _added(left: Any, right: Any) -> Any:
+    if isinstance(left, Mapping) and isinstance(right, Mapping):
+        out = dict(left)
+        for key, value in right.items():
+            out[key] = _added(out[key], value) if key in out else copy.deepcopy(value)
+        return out
+    return left + right
