@@ -281,3 +281,43 @@ def test_a_bad_negative_weight_fraction_is_refused_in_one_line(
     assert len(lines) == 1, lines
     assert "negative_weight_fraction" in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_n_boot_auto_takes_more_replicas_with_negative_weights(tmp_path: Path) -> None:
+    assert _config(tmp_path, n_boot="auto").replicas == 20
+    assert _config(tmp_path, n_boot="auto", negative_weight_fraction=0.25).replicas == 50
+    assert _config(tmp_path, negative_weight_fraction=0.25).replicas == 6  # as given
+
+
+def _compile_in_worker() -> tuple[str | None, float, float]:
+    import os
+
+    from rosenblatt.transforms._cell_resampling import nonnegative_weights
+
+    rng = np.random.default_rng(1)
+    x, y = rng.random(2000), rng.random(2000)
+    weights = np.where(rng.random(2000) < 0.25, -2.0, 2.0)
+    resampled = nonnegative_weights(x, y, weights)
+    return os.environ.get("NUMBA_CACHE_DIR"), float(np.sum(resampled)), float(np.min(resampled))
+
+
+def test_pool_workers_compile_kernels_after_limiting_their_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker of the study's pool compiles a kernel no cache holds, as on a fresh machine."""
+    pytest.importorskip("numba")
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from rosenblatt.studies.toys.study import _one_thread
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=context, initializer=_one_thread) as pool:
+        cache, total, lowest = pool.submit(_compile_in_worker).result()
+    assert cache == str(tmp_path / "numba")
+    rng = np.random.default_rng(1)
+    rng.random(4000)
+    weights = np.where(rng.random(2000) < 0.25, -2.0, 2.0)
+    assert total == pytest.approx(float(np.sum(weights)))
+    assert lowest >= 0

@@ -24,6 +24,7 @@ import json
 import logging
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
@@ -166,8 +167,15 @@ def _read_cached(path: Path, key: str) -> list[ToyResult]:
 
 
 def _one_thread() -> None:
-    """Each worker runs its compiled kernels on one thread: the pool shares the cores."""
-    os.environ["NUMBA_NUM_THREADS"] = "1"
+    """Each worker runs its compiled kernels on one thread: the pool shares the cores.
+
+    ``NUMBA_NUM_THREADS`` is set only where numba is not imported yet (unpickling
+    this function may import it): numba reads its environment again at every
+    compilation, and refuses a thread count that differs from the one it
+    started with.
+    """
+    if "numba" not in sys.modules:
+        os.environ["NUMBA_NUM_THREADS"] = "1"
     try:
         import numba
     except ModuleNotFoundError:
