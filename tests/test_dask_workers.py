@@ -9,7 +9,8 @@ tasks carry the transforms by value (no worker opens a file of the results folde
 the places where the workers still need the driver's disk are named by the test
 :func:`test_the_workers_need_the_data_folder_but_never_the_results_folder`. Without a
 shared disk, an XGBoost model and a module of the user's functions named by path in the
-driver's folder travel with the tasks as bytes: no worker opens them.
+driver's folder travel with the tasks as bytes, and so does the TorchScript file of a
+scorer of particle-level files (track images): no worker opens them.
 """
 
 from __future__ import annotations
@@ -92,6 +93,24 @@ if _xgboost is not None:
         return _call(self, fname)
 
     _xgboost.Booster.load_model = _load_model
+
+# and torch: a TorchScript module or a state dict loaded from a path is recorded as an open
+try:
+    import torch as _torch
+except ImportError:
+    _torch = None
+if _torch is not None:
+
+    def _recorded(call):
+        def load(f, *args, **kwargs):
+            if isinstance(f, (str, os.PathLike)):
+                _hook("open", (os.fspath(f), "r", 0))
+            return call(f, *args, **kwargs)
+
+        return load
+
+    _torch.jit.load = _recorded(_torch.jit.load)
+    _torch.load = _recorded(_torch.load)
 """
 
 
@@ -271,6 +290,10 @@ def _config(
     for key, value in (changes or {}).items():
         if key == "x":
             config["abcd"]["x"] = value
+        elif key == "executor_chunksize":
+            config["executor"]["chunksize"] = value
+        elif value is None:
+            config.pop(key)
         else:
             config[key] = value
     path = driver / f"{name}.yaml"
@@ -508,3 +531,69 @@ def _place(path: Path, driver: Path, data: Path, results: Path) -> str:
             return name
     suffixes = {".yaml": "configuration", ".root": "inputs"}
     return suffixes.get(path.suffix, str(path.relative_to(driver)))
+
+
+@pytest.fixture(scope="module")
+def particles(driver: Path, abcd_event_files: dict[str, Path]) -> dict[str, Any]:
+    """Particle-level files scored by a TorchScript CNN of track images in the driver's folder.
+
+    Returned as the changes of a configuration of the particle-level layout.
+    """
+    torch = pytest.importorskip("torch")
+    from rosenblatt.ml import TrackImageCNN, TrainedModel
+
+    torch.manual_seed(3)
+    network = TrackImageCNN()
+    network.fit_input_scale(np.ones((4, 36, 36), dtype=np.float32))
+    folder = driver / "cnn"
+    folder.mkdir()
+    TrainedModel("cnn", network.eval(), {"kind": "cnn"}).save(folder / "tagger")
+    scripted = folder / "tagger.torchscript.pt"
+    assert scripted.is_file()
+    files = abcd_event_files
+    return {
+        "datasets": None,
+        "treename": None,
+        "lumi": None,
+        "defining": {"qcd-defining": [str(files["defining"])]},
+        "fileset": {"qcd": [str(files["qcd"])], "wprime": [str(files["wprime"])]},
+        "score": {"torchscript": "cnn/tagger.torchscript.pt"},
+        "transforms": [{"kind": "irgi", "depth": 2}, {"kind": "gridkde", "sigma_r": 0.3}],
+        "abcd": {"x": "mjj", "x0": [2200.0, 2600.0, 3000.0], "y0": [0.2, 0.5, 0.8]},
+        "executor_chunksize": 70,
+    }
+
+
+def test_without_a_shared_disk_a_particle_scorer_travels_by_value(
+    driver: Path, cluster: Cluster, particles: dict[str, Any]
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        # loading torch in the futures workers is not a leak (as for xgboost above)
+        patch.setenv("LOKY_MAX_MEMORY_LEAK_SIZE", str(2e9))
+        on_futures = _run(driver, "particles-futures", {"kind": "futures", "workers": 2}, particles)
+    unshared = _on_cluster(driver, cluster, "particles-unshared", particles, shared_disk=False)
+    _assert_same_results(unshared.out, on_futures)
+    model = driver / "cnn" / "tagger.torchscript.pt"
+    places = _places(unshared, driver, "particles-unshared")
+    # the TorchScript file was read by the driver alone (the inputs lie outside its folder)
+    assert places["written"] == set()
+    assert places["read"] <= {"inputs"}
+    assert str(model) not in {path for _, path, _ in unshared.opened}
+    # the recorder does see a worker that scores with the file named by its path
+    from dask.distributed import Client
+
+    def score_by_path(path: str) -> int:
+        """In a worker: the scorer of ``path`` loads its module from the file."""
+        import awkward as ak
+
+        from rosenblatt.ml import make_scorer
+
+        images = ak.Array({"image": np.zeros((2, 36 * 36), dtype=np.float32)})
+        return len(make_scorer({"torchscript": path})(images))
+
+    cluster.clear()
+    with Client(cluster.address, timeout=60) as client:
+        assert client.submit(score_by_path, str(model), pure=False).result() == 2
+    opened = {path for event, path, _ in cluster.opened() if event == "open"}
+    cluster.clear()
+    assert str(model) in opened

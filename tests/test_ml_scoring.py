@@ -210,6 +210,27 @@ def test_scorers_are_pickled_without_their_models_and_score_in_a_fresh_process(
         np.testing.assert_allclose(scores, reference[:17], rtol=0, atol=1e-6)
 
 
+def test_scorers_by_value_score_from_their_bytes_after_the_files_are_gone(
+    cnn_path, gbdt_path, tmp_path, records
+) -> None:
+    folder = tmp_path / "moved"
+    folder.mkdir()
+    for path in (cnn_path, cnn_path.with_name("disco_a2.5_s0.torchscript.pt"), gbdt_path):
+        shutil.copy(path, folder / path.name)
+    specs = [
+        {"torchscript": folder / "disco_a2.5_s0.torchscript.pt"},
+        {"model": folder / gbdt_path.name},
+    ]
+    scorers = [make_scorer(spec) for spec in specs] + [ImageCNNScorer(folder / cnn_path.name)]
+    expected = [scorer(records) for scorer in scorers]
+    carried = [pickle.dumps(scorer.by_value()) for scorer in scorers]
+    column = make_scorer({"column": "mj1"})
+    assert column.by_value() is column
+    shutil.rmtree(folder)
+    for scores, pickled in zip(expected, carried, strict=True):
+        np.testing.assert_array_equal(pickle.loads(pickled)(records), scores)
+
+
 def test_models_are_loaded_once_per_process_until_the_file_changes(tmp_path) -> None:
     path = tmp_path / "model.bin"
     path.write_bytes(b"one")

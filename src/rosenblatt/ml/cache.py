@@ -7,12 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["cached_model"]
+__all__ = ["cached_content", "cached_model"]
 
 _Model = TypeVar("_Model")
 
 #: (loader kind, absolute path) -> ((modification time, size), model)
 _MODELS: dict[tuple[str, str], tuple[tuple[int, int], Any]] = {}
+#: (loader kind, hash of the file's bytes) -> model
+_CONTENTS: dict[tuple[str, str], Any] = {}
 _LOCK = threading.Lock()
 
 
@@ -39,3 +41,20 @@ def cached_model(kind: str, path: Path, load: Callable[[Path], _Model]) -> _Mode
             entry = (stamp, load(path))
             _MODELS[key] = entry
     return entry[1]
+
+
+def cached_content(
+    kind: str, digest: str, content: bytes, load: Callable[[bytes], _Model]
+) -> _Model:
+    """Return ``load(content)``, loaded once per process and ``kind`` for the same bytes.
+
+    The counterpart of :func:`cached_model` for a model file's bytes carried to
+    a process by value: no file is opened, and ``digest`` (a hash of
+    ``content``) keys the cache.
+    """
+    key = (kind, digest)
+    with _LOCK:
+        if key not in _CONTENTS:
+            _CONTENTS[key] = load(content)
+        model: _Model = _CONTENTS[key]
+    return model

@@ -37,6 +37,7 @@ in the state dict, so a saved model carries its own normalisation.
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Any
@@ -137,22 +138,26 @@ def _pad_cylinder(images: torch.Tensor) -> torch.Tensor:
     return functional.pad(wrapped, (0, 0, 1, 1))
 
 
-def load_network(path: str | os.PathLike[str]) -> TrackImageCNN:
+def load_network(path: str | os.PathLike[str] | bytes) -> TrackImageCNN:
     """Read a network from its state-dict file (``torch.load`` with ``weights_only=True``).
 
-    The network is returned on the CPU in evaluation mode.
+    ``path`` may also be the file's bytes, read without opening any file. The
+    network is returned on the CPU in evaluation mode.
 
     Raises
     ------
     FileNotFoundError
         If ``path`` does not exist.
     """
-    path = Path(path)
-    if not path.is_file():
-        msg = f"CNN weights {path} do not exist"
-        raise FileNotFoundError(msg)
+    if isinstance(path, bytes):
+        source: Any = io.BytesIO(path)
+    else:
+        source = Path(path)
+        if not source.is_file():
+            msg = f"CNN weights {source} do not exist"
+            raise FileNotFoundError(msg)
     network = TrackImageCNN()
-    network.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    network.load_state_dict(torch.load(source, map_location="cpu", weights_only=True))
     return network.eval()
 
 

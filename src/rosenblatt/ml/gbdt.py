@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -137,8 +137,8 @@ class TreeEnsemble:
         )
 
     @classmethod
-    def load(cls, path: str | Path) -> TreeEnsemble:
-        """Read an ensemble written by :meth:`save`."""
+    def load(cls, path: str | Path | BinaryIO) -> TreeEnsemble:
+        """Read an ensemble written by :meth:`save` (its file, or a file object of its bytes)."""
         with np.load(path, allow_pickle=False) as stored:
             return cls(
                 baseline=float(stored["baseline"]),

@@ -21,25 +21,34 @@ one score per event:
 
 Files are checked when the scorer is made and loaded on first use, once per
 process (a scorer pickled to dask or process-pool workers carries only the
-path). Paths are made absolute when the scorer is made.
+path). Paths are made absolute when the scorer is made. For workers that do
+not see the driver's disk, :meth:`Scorer.by_value` reads the model file once
+where it is called; the scorer then carries its bytes and each process loads
+the model from them, never opening the path.
 """
 
 from __future__ import annotations
 
 import abc
+import copy
+import hashlib
 import importlib.util
+import io
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rosenblatt.ml.cache import cached_model
+from rosenblatt.ml.cache import cached_content, cached_model
 from rosenblatt.ml.files import TORCHSCRIPT_SUFFIX, torchscript_file
 from rosenblatt.ml.tables import IMAGE_SHAPE, SUBSTRUCTURE_COLUMNS
 from rosenblatt.typing import FloatArray
+
+if TYPE_CHECKING:
+    from rosenblatt.ml.gbdt import TreeEnsemble
 
 __all__ = [
     "ColumnScorer",
@@ -49,6 +58,8 @@ __all__ = [
     "TorchScriptScorer",
     "make_scorer",
 ]
+
+_Model = TypeVar("_Model")
 
 #: the keys of each kind of score specification (the first one names the kind)
 _SPEC_KEYS = {
@@ -71,6 +82,20 @@ class Scorer(abc.ABC):
 
     description: str
     columns: tuple[str, ...]
+
+    def by_value(self) -> Scorer:
+        """This scorer with its model file's bytes read in, to travel to workers by value.
+
+        The processes that score with the result load the model from those
+        bytes and never open its file. A scorer that reads no file returns
+        itself.
+
+        Raises
+        ------
+        OSError
+            If the model file cannot be read.
+        """
+        return self
 
     def __call__(self, records: Any) -> FloatArray:
         """Return the scores ``(n,)`` of ``n`` records.
@@ -111,17 +136,49 @@ class ColumnScorer(Scorer):
         return -values if self.negate else values
 
 
-class TorchScriptScorer(Scorer):
+class _FileScorer(Scorer):
+    """A scorer of a model file ``path``; ``content``: its bytes, where carried by value."""
+
+    path: Path
+    content: bytes | None = None
+    digest: str = ""
+
+    def by_value(self) -> Scorer:
+        """This scorer with its model file's bytes read in (see :meth:`Scorer.by_value`)."""
+        if self.content is not None:
+            return self
+        carried = copy.copy(self)
+        carried.content = self.path.read_bytes()
+        carried.digest = hashlib.blake2b(carried.content, digest_size=16).hexdigest()
+        carried._carried()
+        return carried
+
+    def _carried(self) -> None:
+        """Called on the copy that carries the bytes, before it is returned."""
+
+    def _model(self, kind: str, load: Callable[[Any], _Model]) -> _Model:
+        """The model, loaded once per process from the carried bytes or from the file."""
+        if self.content is not None:
+            return cached_content(kind, self.digest, self.content, load)
+        return cached_model(kind, self.path, load)
+
+
+class TorchScriptScorer(_FileScorer):
     """A TorchScript file of the track-image CNN, through coffea's ``torch_wrapper``."""
 
     def __init__(self, path: str | Path) -> None:
         from rosenblatt.ml.wrapper import TrackImageWrapper
 
-        self.path = _existing_file(path, "TorchScript file")
+        self.path = _existing_file(path, "TorchScript file").absolute()
         _check_torchscript(self.path)
         self.description = f"torchscript {path}"
         self.columns = ("image",)
-        self.wrapper = TrackImageWrapper(str(self.path.absolute()))
+        self.wrapper = TrackImageWrapper(str(self.path))
+
+    def _carried(self) -> None:
+        from rosenblatt.ml.wrapper import TrackImageWrapper
+
+        self.wrapper = TrackImageWrapper(str(self.path), self.content)
 
     def _score(self, records: Any) -> NDArray[Any]:
         import awkward as ak
@@ -130,7 +187,7 @@ class TorchScriptScorer(Scorer):
         return np.asarray(ak.to_numpy(self.wrapper(records)))
 
 
-class ImageCNNScorer(Scorer):
+class ImageCNNScorer(_FileScorer):
     """CNN weights (``.pt`` state dict) scored with :func:`rosenblatt.ml.cnn.predict_scores`."""
 
     def __init__(self, path: str | Path) -> None:
@@ -144,10 +201,10 @@ class ImageCNNScorer(Scorer):
 
         images = image_column(records, self.description)
         check_images(images, f"{self.description}: images")
-        return predict_scores(cached_model("cnn", self.path, load_network), images)
+        return predict_scores(self._model("cnn", load_network), images)
 
 
-class GBDTScorer(Scorer):
+class GBDTScorer(_FileScorer):
     """Gradient-boosted trees (``.npz``) on ``mj1, mj2, tau21_1, tau21_2``."""
 
     def __init__(self, path: str | Path) -> None:
@@ -157,12 +214,18 @@ class GBDTScorer(Scorer):
         self.columns = SUBSTRUCTURE_COLUMNS
 
     def _score(self, records: Any) -> NDArray[Any]:
-        from rosenblatt.ml.gbdt import TreeEnsemble
 
         features = np.column_stack(
             [_flat_field(records, name, self.description) for name in self.columns]
         )
-        return cached_model("gbdt", self.path, TreeEnsemble.load).predict(features)
+        return self._model("gbdt", _tree_ensemble).predict(features)
+
+
+def _tree_ensemble(source: Path | bytes) -> TreeEnsemble:
+    """The tree ensemble of a ``.npz`` file or of its bytes."""
+    from rosenblatt.ml.gbdt import TreeEnsemble as Ensemble
+
+    return Ensemble.load(io.BytesIO(source) if isinstance(source, bytes) else source)
 
 
 def make_scorer(spec: Mapping[str, Any]) -> Scorer:

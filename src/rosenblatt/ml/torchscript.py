@@ -15,6 +15,7 @@ where this package writes or reads such a file.
 from __future__ import annotations
 
 import copy
+import io
 import os
 import warnings
 from collections.abc import Iterator
@@ -71,10 +72,14 @@ def save_torchscript(network: TrackImageCNN, path: str | os.PathLike[str]) -> Pa
     return path
 
 
-def load_torchscript(path: str | os.PathLike[str], map_location: Any = None) -> Any:
-    """Read a TorchScript file (``torch.jit.load``) in evaluation mode."""
+def load_torchscript(path: str | os.PathLike[str] | bytes, map_location: Any = None) -> Any:
+    """Read a TorchScript file (``torch.jit.load``) in evaluation mode.
+
+    ``path`` may also be the file's bytes, read without opening any file.
+    """
+    source = io.BytesIO(path) if isinstance(path, bytes) else os.fspath(path)
     with _quiet_jit():
-        module = torch.jit.load(os.fspath(path), map_location=map_location)
+        module = torch.jit.load(source, map_location=map_location)
     return module.eval()
 
 

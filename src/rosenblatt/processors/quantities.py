@@ -36,7 +36,9 @@ not see the driver's disk, :meth:`Quantity.by_value` reads the model files
 (XGBoost's JSON or UBJSON, a TorchScript file) and the user's module file
 (its source) once on the driver; the quantity then carries their bytes, and
 each process builds the model or runs the module from them instead of
-opening the path.
+opening the path. A particle-table scorer (``torchscript`` or ``model``
+without ``features``) carries its scorer, which holds the model file's bytes
+(:meth:`rosenblatt.ml.scoring.Scorer.by_value`).
 """
 
 from __future__ import annotations
@@ -182,6 +184,9 @@ class Quantity:
         ``path``, read by :meth:`by_value` (``None``: loaded from ``path``).
     digest : str
         The BLAKE2b hash of ``content`` (which the processes' caches are keyed by).
+    scorer : rosenblatt.ml.scoring.Scorer or None
+        The particle-table scorer with its model file's bytes, made by
+        :meth:`by_value` (``None``: made from ``spec`` in each process).
     """
 
     kind: str
@@ -194,6 +199,7 @@ class Quantity:
     spec: Mapping[str, Any] = field(default_factory=dict)
     content: bytes | None = field(default=None, repr=False)
     digest: str = ""
+    scorer: Any = field(default=None, repr=False, compare=False)
 
     @property
     def file(self) -> str | None:
@@ -212,9 +218,10 @@ class Quantity:
         features is read as bytes, the user's module file (``file.py:name``)
         as its source, and so for the features of a model; the processes that
         evaluate the result build the model or run the module from those bytes
-        and never open the path. A function of an installed module
-        (``package.module:name``) and the particle-table scorers are loaded as
-        before.
+        and never open the path. A particle-table scorer of a model file
+        (``torchscript`` or ``model`` without ``features``) is made here and
+        carries that file's bytes (:attr:`scorer`). A function of an installed
+        module (``package.module:name``) is imported as before.
 
         Parameters
         ----------
@@ -229,6 +236,8 @@ class Quantity:
         features = tuple(
             feature.by_value(f"{key}.features[{i}]") for i, feature in enumerate(self.features)
         )
+        if self.reads_particles and self.kind != "column":
+            return dataclasses.replace(self, scorer=self._carried_scorer(key))
         path = self.file
         if path is None:
             return dataclasses.replace(self, features=features)
@@ -329,13 +338,28 @@ class Quantity:
             ) from None
         return _as_float(scores, n, self.text), present
 
+    def _carried_scorer(self, key: str) -> Any:
+        """The particle-table scorer of ``spec``, holding its model file's bytes."""
+        from rosenblatt.ml.scoring import make_scorer
+
+        if self.scorer is not None:
+            return self.scorer
+        try:
+            return make_scorer(dict(self.spec)).by_value()
+        except (OSError, ValueError) as err:
+            reason = getattr(err, "strerror", None) or str(err)
+            raise QuantityError(f"{key}.{self.kind}: cannot read {self.path}: {reason}") from None
+
     def _table_scorer(self, events: Any) -> tuple[FloatArray, BoolArray]:
         from rosenblatt.ml.scoring import make_scorer
 
-        key = f"scorer:{self.kind}:{self.path or self.name}"
-        if key not in _MODULES:
-            _MODULES[key] = make_scorer(dict(self.spec))
-        values = _MODULES[key](events)
+        scorer = self.scorer
+        if scorer is None:
+            key = f"scorer:{self.kind}:{self.path or self.name}"
+            if key not in _MODULES:
+                _MODULES[key] = make_scorer(dict(self.spec))
+            scorer = _MODULES[key]
+        values = scorer(events)
         return _as_float(values, len(events), self.text), np.ones(len(events), dtype=bool)
 
 
