@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import warnings
@@ -135,6 +136,36 @@ def add_common_arguments(
         metavar="N",
         help="entries read at a time (default: %(default)s)",
     )
+    configured = "" if recorded is None or "config" not in recorded else "its executor's, else "
+    parser.add_argument(
+        "--executor",
+        choices=("iterative", "futures", "dask"),
+        default=None,
+        help="where the chunks are read: this process, local worker processes, or a dask "
+        f"cluster (default: {configured or 'with --config, its executor.kind, else '}iterative)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="worker processes of futures and of a local dask cluster (default: one per core)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="the address of a running dask scheduler to join (tcp://host:port; implies "
+        "--executor dask)",
+    )
+    parser.add_argument(
+        "--shared-disk",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether the workers see the files named by path; --no-shared-disk: the model "
+        "files and module files of the quantities (and the transform) travel to them by "
+        "value, and they open only the input files (default: shared)",
+    )
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -203,6 +234,48 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "transform is saved)",
     )
     parser.set_defaults(func=main)
+
+
+def executor_from_args(args: argparse.Namespace, configured: Any = None) -> Any:
+    """The executor of ``--executor``, ``--workers``, ``--scheduler`` and ``--shared-disk``.
+
+    Parameters
+    ----------
+    configured : rosenblatt.studies.abcd.config.ExecutorConfig, optional
+        A configuration's ``executor:`` block, whose keys the options not
+        given keep.
+
+    Returns
+    -------
+    rosenblatt.studies.abcd.config.ExecutorConfig
+
+    Raises
+    ------
+    ValueError
+        If the options contradict each other (``--scheduler`` with another executor).
+    """
+    from rosenblatt.studies.abcd.config import ExecutorConfig
+
+    given = {
+        "kind": args.executor,
+        "workers": args.workers,
+        "scheduler": args.scheduler,
+        "shared_disk": args.shared_disk,
+    }
+    if args.scheduler is not None and args.executor is None:
+        given["kind"] = "dask"
+    block = {} if configured is None else dataclasses.asdict(configured)
+    if configured is not None and given["kind"] is not None and given["kind"] != "dask":
+        block["scheduler"] = None
+    block.update({key: value for key, value in given.items() if value is not None})
+    return ExecutorConfig.parse(block, "the command line" if configured is None else "--config")
+
+
+def by_value(quantities: dict[str, Any], executor: Any) -> dict[str, Any]:
+    """The quantities, with their model and module files read in where the disk is not shared."""
+    if executor.shared_disk:
+        return quantities
+    return {option: quantity.by_value(option) for option, quantity in quantities.items()}
 
 
 def quantities_from_args(
@@ -368,14 +441,46 @@ def _work_dir(args: argparse.Namespace, output: Path) -> tuple[Path, bool]:
     return output.with_name(f"{output.name}.work"), True
 
 
+class _ReadChunk:
+    """The values of one chunk of one file (a task of a worker): ``(start, stop) -> values``.
+
+    It holds the file's source and the dataset's quantities (with their model
+    and module files' bytes where the disk is not shared); the worker opens
+    only the input file.
+    """
+
+    def __init__(self, part: _Input, source: Any, step: int, weighted: bool) -> None:
+        self.part, self.source, self.step, self.weighted = part, source, step, weighted
+
+    def __call__(self, entries: tuple[int, int]) -> list[tuple[int, dict[str, Any]]]:
+        """Each chunk's first entry and values, of the entries ``[start, stop)``."""
+        from rosenblatt.processors.branches import iter_chunks
+
+        read = iter_chunks(
+            self.source,
+            self.part.quantities,
+            step_size=self.step,
+            selection=self.part.selection,
+            entry_start=entries[0],
+            entry_stop=entries[1],
+        )
+        return [(chunk.start, _chunk_values(chunk, self.part, self.weighted)) for chunk in read]
+
+
 def _read_in_pieces(
-    args: argparse.Namespace, inputs: list[_Input], digests: dict[str, str], folder: Path
+    args: argparse.Namespace,
+    inputs: list[_Input],
+    digests: dict[str, str],
+    folder: Path,
+    pool: Any = None,
 ) -> _Sample:
     """:func:`_read` with each chunk's values kept as a piece in ``folder``.
 
     Only the chunks without a sound piece are read; the pieces are merged in
     the order of the chunks, which is the order :func:`_read` reads them in,
-    so that the sample is the same bit for bit.
+    so that the sample is the same bit for bit. With a ``pool`` (a coffea
+    executor), each chunk is read by a worker, which returns its values to
+    this process, where its piece is kept.
     """
     import sys
 
@@ -407,6 +512,20 @@ def _read_in_pieces(
                 f"an earlier run in {folder}; reading the {len(missing)} left",
                 file=sys.stderr,
             )
+        if pool is not None:
+            from rosenblatt.processors.runner import iter_results
+
+            tasks = {
+                (dataset, file): _ReadChunk(part, source, step, weighted)
+                for (dataset, file), (part, source) in where.items()
+            }
+            ordered = sorted(missing)
+            # one task per chunk: each reads its own entries, as the runs below read them
+            calls = [_Call(tasks[c.dataset, c.file], (c.start, c.stop)) for c in ordered]
+            for task, values in zip(ordered, iter_results(pool, calls, _call), strict=True):
+                for start, kept in values:
+                    store.save(Chunk(task.dataset, task.file, start, start + kept["read"]), kept)
+            return
         for first, stop in _runs(missing):
             part, source = where[first.dataset, first.file]
             read = iter_chunks(
@@ -431,6 +550,24 @@ def _read_in_pieces(
     if merged:
         _add_chunk(sample, merged)
     return sample
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A task of :func:`_call`: ``function(argument)``."""
+
+    function: Any
+    argument: Any
+
+
+def _call(call: _Call) -> Any:
+    """Run a task in a worker."""
+    return call.function(call.argument)
+
+
+def _joined(parts: list[FloatArray]) -> FloatArray:
+    """The parts end to end (one part as it is: the merge of the pieces is already joined)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _runs(chunks: list[Any]) -> list[tuple[Any, int]]:
@@ -677,9 +814,11 @@ def main(args: argparse.Namespace) -> int:
         output = _check_output(args.output)
         mixed: dict[str, Any] = {}
         if args.config is None:
+            executor = executor_from_args(args)
             inputs, quantities = _file_inputs(args)
         else:
             cfg = _analysis_config(args)
+            executor = executor_from_args(args, cfg.executor)
             # as the analysis fits it: IRGI's depths resolve the configuration's cut levels
             transform = _make_transform(args, cfg.cuts.y0)
             inputs, quantities, mixed = _config_inputs(args, cfg)
@@ -688,7 +827,26 @@ def main(args: argparse.Namespace) -> int:
             require_for(part.checked, part.sources)
         digests = {source.path: file_digest(source.path) for source in sources}
         work, temporary = _work_dir(args, output)
-        sample = _read_in_pieces(args, inputs, digests, work)
+        if executor.kind == "iterative":
+            sample = _read_in_pieces(args, inputs, digests, work)
+        else:
+            from rosenblatt.processors.runner import make_executor
+
+            require("coffea", "hep", f"rosenblatt fit --executor {executor.kind}")
+            carried = [
+                dataclasses.replace(
+                    part,
+                    quantities=by_value(part.quantities, executor),
+                    selection=None
+                    if part.selection is None
+                    else by_value({"selection": part.selection}, executor)["selection"],
+                )
+                for part in inputs
+            ]
+            with make_executor(
+                executor.kind, executor.workers, scheduler=executor.scheduler, progress=False
+            ) as pool:
+                sample = _read_in_pieces(args, carried, digests, work, pool)
         if not sample.x or sum(len(v) for v in sample.x) == 0:
             selection = inputs[0].selection
             outside = "" if selection is None else f"{sample.not_selected:,} not selected, "
@@ -696,8 +854,8 @@ def main(args: argparse.Namespace) -> int:
                 f"no event to fit on: {sample.read:,} events read, {outside}"
                 f"{sample.left_out:,} lacking a value"
             )
-        x, y = np.concatenate(sample.x), np.concatenate(sample.y)
-        weights = np.concatenate(sample.w) if sample.w else None
+        x, y = _joined(sample.x), _joined(sample.y)
+        weights = _joined(sample.w) if sample.w else None
         with warnings.catch_warnings():
             # a grid too coarse for the configuration's cuts is said in the summary
             warnings.filterwarnings("ignore", "IRGI .* bins beyond the cut", UserWarning)

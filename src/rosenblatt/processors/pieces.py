@@ -386,8 +386,7 @@ class PieceStore:
                 h = serialization.from_uhi(uhi_zip.read(zf, member))
                 output.setdefault(key, {})[variant] = h
             for array, member in document.get("arrays", []):
-                values = np.load(io.BytesIO(zf.read(member)), allow_pickle=False)
-                output.setdefault(ARRAYS, {})[array] = values
+                output.setdefault(ARRAYS, {})[array] = _npy_array(zf.read(member))
         if document["skim"] is not None:
             folder = self.folder
             output["skim"] = [os.path.normpath(os.path.join(folder, n)) for n in document["skim"]]
@@ -409,6 +408,23 @@ class PieceStore:
                 if path != checkpoint and path.is_file():
                     path.unlink(missing_ok=True)
         return removed
+
+
+def _npy_array(data: bytes) -> Any:
+    """The array of the ``.npy`` bytes ``data``, a read-only view of them (no copy)."""
+    from numpy.lib import format as npy
+
+    stream = io.BytesIO(data)
+    version = npy.read_magic(stream)
+    if version == (1, 0):
+        shape, fortran, dtype = npy.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, fortran, dtype = npy.read_array_header_2_0(stream)
+    else:
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    count = int(np.prod(shape, dtype=np.int64))
+    values = np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell())
+    return values.reshape(shape, order="F" if fortran else "C")
 
 
 def _pieces_in(folder: Path) -> list[Path]:
