@@ -597,3 +597,64 @@ def test_without_a_shared_disk_a_particle_scorer_travels_by_value(
     opened = {path for event, path, _ in cluster.opened() if event == "open"}
     cluster.clear()
     assert str(model) in opened
+
+
+def _fit_and_apply(driver: Path, name: str, models: dict[str, Any], options: list[str]) -> Path:
+    """``rosenblatt fit --config`` and ``rosenblatt apply`` with the executor of ``options``.
+
+    The configuration names the XGBoost model and the module of functions by path; the fit
+    takes its executor from the configuration's ``executor:`` block, ``apply`` from the
+    same keys given as options. Returns the folder of the transform and the friend trees.
+    """
+    folder = driver / f"fit-{name}"
+    folder.mkdir()
+    kind = options[options.index("--executor") + 1]
+    executor: dict[str, Any] = {"kind": kind}
+    if "--scheduler" in options:
+        executor["scheduler"] = options[options.index("--scheduler") + 1]
+    if "--workers" in options:
+        executor["workers"] = int(options[options.index("--workers") + 1])
+    executor["shared_disk"] = "--no-shared-disk" not in options
+    config = _config(driver, f"fit-{name}", executor, models)
+    transform = folder / "tagger.json"
+    fit = ["fit", "--config", str(config), "--depth", "4", "--chunk-size", "1500"]
+    assert main([*fit, "--output", str(transform)]) == 0
+    module = driver / "analysis" / "functions.py"
+    inputs = [str(driver / "qcd.root"), str(driver / "sig.root")]
+    apply = ["apply", str(transform), *inputs, "--output-dir", str(folder / "friends")]
+    # the module's function for x, the model's features' branch for the score
+    apply += ["--x", f"{module}:mass", "--score", "tagger_out", "--allow-other-quantities"]
+    assert main([*apply, "--max-outside", "1", "--chunk-size", "1500", *options]) == 0
+    return folder
+
+
+def test_fit_and_apply_on_workers_without_a_shared_disk(
+    driver: Path, cluster: Cluster, models: dict[str, Any]
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LOKY_MAX_MEMORY_LEAK_SIZE", str(2e9))
+        futures = _fit_and_apply(
+            driver, "futures", models, ["--executor", "futures", "--workers", "2"]
+        )
+    cluster.clear()
+    options = ["--executor", "dask", "--scheduler", cluster.address, "--no-shared-disk"]
+    unshared = _fit_and_apply(driver, "unshared", models, options)
+    opened = cluster.opened()
+    # the transform is the futures executor's, bit for bit but for the configuration's name,
+    # and so are the friend trees' values
+    texts = [(f / "tagger.json").read_text(encoding="utf-8") for f in (unshared, futures)]
+    assert texts[0].replace("fit-unshared.yaml", "fit-futures.yaml") == texts[1]
+    for name in ("qcd_gamma.root", "sig_gamma.root"):
+        with (
+            uproot.open(unshared / "friends" / name) as a,
+            uproot.open(futures / "friends" / name) as b,
+        ):
+            got, expected = a["nominal"].arrays(library="np"), b["nominal"].arrays(library="np")
+            assert sorted(got) == sorted(expected) == ["entry", "gamma_tagger"]
+            for key in expected:
+                assert np.array_equal(got[key], expected[key]), key
+    # the workers read the input files and nothing else of the driver's: not the model, the
+    # module, the configuration, the transform, nor the fit's work folder
+    assert opened, "the workers recorded nothing: the cluster did not run the chunks"
+    assert {(event, mode[:1]) for event, _, mode in opened} == {("open", "r")}
+    assert {Path(path).name for _, path, _ in opened} == {"qcd_def.root", "qcd.root", "sig.root"}

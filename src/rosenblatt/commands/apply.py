@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,13 @@ from typing import Any
 import numpy as np
 
 from rosenblatt.commands._errors import print_error
-from rosenblatt.commands.fit import DEFAULT_TREENAME, add_common_arguments, quantities_from_args
+from rosenblatt.commands.fit import (
+    DEFAULT_TREENAME,
+    add_common_arguments,
+    by_value,
+    executor_from_args,
+    quantities_from_args,
+)
 
 __all__ = [
     "DEFAULT_MAX_OUTSIDE",
@@ -58,6 +65,11 @@ so that the entries stay aligned; the summary counts them. A NaN or infinite val
 naming the file and the entry. Every file, tree and branch is checked before any event is read;
 the files are written in chunks under temporary names and moved into place only when every one
 is complete.
+
+--executor futures or dask computes the chunks in worker processes (--scheduler joins a running
+dask scheduler) and writes them here, in order: the same files as in this process. The
+transform travels to the workers by value; with --no-shared-disk, so do the model files and the
+module files of --x and --score, and the workers open only the input files.
 """
 
 _NAME = re.compile(r"^\w+$")
@@ -263,6 +275,75 @@ def _id_types(source: Any, ids: Sequence[str]) -> dict[str, Any]:
         return {name: tree[name].interpretation.to_dtype for name in ids}
 
 
+@dataclass(frozen=True)
+class _Gamma:
+    """A chunk's friend columns and counts (what a worker returns to the writer)."""
+
+    columns: dict[str, Any]
+    entries: int
+    missing: int
+    outside: dict[str, int]
+    lacking: dict[str, int]
+
+
+class _GammaChunks:
+    """The friend columns of ``source``'s chunks (a task of a worker): ``(start, stop) -> list``.
+
+    It holds the transform and the quantities by value (their model and module
+    files' bytes where the disk is not shared); the worker opens only the
+    input file.
+    """
+
+    def __init__(
+        self, source: Any, quantities: dict[str, Any], transform: Any, branch: str, step: int
+    ) -> None:
+        from rosenblatt.processors.branches import EVENT_IDS
+
+        self.source, self.quantities, self.transform = source, quantities, transform
+        self.branch, self.step = branch, step
+        self.ids = list(EVENT_IDS) if source.has_event_ids else []
+
+    def __call__(self, entries: tuple[int, int | None] = (0, None)) -> list[_Gamma]:
+        """The chunks of the entries ``[start, stop)`` (default: every entry)."""
+        return list(self.chunks(*entries))
+
+    def chunks(self, start: int = 0, stop: int | None = None) -> Iterator[_Gamma]:
+        """The chunks of the entries ``[start, stop)``, one at a time."""
+        from rosenblatt.processors.branches import iter_chunks
+
+        read = iter_chunks(
+            self.source,
+            self.quantities,
+            extra=self.ids,
+            step_size=self.step,
+            entry_start=start,
+            entry_stop=stop,
+        )
+        transform = self.transform
+        for chunk in read:
+            keep = chunk.complete()
+            gamma = np.full(len(chunk), MISSING_GAMMA)
+            x, y = chunk.values["--x"][keep], chunk.values["--score"][keep]
+            sides = dict.fromkeys(_SIDES, 0)
+            if keep.any():
+                gamma[keep] = transform.transform(x, y)
+                outside = transform.outside(x, y)
+                sides = {side: int(getattr(outside, side)) for side in _SIDES}
+                sides["total"] = int(outside.total)
+            columns: dict[str, Any] = {self.branch: gamma}
+            if self.ids:
+                columns.update({name: chunk.branches[name] for name in self.ids})
+            else:
+                columns["entry"] = np.arange(chunk.start, chunk.start + len(chunk), dtype=np.int64)
+            yield _Gamma(
+                columns,
+                len(chunk),
+                int((~keep).sum()),
+                sides,
+                {option: int((~present).sum()) for option, present in chunk.present.items()},
+            )
+
+
 def _write(
     source: Any,
     quantities: dict[str, Any],
@@ -270,46 +351,43 @@ def _write(
     branch: str,
     temporary: Path,
     step: int,
+    pool: Any = None,
 ) -> _Written:
     """Write the friend tree of ``source`` to ``temporary``, one chunk at a time.
 
-    An RNTuple's friend is an RNTuple of the same name and fields as a tree's friend.
+    An RNTuple's friend is an RNTuple of the same name and fields as a tree's
+    friend. With a ``pool`` (a coffea executor), the workers compute the
+    chunks' columns, which are written here in the order of the entries.
     """
     import uproot
 
-    from rosenblatt.processors.branches import EVENT_IDS, iter_chunks
-
-    ids = list(EVENT_IDS) if source.has_event_ids else []
+    computed = _GammaChunks(source, quantities, transform, branch, step)
     types: dict[str, Any] = {branch: np.float64}
-    types.update(_id_types(source, ids) if ids else {"entry": np.int64})
+    types.update(_id_types(source, computed.ids) if computed.ids else {"entry": np.int64})
     written = _Written(
         lacking=dict.fromkeys(quantities, 0), sides=dict.fromkeys(_SIDES, 0), branches=list(types)
     )
+    if pool is None:
+        chunks: Iterator[_Gamma] = computed.chunks()
+    else:
+        from rosenblatt.processors.runner import iter_results
+
+        ranges = [(a, min(a + step, source.entries)) for a in range(0, source.entries, step)]
+        chunks = (c for part in iter_results(pool, ranges, computed) for c in part)
     with uproot.recreate(str(temporary)) as handle:
         if source.kind == "RNTuple":
             tree = handle.mkrntuple(source.treename, types, source.treename)
         else:
             tree = handle.mktree(source.treename, types, title=source.treename)
-        for chunk in iter_chunks(source, quantities, extra=ids, step_size=step):
-            keep = chunk.complete()
-            gamma = np.full(len(chunk), MISSING_GAMMA)
-            x, y = chunk.values["--x"][keep], chunk.values["--score"][keep]
-            if keep.any():
-                gamma[keep] = transform.transform(x, y)
-                outside = transform.outside(x, y)
-                written.outside += int(outside.total)
-                for side in _SIDES:
-                    written.sides[side] += int(getattr(outside, side))
-            columns: dict[str, Any] = {branch: gamma}
-            if ids:
-                columns.update({name: chunk.branches[name] for name in ids})
-            else:
-                columns["entry"] = np.arange(chunk.start, chunk.start + len(chunk), dtype=np.int64)
-            tree.extend(columns)
-            written.entries += len(chunk)
-            written.missing += int((~keep).sum())
-            for option, present in chunk.present.items():
-                written.lacking[option] += int((~present).sum())
+        for chunk in chunks:
+            tree.extend(chunk.columns)
+            written.entries += chunk.entries
+            written.missing += chunk.missing
+            written.outside += chunk.outside.get("total", 0)
+            for side in _SIDES:
+                written.sides[side] += chunk.outside[side]
+            for option, lacking in chunk.lacking.items():
+                written.lacking[option] += lacking
     if written.entries != source.entries:
         raise ValueError(
             f"{source.path}: {written.entries} entries written, the tree has {source.entries}"
@@ -394,6 +472,7 @@ def main(args: argparse.Namespace) -> int:
         record = fitted_on(transform)
         recorded_inputs(args, record)
         quantities = quantities_from_args(args, {"--x": args.x, "--score": args.score})
+        executor = executor_from_args(args)
         sources = [check_tree(path, args.treename, quantities) for path in args.files]
         check_quantities(args, record, quantities)
         require_for(quantities, sources)
@@ -401,13 +480,32 @@ def main(args: argparse.Namespace) -> int:
         if args.output_dir is not None and not Path(args.output_dir).exists():
             Path(args.output_dir).mkdir(parents=True)
             created = Path(args.output_dir)
-        lines, counts = [], []
-        for source, output in zip(sources, outputs, strict=True):
-            temporary = temporary_beside(output)
-            temporaries.append(temporary)
-            written = _write(source, quantities, transform, branch, temporary, args.chunk_size)
-            counts.append(written)
-            lines.append(_describe(output, source, written, quantities))
+        with ExitStack() as stack:
+            pool = None
+            if executor.kind != "iterative":
+                from rosenblatt.processors.runner import make_executor
+
+                require("coffea", "hep", f"rosenblatt apply --executor {executor.kind}")
+                pool = stack.enter_context(
+                    make_executor(
+                        executor.kind,
+                        executor.workers,
+                        scheduler=executor.scheduler,
+                        progress=False,
+                    )
+                )
+            # the workers get the transform itself and, without a shared disk, the quantities'
+            # model and module files by value
+            carried = by_value(quantities, executor) if pool is not None else quantities
+            lines, counts = [], []
+            for source, output in zip(sources, outputs, strict=True):
+                temporary = temporary_beside(output)
+                temporaries.append(temporary)
+                written = _write(
+                    source, carried, transform, branch, temporary, args.chunk_size, pool
+                )
+                counts.append(written)
+                lines.append(_describe(output, source, written, quantities))
         check_outside(args, transform, counts)
         for temporary, output in zip(temporaries, outputs, strict=True):
             os.replace(temporary, output)

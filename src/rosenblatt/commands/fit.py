@@ -67,6 +67,13 @@ while it reads (Ctrl-C, a batch system's SIGTERM) and started again with the sam
 reads only the chunks left, and saves the transform an uninterrupted fit saves. A chunk is
 kept under a key of the fit's options, the file's content hash and its entries: a changed
 file or option is read again.
+
+--executor futures or dask (or, with --config, its executor: block) reads the chunks in worker
+processes, which return their values to this one: the transform is the one this process would
+fit, bit for bit. --scheduler joins a running dask scheduler (a dask-jobqueue cluster's); with
+--no-shared-disk (executor.shared_disk: false) the model files and the module files of the
+user's functions are read here once and travel with the tasks by value, and the workers open
+only the input files.
 """
 
 
@@ -136,20 +143,21 @@ def add_common_arguments(
         metavar="N",
         help="entries read at a time (default: %(default)s)",
     )
-    configured = "" if recorded is None or "config" not in recorded else "its executor's, else "
+    configured = "with --config, its executor:'s, else " if "--config" in (recorded or "") else ""
     parser.add_argument(
         "--executor",
         choices=("iterative", "futures", "dask"),
         default=None,
         help="where the chunks are read: this process, local worker processes, or a dask "
-        f"cluster (default: {configured or 'with --config, its executor.kind, else '}iterative)",
+        f"cluster (default: {configured}iterative)",
     )
     parser.add_argument(
         "--workers",
         type=positive_int,
         default=None,
         metavar="N",
-        help="worker processes of futures and of a local dask cluster (default: one per core)",
+        help="worker processes of futures and of a local dask cluster (default: "
+        f"{configured}one per core)",
     )
     parser.add_argument(
         "--scheduler",
@@ -163,8 +171,8 @@ def add_common_arguments(
         action=argparse.BooleanOptionalAction,
         default=None,
         help="whether the workers see the files named by path; --no-shared-disk: the model "
-        "files and module files of the quantities (and the transform) travel to them by "
-        "value, and they open only the input files (default: shared)",
+        "files and module files of the quantities travel to them by value, and they open "
+        f"only the input files (default: {configured}shared)",
     )
 
 

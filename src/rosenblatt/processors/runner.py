@@ -66,6 +66,7 @@ __all__ = [
     "CheckedFiles",
     "DijetRun",
     "LHCOChunk",
+    "iter_results",
     "make_executor",
     "map_items",
     "run_columnar",
@@ -599,6 +600,34 @@ def map_items(
     result = pool.copy(desc=description)(list(enumerate(items)), _Indexed(function), None)
     results = result[0] if isinstance(result, tuple) else result
     return processor.accumulate(results[index] for index in sorted(results))
+
+
+def iter_results(
+    pool: processor.executor.ExecutorBase, items: Sequence[Any], function: Callable[[Any], Any]
+) -> Iterator[Any]:
+    """``function(item)`` of each of ``items`` on the executor's workers, yielded in their order.
+
+    Every item is submitted at once (the iterative executor calls ``function``
+    here, one item at a time); the results are yielded in the order of
+    ``items`` as they come, so that the caller can save or write each one
+    while the others run. ``function`` and the items travel to the workers by
+    value (pickled); the tasks still running when the caller stops iterating
+    are cancelled.
+    """
+    if isinstance(pool, processor.DaskExecutor):
+        futures: list[Any] = pool.client.map(function, list(items), pure=False)
+    elif isinstance(pool, processor.FuturesExecutor):
+        futures = [pool.pool.submit(function, item) for item in items]
+    else:
+        for item in items:
+            yield function(item)
+        return
+    try:
+        for future in futures:
+            yield future.result()
+    finally:
+        for future in futures:
+            future.cancel()
 
 
 @dataclass(frozen=True)
