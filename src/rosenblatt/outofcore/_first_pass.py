@@ -222,6 +222,66 @@ class Partial:
             )
         return int(total)
 
+    def to_document(self) -> dict[str, Any]:
+        """The partial as JSON data, read back exactly by :meth:`from_document` (but its tag)."""
+
+        def arrays(group: Mapping[str, NDArray[Any]]) -> dict[str, Any]:
+            return {name: _array_document(value) for name, value in group.items()}
+
+        sketch = self.sketch
+        return {
+            "k": self.k,
+            "sums": arrays(self.sums),
+            "minima": arrays(self.minima),
+            "maxima": arrays(self.maxima),
+            "sketch": None
+            if sketch is None
+            else {
+                "shift": sketch.shift,
+                "limit": sketch.limit,
+                **arrays(
+                    {
+                        "keys": sketch.keys,
+                        "count": sketch.count,
+                        "weight": sketch.weight,
+                        "vmin": sketch.vmin,
+                        "vmax": sketch.vmax,
+                    }
+                ),
+            },
+            "chunks": [[list(place), name, count] for place, name, count in self.chunks],
+        }
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any], tag: str) -> Partial:
+        """The partial of :meth:`to_document`'s ``document``, as one of the request ``tag``."""
+
+        def arrays(group: Mapping[str, Any]) -> dict[str, NDArray[Any]]:
+            return {name: _document_array(value) for name, value in group.items()}
+
+        sketch = document["sketch"]
+        return cls(
+            tag,
+            int(document["k"]),
+            arrays(document["sums"]),
+            arrays(document["minima"]),
+            arrays(document["maxima"]),
+            None
+            if sketch is None
+            else Sketch(
+                int(sketch["shift"]),
+                _document_array(sketch["keys"]),
+                _document_array(sketch["count"]),
+                _document_array(sketch["weight"]),
+                _document_array(sketch["vmin"]),
+                _document_array(sketch["vmax"]),
+                int(sketch["limit"]),
+            ),
+            tuple(
+                (tuple(place), str(name), int(count)) for place, name, count in document["chunks"]
+            ),
+        )
+
     def __repr__(self) -> str:
         events = int(self.sums["n"]) if "n" in self.sums else 0
         return (
@@ -303,6 +363,18 @@ class Request:
 
     def __repr__(self) -> str:
         return f"Request({self.description!r})"
+
+
+def _array_document(value: NDArray[Any]) -> dict[str, Any]:
+    """An array as JSON data: its dtype, shape and values (floats by their exact ``repr``)."""
+    array = np.asarray(value)
+    return {"dtype": array.dtype.str, "shape": list(array.shape), "values": array.ravel().tolist()}
+
+
+def _document_array(document: Mapping[str, Any]) -> NDArray[Any]:
+    """The array of :func:`_array_document`'s ``document``, bit for bit."""
+    values = np.array(document["values"], dtype=np.dtype(document["dtype"]))
+    return values.reshape(tuple(document["shape"]))
 
 
 def _place(chunk: Mapping[str, Any] | None, ordinal: int | None, name: str) -> tuple[Any, ...]:

@@ -23,14 +23,18 @@ import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosenblatt.outofcore._first_pass import Partial, Request
 from rosenblatt.outofcore._tasks import run_task
 
+if TYPE_CHECKING:
+    from rosenblatt.processors.pieces import PieceStore
+
 __all__ = [
     "Executor",
     "FitProgress",
+    "KeptPartials",
     "ObservablesPass",
     "chunk_key",
     "executor_for",
@@ -309,6 +313,55 @@ class ObservablesPass:
         return {"fit": self.request(x, y, weight, chunk=identity, ordinal=ordinal)}
 
 
+@dataclass(frozen=True)
+class KeptPartials:
+    """The first pass's processor whose chunk's output is kept as a piece: the partial as data.
+
+    Returns ``{"partials": [document], "skim": [its skim file]}``
+    (:meth:`Partial.to_document`): merged over chunks, the partials' list is in
+    the chunks' order and the skims are checked with their pieces.
+    """
+
+    inner: ObservablesPass
+
+    def process(self, events: Any) -> dict[str, Any]:
+        """The chunk's partial as data, and its skim."""
+        partial = self.inner(events)["fit"]
+        store = self.inner.request.store
+        skims = [store.skim_path(name) for _, name, _ in partial.chunks]
+        return {"partials": [partial.to_document()], "skim": skims}
+
+
+def _kept(
+    own: Any,
+    chunks: list[Any],
+    processor: Any,
+    store: PieceStore,
+    progress: FitProgress,
+    treename: str | None,
+    uproot: dict[str, Any],
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """The merge of the pieces of ``chunks`` in their order, the chunks without one run first."""
+    from rosenblatt.processors.pieces import (
+        Chunk,
+        PieceProcessor,
+        run_in_pieces,
+        write_returned,
+    )
+
+    items = {Chunk.of_work_item(item): item for item in chunks}
+    kept = KeptPartials(processor)
+
+    def run_missing(missing: list[Chunk]) -> None:
+        progress.start("reading events", len(missing))
+        todo = [items[chunk] for chunk in missing]
+        pieces = PieceProcessor(kept, store)
+        write_returned(own(todo, pieces, treename=treename, uproot_options=uproot, **options))
+
+    return run_in_pieces(store, list(items), run_missing)
+
+
 def chunk_key(chunk: Any) -> tuple[Any, ...]:
     """A chunk's dataset, file, tree and entry range, from a coffea ``WorkItem`` or chunk metadata."""
     fields = ("dataset", "filename", "treename", "entrystart", "entrystop")
@@ -344,12 +397,17 @@ def read_with_runner(
     make_processor: Callable[[dict[tuple[Any, ...], int]], Any],
     progress: FitProgress,
     options: dict[str, Any],
+    keep: Callable[[list[Any]], PieceStore] | None = None,
 ) -> Any:
     """Run the first pass through ``runner`` on the fit's executor; return the processor's output.
 
     ``make_processor(ordinals)`` makes the processor once the file set's
     chunks are known (``ordinals`` maps each chunk's :func:`chunk_key` to its
-    place in the file set).
+    place in the file set). With ``keep(chunks)``, the store of the pass's
+    pieces (:mod:`rosenblatt.processors.pieces`) given its coffea work items,
+    each chunk's output is kept as a piece, only the chunks without a sound
+    one are run, and the output is the merge of every piece in the chunks'
+    order (see :class:`KeptPartials`).
     """
     read = executor.read if executor.read is not None else runner.executor
     quiet = read.copy(status=False) if hasattr(read, "copy") else read
@@ -361,8 +419,14 @@ def read_with_runner(
     with _quiet_coffea():
         chunks = list(own.preprocess(fileset, treename=treename, uproot_options=uproot))
         processor = make_processor({chunk_key(c): k for k, c in enumerate(chunks)})
-        progress.start("reading events", len(chunks))
-        output = own(chunks, processor, treename=treename, uproot_options=uproot, **options)
+        output: Any
+        if keep is not None:
+            output = _kept(
+                own, chunks, processor, keep(chunks), progress, treename, uproot, options
+            )
+        else:
+            progress.start("reading events", len(chunks))
+            output = own(chunks, processor, treename=treename, uproot_options=uproot, **options)
     progress.complete()
     if hasattr(output, "unwrap"):
         output = output.unwrap()

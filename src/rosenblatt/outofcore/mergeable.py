@@ -36,7 +36,7 @@ import os
 import uuid
 import weakref
 from collections.abc import Callable, Generator, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosenblatt._validation import check_int, is_int
 from rosenblatt.outofcore._first_pass import Facts, Partial, Request
@@ -56,6 +56,9 @@ from rosenblatt.transforms._base import ConditionalCDFTransform
 from rosenblatt.transforms.ensemble import TransformEnsemble
 from rosenblatt.transforms.grid_kde import GridKDE
 from rosenblatt.transforms.irgi import IRGI
+
+if TYPE_CHECKING:
+    from rosenblatt.processors.pieces import PieceStore
 
 __all__ = ["MergeableFit", "Partial", "Request"]
 
@@ -88,6 +91,11 @@ class MergeableFit:
         By default a temporary folder, removed when the fit ends.
     keep_skims
         Keep the skims when the fit ends (in ``skim_dir``).
+    work_dir
+        Folder where :meth:`run` keeps its first pass's work, so that a fit
+        stopped during that pass reads only the chunks left when it is run
+        again (see Notes); the skims are kept there too (unless ``skim_dir``
+        is given). By default nothing is kept between fits.
     progress
         Show one progress bar for the whole fit; by default as the executor's
         ``status`` says (off without an executor).
@@ -136,6 +144,19 @@ class MergeableFit:
     (:func:`~rosenblatt.outofcore._skims.bootstrap_counts`), not on
     :func:`~rosenblatt.transforms.ensemble.poisson_weights`.
 
+    With ``work_dir``, each chunk of :meth:`run`'s first pass keeps its
+    partial result and its skim as a piece (:mod:`rosenblatt.processors.pieces`)
+    under a key of the fit's configuration (the estimator's first-pass
+    parameters, the function ``observables`` by its name and source, the
+    tree, the Runner's schema and options, the version of rosenblatt), the
+    file's content hash (BLAKE2b) and the chunk's entries. A fit run again
+    reads only the chunks without a sound piece and adds the partials in the
+    chunks' order, so its result is that of an uninterrupted fit bit for
+    bit; a piece of another configuration or of a changed file is never
+    read, and is removed. What the function's source does not show (a value
+    it closes over, a module it calls) is not in the key: give another
+    ``work_dir`` when it changes.
+
     A task of a later pass holds about ``gather_limit`` events at most where
     the histogram's bins allow (a bin of one repeated value is one task),
     whole IRGI columns, or one slab of the first observable that IRGI's
@@ -153,6 +174,7 @@ class MergeableFit:
         *,
         skim_dir: str | os.PathLike[str] | None = None,
         keep_skims: bool = False,
+        work_dir: str | os.PathLike[str] | None = None,
         progress: bool | None = None,
         histogram_bins: int = HISTOGRAM_BINS,
         gather_limit: int = GATHER_LIMIT,
@@ -163,8 +185,12 @@ class MergeableFit:
         ):
             check_int(value, name, low=least, what=f"an integer >= {least}")
         self.transform = transform
+        self.work_dir = work_dir
+        if skim_dir is None and work_dir is not None:
+            skim_dir = os.path.join(work_dir, "skims")
         self.skim_dir = skim_dir
-        self.keep_skims = bool(keep_skims)
+        # the kept pieces name their skims
+        self.keep_skims = bool(keep_skims) or work_dir is not None
         self.progress = progress
         self.limits = (int(histogram_bins), int(gather_limit))
         self.estimator, self.replicas = _unwrap(transform)
@@ -267,15 +293,25 @@ class MergeableFit:
         try:
             with executor_for(runner, progress) as executor:
                 request = self.request()
-                output = read_with_runner(
+                keep = None
+                work_dir = self.work_dir
+                if work_dir is not None:
+                    document = _pass_document(request, observables, runner, treename, options)
+
+                    def keep(chunks: list[Any]) -> PieceStore:
+                        return _piece_store(work_dir, document, chunks)
+
+                output: Any = read_with_runner(
                     runner,
                     executor,
                     fileset,
                     lambda ordinals: ObservablesPass(request, observables, ordinals),
                     progress,
                     {"treename": treename, **options},
+                    keep,
                 )
-                return self._complete(output["fit"], executor, progress)
+                first = output["fit"] if keep is None else _kept_partial(output, request)
+                return self._complete(first, executor, progress)
         except BaseException as err:
             self._fail(err)
             raise
@@ -381,6 +417,71 @@ class MergeableFit:
     def _fail(self, err: BaseException) -> None:
         if self._result is None:
             self._error = err
+
+
+def _pass_document(
+    request: Request,
+    observables: Callable[[Any], Any],
+    runner: Any,
+    treename: str | None,
+    options: Mapping[str, Any],
+) -> dict[str, Any]:
+    """What a chunk's partial and skim depend on besides the file's content and entries."""
+    from rosenblatt._version import __version__
+
+    schema = getattr(runner, "schema", None)
+    return {
+        "version": __version__,
+        "order": request.order,
+        "domain": request.domain,
+        "sketch_bins": request.sketch_bins,
+        "observables": _identity(observables),
+        "treename": treename,
+        "schema": getattr(schema, "__qualname__", repr(schema)),
+        "options": dict(options),
+    }
+
+
+def _identity(function: Callable[..., Any]) -> list[Any]:
+    """A function by its module, name and source (an object that is not a function, by its repr too)."""
+    import hashlib
+    import inspect
+
+    plain = inspect.isfunction(function) or inspect.ismethod(function)
+    target = function if plain else type(function)
+    try:
+        source = hashlib.blake2b(inspect.getsource(target).encode()).hexdigest()
+    except (OSError, TypeError):
+        source = None
+    name = getattr(target, "__qualname__", type(function).__qualname__)
+    return [getattr(target, "__module__", None), name, source, None if plain else repr(function)]
+
+
+def _piece_store(work_dir: str | os.PathLike[str], document: Any, chunks: list[Any]) -> PieceStore:
+    """The store of the first pass's pieces in ``work_dir``, the local input files hashed."""
+    from pathlib import Path
+
+    from rosenblatt._records import file_digest
+    from rosenblatt.processors.pieces import PieceStore
+
+    files = sorted({str(item.filename) for item in chunks})
+    digests = {path: file_digest(path) for path in files if Path(path).is_file()}
+    return PieceStore.create(Path(work_dir) / "pieces", "fit", document, digests)
+
+
+def _kept_partial(output: Mapping[str, Any], request: Request) -> Partial | None:
+    """The sum, in the chunks' order, of the partials the pieces hold; the other skims removed."""
+    total: Partial | None = None
+    for document in output.get("partials", []):
+        part = Partial.from_document(document, request.tag)
+        total = part if total is None else total + part
+    wanted = {os.path.abspath(path) for path in output.get("skim", [])}
+    folder = request.store.directory
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if name.startswith("skim-") and name.endswith(".npy") and path not in wanted:
+            os.unlink(path)
+    return total
 
 
 def _find_partial(output: Any, request: Request) -> Partial:
