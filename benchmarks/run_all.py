@@ -35,6 +35,7 @@ BENCHMARKS = {
     ),
     "bench_processor.py": ([], ["--events", "300", "--repeat", "1"]),
     "bench_fit.py": ([], ["--quick"]),
+    "bench_fit_resume.py": ([], ["--events", "400000", "--chunk-size", "20000", "--pairs", "3"]),
     "bench_analysis.py": ([], ["--quick"]),
     "bench_abcd_ntuple.py": ([], ["--events", "1000000", "--chunksize", "500000"]),
     "bench_training.py": (

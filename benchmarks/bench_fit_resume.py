@@ -1,0 +1,219 @@
+"""``rosenblatt fit`` stopped at 80% of its read and started again: the resumed read against a fresh one.
+
+The read of ``rosenblatt fit`` (the pass over the user's files, before the
+transform is fitted in memory) keeps each chunk's values as a piece in the work
+folder. Each pair of runs times, in this process:
+
+- *fresh*: the read with an empty work folder (every chunk read and kept);
+- *resumed*: the read after a run stopped by a real SIGTERM (the test hook
+  ``ROSENBLATT_STOP_AFTER_PIECES``) once 80% of its chunks had pieces: the pieces
+  kept read back and the chunks left read.
+
+Both first hash every input file (the pieces' keys; the saved transform records
+the hashes too), timed apart. The figure is the median over ``--pairs`` pairs of
+resumed / fresh (target <= 0.30), without and with the hashing. The read without
+pieces (as before) is timed too, for the cost of keeping the pieces. Two inputs, written here with
+uproot as TTrees: a flat ntuple (``--x m_jj`` a branch: the cheapest read,
+where the pieces gain least) and NanoAOD-like jets (``--x mjj`` from the
+four-vectors of the two leading ``FatJet``).
+
+Wall seconds by default; ``--cpu`` times the CPU seconds of this process (every
+thread), which the other work of a loaded machine disturbs less.
+
+Usage::
+
+    python benchmarks/bench_fit_resume.py [--events 2000000] [--files 4] [--chunk-size 100000]
+                                          [--pairs 5] [--inputs flat nanoaod] [--workdir DIR]
+                                          [--cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import awkward as ak
+import numpy as np
+import uproot
+from _summary import record
+
+from rosenblatt._interrupt import Stopped, stop_on_signals
+from rosenblatt._records import file_digest
+from rosenblatt.cli import build_parser
+from rosenblatt.commands import fit
+from rosenblatt.processors.pieces import STOP_AFTER_PIECES
+
+TARGET = 0.30
+#: time CPU seconds rather than wall seconds (``--cpu``)
+CPU = False
+
+
+def _write_flat(path: Path, n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    mass = rng.uniform(1000.0, 4000.0, n)
+    columns = {
+        "m_jj": mass,
+        "tagger_out": rng.normal(mass / 4000.0, 0.2).astype(np.float32),
+        "evt_w": rng.choice([-1.0, 1.0, 1.0, 1.0], n) * rng.uniform(0.5, 1.5, n),
+    }
+    with uproot.recreate(str(path)) as handle:
+        handle.mktree("Events", {k: v.dtype for k, v in columns.items()})
+        handle["Events"].extend(columns)
+
+
+def _write_nanoaod(path: Path, n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, 5, n)
+    total = int(counts.sum())
+
+    def jagged(values: np.ndarray) -> ak.Array:
+        return ak.unflatten(values.astype(np.float32), counts)
+
+    jets = ak.zip(
+        {
+            "pt": jagged(rng.exponential(400.0, total) + 200.0),
+            "eta": jagged(rng.normal(0.0, 1.5, total)),
+            "phi": jagged(rng.uniform(-np.pi, np.pi, total)),
+            "mass": jagged(rng.exponential(60.0, total) + 10.0),
+        }
+    )
+    columns = {
+        "FatJet": jets,
+        "tagger_out": rng.uniform(0.0, 1.0, n).astype(np.float32),
+        "genWeight": rng.choice([-1.0, 1.0, 1.0, 1.0], n).astype(np.float32),
+    }
+    with uproot.recreate(str(path)) as handle:
+        handle.mktree(
+            "Events",
+            {k: v.type if isinstance(v, ak.Array) else v.dtype for k, v in columns.items()},
+        )
+        handle["Events"].extend(columns)
+
+
+def _options(kind: str, files: list[Path], chunk_size: int, work: Path) -> argparse.Namespace:
+    x, weight = ("m_jj", "evt_w") if kind == "flat" else ("mjj", "genWeight")
+    argv = ["fit", *map(str, files), "--x", x, "--score", "tagger_out", "--weight", weight]
+    argv += ["--depth", "5", "--chunk-size", str(chunk_size), "--output", str(work / "t.json")]
+    return build_parser().parse_args(argv)
+
+
+def _read_pass(args: argparse.Namespace, work: Path | None) -> tuple[float, float, fit._Sample]:
+    """Seconds of the files' hashing and of the read (every chunk read, or kept), and the sample.
+
+    Wall seconds, or with ``--cpu`` this process's CPU seconds (every thread).
+    """
+    clock = time.process_time if CPU else time.perf_counter
+    inputs, _ = fit._file_inputs(args)
+    started = clock()
+    digests = {s.path: file_digest(s.path) for part in inputs for s in part.sources}
+    hashed = clock()
+    if work is None:
+        sample = fit._read(inputs, args.chunk_size)
+    else:
+        sample = fit._read_in_pieces(args, inputs, digests, work)
+    return hashed - started, clock() - hashed, sample
+
+
+def _stopped(args: argparse.Namespace, work: Path, after: int) -> int:
+    """Read until a real SIGTERM stops the read once ``after`` chunks have pieces; pieces kept."""
+    os.environ[STOP_AFTER_PIECES] = f"fit:{after}"
+    try:
+        with stop_on_signals():
+            _read_pass(args, work)
+    except Stopped:
+        pass
+    else:
+        raise RuntimeError("the read was not stopped")
+    finally:
+        del os.environ[STOP_AFTER_PIECES]
+    return len([p for p in (work / "pieces").glob("*.zip") if not p.name.startswith(".")])
+
+
+def _same(a: fit._Sample, b: fit._Sample) -> bool:
+    return all(
+        np.array_equal(np.concatenate(getattr(a, k)), np.concatenate(getattr(b, k)))
+        for k in ("x", "y", "w")
+    )
+
+
+def run(kind: str, folder: Path, options: Any) -> None:
+    files = [folder / f"{kind}-{i}.root" for i in range(options.files)]
+    per_file = options.events // options.files
+    for i, path in enumerate(files):
+        (_write_flat if kind == "flat" else _write_nanoaod)(path, per_file, seed=i)
+    n_chunks = options.files * -(-per_file // options.chunk_size)
+    after = round(0.8 * n_chunks)
+    fresh, resumed, plain, hashing = [], [], [], []
+    for pair in range(options.pairs):
+        work = folder / f"work-{kind}-{pair}"
+        args = _options(kind, files, options.chunk_size, work)
+        _, seconds, reference = _read_pass(args, None)
+        plain.append(seconds)
+        hashed, seconds, sample = _read_pass(args, work)
+        fresh.append((hashed, seconds))
+        assert _same(sample, reference)
+        shutil.rmtree(work)
+        kept = _stopped(args, work, after)
+        hashed, seconds, sample = _read_pass(args, work)
+        resumed.append((hashed, seconds))
+        hashing += [fresh[-1][0], hashed]
+        assert _same(sample, reference), "the resumed read differs from the fresh one"
+        shutil.rmtree(work)
+        print(
+            f"  {kind} pair {pair + 1}: hashing {fresh[-1][0]:.3f} / {hashed:.3f} s; read: plain "
+            f"{plain[-1]:.3f} s, fresh {fresh[-1][1]:.3f} s, resumed ({kept} of {n_chunks} "
+            f"chunks kept) {seconds:.3f} s, ratio {seconds / fresh[-1][1]:.3f} "
+            f"({sum(resumed[-1]) / sum(fresh[-1]):.3f} with the hashing)"
+        )
+    ratios = [r[1] / f[1] for r, f in zip(resumed, fresh, strict=True)]
+    hashed_ratios = [sum(r) / sum(f) for r, f in zip(resumed, fresh, strict=True)]
+    ratio = statistics.median(ratios)
+    print(
+        f"{kind} ({'CPU' if CPU else 'wall'} seconds): {options.events:,} events in {options.files} files, {n_chunks} chunks of "
+        f"{options.chunk_size:,}; medians: hashing the files {statistics.median(hashing):.3f} s; "
+        f"read without pieces {statistics.median(plain):.3f} s, fresh (pieces kept) "
+        f"{statistics.median(f[1] for f in fresh):.3f} s, resumed after 80% "
+        f"{statistics.median(r[1] for r in resumed):.3f} s; resumed / fresh {ratio:.3f} (range "
+        f"{min(ratios):.3f}-{max(ratios):.3f}; target <= {TARGET}); with the hashing "
+        f"{statistics.median(hashed_ratios):.3f} (range {min(hashed_ratios):.3f}-"
+        f"{max(hashed_ratios):.3f})"
+    )
+    clock = "CPU" if CPU else "wall"
+    record(
+        f"rosenblatt fit resumed at 80% of its read ({kind}, {options.events:.0e} events, {clock})",
+        "1",
+        f"{ratio:.2f} of a fresh read (median of {options.pairs})",
+        f"<= {TARGET}",
+        ratio <= TARGET,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--files", type=int, default=4)
+    parser.add_argument("--chunk-size", type=int, default=100_000)
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument(
+        "--inputs", nargs="+", choices=("flat", "nanoaod"), default=["flat", "nanoaod"]
+    )
+    parser.add_argument("--workdir", default=None)
+    parser.add_argument(
+        "--cpu", action="store_true", help="time this process's CPU seconds, not wall seconds"
+    )
+    options = parser.parse_args()
+    global CPU  # noqa: PLW0603 - read by _read_pass
+    CPU = options.cpu
+    with tempfile.TemporaryDirectory(dir=options.workdir) as temporary:
+        for kind in options.inputs:
+            run(kind, Path(temporary), options)
+
+
+if __name__ == "__main__":
+    main()
