@@ -658,3 +658,27 @@ def test_fit_and_apply_on_workers_without_a_shared_disk(
     assert opened, "the workers recorded nothing: the cluster did not run the chunks"
     assert {(event, mode[:1]) for event, _, mode in opened} == {("open", "r")}
     assert {Path(path).name for _, path, _ in opened} == {"qcd_def.root", "qcd.root", "sig.root"}
+
+
+def test_each_worker_warms_before_the_tasks_queued_behind(cluster: Cluster, tmp_path: Path) -> None:
+    from coffea import processor
+    from dask.distributed import Client
+
+    from rosenblatt.processors.runner import warm_workers
+
+    marks = tmp_path / "warmed"
+    marks.mkdir()
+
+    def warm() -> None:
+        """In a worker: leave a mark named by the process."""
+        (marks / str(os.getpid())).touch()
+
+    with Client(cluster.address, timeout=60) as client:
+        warm_workers(processor.DaskExecutor(client=client, status=False), warm)
+        # nothing waits for the warm tasks: each worker runs its own, ahead of later tasks
+        pids = set(client.run(os.getpid).values())
+        deadline = time.monotonic() + 60
+        while {int(p.name) for p in marks.iterdir()} != pids and time.monotonic() < deadline:
+            time.sleep(0.2)
+    assert {int(p.name) for p in marks.iterdir()} == pids
+    assert len(pids) == 2

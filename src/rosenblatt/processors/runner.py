@@ -235,13 +235,23 @@ def make_executor(
 
 
 def warm_workers(pool: processor.executor.ExecutorBase, warm: Callable[[], Any]) -> None:
-    """Have each worker of a futures pool call ``warm`` now, without waiting for it.
+    """Have each worker of a futures pool or a dask cluster call ``warm`` now, without waiting.
 
     For work to come after some of this process's own, while the workers
     idle: what ``warm`` loads once per process (compiled kernels) is then
-    ready when that work's tasks come, which queue behind it. Other
-    executors are left as they are.
+    ready when that work's tasks come, which queue behind it. A dask
+    cluster's workers each get one task pinned to them (``fire_and_forget``:
+    nothing waits for it); a worker that joins later warms on its first
+    chunk. The iterative executor is left as it is.
     """
+    if isinstance(pool, processor.DaskExecutor):
+        from dask.distributed import fire_and_forget
+
+        client = pool.client
+        for address in client.nthreads():
+            task = client.submit(warm, pure=False, workers=[address], allow_other_workers=False)
+            fire_and_forget(task)
+        return
     submit = getattr(getattr(pool, "pool", None), "submit", None)
     if not isinstance(pool, processor.FuturesExecutor) or not callable(submit):
         return
