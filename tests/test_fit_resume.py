@@ -37,6 +37,7 @@ def _write(path: Path, seed: int, n: int = EVENTS) -> None:
         "m_jj": mass,
         "tagger_out": rng.normal(mass / 4000.0, 0.2).astype(np.float32),
         "evt_w": rng.choice([-1.0, 1.0, 1.0, 1.0], n) * rng.uniform(0.5, 1.5, n),
+        "passes": (mass > 1200.0).astype(np.int32),
     }
     with uproot.recreate(str(path)) as handle:
         handle.mktree(TREE, {name: values.dtype for name, values in columns.items()})
@@ -94,6 +95,24 @@ def _rosenblatt(
 def _pieces(folder: Path) -> list[Path]:
     """The pieces under their final names (a hidden name is one being written)."""
     return [p for p in sorted(folder.glob("*.zip")) if not p.name.startswith(".")]
+
+
+CONFIG = """
+study: abcd
+name: resume
+treename: nominal
+lumi: 3.0
+datasets:
+  qcd-a: {files: [a.root, b.root], role: defining, weight: evt_w, xsec: 2000.0}
+  qcd-b: {files: [c.root], role: defining, weight: evt_w, xsec: 500.0}
+  qcd: {files: [d.root], role: background, weight: evt_w, xsec: 2000.0}
+  data: {files: [d.root], role: data}
+score: tagger_out
+defining: {selection: passes}
+transforms:
+  - {kind: irgi, depth: 4}
+abcd: {x: m_jj, x0: [1500.0, 3500.0], n_x0: 4, y0: [0.2, 0.9], n_y0: 4}
+"""
 
 
 @pytest.mark.system
@@ -169,3 +188,25 @@ def test_a_changed_file_or_option_is_read_again(
         assert "19 of 20 chunks kept" in fit("damaged.json")
     assert damaged.name in caplog.text
     assert (tmp_path / "damaged.json").read_bytes() == fresh("damaged-fresh.json")
+
+
+@pytest.mark.system
+def test_a_fit_of_a_configuration_stopped_by_sigterm_resumes(tmp_path: Path) -> None:
+    reference, stopped = tmp_path / "reference", tmp_path / "stopped"
+    reference.mkdir()
+    _files(reference)
+    (reference / "config.yaml").write_text(CONFIG, encoding="utf-8")
+    shutil.copytree(reference, stopped)
+    args = ["fit", "--config", "config.yaml", "--depth", "4", "--chunk-size", str(CHUNK)]
+    code, log = _rosenblatt(reference, [*args, "--output", "t.json"])
+    assert code == 0, log[-3000:]
+    assert "mixed at xsec * lumi" in log
+    # 3 files of the defining datasets, 15 chunks: stopped once 12 have pieces
+    code, log = _rosenblatt(stopped, [*args, "--output", "t.json"], {STOP_AFTER_PIECES: "fit:12"})
+    assert code == 143, log[-3000:]
+    kept = _pieces(stopped / "t.json.work" / "pieces")
+    assert 12 <= len(kept) < 15
+    code, log = _rosenblatt(stopped, [*args, "--output", "t.json"])
+    assert code == 0, log[-3000:]
+    assert f"{len(kept)} of 15 chunks kept from an earlier run" in log
+    assert (stopped / "t.json").read_bytes() == (reference / "t.json").read_bytes()
