@@ -491,6 +491,7 @@ def _read_in_pieces(
     this process, where its piece is kept.
     """
     import sys
+    import uuid
 
     from rosenblatt.processors.branches import iter_chunks
     from rosenblatt.processors.pieces import Chunk, PieceStore, run_in_pieces
@@ -507,7 +508,9 @@ def _read_in_pieces(
         for (dataset, file), (_, source) in where.items()
         for start in range(0, source.entries, step)
     ]
-    keyed = {file: digests[source.path] for (_, file), (_, source) in where.items()}
+    # a file not hashed (not a local file) is read again by every run: its pieces are this run's
+    unhashed = f"not-kept-{uuid.uuid4().hex}"
+    keyed = {file: digests.get(source.path, unhashed) for (_, file), (_, source) in where.items()}
     store = PieceStore.create(folder / "pieces", "fit", _fit_document(args, inputs), keyed)
 
     ran: list[int] = []
@@ -833,7 +836,7 @@ def main(args: argparse.Namespace) -> int:
         sources = [source for part in inputs for source in part.sources]
         for part in inputs:
             require_for(part.checked, part.sources)
-        digests = {source.path: file_digest(source.path) for source in sources}
+        digests = {s.path: file_digest(s.path) for s in sources if Path(s.path).is_file()}
         work, temporary = _work_dir(args, output)
         if executor.kind == "iterative":
             sample = _read_in_pieces(args, inputs, digests, work)
