@@ -121,3 +121,44 @@ def test_a_skim_is_named_by_its_dataset_file_and_chunk(tmp_path: Path) -> None:
         f"skim {tmp_path / name} (chunk of entries 200-400)"
     )
     assert skim_origin("elsewhere.parquet", sources) == "skim elsewhere.parquet"
+
+
+def test_a_fit_stopped_in_its_first_pass_reads_only_the_skims_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rosenblatt._interrupt import Stopped, stop_on_signals
+    from rosenblatt.processors.pieces import STOP_AFTER_PIECES
+
+    rng = np.random.default_rng(8)
+    x = rng.uniform(0.0, 1.0, 40_000)
+    y = rng.normal(x, 0.2)
+    w = rng.choice([-0.5, 1.0, 1.5], len(y))
+    paths = _write_skims(tmp_path, "events.root", x, y, w)  # 8 files
+    read: list[str] = []
+
+    def run_pass(items, function, description):  # type: ignore[no-untyped-def]
+        read.extend(str(item) for item in items if isinstance(item, str))
+        return _run_pass(items, function, description)
+
+    def fit(work: Path) -> str:
+        kept = fit_on_skims(rb.IRGI(depth=4), paths, "score", run_pass, work_dir=work)
+        return rb.serialization.dumps(kept)
+
+    reference = fit(tmp_path / "reference")
+    assert rb.serialization.dumps(rb.IRGI(depth=4).fit(x, y, w)) == reference
+    monkeypatch.setenv(STOP_AFTER_PIECES, "fit:6")
+    with pytest.raises(Stopped), stop_on_signals():
+        fit(tmp_path / "work")
+    monkeypatch.delenv(STOP_AFTER_PIECES)
+    read.clear()
+    assert fit(tmp_path / "work") == reference
+    assert sorted(read) == sorted(paths)[6:]  # the first pass read the two files left
+    read.clear()
+    assert fit(tmp_path / "work") == reference
+    assert read == []
+    # a skim file written again with other weights is read again, alone
+    changed = pq.read_table(paths[3]).to_pydict()
+    changed["weight"] = [2.0 * v for v in changed["weight"]]
+    pq.write_table(pa.table(changed), paths[3])
+    assert fit(tmp_path / "work") != reference
+    assert read == [paths[3]]

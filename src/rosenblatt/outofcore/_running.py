@@ -38,6 +38,7 @@ __all__ = [
     "ObservablesPass",
     "chunk_key",
     "executor_for",
+    "piece_output",
     "read_with_runner",
 ]
 
@@ -326,10 +327,13 @@ class KeptPartials:
 
     def process(self, events: Any) -> dict[str, Any]:
         """The chunk's partial as data, and its skim."""
-        partial = self.inner(events)["fit"]
-        store = self.inner.request.store
-        skims = [store.skim_path(name) for _, name, _ in partial.chunks]
-        return {"partials": [partial.to_document()], "skim": skims}
+        return piece_output(self.inner(events)["fit"], self.inner.request)
+
+
+def piece_output(partial: Partial, request: Request) -> dict[str, Any]:
+    """A first-pass chunk's output as a piece holds it: its partial as data, and its skims."""
+    skims = [request.store.skim_path(name) for _, name, _ in partial.chunks]
+    return {"partials": [partial.to_document()], "skim": skims}
 
 
 def _kept(

@@ -186,6 +186,8 @@ class MergeableFit:
             check_int(value, name, low=least, what=f"an integer >= {least}")
         self.transform = transform
         self.work_dir = work_dir
+        #: whether the skims are in the work folder's own folder (others there are removed)
+        self._own_skims = skim_dir is None and work_dir is not None
         if skim_dir is None and work_dir is not None:
             skim_dir = os.path.join(work_dir, "skims")
         self.skim_dir = skim_dir
@@ -310,13 +312,23 @@ class MergeableFit:
                     {"treename": treename, **options},
                     keep,
                 )
-                first = output["fit"] if keep is None else _kept_partial(output, request)
+                first = output["fit"] if keep is None else self.kept_partial(output)
                 return self._complete(first, executor, progress)
         except BaseException as err:
             self._fail(err)
             raise
         finally:
             progress.close()
+
+    def kept_partial(self, output: Mapping[str, Any]) -> Partial | None:
+        """The sum of the partials of a first pass kept as pieces, for :meth:`finish`.
+
+        ``output`` is the merge of the pieces (:func:`rosenblatt.processors.pieces.run_in_pieces`)
+        whose chunks returned :func:`~rosenblatt.outofcore._running.piece_output`: the
+        partials are added in the chunks' order (``None`` without any), and the skims of
+        ``work_dir`` that no piece names are removed.
+        """
+        return _kept_partial(output, self.request(), prune=self._own_skims)
 
     def finish(self, output: Any, runner: Any = None) -> ConditionalCDFTransform:
         """Run the passes over the skims on ``runner``'s executor; return the fitted transform.
@@ -469,12 +481,15 @@ def _piece_store(work_dir: str | os.PathLike[str], document: Any, chunks: list[A
     return PieceStore.create(Path(work_dir) / "pieces", "fit", document, digests)
 
 
-def _kept_partial(output: Mapping[str, Any], request: Request) -> Partial | None:
-    """The sum, in the chunks' order, of the partials the pieces hold; the other skims removed."""
+def _kept_partial(output: Mapping[str, Any], request: Request, *, prune: bool) -> Partial | None:
+    """The sum, in the chunks' order, of the partials the pieces hold; with ``prune``, the
+    other skims of the skims' folder removed."""
     total: Partial | None = None
     for document in output.get("partials", []):
         part = Partial.from_document(document, request.tag)
         total = part if total is None else total + part
+    if not prune:
+        return total
     wanted = {os.path.abspath(path) for path in output.get("skim", [])}
     folder = request.store.directory
     for name in os.listdir(folder):

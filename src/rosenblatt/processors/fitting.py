@@ -35,6 +35,7 @@ from rosenblatt.typing import FloatArray
 
 __all__ = [
     "DEFAULT_MAX_GATHER",
+    "KeptSkimPass",
     "ScoreHistogram",
     "SkimData",
     "SkimPass",
@@ -44,6 +45,7 @@ __all__ = [
     "mergeable",
     "negative_weight_sources",
     "score_range",
+    "skim_chunk",
     "skim_events",
 ]
 
@@ -177,11 +179,34 @@ def gather_skims(
     return x, y, weight
 
 
+@dataclass(frozen=True)
+class KeptSkimPass:
+    """:class:`SkimPass` whose output is kept as a piece: the partial as data, and its skim."""
+
+    request: Any
+    score: str
+
+    def __call__(self, path: str | SkimData) -> dict[str, Any]:
+        """The file's partial as a piece holds it."""
+        from rosenblatt.outofcore._running import piece_output
+
+        return piece_output(SkimPass(self.request, self.score)(path), self.request)
+
+
+def skim_chunk(path: str | SkimData) -> Any:
+    """The chunk of a skim file in the pieces of a fit's first pass: the whole file."""
+    from rosenblatt.processors.pieces import Chunk
+
+    return Chunk("defining", path.path if isinstance(path, SkimData) else path, 0, 0)
+
+
 def fit_in_workers(
     transform: Any,
     paths: Sequence[str],
     score: str,
-    run_pass: Callable[[Sequence[str], SkimPass, str], Any],
+    run_pass: Callable[[Sequence[str], Any, str], Any],
+    *,
+    work_dir: str | os.PathLike[str] | None = None,
 ) -> Any:
     """Fit a transform by :class:`rosenblatt.MergeableFit`: every pass on the executor's workers.
 
@@ -197,6 +222,12 @@ def fit_in_workers(
         ``run_pass(items, function, description)`` maps ``function`` over the
         items (the files, then the fit's tasks) on the workers and returns the
         sum of the results.
+    work_dir : path-like, optional
+        Where the first pass keeps each skim file's partial result and the
+        fit's skim of it as a piece (:mod:`rosenblatt.processors.pieces`,
+        keyed by the fit's first-pass parameters, the score and the file's
+        content hash), so that a fit stopped in that pass and run again
+        reads only the files left; the workers must see it.
 
     Returns
     -------
@@ -204,25 +235,61 @@ def fit_in_workers(
     """
     from rosenblatt.outofcore.mergeable import MergeableFit
 
-    fit = MergeableFit(transform)
+    fit = MergeableFit(transform, work_dir=work_dir)
     request = fit.request()
-    first = run_pass(sorted(paths), SkimPass(request, score), request.description)
+    if work_dir is None:
+        first = run_pass(sorted(paths), SkimPass(request, score), request.description)
+    else:
+        first = _kept_first_pass(fit, paths, score, run_pass, Path(work_dir))
     return fit.finish(first, run_pass)
+
+
+def _kept_first_pass(
+    fit: Any,
+    paths: Sequence[str],
+    score: str,
+    run_pass: Callable[[Sequence[str], Any, str], Any],
+    work_dir: Path,
+) -> Any:
+    """The first pass of ``fit`` over the skim files, each file's partial kept as a piece."""
+    from rosenblatt._records import file_digest
+    from rosenblatt._version import __version__
+    from rosenblatt.processors.pieces import PieceStore, PieceTask, run_in_pieces
+
+    request = fit.request()
+    document = {
+        "version": __version__,
+        "score": score,
+        "order": request.order,
+        "domain": request.domain,
+        "sketch_bins": request.sketch_bins,
+    }
+    digests = {path: file_digest(path) for path in paths}
+    store = PieceStore.create(work_dir / "pieces", "fit", document, digests)
+    task = PieceTask(KeptSkimPass(request, score), skim_chunk, store)
+
+    def run_missing(missing: list[Any]) -> None:
+        run_pass([chunk.file for chunk in missing], task, request.description)
+
+    merged = run_in_pieces(store, [skim_chunk(path) for path in paths], run_missing)
+    return fit.kept_partial(merged)
 
 
 def fit_on_skims(
     transform: Any,
     paths: Sequence[str],
     score: str,
-    run_pass: Callable[[Sequence[str], SkimPass, str], Any],
+    run_pass: Callable[[Sequence[str], Any, str], Any],
     *,
     max_gather_events: int = DEFAULT_MAX_GATHER,
     sources: Mapping[str, Sequence[str]] | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
 ) -> Any:
     """Fit a transform on the defining sample's skims, in the workers where it can be.
 
-    IRGI and GridKDE with fixed parameters are fitted by :func:`fit_in_workers`;
-    every other transform on the events read by :func:`gather_skims`.
+    IRGI and GridKDE with fixed parameters are fitted by :func:`fit_in_workers`
+    (which keeps its first pass in ``work_dir`` if given); every other transform
+    on the events read by :func:`gather_skims`.
 
     Raises
     ------
@@ -233,7 +300,7 @@ def fit_on_skims(
     """
     try:
         if mergeable(transform):
-            return fit_in_workers(transform, paths, score, run_pass)
+            return fit_in_workers(transform, paths, score, run_pass, work_dir=work_dir)
         x, y, weight = gather_skims(paths, score, max_events=max_gather_events)
         return transform.fit(x, y, weight)
     except NegativeWeightError as err:

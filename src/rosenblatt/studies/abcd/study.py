@@ -320,6 +320,7 @@ def _fit_transforms(
                         run_pass,
                         max_gather_events=cfg.max_gather_events,
                         sources=cfg.defining,
+                        work_dir=_fit_pieces(cfg, spec.name),
                     )
             except ValueError as err:
                 fitted.mark_invalid(spec.name, f"its fit failed: {err}", folder)
@@ -339,6 +340,12 @@ def _fit_transforms(
         fitted.transforms[spec.name] = transform
         log.info("transform %s: %r fitted (%s)", spec.name, transform, fitted.routes[spec.name])
     return fitted
+
+
+def _fit_pieces(cfg: AbcdConfig, name: str) -> Path | None:
+    """Where the mergeable fit of transform ``name`` keeps its first pass: beside the passes'
+    pieces, where the workers share the disk (else nowhere)."""
+    return cfg.data_dir / "pieces" / f"fit-{name}" if cfg.executor.shared_disk else None
 
 
 class _DefiningSample:
