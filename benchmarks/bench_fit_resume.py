@@ -17,13 +17,20 @@ uproot as TTrees: a flat ntuple (``--x m_jj`` a branch: the cheapest read,
 where the pieces gain least) and NanoAOD-like jets (``--x mjj`` from the
 four-vectors of the two leading ``FatJet``).
 
+``--inputs mergeable`` times the same for the library: the first pass (through
+the Runner, the kept partials added) of ``rb.MergeableFit(rb.IRGI(depth=5),
+work_dir=...).run(runner, fileset, observables)`` over the flat ntuple, on
+coffea's ``IterativeExecutor``, fresh and resumed after a SIGTERM at 80% of its
+chunks (the later passes, over the skims, are the same in both and not timed).
+
 Wall seconds by default; ``--cpu`` times the CPU seconds of this process (every
 thread), which the other work of a loaded machine disturbs less.
 
 Usage::
 
     python benchmarks/bench_fit_resume.py [--events 2000000] [--files 4] [--chunk-size 100000]
-                                          [--pairs 5] [--inputs flat nanoaod] [--workdir DIR]
+                                          [--pairs 5] [--inputs flat nanoaod mergeable]
+                                          [--workdir DIR]
                                           [--cpu]
 """
 
@@ -142,6 +149,115 @@ def _same(a: fit._Sample, b: fit._Sample) -> bool:
     )
 
 
+def flat_observables(events: Any) -> tuple[Any, Any, Any]:
+    """The flat ntuple's mass, score and weight, for the mergeable fit."""
+    return events.m_jj, events.tagger_out, events.evt_w
+
+
+class _FirstPass:
+    """Seconds of a mergeable fit's first pass: its read through the Runner and its sum."""
+
+    def __init__(self) -> None:
+        from rosenblatt.outofcore import mergeable
+
+        self.seconds = 0.0
+        self.module = mergeable
+        self.read = mergeable.read_with_runner
+        self.kept = mergeable.MergeableFit.kept_partial
+
+    def _timed(self, function: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            clock = time.process_time if CPU else time.perf_counter
+            started = clock()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds += clock() - started
+
+        return timed
+
+    def __enter__(self) -> _FirstPass:  # noqa: PYI034
+        self.module.read_with_runner = self._timed(self.read)
+        self.module.MergeableFit.kept_partial = self._timed(self.kept)  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.module.read_with_runner = self.read
+        self.module.MergeableFit.kept_partial = self.kept  # type: ignore[method-assign]
+
+
+def _mergeable_fit(
+    fileset: dict[str, Any], chunk_size: int, work: Path | None
+) -> tuple[float, str]:
+    """Seconds of the first pass of a mergeable fit over ``fileset``, and the transform's JSON."""
+    from coffea import processor
+    from coffea.nanoevents import BaseSchema
+
+    import rosenblatt as rb
+
+    runner = processor.Runner(
+        processor.IterativeExecutor(status=False), schema=BaseSchema, chunksize=chunk_size
+    )
+    fit = rb.MergeableFit(rb.IRGI(depth=5), work_dir=work)
+    with _FirstPass() as first:
+        fitted = fit.run(runner, fileset, flat_observables, treename="Events")
+    return first.seconds, rb.serialization.dumps(fitted)
+
+
+def run_mergeable(folder: Path, options: Any) -> None:
+    files = [folder / f"mergeable-{i}.root" for i in range(options.files)]
+    per_file = options.events // options.files
+    for i, path in enumerate(files):
+        _write_flat(path, per_file, seed=i)
+    fileset = {"flat": {"files": {str(path): "Events" for path in files}}}
+    n_chunks = options.files * -(-per_file // options.chunk_size)
+    after = round(0.8 * n_chunks)
+    fresh, resumed, plain = [], [], []
+    for pair in range(options.pairs):
+        work = folder / f"work-mergeable-{pair}"
+        seconds, reference = _mergeable_fit(fileset, options.chunk_size, None)
+        plain.append(seconds)
+        seconds, text = _mergeable_fit(fileset, options.chunk_size, work)
+        fresh.append(seconds)
+        assert text == reference
+        shutil.rmtree(work)
+        os.environ[STOP_AFTER_PIECES] = f"fit:{after}"
+        try:
+            with stop_on_signals():
+                _mergeable_fit(fileset, options.chunk_size, work)
+        except Stopped:
+            pass
+        finally:
+            del os.environ[STOP_AFTER_PIECES]
+        kept = len([p for p in (work / "pieces").glob("*.zip") if not p.name.startswith(".")])
+        seconds, text = _mergeable_fit(fileset, options.chunk_size, work)
+        resumed.append(seconds)
+        assert text == reference, "the resumed fit differs from the fresh one"
+        shutil.rmtree(work)
+        print(
+            f"  mergeable pair {pair + 1}: first pass without work_dir {plain[-1]:.3f} s, fresh "
+            f"{fresh[-1]:.3f} s, resumed ({kept} of {n_chunks} chunks kept) {seconds:.3f} s, "
+            f"ratio {seconds / fresh[-1]:.3f}"
+        )
+    ratios = [r / f for r, f in zip(resumed, fresh, strict=True)]
+    ratio = statistics.median(ratios)
+    print(
+        f"mergeable fit, flat ntuple ({'CPU' if CPU else 'wall'} seconds): {options.events:,} "
+        f"events, {n_chunks} chunks; medians of the first pass: without work_dir "
+        f"{statistics.median(plain):.3f} s, fresh {statistics.median(fresh):.3f} s, resumed "
+        f"after 80% {statistics.median(resumed):.3f} s; resumed / fresh {ratio:.3f} (range "
+        f"{min(ratios):.3f}-{max(ratios):.3f}; target <= {TARGET})"
+    )
+    clock = "CPU" if CPU else "wall"
+    record(
+        f"MergeableFit first pass resumed at 80% (flat, {options.events:.0e} events, {clock})",
+        "1",
+        f"{ratio:.2f} of a fresh pass (median of {options.pairs})",
+        f"<= {TARGET}",
+        ratio <= TARGET,
+    )
+
+
 def run(kind: str, folder: Path, options: Any) -> None:
     files = [folder / f"{kind}-{i}.root" for i in range(options.files)]
     per_file = options.events // options.files
@@ -201,7 +317,10 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=100_000)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument(
-        "--inputs", nargs="+", choices=("flat", "nanoaod"), default=["flat", "nanoaod"]
+        "--inputs",
+        nargs="+",
+        choices=("flat", "nanoaod", "mergeable"),
+        default=["flat", "nanoaod", "mergeable"],
     )
     parser.add_argument("--workdir", default=None)
     parser.add_argument(
@@ -212,7 +331,10 @@ def main() -> None:
     CPU = options.cpu
     with tempfile.TemporaryDirectory(dir=options.workdir) as temporary:
         for kind in options.inputs:
-            run(kind, Path(temporary), options)
+            if kind == "mergeable":
+                run_mergeable(Path(temporary), options)
+            else:
+                run(kind, Path(temporary), options)
 
 
 if __name__ == "__main__":

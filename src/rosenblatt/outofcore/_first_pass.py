@@ -14,6 +14,7 @@ whole runs of equal values.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -366,15 +367,16 @@ class Request:
 
 
 def _array_document(value: NDArray[Any]) -> dict[str, Any]:
-    """An array as JSON data: its dtype, shape and values (floats by their exact ``repr``)."""
+    """An array as JSON data: its dtype, shape and bytes (base64, so read back bit for bit)."""
     array = np.asarray(value)
-    return {"dtype": array.dtype.str, "shape": list(array.shape), "values": array.ravel().tolist()}
+    data = base64.b64encode(array.tobytes(order="C")).decode("ascii")
+    return {"dtype": array.dtype.str, "shape": list(array.shape), "data": data}
 
 
 def _document_array(document: Mapping[str, Any]) -> NDArray[Any]:
     """The array of :func:`_array_document`'s ``document``, bit for bit."""
-    values = np.array(document["values"], dtype=np.dtype(document["dtype"]))
-    return values.reshape(tuple(document["shape"]))
+    values = np.frombuffer(base64.b64decode(document["data"]), dtype=np.dtype(document["dtype"]))
+    return values.reshape(tuple(document["shape"])).copy()
 
 
 def _place(chunk: Mapping[str, Any] | None, ordinal: int | None, name: str) -> tuple[Any, ...]:
