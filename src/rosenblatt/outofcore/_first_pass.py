@@ -376,7 +376,8 @@ def _array_document(value: NDArray[Any]) -> dict[str, Any]:
 def _document_array(document: Mapping[str, Any]) -> NDArray[Any]:
     """The array of :func:`_array_document`'s ``document``, bit for bit."""
     values = np.frombuffer(base64.b64decode(document["data"]), dtype=np.dtype(document["dtype"]))
-    return values.reshape(tuple(document["shape"])).copy()
+    array: NDArray[Any] = values.reshape(tuple(document["shape"])).copy()
+    return array
 
 
 def _place(chunk: Mapping[str, Any] | None, ordinal: int | None, name: str) -> tuple[Any, ...]:
