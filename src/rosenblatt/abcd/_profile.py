@@ -169,6 +169,11 @@ class Profile:
         b = self.background(empty, empty, ratio[:, None] * g)
         return b, ratio[:, None] * g * b, np.where(self.varied, self.tau * g, self.aux)
 
+    def asimov(self) -> Profile:
+        """The likelihood of the background-only fit's expectations (the Asimov data set)."""
+        fail_0, pass_0, aux_0 = self.null_expected()
+        return Profile(fail_0, pass_0, self.ratio, self.nonclosure, aux_0)
+
     def transfer(self, mu: FloatArray, s_pass: FloatArray, s_fail: FloatArray) -> FloatArray:
         """The logarithm of the transfer ratio that maximises the likelihood at ``mu``."""
         return increasing_root(

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt.abcd._category_profile import CategoryProfile
 from rosenblatt.abcd._profile import BISECTIONS, Profile, increasing_root
 from rosenblatt.abcd.passfail import _spectrum
 from rosenblatt.abcd.templates import SignalTemplates
@@ -102,7 +103,11 @@ def _root(function: Any, start: float) -> float:
 
 
 def _profile_hypothesis(
-    profile: Profile, s_pass: FloatArray, s_fail: FloatArray, level: float, limits: str = "all"
+    profile: Profile | CategoryProfile,
+    s_pass: FloatArray,
+    s_fail: FloatArray,
+    level: float,
+    limits: str = "all",
 ) -> tuple[float, float, float, FloatArray]:
     """``q0``, ``mu_hat``, the observed limit and the expected band of one hypothesis.
 
@@ -118,8 +123,7 @@ def _profile_hypothesis(
     if limits == "none":
         return q0, mu_hat, observed, expected
     ratio, b = profile.background_only()
-    fail_0, pass_0, aux_0 = profile.null_expected()
-    asimov = Profile(fail_0, pass_0, profile.ratio, profile.nonclosure, aux_0)
+    asimov = profile.asimov()
     scale = math.sqrt(float(ratio[0] * b.sum()) + 1.0) / s_pass.sum()
 
     def q_asimov(mu: float) -> float:
@@ -141,19 +145,9 @@ def _profile_hypothesis(
     return q0, mu_hat, observed, expected
 
 
-def _pyhf_hypothesis(
-    failing: FloatArray,
-    passing: FloatArray,
-    s_pass: FloatArray,
-    s_fail: FloatArray,
-    level: float,
-    options: dict[str, Any],
-) -> tuple[float, float, float, FloatArray]:
+def _pyhf_hypothesis(workspace: Any, level: float) -> tuple[float, float, float, FloatArray]:
     import pyhf
 
-    from rosenblatt.abcd.passfail import passfail_workspace
-
-    workspace = passfail_workspace(failing, passing, s_pass, s_fail, **options)
     model = workspace.model()
     data = workspace.data(model)
     q0, (_, free) = pyhf.infer.test_statistics.q0(
@@ -237,8 +231,24 @@ class BumpHunt:
 def _inputs(
     pass_counts: ArrayLike, fail_counts: ArrayLike, edges: ArrayLike, templates: SignalTemplates
 ) -> tuple[FloatArray, FloatArray]:
+    """The validated spectra: failing ``(n,)``, passing ``(n,)`` or, per category, ``(K, n)``."""
     failing = _spectrum(fail_counts, "fail_counts")
-    passing = _spectrum(pass_counts, "pass_counts", failing.size)
+    given = np.asarray(pass_counts, dtype=np.float64)
+    if given.ndim == 2:
+        if templates.categories != given.shape[0]:
+            msg = (
+                f"pass_counts has {given.shape[0]} categories, the templates "
+                f"{templates.categories or 'one passing spectrum'}"
+            )
+            raise ValueError(msg)
+        passing = np.stack(
+            [_spectrum(row, f"pass_counts[{k}]", failing.size) for k, row in enumerate(given)]
+        )
+    else:
+        if templates.categories is not None:
+            msg = f"the templates have {templates.categories} categories, pass_counts one spectrum"
+            raise ValueError(msg)
+        passing = _spectrum(pass_counts, "pass_counts", failing.size)
     edges = np.asarray(edges, dtype=np.float64)
     if edges.shape != templates.edges.shape or not np.allclose(edges, templates.edges):
         msg = "the templates' edges differ from edges"
@@ -246,14 +256,63 @@ def _inputs(
     if edges.size != failing.size + 1:
         msg = f"edges has {edges.size} entries, the spectra {failing.size} bins"
         raise ValueError(msg)
-    if not failing.sum() > 0 or not passing.sum() > 0:
-        msg = "the failing and passing spectra must both hold events"
+    if not failing.sum() > 0 or not np.all(passing.sum(axis=-1) > 0):
+        msg = "the failing and passing spectra (each category's) must all hold events"
         raise ValueError(msg)
     return failing, passing
 
 
-def _ratio(failing: FloatArray, passing: FloatArray, ratio: float | None) -> float:
+def _ratio(failing: FloatArray, passing: FloatArray, ratio: Any) -> float:
+    """The expected transfer ratio of one cut (default: all rows' passing over failing events)."""
     return float(passing.sum() / failing.sum()) if ratio is None else float(ratio)
+
+
+def _ratios(failing: FloatArray, passing: FloatArray, ratio: Any) -> FloatArray:
+    """Each category's expected transfer ratio (default: its passing over all failing events).
+
+    ``passing`` of shape ``(..., K, n)``, ``failing`` ``(..., n)``; all rows together.
+    """
+    count = passing.shape[-2]
+    if ratio is None:
+        total = passing.reshape(-1, count, passing.shape[-1]).sum(axis=(0, 2))
+        return np.asarray(total / failing.sum(), dtype=np.float64)
+    ratios = np.asarray(ratio, dtype=np.float64).reshape(-1)
+    if ratios.size != count or not np.all(np.isfinite(ratios) & (ratios > 0)):
+        msg = f"ratio must hold one positive ratio per category ({count}), got {ratio!r}"
+        raise ValueError(msg)
+    return ratios
+
+
+def _category_nonclosure(nonclosure: Any, count: int, bins: int) -> FloatArray | None:
+    """Each category's validated non-closure ``(K, n)``, ``None`` where none is positive."""
+    if nonclosure is None:
+        return None
+    if len(nonclosure) != count:
+        msg = f"nonclosure needs one row per category ({count}), got {len(nonclosure)}"
+        raise ValueError(msg)
+    relative = np.stack(
+        [
+            np.zeros(bins) if row is None else _spectrum(row, f"nonclosure[{k}]", bins)
+            for k, row in enumerate(nonclosure)
+        ]
+    )
+    return relative if np.any(relative > 0) else None
+
+
+def _single(templates: SignalTemplates) -> SignalTemplates:
+    """Templates of one category as those of one cut."""
+    return SignalTemplates(
+        masses=templates.masses,
+        edges=templates.edges,
+        passing=templates.passing[:, 0, :],
+        failing=templates.failing,
+    )
+
+
+def _first(ratio: Any, nonclosure: Any) -> tuple[float | None, Any]:
+    """The ratio and non-closure of one category as those of one cut."""
+    first = None if ratio is None else float(np.ravel(np.asarray(ratio, dtype=np.float64))[0])
+    return first, None if nonclosure is None else nonclosure[0]
 
 
 def _nonclosure(nonclosure: ArrayLike | None, bins: int) -> FloatArray | None:
@@ -272,16 +331,23 @@ def bump_hunt(
     *,
     level: float = 0.05,
     method: str = "profile",
-    ratio: float | None = None,
+    ratio: float | ArrayLike | None = None,
     nonclosure: ArrayLike | None = None,
     limits: str = "all",
 ) -> BumpHunt:
     """The local significance and the CLs upper limit of each mass hypothesis.
 
+    With several cuts as disjoint categories (``pass_counts`` of shape
+    ``(K, n)``, the templates' passing yields ``(m, K, n)``) the likelihood
+    is that of :func:`~rosenblatt.abcd.passfail.passfail_categories_workspace`:
+    one failing background per bin, a transfer ratio per category, one
+    ``mu``; one category given so gives the numbers of one cut.
+
     Parameters
     ----------
     pass_counts, fail_counts
-        The observed spectra in bins of ``x``, passing and failing the cut.
+        The observed spectra in bins of ``x``, passing and failing the cut
+        (passing: one row per category, shape ``(K, n)``, for several).
     edges
         Their bin edges (those of ``templates``).
     templates
@@ -293,14 +359,17 @@ def bump_hunt(
     method
         ``"profile"`` (the exact profile of the likelihood) or ``"pyhf"``
         (pyhf's ``q0`` and ``upper_limit`` on each
-        :func:`~rosenblatt.abcd.passfail.passfail_workspace`).
+        :func:`~rosenblatt.abcd.passfail.passfail_workspace`, or with
+        categories :func:`~rosenblatt.abcd.passfail.passfail_categories_workspace`).
     ratio
         The expected transfer ratio, whose bounds (``TRANSFER_BOUNDS`` times
-        it) bound the fitted one (default: ``sum(pass) / sum(fail)``).
+        it) bound the fitted one (default: ``sum(pass) / sum(fail)``); with
+        categories, one per category.
     nonclosure
         Relative non-closure per bin of the passing background: the relative
         uncertainty of a factor per bin with the Poisson constraint of the
-        workspace's ``shapesys`` modifier (0 or none: no factor in that bin).
+        workspace's ``shapesys`` modifier (0 or none: no factor in that bin);
+        with categories, one row per category (a row ``None``: none).
     limits
         The limits computed: ``"all"`` (the observed limit and
         the expected band), ``"expected median"`` (the median expected limit
@@ -335,20 +404,56 @@ def bump_hunt(
         msg = f"limits must be one of {LIMITS} ('all' with method 'pyhf'), got {limits!r}"
         raise ValueError(msg)
     failing, passing = _inputs(pass_counts, fail_counts, edges, templates)
-    relative = _nonclosure(nonclosure, failing.size)
+    if passing.ndim == 2 and passing.shape[0] == 1:
+        passing, templates = passing[0], _single(templates)
+        ratio, nonclosure = _first(ratio, nonclosure)
     rows = []
     if method == "profile":
-        profile = Profile(failing, passing, _ratio(failing, passing, ratio), relative)
+        profile: Profile | CategoryProfile
+        if passing.ndim == 1:
+            relative = _nonclosure(nonclosure, failing.size)
+            profile = Profile(failing, passing, _ratio(failing, passing, ratio), relative)
+        else:
+            ratios = _ratios(failing, passing, ratio)
+            relative = _category_nonclosure(nonclosure, passing.shape[0], failing.size)
+            profile = CategoryProfile(failing, passing, ratios, relative)
         for s_pass, s_fail in zip(templates.passing, templates.failing, strict=True):
             rows.append(_profile_hypothesis(profile, s_pass, s_fail, level, limits))
     else:
         from rosenblatt.abcd.likelihood import quiet_pyhf
 
-        options = {"ratio": ratio, "nonclosure": nonclosure}
         with quiet_pyhf():
             for s_pass, s_fail in zip(templates.passing, templates.failing, strict=True):
-                rows.append(_pyhf_hypothesis(failing, passing, s_pass, s_fail, level, options))
+                workspace = _workspace(failing, passing, s_pass, s_fail, ratio, nonclosure)
+                rows.append(_pyhf_hypothesis(workspace, level))
     return _collect(templates.masses, rows, level, method)
+
+
+def _workspace(
+    failing: FloatArray,
+    passing: FloatArray,
+    s_pass: FloatArray,
+    s_fail: FloatArray,
+    ratio: Any,
+    nonclosure: Any,
+) -> Any:
+    """The pyhf workspace of one hypothesis: one cut, or with ``passing`` ``(K, n)`` categories."""
+    from rosenblatt.abcd.passfail import passfail_categories_workspace, passfail_workspace
+
+    if passing.ndim == 1:
+        return passfail_workspace(
+            failing, passing, s_pass, s_fail, ratio=ratio, nonclosure=nonclosure
+        )
+    ratios = _ratios(failing, passing, ratio)
+    relative = _category_nonclosure(nonclosure, passing.shape[0], failing.size)
+    return passfail_categories_workspace(
+        failing,
+        list(passing),
+        list(s_pass),
+        s_fail,
+        ratios=ratios.tolist(),
+        nonclosure=None if relative is None else list(relative),
+    )
 
 
 def _collect(masses: FloatArray, rows: list[Any], level: float, method: str) -> BumpHunt:
@@ -374,7 +479,7 @@ def local_significance_scan(
     fail_counts: ArrayLike,
     templates: SignalTemplates,
     *,
-    ratio: float | None = None,
+    ratio: float | ArrayLike | None = None,
     nonclosure: ArrayLike | None = None,
     aux: ArrayLike | None = None,
 ) -> FloatArray:
@@ -385,7 +490,12 @@ def local_significance_scan(
     ``(k, n)`` one scan per row, ``(k, masses)``. ``nonclosure`` is as for
     :func:`bump_hunt`; ``aux``, the auxiliary counts of its constraints per
     row (default ``1 / nonclosure**2``, their nominal value), shape ``(k, n)``.
+    With categories (templates of passing shape ``(m, K, n)``) the passing
+    spectra have a category axis before the bins: ``(K, n)`` or ``(k, K, n)``,
+    as ``aux``; ``ratio`` and ``nonclosure`` are per category.
     """
+    if templates.categories is not None:
+        return _category_scan(pass_counts, fail_counts, templates, ratio, nonclosure, aux)
     failing = np.atleast_2d(np.asarray(fail_counts, dtype=np.float64))
     passing = np.atleast_2d(np.asarray(pass_counts, dtype=np.float64))
     if failing.shape != passing.shape or failing.shape[1] != templates.passing.shape[1]:
@@ -394,11 +504,58 @@ def local_significance_scan(
             f"the templates {templates.passing.shape[1]} bins"
         )
         raise ValueError(msg)
-    if ratio is None:
-        ratio = float(passing.sum() / failing.sum())
     relative = _nonclosure(nonclosure, failing.shape[1])
     counts = None if aux is None or relative is None else np.asarray(aux, dtype=np.float64)
-    profile = Profile(failing, passing, ratio, relative, counts)
+    profile = Profile(failing, passing, _ratio(failing, passing, ratio), relative, counts)
+    null = profile.conditional(
+        np.zeros(failing.shape[0]), templates.passing[0], templates.failing[0]
+    )
+    z = np.empty((failing.shape[0], templates.masses.size))
+    for index, (s_pass, s_fail) in enumerate(
+        zip(templates.passing, templates.failing, strict=True)
+    ):
+        mu_hat, best = profile.free(s_pass, s_fail)
+        z[:, index] = np.where(mu_hat > 0, np.sqrt(np.maximum(null - best, 0.0)), 0.0)
+    return z[0] if np.ndim(fail_counts) == 1 else z
+
+
+def _category_scan(
+    pass_counts: ArrayLike,
+    fail_counts: ArrayLike,
+    templates: SignalTemplates,
+    ratio: Any,
+    nonclosure: Any,
+    aux: ArrayLike | None,
+) -> FloatArray:
+    """:func:`local_significance_scan` with categories (one, as one cut)."""
+    failing = np.atleast_2d(np.asarray(fail_counts, dtype=np.float64))
+    given = np.asarray(pass_counts, dtype=np.float64)
+    passing = given[None] if given.ndim == 2 else given
+    count, bins = templates.passing.shape[1:]
+    if passing.shape != (failing.shape[0], count, bins) or failing.shape[1] != bins:
+        msg = (
+            f"the spectra have shapes {given.shape} and {np.shape(fail_counts)}, the templates "
+            f"{count} categories of {bins} bins"
+        )
+        raise ValueError(msg)
+    counts = None if aux is None else np.asarray(aux, dtype=np.float64)
+    if count == 1:
+        first, relative = _first(ratio, nonclosure)
+        extra = None if counts is None else counts[..., 0, :]
+        scan = local_significance_scan(
+            passing[:, 0, :],
+            failing,
+            _single(templates),
+            ratio=first,
+            nonclosure=relative,
+            aux=extra,
+        )
+        return scan[0] if np.ndim(fail_counts) == 1 else scan
+    ratios = _ratios(failing, passing, ratio)
+    relative = _category_nonclosure(nonclosure, count, bins)
+    profile = CategoryProfile(
+        failing, passing, ratios, relative, None if relative is None else counts
+    )
     null = profile.conditional(
         np.zeros(failing.shape[0]), templates.passing[0], templates.failing[0]
     )
@@ -417,7 +574,7 @@ def signal_strength(
     s_pass: ArrayLike,
     s_fail: ArrayLike,
     *,
-    ratio: float | None = None,
+    ratio: float | ArrayLike | None = None,
     rise: float = 1.0,
     nonclosure: ArrayLike | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -428,7 +585,8 @@ def signal_strength(
     smallest bin of either region would be emptied by the signal; the
     interval's ends are where ``-2 ln L`` rises by ``rise`` above its minimum
     (1: the 68% interval). Spectra of shape ``(n,)`` give one fit, ``(k, n)``
-    one per row.
+    one per row. With several categories the passing spectra and the passing
+    signal have a category axis before the bins: ``(K, n)``, or ``(k, K, n)``.
 
     Parameters
     ----------
@@ -438,7 +596,8 @@ def signal_strength(
         The signal's yields per bin at ``mu = 1``, passing and failing: shape
         ``(n,)``, or ``(k, n)`` for a signal of its own per data set.
     ratio
-        As for :func:`bump_hunt` (default: ``sum(pass) / sum(fail)`` of all rows).
+        As for :func:`bump_hunt` (default: ``sum(pass) / sum(fail)`` of all
+        rows; per category with categories).
     rise
         Rise of ``-2 ln L`` at the interval's ends.
     nonclosure
@@ -460,6 +619,10 @@ def signal_strength(
     >>> bool(low[0] < 1.0 < high[0])
     True
     """
+    if np.ndim(pass_counts) == np.ndim(fail_counts) + 1:
+        return _category_strength(
+            pass_counts, fail_counts, s_pass, s_fail, ratio=ratio, rise=rise, nonclosure=nonclosure
+        )
     failing = np.atleast_2d(np.asarray(fail_counts, dtype=np.float64))
     passing = np.atleast_2d(np.asarray(pass_counts, dtype=np.float64))
     s_pass = np.asarray(s_pass, dtype=np.float64)
@@ -480,15 +643,89 @@ def signal_strength(
     if not rise > 0:
         msg = f"rise must be positive, got {rise!r}"
         raise ValueError(msg)
-    if ratio is None:
-        ratio = float(passing.sum() / failing.sum())
-    profile = Profile(failing, passing, ratio, _nonclosure(nonclosure, failing.shape[1]))
+    profile = Profile(
+        failing, passing, _ratio(failing, passing, ratio), _nonclosure(nonclosure, failing.shape[1])
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.minimum(
             np.where(s_pass > 0, passing / s_pass, np.inf),
             np.where(s_fail > 0, failing / s_fail, np.inf),
         ).min(axis=1)
     floor = -0.99 * np.minimum(room, 1e6)
+    ratio_0, b = profile.background_only()
+    step = np.sqrt(ratio_0 * b.sum(axis=1) + 1.0) / np.maximum(
+        np.atleast_2d(s_pass).sum(axis=1), 1e-12
+    )
+    return _interval(profile, s_pass, s_fail, floor, step, rise)
+
+
+def _category_strength(
+    pass_counts: ArrayLike,
+    fail_counts: ArrayLike,
+    s_pass: ArrayLike,
+    s_fail: ArrayLike,
+    *,
+    ratio: Any,
+    rise: float,
+    nonclosure: Any,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """:func:`signal_strength` with categories: passing spectra and signal ``(..., K, n)``."""
+    failing = np.atleast_2d(np.asarray(fail_counts, dtype=np.float64))
+    given = np.asarray(pass_counts, dtype=np.float64)
+    passing = given[None] if given.ndim == 2 else given
+    s_pass = np.asarray(s_pass, dtype=np.float64)
+    s_fail = np.asarray(s_fail, dtype=np.float64)
+    if (
+        passing.shape[::2] != failing.shape
+        or s_pass.shape not in (passing.shape[1:], passing.shape)
+        or s_fail.shape != s_pass.shape[:-2] + s_pass.shape[-1:]
+    ):
+        msg = (
+            f"the spectra have shapes {given.shape} and {np.shape(fail_counts)}, "
+            f"the signal's yields {s_pass.shape} and {s_fail.shape}"
+        )
+        raise ValueError(msg)
+    if passing.shape[1] == 1:
+        first, relative = _first(ratio, nonclosure)
+        return signal_strength(
+            passing[:, 0, :] if given.ndim == 3 else passing[0, 0],
+            fail_counts,
+            s_pass[..., 0, :],
+            s_fail,
+            ratio=first,
+            rise=rise,
+            nonclosure=relative,
+        )
+    total = np.atleast_1d(np.sum(s_pass, axis=(-2, -1)) + np.sum(s_fail, axis=-1))
+    if not np.all(total > 0):
+        msg = "the signal has no yield"
+        raise ValueError(msg)
+    if not rise > 0:
+        msg = f"rise must be positive, got {rise!r}"
+        raise ValueError(msg)
+    relative = _category_nonclosure(nonclosure, passing.shape[1], failing.shape[1])
+    profile = CategoryProfile(failing, passing, _ratios(failing, passing, ratio), relative)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.minimum(
+            np.where(s_pass > 0, passing / s_pass, np.inf).min(axis=1),
+            np.where(s_fail > 0, failing / s_fail, np.inf),
+        ).min(axis=1)
+    floor = -0.99 * np.minimum(room, 1e6)
+    ratio_0, b = profile.background_only()
+    passing_signal = np.atleast_1d(np.sum(s_pass, axis=(-2, -1)))
+    step = np.sqrt(ratio_0 * b.sum(axis=1) + 1.0) / np.maximum(passing_signal, 1e-12)
+    return _interval(profile, s_pass, s_fail, floor, step, rise)
+
+
+def _interval(
+    profile: Profile | CategoryProfile,
+    s_pass: FloatArray,
+    s_fail: FloatArray,
+    floor: FloatArray,
+    step: FloatArray,
+    rise: float,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``mu`` above ``floor`` at the profile's minimum and where it rises by ``rise``."""
 
     def conditional(mu: FloatArray) -> FloatArray:
         return profile.deviance(mu, profile.transfer(mu, s_pass, s_fail), s_pass, s_fail)[0]
@@ -496,10 +733,6 @@ def signal_strength(
     def slope(mu: FloatArray) -> FloatArray:
         return profile.deviance(mu, profile.transfer(mu, s_pass, s_fail), s_pass, s_fail)[1]
 
-    ratio_0, b = profile.background_only()
-    step = np.sqrt(ratio_0 * b.sum(axis=1) + 1.0) / np.maximum(
-        np.atleast_2d(s_pass).sum(axis=1), 1e-12
-    )
     high = np.abs(floor) + step
     for _ in range(BISECTIONS):
         short = slope(high) < 0
@@ -610,7 +843,7 @@ def global_significance(
     seed: int | None = None,
     threshold: float | None = None,
     reference_level: float = 1.0,
-    ratio: float | None = None,
+    ratio: float | ArrayLike | None = None,
     nonclosure: ArrayLike | None = None,
 ) -> GlobalSignificance:
     """The look-elsewhere effect over the grid: pseudo-experiments and Gross-Vitells.
@@ -621,12 +854,14 @@ def global_significance(
     background ``(fail + pass) / (1 + ratio)``), each scanned over the grid
     like the data. With a non-closure per bin, each pseudo-experiment also
     draws the auxiliary counts of its constraints (Poisson, of mean ``tau g``
-    at the fitted factors ``g``), as pyhf samples a ``shapesys``.
+    at the fitted factors ``g``), as pyhf samples a ``shapesys``. With
+    categories, each category's passing counts are drawn alike about its own
+    transfer ratio.
 
     Parameters
     ----------
     pass_counts, fail_counts, edges, templates
-        As for :func:`bump_hunt`.
+        As for :func:`bump_hunt` (passing ``(K, n)`` with categories).
     n_toys
         The number of pseudo-experiments.
     seed
@@ -650,28 +885,39 @@ def global_significance(
         msg = f"n_toys must be at least 1, got {n_toys!r}"
         raise ValueError(msg)
     failing, passing = _inputs(pass_counts, fail_counts, edges, templates)
-    relative = _nonclosure(nonclosure, failing.size)
+    if passing.ndim == 2 and passing.shape[0] == 1:
+        passing, templates = passing[0], _single(templates)
+        ratio, nonclosure = _first(ratio, nonclosure)
+    likelihood: Profile | CategoryProfile
+    fitted_ratio: float | FloatArray
+    if passing.ndim == 1:
+        relative = _nonclosure(nonclosure, failing.size)
+        fitted_ratio = _ratio(failing, passing, ratio)
+        likelihood = Profile(failing, passing, fitted_ratio, relative)
+    else:
+        relative = _category_nonclosure(nonclosure, passing.shape[0], failing.size)
+        fitted_ratio = _ratios(failing, passing, ratio)
+        likelihood = CategoryProfile(failing, passing, fitted_ratio, relative)
     observed = local_significance_scan(
         passing, failing, templates, ratio=ratio, nonclosure=relative
     )
     local_z = float(observed.max()) if threshold is None else float(threshold)
-    expected_fail, expected_pass, expected_aux = Profile(
-        failing, passing, _ratio(failing, passing, ratio), relative
-    ).null_expected()
+    expected_fail, expected_pass, expected_aux = likelihood.null_expected()
     rng = np.random.default_rng(seed)
     size = (int(n_toys), expected_fail.shape[1])
+    shape = (int(n_toys), *expected_pass.shape[1:])
     toy_fail = rng.poisson(np.broadcast_to(expected_fail, size)).astype(np.float64)
-    toy_pass = rng.poisson(np.broadcast_to(expected_pass, size))
+    toy_pass = rng.poisson(np.broadcast_to(expected_pass, shape))
     toy_aux = (
         None
         if expected_aux is None
-        else rng.poisson(np.broadcast_to(expected_aux, size)).astype(np.float64)
+        else rng.poisson(np.broadcast_to(expected_aux, shape)).astype(np.float64)
     )
     scans = local_significance_scan(
         toy_pass.astype(np.float64),
         toy_fail,
         templates,
-        ratio=_ratio(failing, passing, ratio),
+        ratio=fitted_ratio,
         nonclosure=relative,
         aux=toy_aux,
     )

@@ -5,12 +5,17 @@
 Gaussian resonances of a given resolution (absolute, or relative to the
 mass), :func:`signal_templates` takes them from the signal's histograms per
 mass point. :func:`~rosenblatt.abcd.bumphunt.bump_hunt` tests each hypothesis.
+
+With several cuts as disjoint categories
+(:func:`~rosenblatt.abcd.passfail.passfail_categories_workspace`) the
+passing yields have one row per category: shape ``(m, K, n)``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +36,9 @@ class SignalTemplates:
     edges
         The bin edges of ``x``, shape ``(n + 1,)``.
     passing, failing
-        The yields passing and failing the cut, shape ``(m, n)``.
+        The yields passing and failing the cut, shape ``(m, n)``; with ``K``
+        categories passing, ``passing`` has shape ``(m, K, n)``, one row per
+        category, and ``failing`` (the region below the lowest cut) ``(m, n)``.
     """
 
     masses: FloatArray
@@ -51,19 +58,29 @@ class SignalTemplates:
         shape = (masses.size, edges.size - 1)
         for name in ("passing", "failing"):
             array = np.asarray(getattr(self, name), dtype=np.float64)
-            if array.shape != shape:
-                msg = f"{name} has shape {array.shape}, expected (masses, bins) = {shape}"
+            categorised = name == "passing" and array.ndim == 3
+            if (array.shape[::2] if categorised else array.shape) != shape or (
+                categorised and array.shape[1] == 0
+            ):
+                expected = "(masses, categories, bins)" if categorised else "(masses, bins)"
+                msg = f"{name} has shape {array.shape}, expected {expected} with {shape}"
                 raise ValueError(msg)
             if not np.all(np.isfinite(array)) or np.any(array < 0):
                 msg = f"{name} must be finite and non-negative"
                 raise ValueError(msg)
             object.__setattr__(self, name, array)
-        if np.any(self.passing.sum(axis=1) <= 0):
-            bad = float(masses[np.flatnonzero(self.passing.sum(axis=1) <= 0)[0]])
+        total = self.passing.reshape(masses.size, -1).sum(axis=1)
+        if np.any(total <= 0):
+            bad = float(masses[np.flatnonzero(total <= 0)[0]])
             msg = f"the passing template of mass {bad:g} has no yield"
             raise ValueError(msg)
         object.__setattr__(self, "masses", masses)
         object.__setattr__(self, "edges", edges)
+
+    @property
+    def categories(self) -> int | None:
+        """The number of passing categories; ``None`` for one cut (``passing`` of shape ``(m, n)``)."""
+        return int(self.passing.shape[1]) if self.passing.ndim == 3 else None
 
 
 def gaussian_templates(
@@ -73,7 +90,7 @@ def gaussian_templates(
     *,
     relative: bool = False,
     signal_yield: float = 1.0,
-    efficiency: float = 1.0,
+    efficiency: float | Sequence[float] = 1.0,
     leakage: float | None = None,
 ) -> SignalTemplates:
     """Gaussian resonances in bins of ``x``, one per mass hypothesis.
@@ -93,10 +110,12 @@ def gaussian_templates(
         The signal's number of events at ``mu = 1`` before the cut (its part
         outside the bins is lost).
     efficiency
-        The fraction of the signal passing the cut.
+        The fraction of the signal passing the cut; a sequence gives the
+        fraction in each of several categories (the templates' ``passing``
+        then has shape ``(m, K, n)``).
     leakage
-        The fraction failing it (default ``1 - efficiency``; 0 for a signal
-        left out of the failing region).
+        The fraction failing it (default ``1 - efficiency``, with categories
+        one minus their sum; 0 for a signal left out of the failing region).
 
     Returns
     -------
@@ -114,9 +133,16 @@ def gaussian_templates(
 
     edges = np.asarray(edges, dtype=np.float64)
     masses = np.asarray(masses, dtype=np.float64)
+    shares = np.asarray(efficiency, dtype=np.float64)
+    if shares.ndim > 1 or shares.size == 0:
+        msg = f"efficiency must be a number or a sequence of numbers, got {efficiency!r}"
+        raise ValueError(msg)
+    if shares.ndim and not shares.sum() <= 1.0 + 1e-12:
+        msg = f"the categories' efficiencies sum to {float(shares.sum())!r}, more than 1"
+        raise ValueError(msg)
     if leakage is None:
-        leakage = 1.0 - efficiency
-    for name, value in (("efficiency", efficiency), ("leakage", leakage)):
+        leakage = max(1.0 - float(shares.sum()), 0.0) if shares.ndim else 1.0 - float(shares)
+    for name, value in (*(("efficiency", float(v)) for v in shares.ravel()), ("leakage", leakage)):
         if not 0.0 <= value <= 1.0:
             msg = f"{name} must be in [0, 1], got {value!r}"
             raise ValueError(msg)
@@ -131,7 +157,9 @@ def gaussian_templates(
     return SignalTemplates(
         masses=masses,
         edges=edges,
-        passing=signal_yield * efficiency * shape,
+        passing=signal_yield * shares[None, :, None] * shape[:, None, :]
+        if shares.ndim
+        else signal_yield * float(shares) * shape,
         failing=signal_yield * leakage * shape,
     )
 
@@ -155,6 +183,8 @@ def signal_templates(
         ``mu = 1``: an array of shape ``(masses, bins)`` or a sequence of
         one-dimensional ``hist`` histograms (their values are taken; their
         edges must be ``edges``). ``failing`` defaults to no signal there.
+        With several categories, ``passing`` is an array of shape
+        ``(masses, categories, bins)``.
     """
     edges = np.asarray(edges, dtype=np.float64)
     rows = {"passing": passing, "failing": failing}
