@@ -198,7 +198,9 @@ def make_executor(
 
         # one pool for all the work of a run: the workers start (import) once; they leave
         # Ctrl-C to this process, which stops them at once rather than after their chunks
-        with ProcessPoolExecutor(max_workers=int(workers), initializer=ignore_interrupt) as pool:
+        with ProcessPoolExecutor(
+            max_workers=int(workers), initializer=ignore_interrupt, env=worker_environment()
+        ) as pool:
             with workers_ignore_interrupt():
                 # loky starts every worker at the first submission: they start ignoring SIGINT
                 pool.submit(int)
@@ -232,6 +234,30 @@ def make_executor(
                 Client(cluster) as client,
             ):
                 yield processor.DaskExecutor(client=client, status=progress, retries=0)
+
+
+#: a worker's growth in memory that loky takes for a leak (and restarts the worker): workers
+#: hold the transforms, their replicas and the models for the whole run, often more than
+#: loky's default of 300 MB
+WORKER_MEMORY_GROWTH = 8 * 2**30
+
+
+def worker_environment() -> dict[str, str]:
+    """The environment of the futures executor's worker processes, set before any import.
+
+    Compiled kernels run one thread per worker (``NUMBA_NUM_THREADS=1``): the
+    pool's processes share the cores, and two processes each running numba's
+    threads on the same cores stall. A value the user set in this process's
+    environment is kept, as is their ``LOKY_MAX_MEMORY_LEAK_SIZE``. (A dask
+    worker imports numba before a nanny's environment reaches it, and numba
+    refuses a thread count changed after its threads started: dask workers
+    take ``NUMBA_NUM_THREADS`` from the environment they are started in.)
+    """
+    environment = {
+        "NUMBA_NUM_THREADS": "1",
+        "LOKY_MAX_MEMORY_LEAK_SIZE": str(WORKER_MEMORY_GROWTH),
+    }
+    return {name: os.environ.get(name, value) for name, value in environment.items()}
 
 
 def warm_workers(pool: processor.executor.ExecutorBase, warm: Callable[[], Any]) -> None:
