@@ -471,6 +471,47 @@ def test_the_hunt_takes_the_nonclosure_per_bin(tmp_path: Path) -> None:
     )
 
 
+def test_the_hunt_runs_over_the_categories_of_several_cuts(tmp_path: Path) -> None:
+    """Spectra per category: one mu, the simulation's share of the signal in each category."""
+    from rosenblatt.abcd.bumphunt import bump_hunt
+    from rosenblatt.abcd.templates import gaussian_templates
+    from rosenblatt.studies.abcd.bumphunt import HuntSettings, summary_numbers, write_bumphunt
+
+    edges, failing, passing, signal_fail, signal_pass = _spectra()
+    loose = np.round(0.7 * passing)
+    passes = np.stack([loose, passing - loose])
+    signals = np.stack([0.25 * signal_pass, 0.75 * signal_pass])
+    nonclosure = np.full(passes.shape, 0.05)
+    settings = HuntSettings((0.5, 0.6), 0.05, True, 10, 3, signal_template=False)
+    args = (edges, failing, passes, signal_fail, signals)
+    options = {"ratio": [0.07, 0.03], "x_label": "x", "nonclosure": nonclosure, "cuts": (0.7, 0.9)}
+    result = write_bumphunt(tmp_path / "open", settings, *args, blind=False, **options)
+    assert result["categories"] == [[0.7, 0.9], [0.9, None]]
+    assert result["efficiency"] == pytest.approx([7.5 / 40.0, 22.5 / 40.0])
+    assert result["leakage"] == pytest.approx(0.25)
+    templates = gaussian_templates(
+        edges, [0.5, 0.6], 0.05, relative=True, signal_yield=40.0, efficiency=[0.1875, 0.5625]
+    )
+    direct = bump_hunt(passes, failing, edges, templates, ratio=[0.07, 0.03], nonclosure=nonclosure)
+    np.testing.assert_allclose(result["local_z"], direct.local_z, rtol=1e-12)
+    assert result["masses"][int(np.argmax(result["local_z"]))] == 0.6
+    assert result["global"]["n_toys"] == 10
+    assert summary_numbers(result)["categories"] == result["categories"]
+    blinded = write_bumphunt(tmp_path / "blind", settings, *args, blind=True, **options)
+    assert "local_z" not in blinded
+    assert "observed_limit" not in blinded
+    assert blinded["global"] is None
+    assert blinded["expected_limits"]["median"] == pytest.approx(
+        direct.expected_limits[:, 2].tolist()
+    )
+    assert (tmp_path / "blind" / "brazil.png").is_file()
+    zeros = np.zeros_like(signals)
+    empty = write_bumphunt(
+        tmp_path / "none", settings, edges, failing, passes, zeros[0], zeros, blind=True, **options
+    )
+    assert "signal simulation" in empty["note"]
+
+
 @pytest.mark.slow
 def test_several_cuts_are_categories_of_one_blinded_model(ntuples: Path, categories: Path) -> None:
     import rosenblatt as rb
@@ -511,7 +552,16 @@ def test_several_cuts_are_categories_of_one_blinded_model(ntuples: Path, categor
         assert category["transfer_fitted"] > 0.0
         assert (categories / category["figure"]).is_file()
     assert fit["mu_low"] <= fit["mu"] <= fit["mu_high"]
-    assert "one cut" in fit["bumphunt"]["note"]
+    # the bump hunt over the same categories, blinded: expected limits only
+    hunt = _bumphunt(categories)
+    assert hunt["categories"] == [[CATEGORY_CUTS[0], CATEGORY_CUTS[1]], [CATEGORY_CUTS[1], None]]
+    assert hunt["blind"] is True
+    assert "local_z" not in hunt
+    assert "observed_limit" not in hunt
+    assert len(hunt["efficiency"]) == len(CATEGORY_CUTS)
+    assert np.all(np.isfinite(hunt["expected_limits"]["median"]))
+    assert fit["bumphunt"]["categories"] == hunt["categories"]
+    assert (categories / hunt["figures"]["brazil"]).is_file()
     # no passing data count of the window in any category, nor any sum of them, is written
     hidden: set[int] = set()
     for passing in [*spectra, spectra[0] + spectra[1]]:

@@ -19,6 +19,15 @@ gets the bump hunt of :mod:`rosenblatt.abcd.bumphunt` on the same spectra:
   of the largest local excess comes from ``global_toys`` pseudo-experiments
   seeded with ``statistics.seed`` and from the Gross-Vitells estimate.
 
+With several ``passfail.cuts`` the hunt runs over their disjoint categories
+with one ``mu`` (the likelihood of
+:func:`~rosenblatt.abcd.passfail.passfail_categories_workspace`, the exact
+profile of :class:`~rosenblatt.abcd.bumphunt.bump_hunt` over categories):
+each category has the simulation's transfer ratio and non-closure of its
+own, and the templates' signal in each is the signal simulation's fraction
+passing into it (a signal simulation is needed: without one, no split of the
+signal over the categories is known, and the hunt is left out with a note).
+
 Blinded, the hunt sees the passing observation of the pass/fail fit: the
 signal window's passing events are the sidebands' prediction, so the
 spectra are background-like there and only the expected limits and their
@@ -118,6 +127,13 @@ def _templates(
         msg = f"no mass hypothesis lies inside the fit's range [{edges[0]:g}, {edges[-1]:g}] of x"
         raise ValueError(msg)
     total = float(signal_fail.sum() + signal_pass.sum())
+    categorised = signal_pass.ndim == 2
+    if categorised and not total > 0:
+        msg = (
+            "over categories the signal's share in each comes from the signal simulation, "
+            "and there is none in the fit's range"
+        )
+        raise ValueError(msg)
     if settings.signal_template:
         if masses.size != 1:
             msg = f"signal_template needs one mass, got {masses.size}"
@@ -125,10 +141,15 @@ def _templates(
         if not signal_pass.sum() > 0:
             msg = "signal_template: the signal simulation passes the cut nowhere in the fit's range"
             raise ValueError(msg)
-        templates = signal_templates(masses, edges, signal_pass[None, :], signal_fail[None, :])
+        templates = signal_templates(masses, edges, signal_pass[None], signal_fail[None, :])
         return templates, {"template": "signal simulation", "signal_yield": total}
     kept = masses[inside]
-    if total > 0:
+    efficiency: float | list[float]
+    if categorised:
+        efficiency = (signal_pass.sum(axis=1) / total).tolist()
+        leakage = max(1.0 - float(np.sum(efficiency)), 0.0)
+        signal_yield, source = total, "signal simulation"
+    elif total > 0:
         efficiency = float(signal_pass.sum()) / total
         leakage, signal_yield, source = 1.0 - efficiency, total, "signal simulation"
     else:
@@ -161,7 +182,7 @@ def _global(
     passing: FloatArray,
     templates: SignalTemplates,
     settings: HuntSettings,
-    ratio: float,
+    ratio: float | list[float],
     nonclosure: FloatArray | None,
 ) -> tuple[dict[str, Any], GlobalSignificance | None]:
     """The global significance of the largest local excess: toys and Gross-Vitells."""
@@ -203,10 +224,11 @@ def write_bumphunt(
     signal_fail: FloatArray,
     signal_pass: FloatArray,
     *,
-    ratio: float,
+    ratio: float | list[float],
     blind: bool,
     x_label: str,
     nonclosure: FloatArray | None = None,
+    cuts: tuple[float, ...] | None = None,
 ) -> dict[str, Any]:
     """One variant's bump hunt, written to ``where`` (``bumphunt.json`` and its figures).
 
@@ -220,18 +242,25 @@ def write_bumphunt(
         The fit's bin edges of ``x``.
     failing, passing
         The spectra the pass/fail fit observed (blinded: the window's passing
-        events predicted from the sidebands).
+        events predicted from the sidebands); with categories, ``passing``
+        has one row per category, shape ``(K, n)``.
     signal_fail, signal_pass
-        The signal simulation's spectra at the cut (zeros without one).
+        The signal simulation's spectra at the cut (zeros without one);
+        ``signal_pass`` with one row per category where ``passing`` has.
     ratio
-        The background simulation's transfer ratio (the fitted one's bounds).
+        The background simulation's transfer ratio (the fitted one's
+        bounds); with categories, one per category.
     blind
         Whether only the expected limits are results.
     x_label
         The figures' label of ``x``.
     nonclosure
         The background simulation's relative non-closure per bin, as in the
-        pass/fail fit's workspace (none: the hunt has no such uncertainty).
+        pass/fail fit's workspace (none: the hunt has no such uncertainty);
+        with categories, shape ``(K, n)``.
+    cuts
+        The cuts whose categories ``passing`` holds (written to
+        ``bumphunt.json`` as each category's range of the score).
 
     Returns
     -------
@@ -250,6 +279,7 @@ def write_bumphunt(
         return {"note": f"no bump hunt: {err}"}
     out: dict[str, Any] = {
         "blind": blind,
+        **({} if cuts is None else {"categories": _ranges(cuts)}),
         **about,
         "nonclosure": None if nonclosure is None else nonclosure.tolist(),
         **hunt.to_dict(),
@@ -279,6 +309,12 @@ def write_bumphunt(
     return out
 
 
+def _ranges(cuts: tuple[float, ...]) -> list[list[float | None]]:
+    """Each category's range of the score: ``[cut_k, cut_k+1]``, the last ``[cut, None]``."""
+    uppers: list[float | None] = [*cuts[1:], None]
+    return [[low, high] for low, high in zip(cuts, uppers, strict=True)]
+
+
 def summary_numbers(result: dict[str, Any]) -> dict[str, Any]:
     """A hunt's numbers for ``passfail.json`` and ``summary.json``: its headline and table.
 
@@ -288,6 +324,7 @@ def summary_numbers(result: dict[str, Any]) -> dict[str, Any]:
     if "masses" not in result:
         return {"note": result.get("note", "no bump hunt")}
     numbers: dict[str, Any] = {
+        **({"categories": result["categories"]} if "categories" in result else {}),
         "blind": result["blind"],
         "masses": result["masses"],
         "expected_limit": result["expected_limits"]["median"],

@@ -454,7 +454,8 @@ class PassFailConfig:
         doc="cuts on each variant's score, increasing, each one of its cut levels (abcd.y0; "
         "abcd.score_y0 for the raw score): several make disjoint categories, c_k <= score < "
         "c_k+1 and the last above its cut, fitted together for one mu with a transfer ratio "
-        "each and the failing region below the first cut shared (the bump hunt takes one cut)",
+        "each and the failing region below the first cut shared (with masses, the bump hunt "
+        "runs over the same categories)",
         check=_cuts,
         type="list of numbers or null",
         default_doc="the variant's cut y0, one category",

@@ -33,7 +33,10 @@ simulation's ratio and non-closure of its own. ``passfail.json`` then holds
 the numbers of all categories together (passing the first cut) and, under
 ``categories``, each one's fitted transfer ratio beside the simulation's and
 beside ``eps_k / (1 - eps)`` of a uniform score, with its figure
-``passfail_pass_k.png``; the bump hunt takes one cut and is left out.
+``passfail_pass_k.png``. With ``masses`` the bump hunt runs over the same
+categories with one ``mu`` (each category's passing observation, ratio and
+non-closure as in the fit; the signal simulation's share in each category
+as the templates').
 
 Blinded as the ABCD estimate: the data's passing events with ``x >= x0``
 are never filled. The bins whose upper edge lies above ``x0`` are the signal
@@ -248,6 +251,7 @@ def write_passfail(
                 settings.cuts,
                 blind=blind,
                 x_label=x_label,
+                seed=seed,
             )
         else:
             y0 = float(found["y0"]) if settings.cuts is None else settings.cuts[0]
@@ -391,6 +395,7 @@ def _categories_fit(
     *,
     blind: bool,
     x_label: str,
+    seed: int,
 ) -> PassFailJson:
     """The pass/fail fit of one variant with several cuts as categories (``passfail.cuts``).
 
@@ -400,7 +405,7 @@ def _categories_fit(
     blinded, its passing observation of the signal window is the failing data
     times its own pass/fail ratio below ``x0``. The top-level numbers are those
     of all categories together (passing the first cut); ``categories`` holds
-    each one's.
+    each one's. With ``settings.masses`` the bump hunt runs over the categories.
     """
     try:
         import pyhf
@@ -505,9 +510,17 @@ def _categories_fit(
     )
     out["categories"] = categories
     if settings.masses is not None:
-        out["bumphunt"] = {
-            "note": f"no bump hunt: it takes one cut, passfail.cuts gives {len(cuts)}"
-        }
+        out["bumphunt"] = _bump_hunt(
+            where,
+            settings,
+            seed,
+            (edges, data_fail, np.stack(observed), signal_fail, np.stack(signal_passes)),
+            ratio=[closure.ratio for closure in closures],
+            nonclosure=np.stack([closure.uncertainty for closure in closures]),
+            blind=blind,
+            x_label=x_label,
+            cuts=cuts,
+        )
     return out
 
 
@@ -632,17 +645,30 @@ def _bump_hunt(
     seed: int,
     arrays: tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray],
     *,
-    ratio: float,
+    ratio: float | list[float],
     nonclosure: FloatArray,
     blind: bool,
     x_label: str,
+    cuts: tuple[float, ...] | None = None,
 ) -> dict[str, Any]:
-    """A variant's bump hunt on the fit's spectra; its numbers for ``passfail.json``."""
+    """A variant's bump hunt on the fit's spectra; its numbers for ``passfail.json``.
+
+    With ``cuts`` (several, as categories) the passing spectra, the passing
+    signal and the non-closure have one row per category, and ``ratio`` one
+    entry.
+    """
     from rosenblatt.studies.abcd.bumphunt import HuntSettings, summary_numbers, write_bumphunt
 
     hunt = HuntSettings.from_config(settings, seed)
     result = write_bumphunt(
-        where, hunt, *arrays, ratio=ratio, blind=blind, x_label=x_label, nonclosure=nonclosure
+        where,
+        hunt,
+        *arrays,
+        ratio=ratio,
+        blind=blind,
+        x_label=x_label,
+        nonclosure=nonclosure,
+        cuts=cuts,
     )
     return summary_numbers(result)
 

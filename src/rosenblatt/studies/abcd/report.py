@@ -378,6 +378,12 @@ def _bumphunt_lines(variant: str, hunt: dict[str, Any]) -> list[str]:
         return ["", f"Bump hunt of `{variant}`: {hunt.get('note', 'none')}"]
     confidence = f"{100 * (1 - hunt['level']):.0f}%"
     lines = ["", f"### Bump hunt of `{variant}`", ""]
+    if hunt.get("categories"):
+        spans = ", ".join(
+            f"score ≥ {low:.4g}" if high is None else f"{low:.4g} ≤ score < {high:.4g}"
+            for low, high in hunt["categories"]
+        )
+        lines += [f"Over the categories of `passfail.cuts` ({spans}), fitted for one μ.", ""]
     figures = hunt["figures"]
     if hunt["blind"]:
         lines += [
