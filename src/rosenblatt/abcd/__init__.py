@@ -34,8 +34,9 @@ carries its statistical uncertainty.
 - :mod:`~rosenblatt.abcd.templates`: the signal of each mass hypothesis in bins
   of ``x`` (:func:`gaussian_templates`, :func:`signal_templates`);
 - :mod:`~rosenblatt.abcd.bumphunt`: the bump hunt on a grid of mass hypotheses
-  with that fit (:func:`bump_hunt`): the local significance and the CLs limit
-  per hypothesis, the global significance (:func:`global_significance`).
+  with that fit (:func:`bump_hunt`; one cut, or several as categories with one
+  ``mu``): the local significance and the CLs limit per hypothesis, the global
+  significance (:func:`global_significance`).
 """
 
 from __future__ import annotations

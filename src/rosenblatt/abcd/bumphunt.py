@@ -12,6 +12,13 @@ local excess anywhere on the grid: from pseudo-experiments of the
 background-only fit, and from the number of upcrossings of Gross and Vitells
 (arXiv:1005.1891).
 
+Several cuts as disjoint categories
+(:func:`~rosenblatt.abcd.passfail.passfail_categories_workspace`) are hunted
+in together for one ``mu``: passing spectra of shape ``(K, n)`` and
+templates whose passing yields have one row per category (shape
+``(m, K, n)``). Each bin of ``x`` has one failing background, each category
+its own transfer ratio and non-closure.
+
 Two ways to compute the same asymptotic results:
 
 - ``method="profile"`` (the default) profiles the likelihood exactly: at
@@ -25,11 +32,15 @@ Two ways to compute the same asymptotic results:
   and the CLs values are those of pyhf's asymptotic calculator (``q0``;
   ``qtilde`` with its Asimov data set generated at the background-only fit to
   the data), and a scan of many masses, or of many pseudo-experiments, takes
-  seconds.
+  seconds. Over categories each bin's background is a one-dimensional root
+  (the free non-closure factors in closed form at each background) and the
+  transfer ratios are fitted by Newton steps with the profiled likelihood's
+  Hessian in closed form.
 - ``method="pyhf"`` calls :func:`pyhf.infer.hypotest` and
   :func:`pyhf.infer.intervals.upper_limits.upper_limit` on each mass's
-  :func:`~rosenblatt.abcd.passfail.passfail_workspace` (a non-closure per bin
-  allowed); a fit of a model with one free parameter per bin takes about a
+  :func:`~rosenblatt.abcd.passfail.passfail_workspace` (over categories
+  :func:`~rosenblatt.abcd.passfail.passfail_categories_workspace`; a
+  non-closure per bin allowed); a fit of a model with one free parameter per bin takes about a
   second, an upper limit minutes.
 """
 
