@@ -327,6 +327,11 @@ def test_function_quantity_from_a_file(
     source = uproot.open(str(paths[1]))[TREE].arrays(library="np")
     y1 = 1.0 - 2.0 * source["tagger_out"]
     assert np.array_equal(friend["gamma_f"], expected.transform(source["m_jj"], y1))
+    # the recorded function is the default score
+    recorded = tmp_path / "recorded.root"
+    assert main(["apply", str(transform), str(paths[1]), "--output", str(recorded)]) == 0
+    again = uproot.open(str(recorded))[TREE].arrays(library="np")
+    assert np.array_equal(again["gamma_f"], friend["gamma_f"])
 
     (tmp_path / "broken.py").write_text("def score(events):\n    return events.no_such\n")
     args[args.index("my_score.py:score")] = "broken.py:score"
@@ -563,3 +568,14 @@ def test_fit_mixes_the_defining_datasets_of_a_configuration_at_their_cross_secti
 
     assert main([*args, str(paths[0]), "--output", str(output)]) == 2
     assert "leave FILEs out" in capsys.readouterr().err
+
+
+def test_a_recorded_model_score_is_refused_as_a_default_in_one_line() -> None:
+    from rosenblatt.commands.apply import _as_option
+
+    assert _as_option("tagger_out", "--score", "t.json") == "tagger_out"
+    assert _as_option("function f.py:y", "--score", "t.json") == "f.py:y"
+    with pytest.raises(
+        ValueError, match=r"t\.json was fitted on y = xgboost m\.json.*give --score"
+    ):
+        _as_option("xgboost m.json", "--score", "t.json")

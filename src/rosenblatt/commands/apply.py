@@ -159,10 +159,33 @@ def recorded_inputs(args: argparse.Namespace, record: dict[str, Any] | None) -> 
             )
         record = {"treename": DEFAULT_TREENAME, "jets": DEFAULT_JETS}
     else:
-        args.x = record["x"] if args.x is None else args.x
-        args.score = record["y"] if args.score is None else args.score
+        args.x = _as_option(record["x"], "--x", args.transform) if args.x is None else args.x
+        args.score = (
+            _as_option(record["y"], "--score", args.transform) if args.score is None else args.score
+        )
     args.treename = record["treename"] if args.treename is None else args.treename
     args.jets = record["jets"] if args.jets is None else args.jets
+
+
+def _as_option(recorded: str, option: str, transform: str) -> str:
+    """The command-line form of a recorded quantity (``function f.py:y`` is ``f.py:y``).
+
+    Raises
+    ------
+    ValueError
+        For a quantity the command line cannot give (a model's score, from a
+        configuration), naming the option to give.
+    """
+    kind, _, rest = recorded.partition(" ")
+    if not rest:
+        return recorded
+    if kind == "function":
+        return rest
+    raise ValueError(
+        f"{transform} was fitted on {option[2:].replace('score', 'y')} = {recorded}, which "
+        f"{option} cannot give: give {option} as a branch or a function (module:name, "
+        "file.py:name) of the same values, with --allow-other-quantities"
+    )
 
 
 def check_quantities(
