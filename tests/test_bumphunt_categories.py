@@ -317,3 +317,23 @@ def test_the_pyhf_method_on_categories_gives_the_same_results(spectra) -> None:
     np.testing.assert_allclose(direct.q0, profile.q0, rtol=1e-3, atol=1e-6)
     np.testing.assert_allclose(direct.observed_limit, profile.observed_limit, rtol=1e-4)
     np.testing.assert_allclose(direct.expected_limits, profile.expected_limits, rtol=1e-4)
+
+
+def test_an_empty_category_holds_its_ratio_at_the_bound() -> None:
+    """A category without passing events (a pseudo-experiment's): its ratio at pyhf's bound."""
+    rng = np.random.default_rng(5)
+    failing = rng.poisson(BACKGROUND * 0.9).astype(float)
+    passing = np.stack([rng.poisson(BACKGROUND * 0.08), np.zeros(BACKGROUND.size)])
+    passing[0, 2:4] += 10.0
+    ratios = [0.08 / 0.9, 0.02 / 0.9]
+    templates = gaussian_templates(EDGES, [0.5], 0.08, signal_yield=30.0, efficiency=[0.5, 0.0])
+    # the signal passes into the first category only; the second holds no event
+    z = local_significance_scan(passing, failing, templates, ratio=ratios)
+    with quiet_pyhf():
+        workspace = passfail_categories_workspace(
+            failing, list(passing), list(templates.passing[0]), templates.failing[0], ratios=ratios
+        )
+        q0, mu_hat = _pyhf_fits(workspace)
+    assert q0 > 1.0
+    assert mu_hat > 0
+    assert z[0] ** 2 == pytest.approx(q0, rel=1e-6, abs=1e-8)

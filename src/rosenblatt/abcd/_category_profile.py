@@ -343,14 +343,22 @@ class CategoryProfile:
         start = np.log(self._null_ratios()) if warm is None else warm
         t = np.broadcast_to(start, (mu.size, count)).copy()
         value, grad, hessian = self.curvature(mu, t, s_pass, s_fail)
+        identity = np.eye(count, dtype=bool)
         for _ in range(NEWTON_STEPS):
+            # a ratio at its bound, the likelihood rising beyond it, stays there
+            held = ((t <= self.t_low) & (grad > 0)) | ((t >= self.t_high) & (grad < 0))
+            coupled = held[:, :, None] | held[:, None, :]
+            hessian = np.where(coupled, np.where(identity, 1.0, 0.0), hessian)
+            grad = np.where(held, 0.0, grad)
             convex = np.linalg.eigvalsh(hessian)[:, 0] > 0
             safe = np.where(convex[:, None, None], hessian, np.eye(count))
             newton = np.linalg.solve(safe, -grad[:, :, None])[:, :, 0]
             diagonal = np.maximum(np.abs(np.diagonal(hessian, axis1=1, axis2=2)), 1e-300)
-            step = np.where(convex[:, None], newton, -grad / diagonal)
-            largest = np.max(np.abs(step), axis=1, keepdims=True)
-            step = step * np.minimum(1.0, MAX_STEP / np.maximum(largest, 1e-300))
+            with np.errstate(over="ignore", invalid="ignore"):
+                step = np.where(convex[:, None], newton, -grad / diagonal)
+                largest = np.max(np.abs(step), axis=1, keepdims=True)
+                step = step * np.minimum(1.0, MAX_STEP / np.maximum(largest, 1e-300))
+            step = np.nan_to_num(step)
             full = convex & (largest[:, 0] <= MAX_STEP)
             done = np.zeros(mu.size, dtype=bool)
             scale = np.ones(mu.size)
