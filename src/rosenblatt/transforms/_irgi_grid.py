@@ -18,6 +18,7 @@ from rosenblatt._schema import SchemaError
 from rosenblatt.transforms._bisection import bisect_segments, max_depth
 from rosenblatt.transforms._column_grid import count_le
 from rosenblatt.transforms._kernels import group_by_key
+from rosenblatt.transforms._local_polynomial import rearrange
 from rosenblatt.typing import FloatArray, Int64Array, IntArray
 
 if TYPE_CHECKING:
@@ -119,21 +120,20 @@ def check_column_weight(column_weight: FloatArray, boundaries: FloatArray) -> No
 def column_cdf(weight_below: FloatArray, column_weight: FloatArray) -> FloatArray:
     """The normalised CDF at every edge from the weight below the inner edges, per column.
 
-    Raises
-    ------
-    ValueError
-        If negative weights make the CDF of a column decrease.
+    Negative weights (next-to-leading-order simulation) can leave a bin of a
+    column with a negative weight, so that the column's cumulative weight
+    falls there. Such a column is made monotone by rearrangement (its values
+    sorted and clipped to ``[0, 1]``), as GridKDE's columns are: the sorted
+    values are never farther from a monotone CDF than the raw ones, and a
+    column without a negative bin is left as it is.
     """
     cdf = np.empty((len(column_weight), weight_below.shape[1] + 2))
     cdf[:, 1:-1] = weight_below / column_weight[:, None]
     cdf[:, 0] = 0.0
     cdf[:, -1] = 1.0
-    if np.any(np.diff(cdf, axis=1) < 0):
-        msg = (
-            "negative weights make a bin of the IRGI grid negative, so gamma would not "
-            "be monotone in y; use a smaller depth"
-        )
-        raise ValueError(msg)
+    falling = np.any(np.diff(cdf, axis=1) < 0, axis=1)
+    if np.any(falling):
+        cdf[falling] = rearrange(cdf[falling])
     return cdf
 
 
