@@ -518,16 +518,20 @@ def local_significance_scan(
     relative = _nonclosure(nonclosure, failing.shape[1])
     counts = None if aux is None or relative is None else np.asarray(aux, dtype=np.float64)
     profile = Profile(failing, passing, _ratio(failing, passing, ratio), relative, counts)
-    null = profile.conditional(
-        np.zeros(failing.shape[0]), templates.passing[0], templates.failing[0]
-    )
-    z = np.empty((failing.shape[0], templates.masses.size))
+    z = _scan(profile, templates, failing.shape[0])
+    return z[0] if np.ndim(fail_counts) == 1 else z
+
+
+def _scan(profile: Profile | CategoryProfile, templates: SignalTemplates, n: int) -> FloatArray:
+    """The local significance of each of ``n`` spectra (rows) at each mass (columns)."""
+    null = profile.conditional(np.zeros(n), templates.passing[0], templates.failing[0])
+    z = np.empty((n, templates.masses.size))
     for index, (s_pass, s_fail) in enumerate(
         zip(templates.passing, templates.failing, strict=True)
     ):
         mu_hat, best = profile.free(s_pass, s_fail)
         z[:, index] = np.where(mu_hat > 0, np.sqrt(np.maximum(null - best, 0.0)), 0.0)
-    return z[0] if np.ndim(fail_counts) == 1 else z
+    return z
 
 
 def _category_scan(
@@ -567,15 +571,7 @@ def _category_scan(
     profile = CategoryProfile(
         failing, passing, ratios, relative, None if relative is None else counts
     )
-    null = profile.conditional(
-        np.zeros(failing.shape[0]), templates.passing[0], templates.failing[0]
-    )
-    z = np.empty((failing.shape[0], templates.masses.size))
-    for index, (s_pass, s_fail) in enumerate(
-        zip(templates.passing, templates.failing, strict=True)
-    ):
-        mu_hat, best = profile.free(s_pass, s_fail)
-        z[:, index] = np.where(mu_hat > 0, np.sqrt(np.maximum(null - best, 0.0)), 0.0)
+    z = _scan(profile, templates, failing.shape[0])
     return z[0] if np.ndim(fail_counts) == 1 else z
 
 
