@@ -295,6 +295,55 @@ def test_a_stop_signal_raises_stopped_once_and_the_handlers_come_back() -> None:
         assert stop_signal() == signal.SIGTERM
 
 
+def _signal_in_a_callback_from_c() -> None:
+    """SIGTERM handled inside a callback from C, as numba's compiler makes: its exception is lost."""
+    import ctypes
+
+    def callback() -> None:
+        _signal_self(signal.SIGTERM)
+
+    ctypes.CFUNCTYPE(None)(callback)()
+
+
+def _fit_step(reached: list[str]) -> None:
+    with step("fit"):
+        _signal_in_a_callback_from_c()
+        reached.append("the step's end")
+
+
+def test_a_stop_signal_lost_in_a_callback_from_c_stops_the_run_at_its_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lost: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", lost.append)
+    reached: list[str] = []
+    with stop_on_signals(), pytest.raises(Stopped) as caught:
+        _fit_step(reached)
+    # the signal's exception was dropped where it was raised, and the step went on
+    assert [type(error.exc_value) for error in lost] == [Stopped]
+    assert reached == ["the step's end"]
+    assert caught.value.signum == signal.SIGTERM
+    assert interrupted_step(caught.value) == "fit"
+    assert interrupted_status(caught.value) == 128 + signal.SIGTERM
+
+
+def _analyse_then_close(ran: list[str]) -> None:
+    try:
+        with step("analyse"):
+            _signal_self(signal.SIGTERM)
+    finally:
+        with step("close"):
+            ran.append("close")
+
+
+def test_a_stop_signal_unwinding_lets_the_steps_of_the_clean_up_run() -> None:
+    ran: list[str] = []
+    with stop_on_signals(), pytest.raises(Stopped) as caught:
+        _analyse_then_close(ran)
+    assert ran == ["close"]
+    assert interrupted_step(caught.value) == "analyse"
+
+
 def test_a_signal_this_process_ignores_stays_ignored() -> None:
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:

@@ -73,8 +73,9 @@ class Stopped(KeyboardInterrupt):
         super().__init__(f"stopped by {signal.Signals(self.signum).name}")
 
 
-#: the process that handles the stop signals, and the first stop signal it received
-_handling: dict[str, int | None] = {"pid": None, "received": None}
+#: the process that handles the stop signals, the first stop signal it received, and whether
+#: a step has seen the exception it raised on its way out (1) or not yet (None)
+_handling: dict[str, int | None] = {"pid": None, "received": None, "unwinding": None}
 
 
 def _on_stop_signal(signum: int, _frame: Any) -> None:
@@ -100,7 +101,7 @@ def stop_on_signals() -> Iterator[None]:
     were there are restored on leaving the block.
     """
     previous: dict[int, Any] = {}
-    _handling.update(pid=os.getpid(), received=None)
+    _handling.update(pid=os.getpid(), received=None, unwinding=None)
     try:
         for signum in STOP_SIGNALS:
             if signal.getsignal(signum) is signal.SIG_IGN:
@@ -113,7 +114,7 @@ def stop_on_signals() -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-        _handling.update(pid=None, received=None)
+        _handling.update(pid=None, received=None, unwinding=None)
 
 
 def stop_signal() -> int | None:
@@ -155,15 +156,35 @@ def step(name: str) -> Iterator[None]:
     a stop signal was received, any exception is marked: the one the signal
     raised may be replaced as the run unwinds (a pool whose workers the same
     signal ended).
+
+    A stop signal whose exception no step has seen on its way out was lost
+    where the interpreter cannot pass an exception on (a callback from C code,
+    as numba's compiler makes into Python, prints it and drops it): a step
+    raises it again as it starts or ends, so that the run stops all the same.
     """
+    _raise_lost_stop(name)
     try:
         yield
     except BaseException as err:
         stopping = isinstance(err, KeyboardInterrupt) or stop_signal() is not None
-        if stopping and interrupted_step(err) is None:
-            with contextlib.suppress(AttributeError):
-                err.rosenblatt_step = name  # type: ignore[attr-defined]
+        if stopping:
+            _handling["unwinding"] = 1
+            if interrupted_step(err) is None:
+                with contextlib.suppress(AttributeError):
+                    err.rosenblatt_step = name  # type: ignore[attr-defined]
         raise
+    _raise_lost_stop(name)
+
+
+def _raise_lost_stop(name: str) -> None:
+    """Raise :class:`Stopped` (in step ``name``) for a stop signal whose exception was lost."""
+    received = _handling["received"]
+    if received is None or _handling["unwinding"] is not None:
+        return
+    _handling["unwinding"] = 1
+    stopped = Stopped(received)
+    stopped.rosenblatt_step = name  # type: ignore[attr-defined]
+    raise stopped
 
 
 def interrupted_step(error: BaseException) -> str | None:
