@@ -163,6 +163,26 @@ def _data_counts(ntuples: Path, out: Path, variant: str) -> np.ndarray:
     return _count(x, y, closure["x0"], closure["y0"]), x, y
 
 
+def test_a_rerun_reads_the_bootstrap_replicas_back(
+    ntuples: Path, unblinded: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same run again keeps its ensembles; a damaged one is named and fitted again."""
+    kept = ntuples / "cache-unblinded" / "ensembles" / "irgi_ensemble.json"
+    with caplog.at_level(logging.INFO):
+        again = _run(ntuples, "unblinded", blind=False, statistics={"seed": 1})
+    assert "transform irgi: bootstrap replicas kept from an earlier run" in caplog.text
+    assert (again / "irgi_ensemble.json").read_bytes() == kept.read_bytes()
+    data = bytearray(kept.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    kept.write_bytes(bytes(data))
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        _run(ntuples, "unblinded", blind=False, statistics={"seed": 1})
+    assert "irgi_ensemble.json" in caplog.text
+    assert "transform irgi: bootstrap replicas kept" not in caplog.text
+    assert (again / "irgi_ensemble.json").read_bytes() == kept.read_bytes()
+
+
 def test_unblinded_data_equal_an_independent_count(ntuples: Path, unblinded: Path) -> None:
     estimates = json.loads((unblinded / "estimate.json").read_text())
     for variant in ("score", "irgi"):

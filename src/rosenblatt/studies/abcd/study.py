@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from rosenblatt._records import file_digest
+from rosenblatt._records import check_record, file_digest, write_record
 from rosenblatt.studies._common import Steps
 from rosenblatt.studies.abcd.config import AbcdConfig
 from rosenblatt.studies.abcd.preflight import Preflight
@@ -370,6 +370,15 @@ class _DefiningSample:
             self.events = (x, y, None if np.all(weight == 1.0) else weight)
         return self.events
 
+    def digests(self) -> dict[str, str]:
+        """The content hash of each skim file, by its name."""
+        return {Path(skim).name: file_digest(skim) for skim in self.skims}
+
+
+def _record_of(kept: Path) -> Path:
+    """The record of a file the study keeps between runs: what it was computed from."""
+    return kept.with_name(f"{kept.stem}.record.json")
+
 
 #: draws of Poisson weights tried by :func:`_replica_problem` before it gives up
 REPLICA_CHECK_DRAWS = 3
@@ -657,7 +666,10 @@ def _ensembles(
     events fitted in the workers). Returns per transform the file written, or
     why none was. A transform whose ensemble cannot be fitted is marked
     invalid in ``fitted`` (:meth:`FittedTransforms.mark_invalid`): it is left
-    out of the analysis, and the others go on.
+    out of the analysis, and the others go on. An ensemble an earlier run
+    computed from the same fitted transform, defining skims, replicas and
+    seed is read back from ``<data.folder>/ensembles/`` (its record holds
+    their hashes and the file's), so that a resumed run does not fit it again.
     """
     import rosenblatt as rb
 
@@ -681,18 +693,34 @@ def _ensembles(
             notes[spec.name] = f"none: {err}"
             continue
         n_boot = cfg.statistics.replicas(weight)
-        try:
-            with warnings.catch_warnings():
-                # the fit step has logged a grid too coarse for the cuts
-                warnings.filterwarnings("ignore", "IRGI .* bins beyond the cut", UserWarning)
-                ensemble = rb.bootstrap(spec.build(), x, y, weight, n=n_boot, seed=seed, keyed=True)
-        except ValueError as err:
-            notes[spec.name] = f"none: {err}"
-            fitted.mark_invalid(
-                spec.name, f"its bootstrap ensemble cannot be fitted: {err}", folder
-            )
-            continue
+        kept = cfg.data_dir / "ensembles" / f"{spec.name}_ensemble.json"
+        inputs = {
+            "transform": file_digest(folder / f"{spec.name}.json"),
+            "defining": sample.digests(),
+            "n_boot": n_boot,
+            "seed": seed,
+        }
         path = folder / f"{spec.name}_ensemble.json"
+        if check_record(_record_of(kept), inputs):
+            ensemble = cast("TransformEnsemble", rb.load(kept))
+            log.info("transform %s: bootstrap replicas kept from an earlier run", spec.name)
+        else:
+            try:
+                with warnings.catch_warnings():
+                    # the fit step has logged a grid too coarse for the cuts
+                    warnings.filterwarnings("ignore", "IRGI .* bins beyond the cut", UserWarning)
+                    ensemble = rb.bootstrap(
+                        spec.build(), x, y, weight, n=n_boot, seed=seed, keyed=True
+                    )
+            except ValueError as err:
+                notes[spec.name] = f"none: {err}"
+                fitted.mark_invalid(
+                    spec.name, f"its bootstrap ensemble cannot be fitted: {err}", folder
+                )
+                continue
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            ensemble.save(kept)
+            write_record(_record_of(kept), [kept], inputs)
         ensemble.save(path)
         notes[spec.name] = path.name
         made[spec.name] = ensemble
