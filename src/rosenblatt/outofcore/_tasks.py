@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt._jit import one_thread_in_a_dask_worker
 from rosenblatt.outofcore._order import Group, window_mask
 from rosenblatt.outofcore._skims import SkimStore, bootstrap_counts
 from rosenblatt.transforms import _local_polynomial as lp
@@ -49,6 +50,7 @@ __all__ = [
 
 def run_task(task: Any) -> dict[str, Any]:
     """Run a task on a worker: ``{task.key: result}``."""
+    one_thread_in_a_dask_worker()
     return {task.key: task.run()}
 
 

@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from rosenblatt._atomic import atomic_write
+from rosenblatt._jit import one_thread_in_a_dask_worker
 from rosenblatt._records import check_files, corrupt, file_entries, is_sealed, seal
 
 try:  # the pieces of a pass that runs without coffea (``rosenblatt fit``) need none
@@ -465,6 +466,7 @@ class PieceTask:
 
     def __call__(self, item: Any) -> dict[str, Any]:
         """Compute the item and write its piece (or return it)."""
+        one_thread_in_a_dask_worker()
         if not self.store.shared:
             # a processor's method: called on the copy of the processor that skims locally
             owner = getattr(self.function, "__self__", None)

@@ -248,10 +248,10 @@ def worker_environment() -> dict[str, str]:
     Compiled kernels run one thread per worker (``NUMBA_NUM_THREADS=1``): the
     pool's processes share the cores, and two processes each running numba's
     threads on the same cores stall. A value the user set in this process's
-    environment is kept, as is their ``LOKY_MAX_MEMORY_LEAK_SIZE``. (A dask
-    worker imports numba before a nanny's environment reaches it, and numba
-    refuses a thread count changed after its threads started: dask workers
-    take ``NUMBA_NUM_THREADS`` from the environment they are started in.)
+    environment is kept, as is their ``LOKY_MAX_MEMORY_LEAK_SIZE``. A dask
+    worker imports numba before a nanny's environment reaches it: its tasks
+    set the count for their own thread
+    (:func:`rosenblatt._jit.one_thread_in_a_dask_worker`).
     """
     environment = {
         "NUMBA_NUM_THREADS": "1",
