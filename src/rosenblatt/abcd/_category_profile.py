@@ -22,7 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from rosenblatt.abcd._profile import BISECTIONS, SHAPESYS_BOUNDS, increasing_root
+from rosenblatt.abcd._profile import (
+    BISECTIONS,
+    SHAPESYS_BOUNDS,
+    increasing_root,
+    nonclosure_constraint,
+    xlogx,
+)
 from rosenblatt.abcd.passfail import TRANSFER_BOUNDS
 from rosenblatt.typing import ArrayLike, BoolArray, FloatArray
 
@@ -88,7 +94,7 @@ class CategoryProfile:
         self.ratios = np.asarray(ratios, dtype=np.float64).reshape(-1)
         self.t_low = np.log(self.ratios * TRANSFER_BOUNDS[0])
         self.t_high = np.log(self.ratios * TRANSFER_BOUNDS[1])
-        saturated = _xlogx(self.f).sum(axis=1) + _xlogx(self.p).sum(axis=(1, 2))
+        saturated = xlogx(self.f).sum(axis=1) + xlogx(self.p).sum(axis=(1, 2))
         self.saturated = saturated - self.f.sum(axis=1) - self.p.sum(axis=(1, 2))
         # the rounding error of -2 ln L: its terms are of the order of the counts
         total = self.f.sum(axis=1) + self.p.sum(axis=(1, 2))
@@ -96,18 +102,9 @@ class CategoryProfile:
         self.nonclosure = nonclosure
         self._last: dict[int, FloatArray] = {}
         self.varied: BoolArray | None = None
-        if nonclosure is not None and np.any(np.asarray(nonclosure) > 0):
-            relative = np.asarray(nonclosure, dtype=np.float64)
-            varied = np.broadcast_to(relative > 0, self.p.shape)
-            with np.errstate(divide="ignore"):
-                tau = np.where(varied, 1.0 / relative**2, 1.0)
-            self.varied = varied
-            self.tau = np.broadcast_to(tau, self.p.shape)
-            self.aux = np.broadcast_to(
-                self.tau if aux is None else np.asarray(aux, dtype=np.float64), self.p.shape
-            )
-            self.log_tau = np.log(self.tau)
-            self.aux_saturated = _xlogx(self.aux) - self.aux
+        constraint = nonclosure_constraint(nonclosure, aux, self.p.shape)
+        if constraint is not None:
+            self.varied, self.tau, self.aux, self.log_tau, self.aux_saturated = constraint
 
     def factors(self, b: FloatArray, r: FloatArray, c: FloatArray) -> FloatArray:
         """Each category's non-closure factor ``g`` at its maximum given the background ``b``.
@@ -416,8 +413,3 @@ class CategoryProfile:
             high = np.where(falling, 4.0 * high, high)
         mu_hat = np.where(signal, increasing_root(slope, zero, high), 0.0)
         return mu_hat, self.conditional(mu_hat, s_pass, s_fail)
-
-
-def _xlogx(values: FloatArray) -> FloatArray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(values > 0, values * np.log(values), 0.0)

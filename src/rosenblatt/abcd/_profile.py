@@ -14,14 +14,22 @@ holds the likelihood of ``k`` data sets at once and its fits;
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from rosenblatt.abcd.passfail import TRANSFER_BOUNDS
 from rosenblatt.typing import ArrayLike, BoolArray, FloatArray
 
-__all__ = ["BISECTIONS", "SHAPESYS_BOUNDS", "Profile", "increasing_root"]
+__all__ = [
+    "BISECTIONS",
+    "SHAPESYS_BOUNDS",
+    "NonclosureConstraint",
+    "Profile",
+    "increasing_root",
+    "nonclosure_constraint",
+    "xlogx",
+]
 
 
 #: the most steps of a root search in a fit (and of the widening of its interval)
@@ -63,21 +71,13 @@ class Profile:
         self.p = np.atleast_2d(np.asarray(passing, dtype=np.float64))
         self.ratio = ratio
         self.t_bounds = (math.log(ratio * TRANSFER_BOUNDS[0]), math.log(ratio * TRANSFER_BOUNDS[1]))
-        saturated = _xlogx(self.f).sum(axis=1) + _xlogx(self.p).sum(axis=1)
+        saturated = xlogx(self.f).sum(axis=1) + xlogx(self.p).sum(axis=1)
         self.saturated = saturated - self.f.sum(axis=1) - self.p.sum(axis=1)
         self.nonclosure = nonclosure
         self.varied: BoolArray | None = None
-        if nonclosure is not None and np.any(nonclosure > 0):
-            varied = np.broadcast_to(np.asarray(nonclosure) > 0, self.f.shape)
-            with np.errstate(divide="ignore"):
-                tau = np.where(varied, 1.0 / np.asarray(nonclosure, dtype=np.float64) ** 2, 1.0)
-            self.varied = varied
-            self.tau = np.broadcast_to(tau, self.f.shape)
-            self.aux = np.broadcast_to(
-                self.tau if aux is None else np.asarray(aux, dtype=np.float64), self.f.shape
-            )
-            self.log_tau = np.log(self.tau)
-            self.aux_saturated = _xlogx(self.aux) - self.aux
+        constraint = nonclosure_constraint(nonclosure, aux, self.f.shape)
+        if constraint is not None:
+            self.varied, self.tau, self.aux, self.log_tau, self.aux_saturated = constraint
 
     def background(self, a: FloatArray, c: FloatArray, r: FloatArray) -> FloatArray:
         """Each bin's background maximising the likelihood at signal yields ``a``, ``c``.
@@ -241,6 +241,36 @@ def increasing_root(function: Any, low: FloatArray, high: FloatArray) -> FloatAr
     return np.where(below, high, np.where(above, low, root))
 
 
-def _xlogx(values: FloatArray) -> FloatArray:
+def xlogx(values: FloatArray) -> FloatArray:
+    """``x log x``, 0 at ``x = 0`` (a Poisson likelihood's saturated term)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(values > 0, values * np.log(values), 0.0)
+
+
+class NonclosureConstraint(NamedTuple):
+    """The Poisson constraints of the passing background's non-closure factors, per bin.
+
+    ``varied`` where a factor varies; ``tau = 1 / relative**2``, the
+    auxiliary counts ``aux`` (``tau`` at the nominal), ``log tau`` and
+    ``aux log aux - aux``, each broadcast to the spectra's shape.
+    """
+
+    varied: BoolArray
+    tau: FloatArray
+    aux: FloatArray
+    log_tau: FloatArray
+    aux_saturated: FloatArray
+
+
+def nonclosure_constraint(
+    nonclosure: ArrayLike | None, aux: ArrayLike | None, shape: tuple[int, ...]
+) -> NonclosureConstraint | None:
+    """The constraints of relative non-closures ``nonclosure``; None where no factor varies."""
+    if nonclosure is None or not np.any(np.asarray(nonclosure) > 0):
+        return None
+    relative = np.asarray(nonclosure, dtype=np.float64)
+    varied = np.broadcast_to(relative > 0, shape)
+    with np.errstate(divide="ignore"):
+        tau = np.broadcast_to(np.where(varied, 1.0 / relative**2, 1.0), shape)
+    counts = np.broadcast_to(tau if aux is None else np.asarray(aux, dtype=np.float64), shape)
+    return NonclosureConstraint(varied, tau, counts, np.log(tau), xlogx(counts) - counts)
