@@ -37,7 +37,7 @@ pytestmark = pytest.mark.slow
 
 XSEC = {"qcd": 2000.0, "sig": 10.0}
 #: a wall time or a rate in a log or report line
-TIMING = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\s*(?:events/s|s\b|ms\b|min\b)")
+TIMING = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?\s*(?:events/s|s\b|ms\b|min\b)")
 #: a path in a log or report line (a word with a slash)
 PATHS = re.compile(r"\S*/\S*")
 LUMI = 3.0
