@@ -136,6 +136,8 @@ def main(args: argparse.Namespace) -> int:
     from rosenblatt.studies.config import find_config, load_config
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    # numexpr, imported by pandas, announces its thread count at INFO
+    logging.getLogger("numexpr").setLevel(logging.WARNING)
     start = time.perf_counter()
     what = f"rosenblatt run {args.config}"
     config: dict[str, Any] = {}
