@@ -256,6 +256,18 @@ AUTO_REPLICAS = 20
 NEGATIVE_WEIGHT_REPLICAS = 50
 
 
+def resolved_replicas(n_boot: int | str, negative: bool) -> int:
+    """The bootstrap replicas ``n_boot`` asks for, ``auto`` resolved.
+
+    ``n_boot`` as given, or for ``auto`` :data:`AUTO_REPLICAS`, and
+    :data:`NEGATIVE_WEIGHT_REPLICAS` where ``negative`` (some defining events weigh
+    less than zero).
+    """
+    if n_boot != "auto":
+        return int(n_boot)
+    return NEGATIVE_WEIGHT_REPLICAS if negative else AUTO_REPLICAS
+
+
 def _replicas(value: Any, source: str, key: str) -> int | str:
     """``statistics.n_boot``: ``auto``, 0 (no ensemble) or at least 2 replicas."""
     if value == "auto":
@@ -295,10 +307,8 @@ class StatisticsConfig:
         ``n_boot`` as given, or for ``auto`` :data:`AUTO_REPLICAS`, and
         :data:`NEGATIVE_WEIGHT_REPLICAS` where any weight is negative.
         """
-        if self.n_boot != "auto":
-            return int(self.n_boot)
         negative = weight is not None and bool(np.any(np.asarray(weight) < 0))
-        return NEGATIVE_WEIGHT_REPLICAS if negative else AUTO_REPLICAS
+        return resolved_replicas(self.n_boot, negative)
 
 
 #: ``passfail.transfer`` values

@@ -16,6 +16,7 @@ from rosenblatt.studies.abcd.config import (
     AUTO_REPLICAS,
     NEGATIVE_WEIGHT_REPLICAS,
     TransformConfig,
+    resolved_replicas,
 )
 from rosenblatt.studies.config_checks import (
     count,
@@ -199,10 +200,7 @@ class ToysConfig(StudyConfig):
     @property
     def replicas(self) -> int:
         """The keyed replicas per pseudo-experiment: ``n_boot``, ``auto`` resolved."""
-        if self.n_boot != "auto":
-            return int(self.n_boot)
-        negative = self.negative_weight_fraction > 0
-        return NEGATIVE_WEIGHT_REPLICAS if negative else AUTO_REPLICAS
+        return resolved_replicas(self.n_boot, self.negative_weight_fraction > 0)
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> ToysConfig:
