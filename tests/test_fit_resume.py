@@ -189,6 +189,16 @@ def test_a_changed_file_or_option_is_read_again(
     assert damaged.name in caplog.text
     assert (tmp_path / "damaged.json").read_bytes() == fresh("damaged-fresh.json")
 
+    # a bit flipped in a piece's values is named as the piece is read, and its chunk read again
+    flipped = _pieces(pieces)[5]
+    data = bytearray(flipped.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    flipped.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING, "rosenblatt.cache"):
+        assert "19 of 20 chunks kept" in fit("flipped.json")
+    assert flipped.name in caplog.text
+    assert (tmp_path / "flipped.json").read_bytes() == (tmp_path / "damaged.json").read_bytes()
+
 
 @pytest.mark.system
 def test_a_fit_of_a_configuration_stopped_by_sigterm_resumes(tmp_path: Path) -> None:

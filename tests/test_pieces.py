@@ -317,6 +317,69 @@ def test_a_pass_stopped_midway_resumes_from_its_checkpoint(
     assert [p.name[:3] for p in other.checkpoints.iterdir()] == ["40-"]
 
 
+def _arrays(chunk: Chunk) -> dict[str, Any]:
+    """A chunk's output of per-event values, as the fit's pass keeps it."""
+    rng = np.random.default_rng(chunk.start)
+    n = chunk.stop - chunk.start
+    return {"arrays": {"x": rng.normal(size=n), "w": rng.uniform(size=n)}, "read": n}
+
+
+def _flip_in_array(path: Path, values: Any) -> None:
+    """Flip one bit inside the stored bytes of ``values`` in the piece ``path``."""
+    data = bytearray(path.read_bytes())
+    data[data.index(np.asarray(values).tobytes()) + 41] ^= 0x04
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_piece_of_arrays_is_found_as_it_is_read_and_computed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    chunks = [Chunk("fit", "in.root", start, start + 400) for start in range(0, 3200, 400)]
+    whole = _store(tmp_path / "whole")
+    uninterrupted = run_in_pieces(
+        whole, chunks, lambda missing: [whole.save(c, _arrays(c)) for c in missing]
+    )
+    store = _store(tmp_path / "pieces")
+    for chunk in chunks[:6]:
+        store.save(chunk, _arrays(chunk))
+    flipped, cut = store.path(chunks[2]), store.path(chunks[4])
+    _flip_in_array(flipped, _arrays(chunks[2])["arrays"]["w"])
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    loaded: list[Chunk] = []
+    load = PieceStore.load
+
+    def counted(self: PieceStore, chunk: Chunk) -> dict[str, Any]:
+        loaded.append(chunk)
+        return load(self, chunk)
+
+    monkeypatch.setattr(PieceStore, "load", counted)
+    ran: list[list[Chunk]] = []
+
+    def run_missing(missing: list[Chunk]) -> None:
+        ran.append(missing)
+        for chunk in missing:
+            store.save(chunk, _arrays(chunk))
+
+    with caplog.at_level(logging.WARNING, "rosenblatt.cache"):
+        resumed = run_in_pieces(store, chunks, run_missing)
+    # the piece cut short is refused before the chunks left run, the flipped bit as it is read
+    assert ran == [[chunks[4], chunks[6], chunks[7]], [chunks[2]]]
+    assert flipped.name in caplog.text
+    assert cut.name in caplog.text
+    for name in ("x", "w"):
+        assert resumed["arrays"][name].tobytes() == uninterrupted["arrays"][name].tobytes()
+    # every piece read once, the damaged one again once computed
+    assert sorted(loaded) == sorted([*chunks, chunks[2]])
+
+    # refused where damaged pieces are refused, also when the merge finds it
+    _flip_in_array(store.path(chunks[5]), _arrays(chunks[5])["arrays"]["x"])
+    with (
+        refusing_corrupt_cache(),
+        pytest.raises(CorruptCacheError, match=store.path(chunks[5]).name),
+    ):
+        run_in_pieces(store, chunks, run_missing)
+
+
 def test_the_workers_warm_up_while_this_process_works() -> None:
     from rosenblatt.processors.binned_sums import warm_up
     from rosenblatt.processors.runner import make_executor, warm_workers

@@ -404,10 +404,14 @@ def _add_chunk(sample: _Sample, values: dict[str, Any]) -> None:
     for option, lacking in values["lacking"].items():
         sample.lacking[option] = sample.lacking.get(option, 0) + lacking
     arrays = values["arrays"]
-    sample.x.append(arrays["x"])
-    sample.y.append(arrays["y"])
-    if "w" in arrays:
-        sample.w.append(arrays["w"])
+    for name, parts in (("x", sample.x), ("y", sample.y), ("w", sample.w)):
+        if name in arrays:
+            # a merge of pieces gives the list of its chunks' arrays, joined once by the fit
+            value = arrays[name]
+            if isinstance(value, list):
+                parts.extend(value)
+            else:
+                parts.append(value)
 
 
 def _fit_document(args: argparse.Namespace, inputs: list[_Input]) -> dict[str, Any]:
@@ -551,7 +555,7 @@ def _read_in_pieces(
                 piece = Chunk(first.dataset, first.file, chunk.start, chunk.start + len(chunk))
                 store.save(piece, _chunk_values(chunk, part, weighted))
 
-    merged = run_in_pieces(store, chunks, run_missing) if chunks else {}
+    merged = run_in_pieces(store, chunks, run_missing, join=False) if chunks else {}
     if chunks and not ran:
         print(
             f"rosenblatt fit: all {len(chunks)} chunks kept from an earlier run in {folder}",
@@ -577,8 +581,8 @@ def _call(call: _Call) -> Any:
 
 
 def _joined(parts: list[FloatArray]) -> FloatArray:
-    """The parts end to end (one part as it is: the merge of the pieces is already joined)."""
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    """The parts end to end, in an array of its own (one writable part as it is)."""
+    return parts[0] if len(parts) == 1 and parts[0].flags.writeable else np.concatenate(parts)
 
 
 def _runs(chunks: list[Any]) -> list[tuple[Any, int]]:

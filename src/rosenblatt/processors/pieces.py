@@ -28,9 +28,12 @@ only the pieces after it, so that it costs little more than its chunks left.
 A pass whose outputs name skim files or hold arrays, or a merge holding a chunk
 that could not be read, writes no checkpoint (their pieces are checked one by one). Pieces of another
 key (another configuration, a changed input file, another chunking) are never
-read, and are removed once the pass is done. A damaged piece, or one whose skim
-file is damaged, is named in one line and computed again
-(:func:`rosenblatt._records.corrupt`; refused under ``--refuse-corrupt-cache``);
+read, and are removed once the pass is done. A kept piece is read once: its
+manifest, histograms and skim files are checked before the chunks left run, its
+arrays (the bulk of a fit's piece) as the merge reads them (zipfile checks each
+member's CRC as it reads it to its end). A damaged piece, or one whose skim
+file is damaged, is named in one line and computed again, also when the merge
+finds it (:func:`rosenblatt._records.corrupt`; refused under ``--refuse-corrupt-cache``);
 a chunk that could not be read is kept for the merge but computed again by the
 next run.
 
@@ -76,6 +79,7 @@ except ImportError:  # pragma: no cover - coffea comes with the hep extra
 
 __all__ = [
     "ARRAYS",
+    "DAMAGED",
     "PIECE_FORMAT",
     "Chunk",
     "PieceProcessor",
@@ -104,6 +108,8 @@ READ_AHEAD = 64
 CHECKPOINT_EVERY = 16
 #: seconds between two looks for the pieces the workers write
 _POLL_SECONDS = 0.1
+#: what reading a damaged piece or checkpoint raises
+DAMAGED = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error)
 #: test hook: ``<pass>:<n>`` sends SIGTERM to the run once the pass's folder holds n pieces
 STOP_AFTER_PIECES = "ROSENBLATT_STOP_AFTER_PIECES"
 
@@ -250,7 +256,7 @@ class PieceStore:
                 continue
             try:
                 return count, self._read(path, key)
-            except (OSError, ValueError, KeyError, zipfile.BadZipFile, zlib.error):
+            except DAMAGED:
                 corrupt(path, "is not a readable checkpoint of this pass (truncated or altered)")
                 path.unlink(missing_ok=True)
         return 0, None
@@ -348,28 +354,41 @@ class PieceStore:
 
         A damaged piece is reported (:func:`rosenblatt._records.corrupt`) and
         removed; a piece of a chunk that could not be read is not sound (it
-        is computed again).
+        is computed again). The members that :meth:`load` reads whole (the
+        arrays) are checked as it reads them, not here, so that a kept piece
+        is read once: :meth:`load` raises for a damaged one.
         """
         path = self.path(chunk)
         if not path.is_file():
             return False
         try:
             with zipfile.ZipFile(path) as zf:
-                bad = zf.testzip()
-                document = None if bad is not None else self._manifest(zf, self.key(chunk))
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                document = self._manifest(zf, self.key(chunk))
+                if document is not None:
+                    arrays = {member for _, member in document.get("arrays", [])}
+                    _check_members(zf, {_MANIFEST, *arrays})
+        except DAMAGED:
             document = None
         if document is None:
-            corrupt(path, "is not a readable piece of this pass (truncated or altered)")
-            path.unlink(missing_ok=True)
+            self.discard(chunk)
             return False
         if "unreadable" in document["rest"]:
             return False
         skim = document["skim"]
         return skim is None or check_files(self.folder, skim)
 
+    def discard(self, chunk: Chunk) -> None:
+        """Report ``chunk``'s piece as damaged (:func:`rosenblatt._records.corrupt`), then remove it."""
+        path = self.path(chunk)
+        corrupt(path, "is not a readable piece of this pass (truncated or altered)")
+        path.unlink(missing_ok=True)
+
     def load(self, chunk: Chunk) -> dict[str, Any]:
-        """The output of ``chunk``, read back from its piece (histograms exactly as written)."""
+        """The output of ``chunk``, read back from its piece (histograms exactly as written).
+
+        Raises one of :data:`DAMAGED` for a piece that is damaged (each array's
+        CRC is checked as it is read).
+        """
         return self._read(self.path(chunk), self.key(chunk))
 
     def _read(self, path: Path, name: str) -> dict[str, Any]:
@@ -387,6 +406,7 @@ class PieceStore:
                 h = serialization.from_uhi(uhi_zip.read(zf, member))
                 output.setdefault(key, {})[variant] = h
             for array, member in document.get("arrays", []):
+                # read whole: zipfile checks the member's CRC at its end
                 output.setdefault(ARRAYS, {})[array] = _npy_array(zf.read(member))
         if document["skim"] is not None:
             folder = self.folder
@@ -409,6 +429,18 @@ class PieceStore:
                 if path != checkpoint and path.is_file():
                     path.unlink(missing_ok=True)
         return removed
+
+
+def _check_members(zf: zipfile.ZipFile, skip: set[str]) -> None:
+    """Read every member of ``zf`` but ``skip`` to its end: zipfile checks each one's CRC.
+
+    Raises :class:`zipfile.BadZipFile` for a damaged member.
+    """
+    for info in zf.infolist():
+        if info.filename not in skip:
+            with zf.open(info) as member:
+                while member.read(1 << 20):
+                    pass
 
 
 def _npy_array(data: bytes) -> Any:
@@ -522,7 +554,11 @@ def write_returned(output: Mapping[str, Any]) -> None:
 
 
 def run_in_pieces(
-    store: PieceStore, chunks: Sequence[Chunk], run_missing: Callable[[list[Chunk]], Any]
+    store: PieceStore,
+    chunks: Sequence[Chunk],
+    run_missing: Callable[[list[Chunk]], Any],
+    *,
+    join: bool = True,
 ) -> dict[str, Any]:
     """Run the chunks without a sound piece, then merge every piece in the chunks' order.
 
@@ -530,7 +566,10 @@ def run_in_pieces(
     (:class:`PieceProcessor`, :class:`PieceTask`). The merge starts from the
     latest checkpoint of the chunks and goes on while they run (see the module
     docstring). Returns the merged output (empty without chunks); pieces and
-    checkpoints of other chunks or keys are removed.
+    checkpoints of other chunks or keys are removed. ``join``: each array of
+    the outputs' ``"arrays"`` joined end to end; else the list of the chunks'
+    arrays, in order (read-only views of the pieces' bytes), for a caller
+    that joins them itself.
     """
     ordered = sorted(set(chunks))
     keys = [store.key(chunk) for chunk in ordered]
@@ -544,16 +583,22 @@ def run_in_pieces(
         len(missing),
     )
     merge = _OrderedMerge(store, ordered, keys, covered, merged)
-    if missing:
-        for chunk in missing:
-            # a chunk that could not be read: its piece is replaced by this run's
-            store.path(chunk).unlink(missing_ok=True)
-        merge.start(set(missing))
-        try:
-            run_missing(missing)
-        finally:
-            merge.stop()
-    output = merge.finish()
+    todo = missing
+    while True:
+        if todo:
+            for chunk in todo:
+                # a chunk that could not be read: its piece is replaced by this run's
+                store.path(chunk).unlink(missing_ok=True)
+            merge.start(set(todo))
+            try:
+                run_missing(todo)
+            finally:
+                merge.stop()
+        # kept pieces found damaged as they were read (named, removed) are computed again
+        todo = merge.catch_up()
+        if not todo:
+            break
+    output = merge.finish(join=join)
     removed = store.prune(ordered, merge.checkpoint)
     if removed:
         log.info("pass %s: %d pieces of other runs removed", store.name, removed)
@@ -568,7 +613,9 @@ class _OrderedMerge:
     before it are there (the kept ones at once, the others as the workers write
     them), holds up to :data:`READ_AHEAD` kept pieces beyond a chunk not yet
     written, and writes a checkpoint every :data:`CHECKPOINT_EVERY` chunks
-    merged. :meth:`finish` merges the rest. The output is the same as one
+    merged. :meth:`catch_up` merges what is there and names the kept pieces
+    found damaged as they were read (reported and removed: they are computed
+    again); :meth:`finish` merges the rest. The output is the same as one
     merge of every piece in that order (:func:`coffea.processor.accumulate`
     adds left to right, and a checkpoint reads back exactly as written).
     """
@@ -596,12 +643,16 @@ class _OrderedMerge:
         #: per name of the outputs' arrays, the arrays of the chunks merged, in order
         self.arrays: dict[str, list[Any]] = {}
         self._missing: set[Chunk] = set()
+        #: kept pieces found damaged as they were read, not yet computed again
+        self.damaged: set[Chunk] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self, missing: set[Chunk]) -> None:
         """Merge in a thread, as the pieces come (until :meth:`stop`)."""
-        self._missing = missing
+        self._missing |= missing
+        self.damaged -= missing
+        self._stop.clear()
         context = contextvars.copy_context()
         self._thread = threading.Thread(
             target=context.run, args=(self._follow,), name=f"merge of {self.store.name}"
@@ -627,25 +678,62 @@ class _OrderedMerge:
         except Exception:  # noqa: BLE001 - read again by finish(), which reports it
             return
 
-    def _merge_ready(self) -> None:
+    def _halted(self) -> bool:
+        """Whether the thread is told to stop (never in this process's own calls)."""
+        return self._thread is not None and self._stop.is_set()
+
+    def _merge_ready(self, *, checkpoints: bool = True) -> None:
         """Merge the next pieces while they are there."""
-        while self.merged_count < len(self.ordered) and not self._stop.is_set():
+        while self.merged_count < len(self.ordered) and not self._halted():
             index = self.merged_count
             output = self.ahead.pop(index, None)
             if output is None:
                 chunk = self.ordered[index]
+                if chunk in self.damaged:
+                    return
                 if chunk in self._missing and not self.store.path(chunk).is_file():
                     return
-                output = self.store.load(chunk)
-            self._merge(output, checkpoints=True)
+                output = self._load(index)
+                if output is None:
+                    return
+            self._merge(output, checkpoints=checkpoints)
 
     def _read_ahead(self) -> None:
         """Read kept pieces beyond the first chunk not written yet."""
         for index in range(self.merged_count + 1, len(self.ordered)):
-            if self._stop.is_set() or len(self.ahead) >= READ_AHEAD:
+            if self._halted() or len(self.ahead) >= READ_AHEAD:
                 return
-            if index not in self.ahead and self.ordered[index] not in self._missing:
-                self.ahead[index] = self.store.load(self.ordered[index])
+            chunk = self.ordered[index]
+            if index not in self.ahead and chunk not in self._missing and chunk not in self.damaged:
+                output = self._load(index)
+                if output is not None:
+                    self.ahead[index] = output
+
+    def _load(self, index: int) -> dict[str, Any] | None:
+        """The piece of chunk ``index``; ``None`` for a kept piece found damaged (named, removed).
+
+        A piece this run wrote is not passed over: its damage is raised.
+        """
+        chunk = self.ordered[index]
+        try:
+            return self.store.load(chunk)
+        except DAMAGED:
+            if chunk in self._missing:
+                raise
+        self.store.discard(chunk)
+        self.damaged.add(chunk)
+        return None
+
+    def catch_up(self) -> list[Chunk]:
+        """Merge, in this process (the thread stopped), every piece that is there in order.
+
+        Returns the kept pieces found damaged (reported and removed), to be
+        computed again; empty once every piece is merged.
+        """
+        self._merge_ready(checkpoints=False)
+        if self.merged_count < len(self.ordered):
+            self._read_ahead()
+        return sorted(self.damaged)
 
     def _merge(self, output: dict[str, Any], *, checkpoints: bool) -> None:
         for name, values in output.pop(ARRAYS, {}).items():
@@ -667,8 +755,12 @@ class _OrderedMerge:
         if previous is not None and previous != self.checkpoint:
             previous.unlink(missing_ok=True)
 
-    def finish(self) -> dict[str, Any]:
-        """Every piece merged in order (the thread stopped); a checkpoint of them written."""
+    def finish(self, *, join: bool = True) -> dict[str, Any]:
+        """Every piece merged in order (the thread stopped); a checkpoint of them written.
+
+        ``join``: the outputs' arrays joined end to end (else, per name, the
+        list of the chunks' arrays).
+        """
         for index in range(self.merged_count, len(self.ordered)):
             output = self.ahead.pop(index, None)
             self._merge(
@@ -679,7 +771,10 @@ class _OrderedMerge:
             self._save_checkpoint()
         output = dict(self.merged or {})
         if self.arrays:
-            output[ARRAYS] = {name: np.concatenate(parts) for name, parts in self.arrays.items()}
+            output[ARRAYS] = {
+                name: np.concatenate(parts) if join else list(parts)
+                for name, parts in self.arrays.items()
+            }
         return output
 
 
