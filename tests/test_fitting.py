@@ -162,3 +162,43 @@ def test_a_fit_stopped_in_its_first_pass_reads_only_the_skims_left(
     pq.write_table(pa.table(changed), paths[3])
     assert fit(tmp_path / "work") != reference
     assert read == [paths[3]]
+
+
+def test_a_fit_stopped_in_a_later_pass_runs_only_its_tasks_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rosenblatt._interrupt import Stopped, stop_on_signals
+    from rosenblatt.outofcore import mergeable as mergeable_module
+    from rosenblatt.processors.pieces import STOP_AFTER_PIECES
+
+    rng = np.random.default_rng(9)
+    x = rng.uniform(0.0, 1.0, 40_000)
+    y = rng.normal(x, 0.2)
+    paths = _write_skims(tmp_path, "events.root", x, y, rng.uniform(0.5, 1.5, len(y)))
+    # groups of about 8000 events: 5 sort tasks, then the columns' tasks
+    monkeypatch.setattr(mergeable_module, "GROUPS_PER_WORKER", 5)
+    monkeypatch.setattr(mergeable_module, "MIN_GROUP", 8_000)
+    ran: list[str] = []
+
+    def run_pass(items, function, description):  # type: ignore[no-untyped-def]
+        ran.extend(type(getattr(item, "task", item)).__name__ for item in items)
+        return _run_pass(items, function, description)
+
+    def fit(work: Path) -> str:
+        kept = fit_on_skims(rb.IRGI(depth=5), paths, "score", run_pass, work_dir=work)
+        return rb.serialization.dumps(kept)
+
+    reference = fit(tmp_path / "reference")
+    everything = list(ran)
+    sorts = everything.count("SortTask")
+    assert sorts >= 4
+    assert len(everything) - len(paths) >= sorts + 3
+    monkeypatch.setenv(STOP_AFTER_PIECES, f"passes:{sorts + 2}")
+    with pytest.raises(Stopped), stop_on_signals():
+        fit(tmp_path / "work")
+    monkeypatch.delenv(STOP_AFTER_PIECES)
+    ran.clear()
+    assert fit(tmp_path / "work") == reference
+    assert "str" not in ran  # no skim file read again
+    assert "SortTask" not in ran
+    assert len(ran) == len(everything) - len(paths) - sorts - 2

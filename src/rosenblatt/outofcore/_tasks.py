@@ -231,6 +231,11 @@ class SortTask:
     group: Group
     asks: tuple[MemberAsk, ...]
 
+    @property
+    def writes(self) -> tuple[str, ...]:
+        """The files :meth:`run` writes: the sorted group table."""
+        return (self.layout.store.group_path(self.group.index),)
+
     def run(self) -> GroupReport:
         """The group's report (the sorted table is written on the way)."""
         layout, group = self.layout, self.group

@@ -58,6 +58,7 @@ from rosenblatt.transforms.grid_kde import GridKDE
 from rosenblatt.transforms.irgi import IRGI
 
 if TYPE_CHECKING:
+    from rosenblatt.outofcore._kept import KeptPasses
     from rosenblatt.processors.pieces import PieceStore
 
 __all__ = ["MergeableFit", "Partial", "Request"]
@@ -92,10 +93,11 @@ class MergeableFit:
     keep_skims
         Keep the skims when the fit ends (in ``skim_dir``).
     work_dir
-        Folder where :meth:`run` keeps its first pass's work, so that a fit
-        stopped during that pass reads only the chunks left when it is run
-        again (see Notes); the skims are kept there too (unless ``skim_dir``
-        is given). By default nothing is kept between fits.
+        Folder where :meth:`run` keeps the work of every pass, so that a fit
+        stopped during a pass reads only the chunks left and runs only the
+        tasks left when it is run again (see Notes); the skims are kept there
+        too (unless ``skim_dir`` is given). By default nothing is kept
+        between fits.
     progress
         Show one progress bar for the whole fit; by default as the executor's
         ``status`` says (off without an executor).
@@ -157,6 +159,16 @@ class MergeableFit:
     it closes over, a module it calls) is not in the key: give another
     ``work_dir`` when it changes.
 
+    Each task of the later passes, over the skims, keeps its result too
+    (:mod:`rosenblatt.outofcore._kept`), under a key of the first pass's
+    pieces and partial, the estimator's parameters, the replicas, the limits
+    and the groups of the order (which depend on the executor's number of
+    workers): a fit stopped in a later pass runs again only the tasks left
+    of that pass, with the result of an uninterrupted fit bit for bit. These
+    are removed once the fit ends. The later passes are kept only after a
+    first pass kept as pieces (:meth:`run`, or :meth:`kept_partial` given the
+    pieces' identity), which names the skims' content.
+
     A task of a later pass holds about ``gather_limit`` events at most where
     the histogram's bins allow (a bin of one repeated value is one task),
     whole IRGI columns, or one slab of the first observable that IRGI's
@@ -206,6 +218,8 @@ class MergeableFit:
         self.skim_dir_: str | None = None
         self._result: ConditionalCDFTransform | None = None
         self._error: BaseException | None = None
+        #: the identity of the first pass's pieces, where it was kept (names the later passes)
+        self._first_pieces: str | None = None
 
     def __repr__(self) -> str:
         return f"MergeableFit({self.transform!r}, passes={self.passes})"
@@ -297,11 +311,16 @@ class MergeableFit:
                 request = self.request()
                 keep = None
                 work_dir = self.work_dir
+                identity: list[str] = []
                 if work_dir is not None:
                     document = _pass_document(request, observables, runner, treename, options)
 
                     def keep(chunks: list[Any]) -> PieceStore:
-                        return _piece_store(work_dir, document, chunks)
+                        from rosenblatt.processors.pieces import Chunk
+
+                        store = _piece_store(work_dir, document, chunks)
+                        identity.append(store.identity(map(Chunk.of_work_item, chunks)))
+                        return store
 
                 output: Any = read_with_runner(
                     runner,
@@ -312,7 +331,10 @@ class MergeableFit:
                     {"treename": treename, **options},
                     keep,
                 )
-                first = output["fit"] if keep is None else self.kept_partial(output)
+                if work_dir is None:
+                    first = output["fit"]
+                else:
+                    first = self.kept_partial(output, pieces=identity[-1])
                 return self._complete(first, executor, progress)
         except BaseException as err:
             self._fail(err)
@@ -320,14 +342,19 @@ class MergeableFit:
         finally:
             progress.close()
 
-    def kept_partial(self, output: Mapping[str, Any]) -> Partial | None:
+    def kept_partial(
+        self, output: Mapping[str, Any], *, pieces: str | None = None
+    ) -> Partial | None:
         """The sum of the partials of a first pass kept as pieces, for :meth:`finish`.
 
         ``output`` is the merge of the pieces (:func:`rosenblatt.processors.pieces.run_in_pieces`)
         whose chunks returned :func:`~rosenblatt.outofcore._running.piece_output`: the
         partials are added in the chunks' order (``None`` without any), and the skims of
-        ``work_dir`` that no piece names are removed.
+        ``work_dir`` that no piece names are removed. ``pieces``: the identity of
+        those pieces (:meth:`~rosenblatt.processors.pieces.PieceStore.identity`); with
+        it, the later passes keep their tasks' results in ``work_dir`` too.
         """
+        self._first_pieces = pieces
         return _kept_partial(output, self.request(), prune=self._own_skims)
 
     def finish(self, output: Any, runner: Any = None) -> ConditionalCDFTransform:
@@ -379,12 +406,16 @@ class MergeableFit:
             ):  # pragma: no cover - fixed by the estimator's parameters
                 msg = "the first pass ordered another column than the fit needs"
                 raise RuntimeError(msg)
-            layout = Layout(store, facts.k, plan.order, facts.chunks)
             share = math.ceil(facts.n / (GROUPS_PER_WORKER * executor.workers))
             groups = plan_groups(facts.sketch, min(self.limits[1], max(MIN_GROUP, share)))
+            kept = self._kept_passes(partial, groups)
+            skims = store if kept is None else kept.skims
+            layout = Layout(skims, facts.k, plan.order, facts.chunks)
             into = None if self.replicas is not None else self.estimator
             passes = skim_passes(plan, facts, layout, groups, self.replicas, into)
-            fitted = self._drive(passes, executor, progress)
+            fitted = self._drive(passes, executor, progress, kept)
+            if kept is not None:
+                kept.remove()
         finally:
             store.remove_groups()
             if not self.keep_skims:
@@ -394,23 +425,50 @@ class MergeableFit:
         self._result = self._assemble(fitted, plan)
         return self._result
 
+    def _kept_passes(self, partial: Partial, groups: list[Any]) -> KeptPasses | None:
+        """Where the later passes keep their tasks' results: only after a kept first pass."""
+        if self.work_dir is None or self._first_pieces is None:
+            return None
+        import dataclasses
+
+        from rosenblatt._version import __version__
+        from rosenblatt.outofcore._kept import KeptPasses
+        from rosenblatt.processors.pieces import fingerprint
+
+        document = {
+            "version": __version__,
+            "first pass": self._first_pieces,
+            "partial": fingerprint(partial.to_document()),
+            "estimator": [type(self.estimator).__qualname__, _parameters(self.estimator)],
+            "replicas": None if self.replicas is None else dataclasses.astuple(self.replicas),
+            "limits": list(self.limits),
+            "groups": [dataclasses.astuple(group) for group in groups],
+        }
+        return KeptPasses.create(self.work_dir, document, self.request().store)
+
     def _drive(
         self,
         passes: Generator[Pass, dict[str, Any], Fitted],
         executor: Executor,
         progress: FitProgress,
+        kept: KeptPasses | None = None,
     ) -> Fitted:
-        """Run every pass of ``passes`` on ``executor``."""
+        """Run every pass of ``passes`` on ``executor`` (the results ``kept`` read back)."""
         results: dict[str, Any] | None = None
+        number = 0
         while True:
             try:
                 step = next(passes) if results is None else passes.send(results)
             except StopIteration as stop:
                 fitted: Fitted = stop.value
                 return fitted
+            number += 1
             self._count(step.description)
             progress.start(step.description, len(step.tasks))
-            results = executor.map(step.tasks, progress.advance)
+            if kept is None:
+                results = executor.map(step.tasks, progress.advance)
+            else:
+                results = kept.run(number, step.tasks, executor.map, progress.advance)
 
     def _count(self, description: str) -> None:
         self.passes += 1
@@ -467,6 +525,15 @@ def _identity(function: Callable[..., Any]) -> list[Any]:
         source = None
     name = getattr(target, "__qualname__", type(function).__qualname__)
     return [getattr(target, "__module__", None), name, source, None if plain else repr(function)]
+
+
+def _parameters(estimator: ConditionalCDFTransform) -> dict[str, Any]:
+    """An estimator's parameters: its public attributes but the fitted ones (ending in ``_``)."""
+    return {
+        name: value
+        for name, value in sorted(vars(estimator).items())
+        if not name.startswith("_") and not name.endswith("_")
+    }
 
 
 def _piece_store(work_dir: str | os.PathLike[str], document: Any, chunks: list[Any]) -> PieceStore:

@@ -271,8 +271,9 @@ def _kept_first_pass(
     def run_missing(missing: list[Any]) -> None:
         run_pass([chunk.file for chunk in missing], task, request.description)
 
-    merged = run_in_pieces(store, [skim_chunk(path) for path in paths], run_missing)
-    return fit.kept_partial(merged)
+    chunks = [skim_chunk(path) for path in paths]
+    merged = run_in_pieces(store, chunks, run_missing)
+    return fit.kept_partial(merged, pieces=store.identity(chunks))
 
 
 def fit_on_skims(

@@ -216,6 +216,10 @@ class PieceStore:
         where = [chunk.dataset, *content, chunk.start, chunk.stop]
         return fingerprint([PIECE_VERSION, self.fingerprint, *where])
 
+    def identity(self, chunks: Iterable[Chunk]) -> str:
+        """A short hash of the keys of the pieces of ``chunks``: what their pass computed from."""
+        return fingerprint(sorted({self.key(chunk) for chunk in chunks}))
+
     def path(self, chunk: Chunk) -> Path:
         """Where ``chunk``'s piece is."""
         return Path(self.folder) / f"{self.key(chunk)}.zip"
