@@ -31,6 +31,9 @@ carries its statistical uncertainty.
   spectrum in bins of ``x`` (:func:`passfail_workspace`, :func:`passfail_fit`;
   several cuts as categories, :func:`passfail_categories_workspace`): the
   passing background is the failing one times a transfer ratio;
+- :mod:`~rosenblatt.abcd.transfer_correction`: the pass/fail fit's per-bin
+  non-closure with its uncertainty from the keyed bootstrap of the
+  transform's fit (:func:`~rosenblatt.abcd.transfer_correction.transfer_correction`);
 - :mod:`~rosenblatt.abcd.templates`: the signal of each mass hypothesis in bins
   of ``x`` (:func:`gaussian_templates`, :func:`signal_templates`);
 - :mod:`~rosenblatt.abcd.bumphunt`: the bump hunt on a grid of mass hypotheses

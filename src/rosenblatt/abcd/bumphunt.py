@@ -334,6 +334,19 @@ def _nonclosure(nonclosure: ArrayLike | None, bins: int) -> FloatArray | None:
     return relative if np.any(relative > 0) else None
 
 
+def _row_nonclosure(nonclosure: ArrayLike | None, shape: tuple[int, ...]) -> FloatArray | None:
+    """As :func:`_nonclosure`, or one row per data set: ``shape`` ``(k, n)``, the spectra's."""
+    if nonclosure is None or np.ndim(nonclosure) < 2:
+        return _nonclosure(nonclosure, shape[-1])
+    relative = np.asarray(nonclosure, dtype=np.float64)
+    if relative.shape != shape:
+        msg = f"nonclosure has shape {relative.shape}, the spectra {shape}"
+        raise ValueError(msg)
+    for row in relative:
+        _spectrum(row, "nonclosure", shape[-1])
+    return relative if np.any(relative > 0) else None
+
+
 def bump_hunt(
     pass_counts: ArrayLike,
     fail_counts: ArrayLike,
@@ -499,7 +512,7 @@ def local_significance_scan(
     The part of :func:`bump_hunt` that :func:`global_significance` repeats on
     the pseudo-experiments: spectra of shape ``(n,)`` give one scan, shape
     ``(k, n)`` one scan per row, ``(k, masses)``. ``nonclosure`` is as for
-    :func:`bump_hunt`; ``aux``, the auxiliary counts of its constraints per
+    :func:`bump_hunt`, or one row per data set (shape ``(k, n)``); ``aux``, the auxiliary counts of its constraints per
     row (default ``1 / nonclosure**2``, their nominal value), shape ``(k, n)``.
     With categories (templates of passing shape ``(m, K, n)``) the passing
     spectra have a category axis before the bins: ``(K, n)`` or ``(k, K, n)``,
@@ -515,7 +528,7 @@ def local_significance_scan(
             f"the templates {templates.passing.shape[1]} bins"
         )
         raise ValueError(msg)
-    relative = _nonclosure(nonclosure, failing.shape[1])
+    relative = _row_nonclosure(nonclosure, failing.shape)
     counts = None if aux is None or relative is None else np.asarray(aux, dtype=np.float64)
     profile = Profile(failing, passing, _ratio(failing, passing, ratio), relative, counts)
     z = _scan(profile, templates, failing.shape[0])
@@ -608,7 +621,8 @@ def signal_strength(
     rise
         Rise of ``-2 ln L`` at the interval's ends.
     nonclosure
-        As for :func:`bump_hunt`.
+        As for :func:`bump_hunt`, or one row per data set (shape ``(k, n)``:
+        each data set's own simulation's non-closure).
 
     Returns
     -------
@@ -651,7 +665,10 @@ def signal_strength(
         msg = f"rise must be positive, got {rise!r}"
         raise ValueError(msg)
     profile = Profile(
-        failing, passing, _ratio(failing, passing, ratio), _nonclosure(nonclosure, failing.shape[1])
+        failing,
+        passing,
+        _ratio(failing, passing, ratio),
+        _row_nonclosure(nonclosure, failing.shape),
     )
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.minimum(
