@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -103,6 +104,50 @@ def test_the_cuts_pass_the_same_background_and_only_the_raw_score_sculpts() -> N
     # a coarse IRGI (depth 3, 5,000 defining events) sculpts far less than the raw score
     assert np.max(np.abs(fitted_fraction - 0.1)) < 0.25 * np.max(np.abs(raw_fraction - 0.1))
     assert set(np.round(cfg.spectrum.masses, 10)) <= set(scan_masses(cfg))
+
+
+def test_with_keyed_replicas_the_fit_takes_the_bootstrap_nonclosure(tmp_path: Path) -> None:
+    """Each toy's transform fitted with keyed replicas; its fits beside the compared ones."""
+    config = {
+        **SMALL,
+        "n_toys": 3,
+        "exact": False,
+        "raw_score": False,
+        "n_boot": 4,
+        "spectrum": {**SMALL["spectrum"], "global_toys": 0},
+        "data": {"folder": str(tmp_path / "cache")},
+    }
+    cfg = PassfailToysConfig.parse({**config, "_path": "passfail-toys-test.yaml"})
+    spectra = expected_spectra(cfg, "irgi", cfg.transforms[0], 0)
+    keyed, statistical = spectra.nonclosure["keyed bootstrap"], spectra.nonclosure["statistical"]
+    assert keyed.shape == statistical.shape == (10,)
+    assert np.all(keyed > 0)
+    assert not np.allclose(keyed, statistical)
+    # the same defining sample and fit as without replicas
+    plain = expected_spectra(dataclasses.replace(cfg, n_boot=0), "irgi", cfg.transforms[0], 0)
+    np.testing.assert_allclose(spectra.background_pass, plain.background_pass, rtol=1e-12)
+    assert plain.nonclosure == {}
+    path = tmp_path / "passfail-toys-keyed.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    out = tmp_path / "results"
+    assert main(["run", str(path), "--output", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_boot"] == 4
+    assert [(s["name"], s["nonclosure"]) for s in summary["scores"]] == [
+        ("irgi", "keyed bootstrap"),
+        ("irgi, statistical non-closure only", "statistical"),
+        ("irgi, no non-closure", "none"),
+    ]
+    fitted, _, without = summary["scores"]
+    assert all(s["background_only"] is None for s in summary["scores"])
+    # the non-closure widens the interval of mu
+    assert all(
+        a["half_width"] > b["half_width"]
+        for a, b in zip(fitted["fits"], without["fits"], strict=True)
+    )
+    # the compared fits claim nothing
+    assert len(summary["claims"]) == 2
+    assert "irgi, no non-closure: bias" in (out / "table.md").read_text()
 
 
 @pytest.mark.parametrize(

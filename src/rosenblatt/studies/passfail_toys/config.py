@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rosenblatt.studies.abcd.config import TransformConfig
+from rosenblatt.studies.abcd.config import AUTO_REPLICAS, TransformConfig, resolved_replicas
 from rosenblatt.studies.config_checks import (
     count,
     fail,
@@ -57,6 +57,20 @@ def _scan(value: Any, source: str, key: str) -> tuple[float, float, float]:
     if not (isinstance(value, list) and len(value) == 3 and 0 < low < high < 1 and step > 0):
         raise fail(source, key, f"must be [low, high, step] inside (0, 1), got {value!r}")
     return low, high, step
+
+
+#: the most keyed replicas of a transform in a pseudo-experiment
+MAX_REPLICAS = 1000
+
+
+def _replicas(value: Any, source: str, key: str) -> int | str:
+    """``n_boot``: ``auto``, 0 (no ensemble) or at least 2 replicas."""
+    if value == "auto":
+        return "auto"
+    n_boot = count(value, source, key, 0, MAX_REPLICAS)
+    if n_boot == 1:
+        raise fail(source, key, "an ensemble needs at least 2 replicas (0: none), got 1")
+    return n_boot
 
 
 def _transforms(value: Any, source: str, key: str) -> tuple[TransformConfig, ...]:
@@ -112,8 +126,9 @@ class SpectrumConfig:
     global_toys: int = option(
         default=1000,
         doc="pseudo-experiments of the background-only fit whose largest local "
-        "significances give each data set's claimed global p-value",
-        check=count,
+        "significances give each data set's claimed global p-value (0: no background-only "
+        "scans)",
+        check=lambda v, s, k: count(v, s, k, 0),
     )
     reference_level: float = option(
         default=1.0,
@@ -146,6 +161,18 @@ class PassfailToysConfig(StudyConfig):
         doc="events of each pseudo-experiment's defining sample of a fitted transform",
         check=lambda v, s, k: count(v, s, k, 100),
     )
+    n_boot: int | str = option(
+        default=0,
+        doc=(
+            "keyed bootstrap replicas of each fitted transform per pseudo-experiment: 0 (none: "
+            "the fit has no non-closure), auto (as the abcd study's statistics.n_boot: "
+            f"{AUTO_REPLICAS}) or a number of at least 2; with replicas the defining sample is "
+            "the background simulation, whose per-bin non-closure with its keyed-bootstrap "
+            "error enters the fit"
+        ),
+        type="auto, 0 or an integer of at least 2",
+        check=_replicas,
+    )
     population: PopulationConfig = option(
         default_factory=PopulationConfig,
         doc="the toy background (slope, mean, concentration, background) and the signal's "
@@ -173,6 +200,11 @@ class PassfailToysConfig(StudyConfig):
             parsed,
             data_folder=parsed.data_folder or default_data_folder(parsed.name, source),
         )
+
+    @property
+    def replicas(self) -> int:
+        """The keyed replicas per pseudo-experiment of a fitted transform (0: none)."""
+        return resolved_replicas(self.n_boot, negative=False)
 
     def scores(self) -> list[tuple[str, TransformConfig | None]]:
         """The scores cut, in order: the exact CDF, the fitted transforms, the raw score."""

@@ -15,6 +15,8 @@ from rosenblatt.studies.passfail_toys.summary import (
 __all__ = ["draw_figure", "report_text", "result_table"]
 
 FIGURE = "bias-coverage.png"
+#: the markers of the fits kept to compare, by their non-closure
+COMPARED_MARKERS = {"statistical": "x", "none": "+"}
 
 
 def _label(name: str) -> str:
@@ -44,14 +46,18 @@ def result_table(summary: PassfailToysSummary) -> str:
             row += _fit_cells(score["fits"][index])
         rows.append(row)
     first = markdown_table(header, rows)
+    scanned = [score for score in scores if score["background_only"] is not None]
+    if not scanned:
+        return first
+    first_scan = scanned[0]["background_only"]
+    assert first_scan is not None
     z_header = ["score", "upcrossings of u0"]
-    z_header += [
-        f"max Z ≥ {t['z']:g}: toys / GV" for t in scores[0]["background_only"]["thresholds"]
-    ]
+    z_header += [f"max Z ≥ {t['z']:g}: toys / GV" for t in first_scan["thresholds"]]
     z_header += ["mean global p", "KS p of global p"]
     z_rows = []
-    for score in scores:
+    for score in scanned:
         scan = score["background_only"]
+        assert scan is not None
         cells = [_label(score["name"]), f"{scan['upcrossings']:.2f}"]
         cells += [
             f"{t['fraction']:.3f} ± {t['fraction_error']:.3f} / {t['gross_vitells']:.3f}"
@@ -77,6 +83,19 @@ def report_text(summary: PassfailToysSummary, figure: str | None) -> str:
         ),
         "",
     ]
+    if summary.get("n_boot"):
+        lines[-1:-1] = [
+            "",
+            (
+                f"Each fitted transform has {summary['n_boot']} keyed bootstrap replicas; its "
+                "defining sample is the background simulation, on which the non-closure of the "
+                "pass/fail ratio per bin is measured and enters the fit as a `shapesys`: the "
+                "measured ratio less the bootstrap's bias, in quadrature with the keyed "
+                "bootstrap's error (the transform's fit in it). The same data sets are also "
+                "fitted with the statistical error alone in its place (statistical non-closure "
+                "only) and with no non-closure, to compare."
+            ),
+        ]
     lines += [claim_lines(summary["claims"]), ""]
     for score in summary["scores"]:
         fits = score["fits"]
@@ -126,13 +145,12 @@ def draw_figure(folder: Path, summary: PassfailToysSummary) -> str | None:
     positions = list(range(len(labels)))
     for offset, score in enumerate(scores):
         style = method_style(score["name"])
+        colour, marker, label = style.colour, style.marker, style.label or _label(score["name"])
+        if score.get("compared", False):
+            colour = method_style(score["name"].split(",")[0]).colour
+            marker, label = COMPARED_MARKERS.get(score["nonclosure"], "x"), _label(score["name"])
         shift = [p + 0.15 * (offset - (len(scores) - 1) / 2) for p in positions]
-        options = {
-            "color": style.colour,
-            "marker": style.marker,
-            "linestyle": "none",
-            "label": style.label or _label(score["name"]),
-        }
+        options = {"color": colour, "marker": marker, "linestyle": "none", "label": label}
         fits = score["fits"]
         left.errorbar(shift, [f["bias"] for f in fits], [f["bias_error"] for f in fits], **options)
         right.errorbar(

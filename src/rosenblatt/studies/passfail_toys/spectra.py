@@ -15,11 +15,19 @@ passes the events with ``y`` above a threshold ``y*(x)``:
 
 The expected events in each bin are integrals over ``x`` (Gauss-Legendre nodes);
 a data set's counts in the bins are independent Poisson numbers of these means.
+
+With keyed bootstrap replicas (``n_boot``), a fitted transform is fitted with
+:func:`rosenblatt.bootstrap` (``keyed=True``) on the defining sample, which is
+then the background simulation too: its per-bin non-closure of the pass/fail
+ratio is measured on it, once with the simulation's statistical error alone
+(:func:`~rosenblatt.abcd.transfer.transfer_check`, the fit's term without the
+transform's own fit) and once with the keyed bootstrap's error
+(:func:`~rosenblatt.abcd.transfer_correction.transfer_correction`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import special, stats
@@ -28,9 +36,15 @@ from rosenblatt.abcd.templates import SignalTemplates
 from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.passfail_toys.config import PassfailToysConfig
 from rosenblatt.studies.toys.population import Population, transform_threshold
+from rosenblatt.transforms import ConditionalCDFTransform
 from rosenblatt.typing import FloatArray, Int64Array
 
-__all__ = ["Spectra", "expected_spectra", "scan_masses"]
+__all__ = ["KEYED", "STATISTICAL", "Spectra", "expected_spectra", "scan_masses"]
+
+#: the non-closure per bin with the keyed bootstrap's error (the transform's fit in it)
+KEYED = "keyed bootstrap"
+#: the non-closure per bin with the simulation's statistical error alone
+STATISTICAL = "statistical"
 
 
 #: sub-intervals and Gauss-Legendre nodes per sub-interval of each bin
@@ -52,12 +66,17 @@ class Spectra:
     templates
         The resonance's events passing and failing at ``mu = 1``, one row per
         mass of the scan.
+    nonclosure
+        With keyed replicas, the relative non-closure per bin measured on the
+        defining sample: :data:`KEYED` with the bootstrap's error,
+        :data:`STATISTICAL` with the statistical error alone (empty without).
     """
 
     edges: FloatArray
     background_pass: FloatArray
     background_fail: FloatArray
     templates: SignalTemplates
+    nonclosure: dict[str, FloatArray] = field(default_factory=dict)
 
 
 def scan_masses(cfg: PassfailToysConfig) -> FloatArray:
@@ -124,9 +143,14 @@ def expected_spectra(
     population = Population(cfg.population)
     edges = np.linspace(0.0, 1.0, spectrum.bins + 1)
     x, w, bins = _nodes(edges)
+    nonclosure: dict[str, FloatArray] = {}
     if transform is not None:
-        fitted = transform.build()
-        fitted.fit(*population.background(defining_rng(cfg, toy), cfg.n_defining))
+        defining = population.background(defining_rng(cfg, toy), cfg.n_defining)
+        if cfg.replicas:
+            fitted, nonclosure = _keyed_fit(cfg, transform, defining, edges, toy)
+        else:
+            fitted = transform.build()
+            fitted.fit(*defining)
         threshold = transform_threshold(fitted, spectrum.y0)(x)
     elif score == "exact":
         a, b = population._beta(x)
@@ -148,4 +172,47 @@ def expected_spectra(
         background_pass=background_pass,
         background_fail=background_fail,
         templates=SignalTemplates(masses=masses, edges=edges, passing=s_pass, failing=s_fail),
+        nonclosure=nonclosure,
     )
+
+
+def _keyed_fit(
+    cfg: PassfailToysConfig,
+    transform: TransformConfig,
+    defining: tuple[FloatArray, FloatArray],
+    edges: FloatArray,
+    toy: int,
+) -> tuple[ConditionalCDFTransform, dict[str, FloatArray]]:
+    """The transform fitted with its keyed ensemble; the per-bin non-closure on its sample.
+
+    The defining sample is the background simulation: each replica's
+    spectra are taken with unit weights and with its keyed Poisson counts.
+    """
+    import rosenblatt as rb
+    from rosenblatt.abcd.transfer import transfer_check
+    from rosenblatt.abcd.transfer_correction import transfer_correction
+    from rosenblatt.transforms.ensemble import keyed_poisson_weights
+
+    x, y = defining
+    seed = int(np.random.default_rng((cfg.seed, toy, 2)).integers(2**31))
+    ensemble = rb.bootstrap(transform.build(), x, y, n=cfg.replicas, seed=seed, keyed=True)
+    nominal = ensemble.nominal_
+    one = np.ones(x.size)
+    index = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, edges.size - 2)
+
+    def split(gamma: FloatArray, weight: FloatArray) -> tuple[FloatArray, FloatArray]:
+        passed = gamma >= cfg.spectrum.y0
+        fail = _binned(index, np.where(passed, 0.0, weight), edges.size - 1)
+        return fail, _binned(index, np.where(passed, weight, 0.0), edges.size - 1)
+
+    replicas, resampled = [], []
+    for replica, draw in zip(ensemble.replicas_, ensemble.replica_draws_, strict=True):
+        gamma = replica.transform(x, y)
+        counts = keyed_poisson_weights(x, y, seed, draw).astype(np.float64)
+        replicas.append(split(gamma, one))
+        resampled.append(split(gamma, counts))
+    fail, passed = split(nominal.transform(x, y), one)
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    statistical = transfer_check(fail, passed, centres).uncertainty
+    keyed = transfer_correction(fail, passed, replicas, resampled).uncertainty
+    return nominal, {KEYED: keyed, STATISTICAL: statistical}

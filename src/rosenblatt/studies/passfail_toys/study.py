@@ -5,11 +5,18 @@ raw score) ``n_toys`` pseudo-experiments of the pass/fail fit in bins of ``x``
 (:mod:`~rosenblatt.studies.passfail_toys.spectra`): for each injected mass and strength
 a data set is drawn and the signal strength fitted at that mass with its 68%
 profile-likelihood interval (:func:`~rosenblatt.abcd.bumphunt.signal_strength`); the
-background-only data set is also scanned over the mass grid, giving its largest local
-significance and its upcrossings of ``u0``. The global p-value each data set claims is
+background-only data set is also scanned over the mass grid (unless ``global_toys`` is 0),
+giving its largest local significance and its upcrossings of ``u0``. The global p-value each data set claims is
 the fraction of ``global_toys`` pseudo-experiments of a background-only fit (that of
 pseudo-experiment 0, :func:`~rosenblatt.abcd.bumphunt.global_significance`) whose
 largest local significance reaches its own.
+
+With keyed bootstrap replicas (``n_boot``), each fitted transform's fits hold the
+per-bin non-closure measured on its defining sample with the keyed bootstrap's error
+(:data:`~rosenblatt.studies.passfail_toys.spectra.KEYED`); the same data sets are also
+fitted with the statistical error alone and with no non-closure, kept beside them
+(``compare``) to show what the transform's fit term changes.
+
 Steps:
 
 1. ``toys``: the pseudo-experiments of each score, kept in ``<data folder>/<score>.json``
@@ -42,15 +49,25 @@ from rosenblatt.studies._common import Steps, write_summary
 from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.passfail_toys.config import PassfailToysConfig
 from rosenblatt.studies.passfail_toys.report import draw_figure, report_text, result_table
-from rosenblatt.studies.passfail_toys.spectra import Spectra, expected_spectra
+from rosenblatt.studies.passfail_toys.spectra import KEYED, STATISTICAL, Spectra, expected_spectra
 from rosenblatt.studies.passfail_toys.summary import (
+    NO_NONCLOSURE,
     PassfailToysSummary,
     ScoreRows,
     ToyRow,
     summarise,
 )
+from rosenblatt.typing import FloatArray, Int64Array
 
-__all__ = ["STEPS", "fingerprint", "pseudo_experiments", "reference_maxima", "run"]
+__all__ = [
+    "COMPARED",
+    "NO_NONCLOSURE",
+    "STEPS",
+    "fingerprint",
+    "pseudo_experiments",
+    "reference_maxima",
+    "run",
+]
 
 log = logging.getLogger("rosenblatt.passfail_toys")
 
@@ -58,6 +75,8 @@ log = logging.getLogger("rosenblatt.passfail_toys")
 STEPS = ("toys", "report")
 #: pseudo-experiments between two writes of a score's file
 SAVE_EVERY = 50
+#: the non-closures of the fits kept beside the keyed bootstrap's, in order
+COMPARED = (STATISTICAL, NO_NONCLOSURE)
 
 
 def run(config: dict[str, Any], folder: Path) -> PassfailToysSummary:
@@ -96,6 +115,8 @@ def fingerprint(cfg: PassfailToysConfig, score: str, transform: TransformConfig 
     if transform is not None:
         keys["transform"] = {"kind": transform.kind, **dict(transform.parameters)}
         keys["n_defining"] = cfg.n_defining
+        if cfg.replicas:
+            keys["n_boot"] = cfg.replicas
     text = json.dumps(keys, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
@@ -121,7 +142,9 @@ def pseudo_experiments(
         Per pseudo-experiment ``mu_hat``, ``low`` and ``high`` per
         ``"<mass>/<strength>"``, and of its background-only data set the
         largest local significance ``max_z`` over the scan and its upcrossings
-        of ``u0``.
+        of ``u0`` (without them where ``global_toys`` is 0). With a non-closure
+        per bin in ``spectra`` the fits hold the keyed bootstrap's, and
+        ``compare`` the same fits with each non-closure of :data:`COMPARED`.
     """
     spectrum = cfg.spectrum
     rngs = [np.random.default_rng((cfg.seed, toy, 1)) for toy in toys]
@@ -133,6 +156,11 @@ def pseudo_experiments(
     null_fail = np.stack([rng.poisson(row) for rng, row in zip(rngs, b_fail, strict=True)])
     masses = [float(m) for m in np.round(spectra[0].templates.masses, 10)]
     rows: list[ToyRow] = [{"toy": toy, "fits": {}} for toy in toys]
+    nonclosure = _nonclosures(spectra)
+    keyed = nonclosure.pop(KEYED, None)
+    for row in rows:
+        if nonclosure:
+            row["compare"] = {mode: {} for mode in nonclosure}
     for mass in spectrum.masses:
         index = masses.index(round(mass, 10))
         s_pass, s_fail = s_pass_all[:, index], s_fail_all[:, index]
@@ -152,13 +180,35 @@ def pseudo_experiments(
                         for rng, m in zip(rngs, b_fail + strength * s_fail, strict=True)
                     ]
                 )
-            fits = signal_strength(
-                passing.astype(np.float64), failing.astype(np.float64), s_pass, s_fail
-            )
+            key = f"{mass:g}/{strength:g}"
+            data = (passing.astype(np.float64), failing.astype(np.float64), s_pass, s_fail)
+            fits = signal_strength(*data, nonclosure=keyed)
             for row, values in zip(rows, np.stack(fits, axis=1), strict=True):
-                row["fits"][f"{mass:g}/{strength:g}"] = [float(v) for v in values]
+                row["fits"][key] = [float(v) for v in values]
+            for mode, relative in nonclosure.items():
+                compared = signal_strength(*data, nonclosure=relative)
+                for row, values in zip(rows, np.stack(compared, axis=1), strict=True):
+                    row["compare"][mode][key] = [float(v) for v in values]
+    if spectrum.global_toys > 0:
+        _scan_nulls(cfg, spectra, rows, (null_pass, null_fail), keyed)
+    return rows
+
+
+def _scan_nulls(
+    cfg: PassfailToysConfig,
+    spectra: list[Spectra],
+    rows: list[ToyRow],
+    nulls: tuple[Int64Array, Int64Array],
+    keyed: FloatArray | None,
+) -> None:
+    """Each background-only data set's largest local significance and upcrossings, into ``rows``.
+
+    ``nulls`` are the passing and failing counts, one row per pseudo-experiment;
+    ``keyed`` their non-closure per bin (``None``: none).
+    """
+    null_pass, null_fail = nulls
     if all(s is spectra[0] for s in spectra):
-        groups = [(list(range(len(toys))), spectra[0].templates)]
+        groups = [(list(range(len(rows))), spectra[0].templates)]
     else:
         groups = [([i], s.templates) for i, s in enumerate(spectra)]
     for members, templates in groups:
@@ -167,13 +217,28 @@ def pseudo_experiments(
                 null_pass[members].astype(np.float64),
                 null_fail[members].astype(np.float64),
                 templates,
+                nonclosure=None if keyed is None else keyed[members],
             )
         )
-        crossings = upcrossings(z**2, spectrum.reference_level)
+        crossings = upcrossings(z**2, cfg.spectrum.reference_level)
         for i, scan, count in zip(members, z, crossings, strict=True):
             rows[i]["max_z"] = float(scan.max())
             rows[i]["upcrossings"] = int(count)
-    return rows
+
+
+def _nonclosures(spectra: list[Spectra]) -> dict[str, FloatArray | None]:
+    """Per non-closure of the spectra, one row per pseudo-experiment (none without them).
+
+    :data:`KEYED` and those of :data:`COMPARED`, where every pseudo-experiment
+    measured them; ``None`` for :data:`NO_NONCLOSURE`.
+    """
+    if not all(KEYED in s.nonclosure for s in spectra):
+        return {}
+    stacked: dict[str, FloatArray | None] = {
+        mode: np.stack([s.nonclosure[mode] for s in spectra]) for mode in (KEYED, STATISTICAL)
+    }
+    stacked[NO_NONCLOSURE] = None
+    return stacked
 
 
 def reference_maxima(cfg: PassfailToysConfig, spectra: Spectra) -> list[float]:
@@ -195,6 +260,7 @@ def reference_maxima(cfg: PassfailToysConfig, spectra: Spectra) -> list[float]:
         n_toys=cfg.spectrum.global_toys,
         seed=cfg.seed,
         reference_level=cfg.spectrum.reference_level,
+        nonclosure=spectra.nonclosure.get(KEYED),
     )
     return [float(z) for z in result.toys_max_z]
 
@@ -213,7 +279,8 @@ def _score(
     rows, reference = _read_cached(path, key)
     done = {row["toy"]: row for row in rows}
     missing = [toy for toy in range(cfg.n_toys) if toy not in done]
-    if not missing and reference:
+    scans = cfg.spectrum.global_toys > 0
+    if not missing and (reference or not scans):
         log.info("%s: %d toys read from %s", name, cfg.n_toys, path)
         return [done[toy] for toy in range(cfg.n_toys)], reference
 
@@ -226,7 +293,7 @@ def _score(
         write_text(path, text)
 
     fixed = None if transform is not None else expected_spectra(cfg, name, None, 0)
-    if not reference:
+    if scans and not reference:
         reference = reference_maxima(cfg, spectra_of(0))
         keep()
     bar = progress_bar(total=len(missing), desc=f"pass/fail toys {name}", unit="toy")

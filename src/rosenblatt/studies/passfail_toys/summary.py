@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import numpy as np
 from scipy import stats
@@ -28,6 +28,15 @@ from rosenblatt.studies._common import (
     summary_header,
 )
 from rosenblatt.studies.passfail_toys.config import PassfailToysConfig
+from rosenblatt.studies.passfail_toys.spectra import KEYED, STATISTICAL
+
+#: the fits without a non-closure per bin
+NO_NONCLOSURE = "none"
+#: how the table names the fits of each non-closure kept to compare
+NONCLOSURE_LABELS = {
+    STATISTICAL: "statistical non-closure only",
+    NO_NONCLOSURE: "no non-closure",
+}
 
 __all__ = [
     "BIAS_FRACTION",
@@ -54,11 +63,14 @@ class ToyRow(_ToyFits, total=False):
 
     ``toy``, its index; ``fits`` per ``"<mass>/<strength>"`` as ``[mu_hat, low,
     high]``; then, of its background-only data set, ``max_z`` (the largest local
-    significance over the scan) and ``upcrossings`` (of the reference level ``u0``).
+    significance over the scan) and ``upcrossings`` (of the reference level ``u0``);
+    with keyed replicas, ``compare``: per other non-closure of the fit, the same
+    data sets' fits as ``fits``.
     """
 
     max_z: float
     upcrossings: int
+    compare: dict[str, dict[str, list[float]]]
 
 
 #: a score's name, its pseudo-experiments and the reference maxima of its global p-values
@@ -112,18 +124,26 @@ class GlobalJson(TypedDict):
     ks_pvalue: float
 
 
-class ScoreJson(TypedDict):
-    """One score's pseudo-experiments."""
-
+class _ScoreJson(TypedDict):
     name: str
     decorrelated: bool
     fits: list[FitJson]
-    background_only: GlobalJson
+    background_only: GlobalJson | None
 
 
-class PassfailToysSummary(SummaryHeader):
-    """``summary.json`` of the study."""
+class ScoreJson(_ScoreJson, total=False):
+    """One score's pseudo-experiments.
 
+    With keyed replicas (``n_boot``), a fitted transform's ``nonclosure`` is that of
+    its fits: ``"keyed bootstrap"``, or for those kept to compare (``compared``,
+    claiming nothing) ``"statistical"`` or ``"none"``.
+    """
+
+    nonclosure: str
+    compared: bool
+
+
+class _Summary(SummaryHeader):
     n_toys: int
     n_defining: int
     coverage_target: float
@@ -134,9 +154,18 @@ class PassfailToysSummary(SummaryHeader):
     step_seconds: StepSeconds
 
 
-def _fits(rows: Sequence[ToyRow], mass: float, strength: float) -> FitJson:
+class PassfailToysSummary(_Summary, total=False):
+    """``summary.json`` of the study; ``n_boot``, the keyed replicas per toy, where there are."""
+
+    n_boot: int
+
+
+def _fits(rows: Sequence[ToyRow], mass: float, strength: float, mode: str | None = None) -> FitJson:
     key = f"{mass:g}/{strength:g}"
-    values = np.array([row["fits"][key] for row in rows], dtype=np.float64)
+    values = np.array(
+        [row["fits"][key] if mode is None else row["compare"][mode][key] for row in rows],
+        dtype=np.float64,
+    )
     mu, low, high = values.T
     n = mu.size
     residual = mu - strength
@@ -167,7 +196,11 @@ def _fits(rows: Sequence[ToyRow], mass: float, strength: float) -> FitJson:
     }
 
 
-def _background_only(rows: Sequence[ToyRow], reference: Sequence[float], u0: float) -> GlobalJson:
+def _background_only(
+    rows: Sequence[ToyRow], reference: Sequence[float], u0: float
+) -> GlobalJson | None:
+    if not reference or not all("max_z" in row for row in rows):
+        return None
     max_z = np.array([row["max_z"] for row in rows], dtype=np.float64)
     ordered = np.sort(np.asarray(reference, dtype=np.float64))
     global_p = 1.0 - np.searchsorted(ordered, max_z, side="left") / ordered.size
@@ -198,8 +231,10 @@ def _background_only(rows: Sequence[ToyRow], reference: Sequence[float], u0: flo
 
 def _claims(score: ScoreJson) -> list[Claim]:
     """A decorrelated score's fit covers, is unbiased and claims uniform global p-values; the
-    raw score's fit is biased."""
+    raw score's fit is biased. A fit kept for comparison claims nothing."""
     name, fits = score["name"], score["fits"]
+    if score.get("compared", False):
+        return []
     relative = [abs(f["bias"]) / f["half_width"] if f["half_width"] > 0 else math.inf for f in fits]
     largest = max(relative)
     bias_text = f"largest |bias| {largest:.2f} of the stated error"
@@ -222,7 +257,7 @@ def _claims(score: ScoreJson) -> list[Claim]:
         f"({sds:.1f} binomial sd) at mass/mu {worst['mass']:g}/{worst['strength']:g}"
     )
     scan = score["background_only"]
-    return [
+    claims = [
         Claim(
             f"{name}: the 68% interval of mu covers {100 * COVERAGE_TARGET:.1f} ± "
             f"{100 * COVERAGE_TOLERANCE:.0f}% over the injected masses and strengths",
@@ -235,12 +270,16 @@ def _claims(score: ScoreJson) -> list[Claim]:
             bias_text,
             BIAS_FRACTION - largest,
         ),
-        Claim(
-            f"{name}: the background-only data sets' claimed global p-values are uniform",
-            f"Kolmogorov-Smirnov p {scan['ks_pvalue']:.2g}",
-            scan["ks_pvalue"] - ALPHA,
-        ),
     ]
+    if scan is not None:
+        claims.append(
+            Claim(
+                f"{name}: the background-only data sets' claimed global p-values are uniform",
+                f"Kolmogorov-Smirnov p {scan['ks_pvalue']:.2g}",
+                scan["ks_pvalue"] - ALPHA,
+            )
+        )
+    return claims
 
 
 def summarise(
@@ -253,15 +292,30 @@ def summarise(
     scores: list[ScoreJson] = []
     for name, rows, reference in results:
         fits = [_fits(rows, m, s) for m in spectrum.masses for s in spectrum.strengths]
-        scores.append(
+        compared = list(rows[0].get("compare", {})) if rows else []
+        score: ScoreJson = {
+            "name": name,
+            "decorrelated": name != "score",
+            "fits": fits,
+            "background_only": _background_only(rows, reference, spectrum.reference_level),
+        }
+        if compared:
+            score["nonclosure"] = KEYED
+        scores.append(score)
+        scores += [
             {
-                "name": name,
-                "decorrelated": name != "score",
-                "fits": fits,
-                "background_only": _background_only(rows, reference, spectrum.reference_level),
+                "name": f"{name}, {NONCLOSURE_LABELS[mode]}",
+                "decorrelated": True,
+                "nonclosure": mode,
+                "compared": True,
+                "fits": [
+                    _fits(rows, m, s, mode) for m in spectrum.masses for s in spectrum.strengths
+                ],
+                "background_only": None,
             }
-        )
-    return {
+            for mode in compared
+        ]
+    base: _Summary = {
         **summary_header("passfail-toys", cfg.name, cfg.source),
         "n_toys": cfg.n_toys,
         "n_defining": cfg.n_defining,
@@ -280,3 +334,7 @@ def summarise(
         "claims": [claim.to_json() for score in scores for claim in _claims(score)],
         "step_seconds": dict(seconds),
     }
+    summary = cast("PassfailToysSummary", base)
+    if cfg.replicas:
+        summary["n_boot"] = cfg.replicas
+    return summary
