@@ -30,8 +30,8 @@ that could not be read, writes no checkpoint (their pieces are checked one by on
 key (another configuration, a changed input file, another chunking) are never
 read, and are removed once the pass is done. A kept piece is read once: its
 manifest, histograms and skim files are checked before the chunks left run, its
-arrays (the bulk of a fit's piece) as the merge reads them (zipfile checks each
-member's CRC as it reads it to its end). A damaged piece, or one whose skim
+arrays (the bulk of a fit's piece) as the merge reads them, straight into
+arrays of their own (each member's CRC checked on the way). A damaged piece, or one whose skim
 file is damaged, is named in one line and computed again, also when the merge
 finds it (:func:`rosenblatt._records.corrupt`; refused under ``--refuse-corrupt-cache``);
 a chunk that could not be read is kept for the merge but computed again by the
@@ -54,6 +54,7 @@ import json
 import logging
 import os
 import signal
+import struct
 import tempfile
 import threading
 import uuid
@@ -108,6 +109,10 @@ READ_AHEAD = 64
 CHECKPOINT_EVERY = 16
 #: seconds between two looks for the pieces the workers write
 _POLL_SECONDS = 0.1
+#: bytes of a zip member's local header before its name
+_LOCAL_HEADER = 30
+#: bytes first read of a stored ``.npy`` member: its header (at most this) and the start of its data
+_NPY_HEAD = 4096
 #: what reading a damaged piece or checkpoint raises
 DAMAGED = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error)
 #: test hook: ``<pass>:<n>`` sends SIGTERM to the run once the pass's folder holds n pieces
@@ -409,9 +414,11 @@ class PieceStore:
 
                 h = serialization.from_uhi(uhi_zip.read(zf, member))
                 output.setdefault(key, {})[variant] = h
-            for array, member in document.get("arrays", []):
-                # read whole: zipfile checks the member's CRC at its end
-                output.setdefault(ARRAYS, {})[array] = _npy_array(zf.read(member))
+            arrays = document.get("arrays", [])
+            if arrays:
+                with open(path, "rb", buffering=0) as handle:
+                    for array, member in arrays:
+                        output.setdefault(ARRAYS, {})[array] = _member_array(zf, handle, member)
         if document["skim"] is not None:
             folder = self.folder
             output["skim"] = [os.path.normpath(os.path.join(folder, n)) for n in document["skim"]]
@@ -445,6 +452,55 @@ def _check_members(zf: zipfile.ZipFile, skip: set[str]) -> None:
             with zf.open(info) as member:
                 while member.read(1 << 20):
                     pass
+
+
+def _member_array(zf: zipfile.ZipFile, handle: Any, member: str) -> Any:
+    """The array of the ``.npy`` member ``member`` of ``zf``, its CRC checked.
+
+    A stored member is read once, straight into an array of its own
+    (``handle``: the zip file opened apart, unbuffered); another through
+    :meth:`zipfile.ZipFile.read`. Raises :class:`zipfile.BadZipFile` for a
+    damaged member.
+    """
+    from numpy.lib import format as npy
+
+    info = zf.getinfo(member)
+    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+        return _npy_array(zf.read(member))
+    handle.seek(info.header_offset)
+    local = handle.read(_LOCAL_HEADER)
+    if len(local) < _LOCAL_HEADER or local[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"{member}: bad local header")
+    name_length, extra_length = struct.unpack("<HH", local[26:30])
+    if handle.read(name_length).decode("utf-8", "replace") != info.orig_filename:
+        raise zipfile.BadZipFile(f"{member}: its local header names another member")
+    handle.seek(info.header_offset + _LOCAL_HEADER + name_length + extra_length)
+    head = handle.read(min(info.file_size, _NPY_HEAD))
+    stream = io.BytesIO(head)
+    version = npy.read_magic(stream)
+    if version == (1, 0):
+        shape, fortran, dtype = npy.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, fortran, dtype = npy.read_array_header_2_0(stream)
+    else:
+        return _npy_array(zf.read(member))
+    start = stream.tell()
+    count = int(np.prod(shape, dtype=np.int64))
+    if dtype.hasobject or start + count * dtype.itemsize != info.file_size:
+        raise zipfile.BadZipFile(f"{member}: its header does not match its size")
+    values = np.empty(count, dtype)
+    raw = memoryview(values.view(np.uint8).data)
+    have = len(head) - start
+    raw[:have] = head[start:]
+    left = raw[have:]
+    while len(left):
+        read = handle.readinto(left)
+        if not read:
+            raise zipfile.BadZipFile(f"{member}: truncated")
+        left = left[read:]
+    if zlib.crc32(raw, zlib.crc32(head[:start])) != info.CRC:
+        raise zipfile.BadZipFile(f"Bad CRC-32 for file {member!r}")
+    return values.reshape(shape, order="F" if fortran else "C")
 
 
 def _npy_array(data: bytes) -> Any:
@@ -572,8 +628,7 @@ def run_in_pieces(
     docstring). Returns the merged output (empty without chunks); pieces and
     checkpoints of other chunks or keys are removed. ``join``: each array of
     the outputs' ``"arrays"`` joined end to end; else the list of the chunks'
-    arrays, in order (read-only views of the pieces' bytes), for a caller
-    that joins them itself.
+    arrays, in order, for a caller that joins them itself.
     """
     ordered = sorted(set(chunks))
     keys = [store.key(chunk) for chunk in ordered]
