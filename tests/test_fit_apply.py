@@ -10,59 +10,23 @@ from typing import Any
 import awkward as ak
 import numpy as np
 import pytest
+from flat_ntuple import TREE, fit_args, write_flat, write_tree
 
 import rosenblatt as rb
 from rosenblatt.cli import main
 
 uproot = pytest.importorskip("uproot")
 
-TREE = "nominal"
-
-
-def _write(path: Path, branches: dict[str, Any], tree: str = TREE) -> Path:
-    """A TTree (``mktree`` + ``extend``: plain assignment would write an RNTuple)."""
-    with uproot.recreate(str(path)) as handle:
-        handle.mktree(tree, {name: values.dtype for name, values in branches.items()})
-        handle[tree].extend(branches)
-    return path
-
-
-def _flat(path: Path, n: int, seed: int) -> dict[str, Any]:
-    """The user's own branch names, a score correlated with the mass, negative weights."""
-    rng = np.random.default_rng(seed)
-    mass = rng.uniform(1000.0, 4000.0, n)
-    columns = {
-        "m_jj": mass,
-        "tagger_out": rng.normal(mass / 4000.0, 0.2).astype(np.float32),
-        "evt_w": rng.choice([-1.0, 1.0, 1.0, 1.0], n) * rng.uniform(0.5, 1.5, n),
-    }
-    _write(path, columns)
-    return columns
-
 
 @pytest.fixture
 def flat_files(tmp_path: Path) -> tuple[list[Path], dict[str, np.ndarray]]:
     """Two flat ntuples and their concatenated columns."""
-    parts = [_flat(tmp_path / f"sample_{i}.root", n, seed=i) for i, n in enumerate((3000, 2000))]
+    parts = [
+        write_flat(tmp_path / f"sample_{i}.root", n, seed=i) for i, n in enumerate((3000, 2000))
+    ]
     paths = [tmp_path / "sample_0.root", tmp_path / "sample_1.root"]
     columns = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     return paths, columns
-
-
-def _fit_args(paths: list[Path], output: Path, *extra: str) -> list[str]:
-    return [
-        "fit",
-        *map(str, paths),
-        "--treename",
-        TREE,
-        "--x",
-        "m_jj",
-        "--score",
-        "tagger_out",
-        "--output",
-        str(output),
-        *extra,
-    ]
 
 
 def test_fit_equals_the_fit_in_memory(
@@ -72,7 +36,7 @@ def test_fit_equals_the_fit_in_memory(
 ) -> None:
     paths, columns = flat_files
     output = tmp_path / "t.json"
-    args = _fit_args(paths, output, "--weight", "evt_w", "--depth", "4", "--chunk-size", "700")
+    args = fit_args(paths, output, "--weight", "evt_w", "--depth", "4", "--chunk-size", "700")
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "fitted on 5,000 events" in out
@@ -98,7 +62,7 @@ def test_fit_depth_auto_says_what_it_chose(
 ) -> None:
     paths, _ = flat_files
     output = tmp_path / "auto.json"
-    assert main(_fit_args(paths[1:], output)) == 0
+    assert main(fit_args(paths[1:], output)) == 0
     fitted = rb.load(output)
     assert isinstance(fitted, rb.IRGI)
     depth = fitted.depth_
@@ -112,7 +76,7 @@ def test_apply_writes_a_friend_tree(
 ) -> None:
     paths, _ = flat_files
     transform = tmp_path / "my-transform.json"
-    assert main(_fit_args(paths, transform, "--depth", "3")) == 0
+    assert main(fit_args(paths, transform, "--depth", "3")) == 0
     out_dir = tmp_path / "friends"
     args = ["apply", str(transform), *map(str, paths), "--treename", TREE]
     args += ["--x", "m_jj", "--score", "tagger_out", "--output-dir", str(out_dir)]
@@ -228,11 +192,11 @@ def test_misspelled_branch_one_line_and_no_output(
 ) -> None:
     paths, _ = flat_files
     transform = tmp_path / "t.json"
-    assert main(_fit_args(paths, transform, "--depth", "2")) == 0
+    assert main(fit_args(paths, transform, "--depth", "2")) == 0
     capsys.readouterr()
     before = sorted(tmp_path.iterdir())
     if command == "fit":
-        args = _fit_args(paths, tmp_path / "new.json")
+        args = fit_args(paths, tmp_path / "new.json")
     else:
         args = ["apply", str(transform), *map(str, paths), "--treename", TREE]
         args += ["--x", "m_jj", "--score", "tagger_out", "--output-dir", str(tmp_path / "out")]
@@ -254,14 +218,14 @@ def test_missing_tree_and_not_root(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     paths, _ = flat_files
-    args = _fit_args(paths, tmp_path / "t.json")
+    args = fit_args(paths, tmp_path / "t.json")
     args[args.index(TREE)] = "Events"
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "no tree 'Events'; the file has the trees ['nominal']" in err
     text = tmp_path / "notes.root"
     text.write_text("not a ROOT file\n")
-    assert main(_fit_args([text], tmp_path / "t.json")) == 2
+    assert main(fit_args([text], tmp_path / "t.json")) == 2
     assert f"{text}: not a ROOT file" in capsys.readouterr().err
     assert not (tmp_path / "t.json").exists()
 
@@ -271,8 +235,8 @@ def test_non_finite_value_names_file_and_entry(
 ) -> None:
     columns = {"m_jj": np.linspace(1.0, 2.0, 50), "tagger_out": np.linspace(0.0, 1.0, 50)}
     columns["tagger_out"][37] = np.nan
-    path = _write(tmp_path / "nan.root", columns)
-    assert main(_fit_args([path], tmp_path / "t.json", "--chunk-size", "10")) == 2
+    path = write_tree(tmp_path / "nan.root", columns)
+    assert main(fit_args([path], tmp_path / "t.json", "--chunk-size", "10")) == 2
     err = capsys.readouterr().err
     assert f"{path}: entry 37 of tree 'nominal': --score 'tagger_out' is nan" in err
     assert not (tmp_path / "t.json").exists()
@@ -285,8 +249,10 @@ def test_apply_writes_nothing_when_a_later_file_fails(
 ) -> None:
     paths, _ = flat_files
     transform = tmp_path / "t.json"
-    assert main(_fit_args(paths, transform, "--depth", "2")) == 0
-    bad = _write(tmp_path / "bad.root", {"m_jj": np.array([1.0, np.inf]), "tagger_out": np.ones(2)})
+    assert main(fit_args(paths, transform, "--depth", "2")) == 0
+    bad = write_tree(
+        tmp_path / "bad.root", {"m_jj": np.array([1.0, np.inf]), "tagger_out": np.ones(2)}
+    )
     out_dir = tmp_path / "out"
     args = ["apply", str(transform), str(paths[0]), str(bad), "--treename", TREE]
     args += ["--x", "m_jj", "--score", "tagger_out", "--output-dir", str(out_dir)]
@@ -311,7 +277,7 @@ def test_function_quantity_from_a_file(
         "def score(events):\n    return 1.0 - 2.0 * events.tagger_out\n"
     )
     transform = tmp_path / "f.json"
-    args = _fit_args(paths, transform, "--depth", "3", "--chunk-size", "1500")
+    args = fit_args(paths, transform, "--depth", "3", "--chunk-size", "1500")
     args[args.index("tagger_out")] = "my_score.py:score"
     assert main(args) == 0
     assert "--score function my_score.py:score" in capsys.readouterr().out
@@ -348,13 +314,13 @@ def test_bad_options_are_refused(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     paths, _ = flat_files
-    assert main(_fit_args(paths, tmp_path / "t.json", "--transform", "kde", "--depth", "3")) == 2
+    assert main(fit_args(paths, tmp_path / "t.json", "--transform", "kde", "--depth", "3")) == 2
     assert "--depth is a parameter of irgi" in capsys.readouterr().err
     without_score = ["fit", *map(str, paths), "--x", "m_jj", "--output", str(tmp_path / "t.json")]
     assert main(without_score) == 2
     assert "give --score, or --config with its abcd.x and score:" in capsys.readouterr().err
     transform = tmp_path / "t.json"
-    assert main(_fit_args(paths, transform, "--depth", "2")) == 0
+    assert main(fit_args(paths, transform, "--depth", "2")) == 0
     args = ["apply", str(transform), *map(str, paths), "--treename", TREE]
     args += ["--x", "m_jj", "--score", "tagger_out", "--output", str(tmp_path / "one.root")]
     assert main(args) == 2
@@ -379,7 +345,7 @@ def test_fit_records_what_it_was_fitted_on(
 ) -> None:
     paths, columns = flat_files
     output = tmp_path / "t.json"
-    assert main(_fit_args(paths, output, "--weight", "evt_w", "--depth", "3")) == 0
+    assert main(fit_args(paths, output, "--weight", "evt_w", "--depth", "3")) == 0
     record = rb.serialization.fitted_on(rb.load(output))
     assert record is not None
     files = record.pop("files")
@@ -410,7 +376,7 @@ def fitted(
     """The flat files, their columns and ``t.json``, fitted on them by ``rosenblatt fit``."""
     paths, columns = flat_files
     transform = tmp_path / "t.json"
-    assert main(_fit_args(paths, transform, "--depth", "3")) == 0
+    assert main(fit_args(paths, transform, "--depth", "3")) == 0
     capsys.readouterr()
     return paths, columns, transform
 
@@ -489,7 +455,7 @@ def test_apply_stops_when_too_many_events_lie_outside_the_domain(
     n = 1000
     shifted = {k: v[:n].copy() for k, v in columns.items()}
     shifted["m_jj"][:60] += 5000.0
-    sample = _write(tmp_path / "shifted.root", shifted)
+    sample = write_tree(tmp_path / "shifted.root", shifted)
     assert main(_apply(transform, [sample], tmp_path / "out")) == 2
     assert "60 of the 1,000 events (6.0%) lie outside" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

@@ -16,59 +16,27 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
+from flat_ntuple import fit_args, write_flat
 
 from rosenblatt.cli import main
 from rosenblatt.processors.pieces import STOP_AFTER_PIECES
 
 uproot = pytest.importorskip("uproot")
 
-TREE = "nominal"
 FILES = ("a.root", "b.root", "c.root", "d.root")
 #: events per file, entries per chunk: 5 chunks per file, 20 in all
 EVENTS, CHUNK = 10_000, 2_000
 
 
-def _write(path: Path, seed: int, n: int = EVENTS) -> None:
-    rng = np.random.default_rng(seed)
-    mass = rng.uniform(1000.0, 4000.0, n)
-    columns = {
-        "m_jj": mass,
-        "tagger_out": rng.normal(mass / 4000.0, 0.2).astype(np.float32),
-        "evt_w": rng.choice([-1.0, 1.0, 1.0, 1.0], n) * rng.uniform(0.5, 1.5, n),
-        "passes": (mass > 1200.0).astype(np.int32),
-    }
-    with uproot.recreate(str(path)) as handle:
-        handle.mktree(TREE, {name: values.dtype for name, values in columns.items()})
-        handle[TREE].extend(columns)
-
-
 def _files(folder: Path) -> None:
     for seed, name in enumerate(FILES):
-        _write(folder / name, seed)
+        write_flat(folder / name, EVENTS, seed, selection=True)
 
 
 def _args(output: str, *extra: str) -> list[str]:
-    return [
-        "fit",
-        *FILES,
-        "--treename",
-        TREE,
-        "--x",
-        "m_jj",
-        "--score",
-        "tagger_out",
-        "--weight",
-        "evt_w",
-        "--depth",
-        "4",
-        "--chunk-size",
-        str(CHUNK),
-        "--output",
-        output,
-        *extra,
-    ]
+    weighted = ["--weight", "evt_w", "--depth", "4", "--chunk-size", str(CHUNK)]
+    return fit_args(FILES, output, *weighted, *extra)
 
 
 def _rosenblatt(
@@ -170,7 +138,7 @@ def test_a_changed_file_or_option_is_read_again(
     assert (tmp_path / "again.json").read_bytes() == (tmp_path / "first.json").read_bytes()
 
     # one file changed: its chunks are read again, the others' kept
-    _write(tmp_path / "c.root", 99)
+    write_flat(tmp_path / "c.root", EVENTS, 99, selection=True)
     assert "15 of 20 chunks kept from an earlier run" in fit("changed.json")
     assert (tmp_path / "changed.json").read_bytes() == fresh("changed-fresh.json")
     assert len(_pieces(pieces)) == 20  # the pieces of the old file are removed
