@@ -213,6 +213,45 @@ def test_a_blinded_run_holds_no_passing_data_count_of_the_signal_window(
     assert "mu_note" in fit
 
 
+@pytest.mark.slow
+def test_the_nonclosure_holds_the_transform_fit(unblinded: Path, categories: Path) -> None:
+    """With keyed replicas the per-bin non-closure takes the bootstrap's error, parts named."""
+    for category in _passfail(categories)["categories"]:
+        part = category["simulation"]
+        assert part["nonclosure_replicas"] == 10
+        np.testing.assert_allclose(
+            part["nonclosure_in_fit"],
+            np.minimum(
+                np.hypot(
+                    np.subtract(part["nonclosure_relative"], part["nonclosure_bootstrap_bias"]),
+                    part["nonclosure_bootstrap_error"],
+                ),
+                1.0,
+            ),
+        )
+    result = _passfail(unblinded)
+    simulation = result["simulation"]
+    assert simulation["nonclosure_replicas"] == 10
+    relative = np.array(simulation["nonclosure_relative"], dtype=float)
+    bias = np.array(simulation["nonclosure_bootstrap_bias"], dtype=float)
+    error = np.array(simulation["nonclosure_bootstrap_error"], dtype=float)
+    fit = np.array(simulation["nonclosure_transform_fit"], dtype=float)
+    statistical = np.array(simulation["nonclosure_statistical"], dtype=float)
+    in_fit = np.array(simulation["nonclosure_in_fit"], dtype=float)
+    assert np.all(error > 0)
+    assert np.all(fit > 0)
+    np.testing.assert_allclose(statistical, simulation["nonclosure_relative_error"])
+    np.testing.assert_allclose(in_fit, np.minimum(np.hypot(relative - bias, error), 1.0))
+    # the workspace's shapesys is that total times the passing background's nominal
+    workspace = json.loads((unblinded / result["workspace"]).read_text())
+    channels = {c["name"]: c for c in workspace["channels"]}
+    background = channels["pass"]["samples"][0]
+    (shapesys,) = [m for m in background["modifiers"] if m["type"] == "shapesys"]
+    np.testing.assert_allclose(
+        np.array(shapesys["data"]), in_fit * np.array(background["data"]), rtol=1e-9
+    )
+
+
 def _numbers(document: Any) -> set[int]:
     """Every integral number in a JSON document."""
     if isinstance(document, dict):

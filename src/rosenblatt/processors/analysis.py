@@ -20,6 +20,12 @@ applies the fitted transforms to them, and fills only histograms:
     ``x``: the spectra of ``x`` passing and failing each cut value ``y0``, for
     the pass/fail fit (:mod:`rosenblatt.abcd.passfail`); blinded as the ABCD
     histogram is;
+``"replicas"``, ``"resampled"`` (with bootstrap replicas)
+    per replica of a transform, its ABCD histogram, and for a keyed replica
+    the same with the events' weights times its keyed Poisson counts; with
+    ``passfail`` edges each replica's pass/fail histogram also, named
+    :func:`passfail_replica` of the replica (the per-bin non-closure's
+    bootstrap, :mod:`rosenblatt.abcd.transfer_correction`);
 ``"cutflow"``
     ``{dataset: {step: events}}`` with the steps :data:`CUTFLOW_STEPS`, where
     ``read`` equals the sum of the others. In a blinded pass the data's events
@@ -66,6 +72,7 @@ __all__ = [
     "blind_cutflow",
     "empty_output",
     "fill_variants",
+    "passfail_replica",
     "plane_histogram",
     "region_stage",
     "summed_over_datasets",
@@ -80,6 +87,19 @@ DATA = 2
 
 #: the regions of a blinded variant whose data events the cut flow counts (never A)
 BLINDED_REGIONS = ("B", "C", "D")
+
+
+#: the prefix of a replica's pass/fail histogram among the ``"replicas"`` and ``"resampled"``
+PASSFAIL_REPLICA = "passfail:"
+
+
+def passfail_replica(replica: str) -> str:
+    """The name of a replica's pass/fail histogram under ``"replicas"`` and ``"resampled"``.
+
+    Its own name (``<variant>#<k>``) behind :data:`PASSFAIL_REPLICA`, so that
+    it is never taken for the replica's ABCD histogram.
+    """
+    return f"{PASSFAIL_REPLICA}{replica}"
 
 
 def region_stage(region: str, variant: str) -> str:
@@ -194,7 +214,9 @@ def empty_output(
     With ``dataset`` (a chunk's), the histograms' dataset axes hold it from the
     start, so that filling them does not grow the axis. With ``passfail``, the
     edges of the pass/fail fit's bins of ``x``, each variant also gets a
-    ``"passfail"`` histogram: its ABCD histogram with these edges on ``x``.
+    ``"passfail"`` histogram: its ABCD histogram with these edges on ``x``;
+    each bootstrap replica gets one too, under ``"replicas"`` (and a keyed
+    one under ``"resampled"``) named :func:`passfail_replica`.
     """
     shown = [v for v in variants if v.replica_of is None]
     replicas = [v for v in variants if v.replica_of is not None]
@@ -215,11 +237,25 @@ def empty_output(
         output["passfail"] = {
             v.name: abcd_histogram(passfail, v.y0, x_label=x_label, dataset=dataset) for v in shown
         }
+
+    def spectra(v: Variant) -> dict[str, hist.Hist[hist.storage.Weight]]:
+        if passfail is None:
+            return {}
+        return {
+            passfail_replica(v.name): abcd_histogram(
+                passfail, v.y0, x_label=x_label, dataset=dataset
+            )
+        }
+
     if replicas:
         output["replicas"] = {v.name: abcd(v) for v in replicas}
+        for v in replicas:
+            output["replicas"].update(spectra(v))
     resampled = [v for v in replicas if v.keyed_draw is not None]
     if resampled:
         output["resampled"] = {v.name: abcd(v) for v in resampled}
+        for v in resampled:
+            output["resampled"].update(spectra(v))
     return output
 
 
@@ -256,6 +292,12 @@ def fill_variants(
         for name in ("abcd", "plane", "passfail", "replicas", "resampled")
         for h in list(output.get(name, {}).values())[:1]
     }
+    # a replica's pass/fail histogram has the pass/fail histograms' bins of x
+    spectra = {"replicas": "passfail", "resampled": "passfail"}
+    for kind in spectra:
+        for name, h in output.get(kind, {}).items():
+            if "passfail" not in x_bins and name.startswith(PASSFAIL_REPLICA):
+                x_bins["passfail"] = flow_index(h.axes["x"], x)
     groups = _process_groups(process)
     for variant in variants:
         score = values = scores[variant.score]
@@ -263,24 +305,43 @@ def fill_variants(
             values = np.asarray(variant.transform.transform(x, score), dtype=np.float64)
         if variant.keyed_draw is not None:
             counts = keyed_poisson_weights(x, score, *variant.keyed_draw)
-            resampled = output["resampled"][variant.name]
-            _add_groups(resampled, dataset, groups, x_bins["resampled"], values, weight * counts)
+            for h, x_bin in _histograms(output, "resampled", variant.name, x_bins, spectra):
+                _add_groups(h, dataset, groups, x_bin, values, weight * counts)
         keep = None
         if blind is not None and data is not None:
             keep = _blinded_keep(variant, blind.get(variant.name), data, x, values, regions)
         kinds = ("abcd", "plane", "passfail") if variant.replica_of is None else ("replicas",)
         for name in (kind for kind in kinds if kind in output):
-            h = output[name][variant.name]
-            if keep is None:
-                _add_groups(h, dataset, groups, x_bins[name], values, weight)
-            else:
-                _add_groups(
-                    h,
-                    dataset,
-                    _process_groups(process[keep]),
-                    *_pick(keep, x_bins[name], values, weight),
-                )
+            for h, x_bin in _histograms(output, name, variant.name, x_bins, spectra):
+                if keep is None:
+                    _add_groups(h, dataset, groups, x_bin, values, weight)
+                else:
+                    _add_groups(
+                        h,
+                        dataset,
+                        _process_groups(process[keep]),
+                        *_pick(keep, x_bin, values, weight),
+                    )
     return regions
+
+
+def _histograms(
+    output: Mapping[str, Any],
+    kind: str,
+    variant: str,
+    x_bins: Mapping[str, IntArray],
+    spectra: Mapping[str, str],
+) -> list[tuple[hist.Hist[hist.storage.Weight], IntArray]]:
+    """A variant's histograms of ``kind`` with the events' bins of ``x`` in each.
+
+    Its own, and where ``kind`` has one (a replica's), its pass/fail
+    histogram (:func:`passfail_replica`) on the bins of ``spectra[kind]``.
+    """
+    found = [(output[kind][variant], x_bins[kind])]
+    extra = output[kind].get(passfail_replica(variant)) if kind in spectra else None
+    if extra is not None:
+        found.append((extra, x_bins[spectra[kind]]))
+    return found
 
 
 def _blinded_keep(

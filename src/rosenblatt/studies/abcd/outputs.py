@@ -259,6 +259,8 @@ def _passfail(
         blind=cfg.blind,
         x_label=cfg.cuts.x_axis_label,
         seed=cfg.statistics.seed,
+        replicas=output.get("replicas"),
+        resampled=output.get("resampled"),
     )
     return write_results(folder, results)
 

@@ -12,7 +12,15 @@ of :mod:`rosenblatt.abcd.passfail` at its cut ``y0``:
   over its failing events, all bins together) and, per bin, the non-closure:
   its pass/fail ratio in the bin relative to the overall one, in quadrature
   with that ratio's statistical error, as the relative uncertainty of the
-  ``nonclosure`` modifier. The chi-square of its per-bin ratios against a
+  ``nonclosure`` modifier. Where the transform has keyed bootstrap replicas
+  (``statistics.n_boot``), the analysis pass has also filled each replica's
+  pass/fail histograms, and the error is the keyed bootstrap's
+  (:func:`rosenblatt.abcd.transfer_correction.transfer_correction`): it holds
+  the transform's own fit, which the simulation's statistics alone miss where
+  the simulation is the defining sample; ``passfail.json`` names the parts
+  (``nonclosure_statistical``, ``nonclosure_transform_fit``, the bootstrap's
+  ``nonclosure_bootstrap_error`` and ``nonclosure_bootstrap_bias``) beside
+  ``nonclosure_in_fit``, the total the fit takes. The chi-square of its per-bin ratios against a
   constant and the slope of a straight line through them say whether a
   transfer ratio linear in ``x`` is needed;
 - the signal simulation is the template of both regions (its leakage into
@@ -73,12 +81,14 @@ if TYPE_CHECKING:
 
     from rosenblatt.abcd.passfail import PassFailFit
     from rosenblatt.abcd.transfer import TransferCheck
+    from rosenblatt.abcd.transfer_correction import TransferCorrection
     from rosenblatt.studies.abcd.config import PassFailConfig
 
 __all__ = [
     "FOLDER",
     "PassFailJson",
     "PassFailNumbers",
+    "replica_pairs",
     "simulation_closure",
     "summary_numbers",
     "write_passfail",
@@ -186,13 +196,105 @@ def simulation_closure(
         raise ValueError(msg) from None
 
 
-def _closure_json(closure: TransferCheck) -> dict[str, Any]:
-    """The simulation's pass/fail check as ``passfail.json`` holds it."""
+#: a replica's pass/fail histograms: the simulation's own weights, and times its keyed counts
+ReplicaPair = tuple["Hist[Weight]", "Hist[Weight]"]
+
+
+def replica_pairs(
+    variant: str,
+    replicas: Mapping[str, Hist[Weight]] | None,
+    resampled: Mapping[str, Hist[Weight]] | None,
+) -> list[ReplicaPair]:
+    """The pass/fail histograms of ``variant``'s keyed replicas, each with its resampled one.
+
+    Those the analysis pass filled under ``"replicas"`` and ``"resampled"``
+    (named :func:`~rosenblatt.processors.analysis.passfail_replica` of
+    ``<variant>#<k>``), in the replicas' order; none where a replica lacks
+    its resampled histogram.
+    """
+    from rosenblatt.processors.analysis import passfail_replica
+
+    prefix = passfail_replica(f"{variant}#")
+    fitted, keyed = replicas or {}, resampled or {}
+    names = sorted(
+        (name for name in fitted if name.startswith(prefix)),
+        key=lambda name: int(name.rsplit("#", 1)[1]),
+    )
+    if not names or not all(name in keyed for name in names):
+        return []
+    return [(fitted[name], keyed[name]) for name in names]
+
+
+def _fit_term(
+    pairs: list[ReplicaPair],
+    cuts: tuple[float, ...],
+    span: slice,
+    failing: FloatArray,
+    passes: list[FloatArray],
+) -> list[TransferCorrection] | None:
+    """Per category of ``cuts`` (one: the cut), the keyed bootstrap's per-bin non-closure.
+
+    ``failing`` and ``passes`` are the simulation's spectra on the fit's
+    ``span`` of bins under the nominal transform; ``None`` with fewer than two
+    replicas.
+    """
+    from rosenblatt.abcd.transfer_correction import transfer_correction
+    from rosenblatt.studies.abcd.passfail_spectra import category_spectra
+
+    if len(pairs) < 2:
+        return None
+    fitted: list[tuple[FloatArray, list[FloatArray]]] = []
+    reweighted: list[tuple[FloatArray, list[FloatArray]]] = []
+    for replica, resampled in pairs:
+        for histogram, into in ((replica, fitted), (resampled, reweighted)):
+            fail, _, passing, _ = category_spectra(histogram, cuts, 0)
+            into.append((fail[span], [values[span] for values in passing]))
+    return [
+        transfer_correction(
+            failing,
+            passed,
+            [(fail, passing[k]) for fail, passing in fitted],
+            [(fail, passing[k]) for fail, passing in reweighted],
+        )
+        for k, passed in enumerate(passes)
+    ]
+
+
+def _in_fit(closure: TransferCheck, correction: TransferCorrection | None) -> FloatArray:
+    """The relative non-closure per bin the fit takes: the bootstrap's where there is one."""
+    return closure.uncertainty if correction is None else correction.uncertainty
+
+
+def _closure_json(
+    closure: TransferCheck, correction: TransferCorrection | None = None
+) -> dict[str, Any]:
+    """The simulation's pass/fail check as ``passfail.json`` holds it.
+
+    With the keyed bootstrap's ``correction``, also the parts of the
+    non-closure in the fit: the statistical error, the transform's fit (the
+    spread of the ratio over the replicas on the same events), the
+    bootstrap's error and bias; ``nonclosure_in_fit`` is then the measured
+    ratio less the bias in quadrature with the bootstrap's error.
+    """
+    parts: dict[str, Any] = {}
+    if correction is not None:
+        parts = {
+            "nonclosure_statistical": _listed(closure.relative_error),
+            "nonclosure_transform_fit": _listed(correction.transform_fit),
+            "nonclosure_bootstrap_error": _listed(correction.error),
+            "nonclosure_bootstrap_bias": _listed(correction.bias),
+            "nonclosure_replicas": correction.n_replicas,
+            "nonclosure_method": (
+                f"keyed bootstrap of the transform's fit ({correction.n_replicas} replicas): "
+                "the measured ratio less the bootstrap's bias, in quadrature with its error"
+            ),
+        }
     return {
         "transfer_ratio": closure.ratio,
         "nonclosure_relative": _listed(closure.relative),
         "nonclosure_relative_error": _listed(closure.relative_error),
-        "nonclosure_in_fit": _listed(closure.uncertainty),
+        **parts,
+        "nonclosure_in_fit": _listed(_in_fit(closure, correction)),
         "chi2_constant": closure.chi2,
         "ndof": closure.ndof,
         "p_value_constant": closure.p_value,
@@ -212,6 +314,8 @@ def write_passfail(
     blind: bool,
     x_label: str,
     seed: int = 0,
+    replicas: Mapping[str, Hist[Weight]] | None = None,
+    resampled: Mapping[str, Hist[Weight]] | None = None,
 ) -> dict[str, PassFailJson]:
     """Per variant, the pass/fail fit at its cut, written to ``passfail/<variant>/``.
 
@@ -219,7 +323,10 @@ def write_passfail(
     run is blinded, ``x_label`` the figures' label of ``x`` and ``seed`` that
     of the bump hunt's pseudo-experiments (with ``settings.masses``, each
     fitted variant also gets the bump hunt of
-    :mod:`rosenblatt.studies.abcd.bumphunt`).
+    :mod:`rosenblatt.studies.abcd.bumphunt`). ``replicas`` and ``resampled``
+    are the pass's histograms of the bootstrap replicas: a variant whose keyed
+    replicas have pass/fail histograms there (:func:`replica_pairs`) gets the
+    keyed bootstrap's error in its per-bin non-closure.
 
     A variant whose estimate is not valid, or without a cut, gets a note
     saying why it has no fit; so does one whose fit cannot be built (pyhf
@@ -252,6 +359,7 @@ def write_passfail(
                 blind=blind,
                 x_label=x_label,
                 seed=seed,
+                pairs=replica_pairs(variant, replicas, resampled),
             )
         else:
             y0 = float(found["y0"]) if settings.cuts is None else settings.cuts[0]
@@ -265,6 +373,7 @@ def write_passfail(
                 blind=blind,
                 x_label=x_label,
                 seed=seed,
+                pairs=replica_pairs(variant, replicas, resampled),
             )
     return results
 
@@ -292,8 +401,12 @@ def _variant_fit(
     blind: bool,
     x_label: str,
     seed: int,
+    pairs: list[ReplicaPair] | None = None,
 ) -> PassFailJson:
-    """The pass/fail fit of one variant at its cut ``(x0, y0)`` (see the module docstring)."""
+    """The pass/fail fit of one variant at its cut ``(x0, y0)`` (see the module docstring).
+
+    ``pairs``: its keyed replicas' pass/fail histograms (:func:`replica_pairs`).
+    """
     try:
         import pyhf
     except ImportError:
@@ -318,6 +431,9 @@ def _variant_fit(
         closure = simulation_closure(fail, passed, fail_variance, pass_variance, centres)
     except ValueError as err:
         return {"note": f"no fit: {err}"}
+    corrections = _fit_term(pairs or [], (y0,), span, fail, [passed])
+    correction = None if corrections is None else corrections[0]
+    nonclosure = _in_fit(closure, correction)
     window = np.flatnonzero(edges[1:] > x0) if blind else np.zeros(0, dtype=np.intp)
     observed_pass = data_pass.copy()
     out: PassFailJson = {
@@ -329,7 +445,7 @@ def _variant_fit(
         "signal_window": window.tolist(),
         "transfer_expected": closure.ratio,
         "transfer_uniform": None if variant == "score" else (1.0 - y0) / y0,
-        "simulation": _closure_json(closure),
+        "simulation": _closure_json(closure, correction),
         "data_fail": data_fail.tolist(),
     }
     if blind:
@@ -354,7 +470,7 @@ def _variant_fit(
                 signal_pass,
                 signal_fail,
                 ratio=closure.ratio,
-                nonclosure=closure.uncertainty,
+                nonclosure=nonclosure,
             )
             if settings.transfer == "linear":
                 workspace = with_linear_transfer(workspace, centres)
@@ -378,7 +494,7 @@ def _variant_fit(
             seed,
             (edges, data_fail, observed_pass, signal_fail, signal_pass),
             ratio=closure.ratio,
-            nonclosure=closure.uncertainty,
+            nonclosure=nonclosure,
             blind=blind,
             x_label=x_label,
         )
@@ -396,6 +512,7 @@ def _categories_fit(
     blind: bool,
     x_label: str,
     seed: int,
+    pairs: list[ReplicaPair] | None = None,
 ) -> PassFailJson:
     """The pass/fail fit of one variant with several cuts as categories (``passfail.cuts``).
 
@@ -444,6 +561,12 @@ def _categories_fit(
         )
     except ValueError as err:
         return {"note": f"no fit: {err}"}
+    corrections = _fit_term(pairs or [], cuts, span, fail, passes)
+    together = _fit_term(pairs or [], cuts[:1], span, fail, [np.sum(passes, axis=0)])
+    nonclosure = [
+        _in_fit(closure, None if corrections is None else corrections[k])
+        for k, closure in enumerate(closures)
+    ]
     window = np.flatnonzero(edges[1:] > x0) if blind else np.zeros(0, dtype=np.intp)
     observed = _predicted_window(data_fail, data_passes, window)
     if observed is None:
@@ -463,7 +586,7 @@ def _categories_fit(
         "signal_window": window.tolist(),
         "transfer_expected": combined.ratio,
         "transfer_uniform": (1.0 - cuts[0]) / cuts[0] if uniform else None,
-        "simulation": _closure_json(combined),
+        "simulation": _closure_json(combined, None if together is None else together[0]),
         "data_fail": data_fail.tolist(),
         "data_pass": _shown(np.sum(data_passes, axis=0), window),
     }
@@ -475,7 +598,7 @@ def _categories_fit(
                 signal_passes,
                 signal_fail,
                 ratios=[closure.ratio for closure in closures],
-                nonclosure=[closure.uncertainty for closure in closures],
+                nonclosure=nonclosure,
             )
             if settings.transfer == "linear":
                 workspace = with_linear_transfer(workspace, centres)
@@ -503,6 +626,7 @@ def _categories_fit(
         where,
         fit,
         closures,
+        corrections,
         cuts,
         (edges, data_fail, data_passes, window),
         variant=variant,
@@ -516,7 +640,7 @@ def _categories_fit(
             seed,
             (edges, data_fail, np.stack(observed), signal_fail, np.stack(signal_passes)),
             ratio=[closure.ratio for closure in closures],
-            nonclosure=np.stack([closure.uncertainty for closure in closures]),
+            nonclosure=np.stack(nonclosure),
             blind=blind,
             x_label=x_label,
             cuts=cuts,
@@ -591,6 +715,7 @@ def _category_records(
     where: Path,
     fit: PassFailFit,
     closures: list[TransferCheck],
+    corrections: list[TransferCorrection] | None,
     cuts: tuple[float, ...],
     arrays: tuple[FloatArray, FloatArray, list[FloatArray], IntArray],
     *,
@@ -599,8 +724,9 @@ def _category_records(
 ) -> list[dict[str, Any]]:
     """Each category's numbers for ``passfail.json``, and its figure ``passfail_pass_k.png``.
 
-    ``arrays`` are the edges of ``x``, the failing data, each category's
-    passing data and the blinded signal window.
+    ``corrections``: each category's keyed bootstrap of its non-closure
+    (``None``: none). ``arrays`` are the edges of ``x``, the failing data,
+    each category's passing data and the blinded signal window.
     """
     edges, data_fail, data_passes, window = arrays
     categories = []
@@ -627,7 +753,9 @@ def _category_records(
                 "transfer_expected": closure.ratio,
                 # eps_k / (1 - eps) of a uniform score
                 "transfer_uniform": share / cuts[0] if variant != "score" else None,
-                "simulation": _closure_json(closure),
+                "simulation": _closure_json(
+                    closure, None if corrections is None else corrections[k]
+                ),
                 "data_pass": _shown(data_passes[k], window),
                 "postfit": {
                     "background_pass": fit.backgrounds_pass[channel].tolist(),
