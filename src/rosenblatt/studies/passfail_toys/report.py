@@ -17,6 +17,8 @@ __all__ = ["draw_figure", "report_text", "result_table"]
 FIGURE = "bias-coverage.png"
 #: the markers of the fits kept to compare, by their non-closure
 COMPARED_MARKERS = {"statistical": "x", "none": "+"}
+#: their short labels in the figure's key
+COMPARED_LABELS = {"statistical": "stat. only", "none": "no non-closure"}
 
 
 def _label(name: str) -> str:
@@ -106,18 +108,17 @@ def report_text(summary: PassfailToysSummary, figure: str | None) -> str:
             f"{100 * summary['coverage_tolerance']:.0f}% in {covered} of {len(fits)} settings; "
             f"bias within {BIAS_FRACTION:g} of the stated error in {unbiased} of {len(fits)}."
         )
-    lines += [
-        "",
-        "## The signal strength and the background-only scans",
-        "",
-        result_table(summary),
-        "",
-        (
-            "Bias: the mean of `mu_hat - mu` with its standard error; error: the stated error "
-            "of `mu`, the interval's mean half-width; pull sd: the standard deviation of "
-            "`(mu_hat - mu)` over the interval's half towards `mu`; coverage: the fraction of "
-            "68% profile-likelihood intervals (`-2 ln L` within 1 of its minimum) holding `mu`, "
-            "with its binomial error. In the second table, per score over the background-only "
+    scanned = any(score["background_only"] is not None for score in summary["scores"])
+    explained = (
+        "Bias: the mean of `mu_hat - mu` with its standard error; error: the stated error "
+        "of `mu`, the interval's mean half-width; pull sd: the standard deviation of "
+        "`(mu_hat - mu)` over the interval's half towards `mu`; coverage: the fraction of "
+        "68% profile-likelihood intervals (`-2 ln L` within 1 of its minimum) holding `mu`, "
+        "with its binomial error."
+    )
+    if scanned:
+        explained += (
+            " In the second table, per score over the background-only "
             "data sets: the mean number of upcrossings of `u0` by `q0` over the scan; the fraction "
             "whose largest local significance reaches Z beside Gross-Vitells' "
             "`p_local(Z) + <N(u0)> exp(-(Z^2 - u0) / 2)`; each data set's "
@@ -125,8 +126,11 @@ def report_text(summary: PassfailToysSummary, figure: str | None) -> str:
             f"{spectrum['global_toys']} pseudo-experiments of one background-only fit whose "
             "largest local significance reaches its own; its mean (1/2 if uniform) and the "
             "Kolmogorov-Smirnov p-value of its uniformity."
-        ),
-    ]
+        )
+    heading = (
+        "The signal strength and the background-only scans" if scanned else "The signal strength"
+    )
+    lines += ["", f"## {heading}", "", result_table(summary), "", explained]
     if figure is not None:
         lines += ["", f"![bias and coverage of the signal strength per score]({figure})"]
     seconds = summary["step_seconds"]
@@ -147,8 +151,9 @@ def draw_figure(folder: Path, summary: PassfailToysSummary) -> str | None:
         style = method_style(score["name"])
         colour, marker, label = style.colour, style.marker, style.label or _label(score["name"])
         if score.get("compared", False):
-            colour = method_style(score["name"].split(",")[0]).colour
-            marker, label = COMPARED_MARKERS.get(score["nonclosure"], "x"), _label(score["name"])
+            base = method_style(score["name"].split(",")[0])
+            colour, marker = base.colour, COMPARED_MARKERS.get(score["nonclosure"], "x")
+            label = f"{base.label}: {COMPARED_LABELS.get(score['nonclosure'], score['name'])}"
         shift = [p + 0.15 * (offset - (len(scores) - 1) / 2) for p in positions]
         options = {"color": colour, "marker": marker, "linestyle": "none", "label": label}
         fits = score["fits"]
@@ -168,6 +173,6 @@ def draw_figure(folder: Path, summary: PassfailToysSummary) -> str | None:
         ax.set_xticks(positions, labels, rotation=90)
         ax.set_xlabel(r"injected mass / $\mu$")
         ax.set_ylabel(label)
-    legend_above(left, ncol=3)
+    legend_above(left, ncol=3 if len(scores) <= 3 else 2)
     save_figure(fig, folder / FIGURE)
     return FIGURE
