@@ -14,6 +14,12 @@ raises :class:`Stopped`, a :class:`KeyboardInterrupt`, in the main process, so
 that a run stops as it does on Ctrl-C: pools stopped, locks released, no
 partial file under a final name, and exit status 128 + the signal's number
 (:func:`interrupted_status`).
+
+A process ended without a chance to stop its pools (SIGKILL after the grace
+time; SIGTERM to a script of the user's, whose default action ends it at once)
+cannot stop its workers: the workers rosenblatt starts watch the process
+that started them and end once it is gone (:func:`end_with_parent`, part of
+their initializer :func:`start_worker`), so that none outlives its run.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,11 +37,13 @@ __all__ = [
     "INTERRUPTED_STATUS",
     "STOP_SIGNALS",
     "Stopped",
+    "end_with_parent",
     "ignore_interrupt",
     "interrupted_message",
     "interrupted_status",
     "interrupted_step",
     "interruption",
+    "start_worker",
     "step",
     "stop_on_signals",
     "stop_pool",
@@ -53,6 +63,9 @@ STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
 
 #: seconds a child process has to end after SIGTERM before it is killed
 _GRACE_SECONDS = 3.0
+
+#: seconds between a worker's looks at the process that started it
+_PARENT_POLL_SECONDS = 0.5
 
 #: helper processes that end by themselves with this process (killing them early makes
 #: the interpreter restart them, with a warning, when it frees what they track)
@@ -125,6 +138,64 @@ def stop_signal() -> int | None:
 def ignore_interrupt(*_: Any) -> None:
     """Worker initializer: leave SIGINT to the main process, which stops the workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def end_with_parent(creator: int | None = None) -> None:
+    """Worker initializer: end this process once the process that started it is gone.
+
+    A thread of the worker looks twice a second at its parent process: once
+    that is gone (the worker is handed to another parent) or ``creator`` has
+    ended, the worker exits at once with status 128 + SIGTERM, whatever task
+    it runs. Its owner stops it as a run stops (:func:`stop_pool`); this is
+    for an owner that was killed before it could. Called in ``creator``
+    itself (a pool of threads), it does nothing.
+
+    Parameters
+    ----------
+    creator : int, optional
+        The id of the process that started the pool, where the worker's
+        parent is a helper of it (multiprocessing's fork server).
+    """
+    if creator is not None and os.getpid() == creator:
+        return
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent and (creator is None or _exists(creator)):
+            time.sleep(_PARENT_POLL_SECONDS)
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, name="rosenblatt-end-with-parent", daemon=True).start()
+
+
+def _exists(pid: int) -> bool:
+    """Whether process ``pid`` exists (a zombie, ended but not yet waited for, counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - another user's process under that id
+        return True
+    return True
+
+
+def start_worker(creator: int | None = None) -> None:
+    """Initializer of the worker processes rosenblatt starts.
+
+    The worker leaves SIGINT to the process that started it
+    (:func:`ignore_interrupt`) and ends once that process is gone
+    (:func:`end_with_parent`). Give the starting process's id as the
+    initializer's argument (``initargs=(os.getpid(),)``).
+
+    Parameters
+    ----------
+    creator : int, optional
+        The id of the process that started the pool.
+    """
+    if creator is not None and os.getpid() == creator:
+        return
+    ignore_interrupt()
+    end_with_parent(creator)
 
 
 @contextmanager
@@ -229,11 +300,8 @@ def stop_pool(pool: Any) -> None:
     Pending work is cancelled and the worker processes are terminated, where
     leaving the ``with`` block would wait for the running tasks to finish.
     """
-    try:
-        pool.shutdown(wait=False, kill_workers=True)  # loky's
-    except TypeError:
-        pass
-    else:
+    if type(pool).__module__.split(".")[0] == "loky":
+        _stop_loky_pool(pool)
         return
     with contextlib.suppress(Exception):
         pool.shutdown(wait=False, cancel_futures=True)
@@ -248,6 +316,32 @@ def stop_pool(pool: Any) -> None:
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         with contextlib.suppress(Exception):
             process.join(_GRACE_SECONDS)
+
+
+def _stop_loky_pool(pool: Any) -> None:
+    """Stop a loky pool: its workers terminated first, then the pool shut down.
+
+    loky's ``shutdown(kill_workers=True)`` sets an error on every pending
+    task, and its manager thread fails (with a traceback, before it kills the
+    workers) on a task its caller cancelled meanwhile; workers that end first
+    make it take the path that leaves a cancelled task as it is.
+    """
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    if not processes:
+        with contextlib.suppress(Exception):
+            pool.shutdown(wait=False, kill_workers=True)
+        return
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.terminate()
+    with contextlib.suppress(Exception):
+        pool.shutdown(wait=False)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(_GRACE_SECONDS)
+            if process.is_alive():
+                process.kill()
+                process.join(_GRACE_SECONDS)
 
 
 def stop_workers() -> list[int]:

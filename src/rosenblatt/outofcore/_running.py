@@ -20,11 +20,13 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rosenblatt._interrupt import start_worker, stop_pool
 from rosenblatt.outofcore._first_pass import Partial, Request
 from rosenblatt.outofcore._tasks import run_task
 
@@ -40,6 +42,7 @@ __all__ = [
     "executor_for",
     "piece_output",
     "read_with_runner",
+    "start_pool",
 ]
 
 Mapper = Callable[[list[Any], Callable[[int], None]], dict[str, Any]]
@@ -222,6 +225,49 @@ class _TickingPool(concurrent.futures.Executor):
         """Leave the pool running: it is shared by the whole fit."""
 
 
+#: the process pools whose workers :func:`start_pool` starts with rosenblatt's initializer
+_PROCESS_POOLS = (
+    "concurrent.futures.process.ProcessPoolExecutor",
+    "loky.process_executor.ProcessPoolExecutor",
+)
+
+
+def start_pool(
+    kind: Callable[..., concurrent.futures.Executor], workers: int
+) -> concurrent.futures.Executor:
+    """A pool of ``workers`` started by ``kind`` (an executor class, as coffea's ``pool``).
+
+    The workers of a process pool (the standard library's or loky's, coffea's
+    default) leave SIGINT to this process and end once it is gone
+    (:func:`rosenblatt._interrupt.start_worker`): a script killed by SIGTERM
+    leaves none behind. Any other ``kind`` is called with ``max_workers``
+    alone.
+    """
+    names = {f"{base.__module__}.{base.__qualname__}" for base in getattr(kind, "__mro__", ())}
+    if names.intersection(_PROCESS_POOLS):
+        return kind(max_workers=workers, initializer=start_worker, initargs=(os.getpid(),))
+    return kind(max_workers=workers)
+
+
+def _closing(pool: concurrent.futures.Executor) -> Callable[..., bool]:
+    """The exit of a pool the fit started: its workers killed if the fit fails or is stopped.
+
+    After a fit that ended well, the idle workers exit in the background and
+    nothing waits for them; after an exception (``KeyboardInterrupt``,
+    ``SystemExit`` from a signal handler, an error), they are stopped at once
+    (:func:`rosenblatt._interrupt.stop_pool`), not after their tasks.
+    """
+
+    def close(kind: type[BaseException] | None, *_: Any) -> bool:
+        if kind is None:
+            pool.shutdown(wait=False)
+        else:
+            stop_pool(pool)
+        return False
+
+    return close
+
+
 @contextlib.contextmanager
 def executor_for(runner: Any, progress: FitProgress) -> Iterator[Executor]:
     """The :class:`Executor` of a coffea Runner or executor, a mapper function, or ``None``.
@@ -239,9 +285,8 @@ def executor_for(runner: Any, progress: FitProgress) -> Iterator[Executor]:
         elif kind == "FuturesExecutor":
             pool = executor.pool
             if not isinstance(pool, concurrent.futures.Executor):
-                pool = pool(max_workers=executor.workers)
-                # the workers exit in the background: nothing waits for them after the fit
-                stack.callback(pool.shutdown, wait=False)
+                pool = start_pool(pool, int(executor.workers))
+                stack.push(_closing(pool))
             read = executor.copy(pool=_TickingPool(pool, progress.advance), status=False)
             yield Executor(_on_pool(pool), int(executor.workers), read)
         elif kind == "DaskExecutor":

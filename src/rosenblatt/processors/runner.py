@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import awkward as ak
 
 from rosenblatt._extras import optional_imports
-from rosenblatt._interrupt import ignore_interrupt, stop_pool, workers_ignore_interrupt
+from rosenblatt._interrupt import start_worker, stop_pool, workers_ignore_interrupt
 from rosenblatt.hep.features import JET_RADIUS
 from rosenblatt.io import EventFileError
 from rosenblatt.io.root import EVENTS_TREE
@@ -198,8 +198,12 @@ def make_executor(
 
         # one pool for all the work of a run: the workers start (import) once; they leave
         # Ctrl-C to this process, which stops them at once rather than after their chunks
+        # and end with this process, should it be killed before it can stop them
         with ProcessPoolExecutor(
-            max_workers=int(workers), initializer=ignore_interrupt, env=worker_environment()
+            max_workers=int(workers),
+            initializer=start_worker,
+            initargs=(os.getpid(),),
+            env=worker_environment(),
         ) as pool:
             with workers_ignore_interrupt():
                 # loky starts every worker at the first submission: they start ignoring SIGINT
