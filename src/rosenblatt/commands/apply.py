@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt._interrupt import step
 from rosenblatt.commands._errors import print_error
 from rosenblatt.commands.fit import (
     DEFAULT_TREENAME,
@@ -504,6 +505,7 @@ def main(args: argparse.Namespace) -> int:
             Path(args.output_dir).mkdir(parents=True)
             created = Path(args.output_dir)
         with ExitStack() as stack:
+            stack.enter_context(step("apply"))
             pool = None
             if executor.kind != "iterative":
                 from rosenblatt.processors.runner import make_executor
@@ -530,9 +532,10 @@ def main(args: argparse.Namespace) -> int:
                 counts.append(written)
                 lines.append(_describe(output, source, written, quantities))
         check_outside(args, transform, counts)
-        for temporary, output in zip(temporaries, outputs, strict=True):
-            os.replace(temporary, output)
-        temporaries.clear()
+        with step("save"):
+            for temporary, output in zip(temporaries, outputs, strict=True):
+                os.replace(temporary, output)
+            temporaries.clear()
     except (OSError, ValueError, TypeError) as err:
         print_error("rosenblatt apply", err)
         return 2

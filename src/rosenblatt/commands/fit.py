@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt._interrupt import step
 from rosenblatt.commands._errors import print_error
 from rosenblatt.typing import FloatArray
 
@@ -843,7 +844,8 @@ def main(args: argparse.Namespace) -> int:
         digests = {s.path: file_digest(s.path) for s in sources if Path(s.path).is_file()}
         work, temporary = _work_dir(args, output)
         if executor.kind == "iterative":
-            sample = _read_in_pieces(args, inputs, digests, work)
+            with step("read"):
+                sample = _read_in_pieces(args, inputs, digests, work)
         else:
             from rosenblatt.processors.runner import make_executor
 
@@ -858,9 +860,12 @@ def main(args: argparse.Namespace) -> int:
                 )
                 for part in inputs
             ]
-            with make_executor(
-                executor.kind, executor.workers, scheduler=executor.scheduler, progress=False
-            ) as pool:
+            with (
+                step("read"),
+                make_executor(
+                    executor.kind, executor.workers, scheduler=executor.scheduler, progress=False
+                ) as pool,
+            ):
                 sample = _read_in_pieces(args, carried, digests, work, pool)
         if not sample.x or sum(len(v) for v in sample.x) == 0:
             selection = inputs[0].selection
@@ -871,7 +876,7 @@ def main(args: argparse.Namespace) -> int:
             )
         x, y = _joined(sample.x), _joined(sample.y)
         weights = _joined(sample.w) if sample.w else None
-        with warnings.catch_warnings():
+        with step("fit"), warnings.catch_warnings():
             # a grid too coarse for the configuration's cuts is said in the summary
             warnings.filterwarnings("ignore", "IRGI .* bins beyond the cut", UserWarning)
             transform.fit(x, y, weights)
@@ -879,7 +884,8 @@ def main(args: argparse.Namespace) -> int:
             args, sources, quantities, transform.n_events_, transform.sum_weight_, digests
         )
         transform.fitted_on_.update(mixed)
-        _save(transform, output)
+        with step("save"):
+            _save(transform, output)
         if temporary:
             shutil.rmtree(work, ignore_errors=True)
     except (OSError, ValueError, TypeError) as err:
