@@ -360,7 +360,7 @@ def test_the_bump_hunt_is_reproducible(ntuples: Path, unblinded: Path) -> None:
 
     The hunt takes the simulation's non-closure per bin, that of the fit's workspace.
     """
-    from rosenblatt.abcd.bumphunt import global_significance
+    from rosenblatt.abcd.look_elsewhere import global_significance
     from rosenblatt.abcd.templates import gaussian_templates
 
     hunt, fit = _bumphunt(unblinded), _passfail(unblinded)

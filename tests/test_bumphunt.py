@@ -12,15 +12,9 @@ from scipy import stats
 
 pyhf = pytest.importorskip("pyhf")
 
-from rosenblatt.abcd.bumphunt import (
-    BumpHunt,
-    bump_hunt,
-    global_significance,
-    local_significance_scan,
-    signal_strength,
-    upcrossings,
-)
+from rosenblatt.abcd.bumphunt import BumpHunt, bump_hunt, local_significance_scan, signal_strength
 from rosenblatt.abcd.likelihood import profile_interval, quiet_pyhf
+from rosenblatt.abcd.look_elsewhere import global_significance, upcrossings
 from rosenblatt.abcd.passfail import passfail_workspace
 from rosenblatt.abcd.templates import gaussian_templates, signal_templates
 

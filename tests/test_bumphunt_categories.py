@@ -10,13 +10,9 @@ pyhf = pytest.importorskip("pyhf")
 
 from rosenblatt.abcd._category_profile import CategoryProfile
 from rosenblatt.abcd._profile import Profile
-from rosenblatt.abcd.bumphunt import (
-    bump_hunt,
-    global_significance,
-    local_significance_scan,
-    signal_strength,
-)
+from rosenblatt.abcd.bumphunt import bump_hunt, local_significance_scan, signal_strength
 from rosenblatt.abcd.likelihood import profile_interval, quiet_pyhf
+from rosenblatt.abcd.look_elsewhere import global_significance
 from rosenblatt.abcd.passfail import passfail_categories_workspace
 from rosenblatt.abcd.templates import SignalTemplates, gaussian_templates
 

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from rosenblatt.abcd.bumphunt import BumpHunt, GlobalSignificance
+    from rosenblatt.abcd.bumphunt import BumpHunt
+    from rosenblatt.abcd.look_elsewhere import GlobalSignificance
     from rosenblatt.abcd.passfail import PassFailFit
     from rosenblatt.transforms import IRGI
 

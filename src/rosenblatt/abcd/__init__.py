@@ -38,21 +38,16 @@ carries its statistical uncertainty.
   of ``x`` (:func:`gaussian_templates`, :func:`signal_templates`);
 - :mod:`~rosenblatt.abcd.bumphunt`: the bump hunt on a grid of mass hypotheses
   with that fit (:func:`bump_hunt`; one cut, or several as categories with one
-  ``mu``): the local significance and the CLs limit per hypothesis, the global
-  significance (:func:`global_significance`).
+  ``mu``): the local significance and the CLs limit per hypothesis
+  (:func:`local_significance_scan`; the signal strength, :func:`signal_strength`);
+- :mod:`~rosenblatt.abcd.look_elsewhere`: the look-elsewhere effect over that grid,
+  the global significance from pseudo-experiments and from Gross and Vitells'
+  upcrossings (:func:`global_significance`, :func:`upcrossings`).
 """
 
 from __future__ import annotations
 
-from rosenblatt.abcd.bumphunt import (
-    BumpHunt,
-    GlobalSignificance,
-    bump_hunt,
-    global_significance,
-    local_significance_scan,
-    signal_strength,
-    upcrossings,
-)
+from rosenblatt.abcd.bumphunt import BumpHunt, bump_hunt, local_significance_scan, signal_strength
 from rosenblatt.abcd.closure import ClosureScan, closure_scan
 from rosenblatt.abcd.closure_correction import (
     AbcdPrediction,
@@ -76,6 +71,7 @@ from rosenblatt.abcd.likelihood import (
     quiet_pyhf,
     sensitivity_map,
 )
+from rosenblatt.abcd.look_elsewhere import GlobalSignificance, global_significance, upcrossings
 from rosenblatt.abcd.passfail import (
     PassFailFit,
     passfail_categories_workspace,

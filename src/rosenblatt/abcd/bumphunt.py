@@ -7,10 +7,10 @@ signal per mass point, :func:`~rosenblatt.abcd.templates.signal_templates`)
 enters the pass/fail model of :mod:`~rosenblatt.abcd.passfail`; :func:`bump_hunt`
 gives per hypothesis the local significance (the discovery statistic ``q0``,
 asymptotic) and the CLs upper limit on the signal strength ``mu`` with its
-expected band, and :func:`global_significance` the probability of so large a
-local excess anywhere on the grid: from pseudo-experiments of the
-background-only fit, and from the number of upcrossings of Gross and Vitells
-(arXiv:1005.1891).
+expected band, :func:`local_significance_scan` the local significance alone of
+many data sets at once, and :func:`signal_strength` the best-fit ``mu`` with
+its profile-likelihood interval. The probability of so large a local excess
+anywhere on the grid is :func:`~rosenblatt.abcd.look_elsewhere.global_significance`'s.
 
 Several cuts as disjoint categories
 (:func:`~rosenblatt.abcd.passfail.passfail_categories_workspace`) are hunted
@@ -53,19 +53,25 @@ from typing import Any
 import numpy as np
 
 from rosenblatt.abcd._category_profile import CategoryProfile
+from rosenblatt.abcd._hunt_inputs import (
+    bin_nonclosure,
+    category_nonclosure,
+    category_ratios,
+    cut_ratio,
+    first_category,
+    hunt_spectra,
+    row_nonclosure,
+    single_cut,
+)
 from rosenblatt.abcd._profile import BISECTIONS, Profile, increasing_root
-from rosenblatt.abcd.passfail import _spectrum
 from rosenblatt.abcd.templates import SignalTemplates
-from rosenblatt.typing import ArrayLike, FloatArray, Int64Array
+from rosenblatt.typing import ArrayLike, FloatArray
 
 __all__ = [
     "BumpHunt",
-    "GlobalSignificance",
     "bump_hunt",
-    "global_significance",
     "local_significance_scan",
     "signal_strength",
-    "upcrossings",
 ]
 
 
@@ -239,114 +245,6 @@ class BumpHunt:
         return out
 
 
-def _inputs(
-    pass_counts: ArrayLike, fail_counts: ArrayLike, edges: ArrayLike, templates: SignalTemplates
-) -> tuple[FloatArray, FloatArray]:
-    """The validated spectra: failing ``(n,)``, passing ``(n,)`` or, per category, ``(K, n)``."""
-    failing = _spectrum(fail_counts, "fail_counts")
-    given = np.asarray(pass_counts, dtype=np.float64)
-    if given.ndim == 2:
-        if templates.categories != given.shape[0]:
-            msg = (
-                f"pass_counts has {given.shape[0]} categories, the templates "
-                f"{templates.categories or 'one passing spectrum'}"
-            )
-            raise ValueError(msg)
-        passing = np.stack(
-            [_spectrum(row, f"pass_counts[{k}]", failing.size) for k, row in enumerate(given)]
-        )
-    else:
-        if templates.categories is not None:
-            msg = f"the templates have {templates.categories} categories, pass_counts one spectrum"
-            raise ValueError(msg)
-        passing = _spectrum(pass_counts, "pass_counts", failing.size)
-    edges = np.asarray(edges, dtype=np.float64)
-    if edges.shape != templates.edges.shape or not np.allclose(edges, templates.edges):
-        msg = "the templates' edges differ from edges"
-        raise ValueError(msg)
-    if edges.size != failing.size + 1:
-        msg = f"edges has {edges.size} entries, the spectra {failing.size} bins"
-        raise ValueError(msg)
-    if not failing.sum() > 0 or not np.all(passing.sum(axis=-1) > 0):
-        msg = "the failing and passing spectra (each category's) must all hold events"
-        raise ValueError(msg)
-    return failing, passing
-
-
-def _ratio(failing: FloatArray, passing: FloatArray, ratio: Any) -> float:
-    """The expected transfer ratio of one cut (default: all rows' passing over failing events)."""
-    return float(passing.sum() / failing.sum()) if ratio is None else float(ratio)
-
-
-def _ratios(failing: FloatArray, passing: FloatArray, ratio: Any) -> FloatArray:
-    """Each category's expected transfer ratio (default: its passing over all failing events).
-
-    ``passing`` of shape ``(..., K, n)``, ``failing`` ``(..., n)``; all rows together.
-    """
-    count = passing.shape[-2]
-    if ratio is None:
-        total = passing.reshape(-1, count, passing.shape[-1]).sum(axis=(0, 2))
-        return np.asarray(total / failing.sum(), dtype=np.float64)
-    ratios = np.asarray(ratio, dtype=np.float64).reshape(-1)
-    if ratios.size != count or not np.all(np.isfinite(ratios) & (ratios > 0)):
-        msg = f"ratio must hold one positive ratio per category ({count}), got {ratio!r}"
-        raise ValueError(msg)
-    return ratios
-
-
-def _category_nonclosure(nonclosure: Any, count: int, bins: int) -> FloatArray | None:
-    """Each category's validated non-closure ``(K, n)``, ``None`` where none is positive."""
-    if nonclosure is None:
-        return None
-    if len(nonclosure) != count:
-        msg = f"nonclosure needs one row per category ({count}), got {len(nonclosure)}"
-        raise ValueError(msg)
-    relative = np.stack(
-        [
-            np.zeros(bins) if row is None else _spectrum(row, f"nonclosure[{k}]", bins)
-            for k, row in enumerate(nonclosure)
-        ]
-    )
-    return relative if np.any(relative > 0) else None
-
-
-def _single(templates: SignalTemplates) -> SignalTemplates:
-    """Templates of one category as those of one cut."""
-    return SignalTemplates(
-        masses=templates.masses,
-        edges=templates.edges,
-        passing=templates.passing[:, 0, :],
-        failing=templates.failing,
-    )
-
-
-def _first(ratio: Any, nonclosure: Any) -> tuple[float | None, Any]:
-    """The ratio and non-closure of one category as those of one cut."""
-    first = None if ratio is None else float(np.ravel(np.asarray(ratio, dtype=np.float64))[0])
-    return first, None if nonclosure is None else nonclosure[0]
-
-
-def _nonclosure(nonclosure: ArrayLike | None, bins: int) -> FloatArray | None:
-    """The validated relative non-closure per bin, ``None`` where none is positive."""
-    if nonclosure is None:
-        return None
-    relative = _spectrum(nonclosure, "nonclosure", bins)
-    return relative if np.any(relative > 0) else None
-
-
-def _row_nonclosure(nonclosure: ArrayLike | None, shape: tuple[int, ...]) -> FloatArray | None:
-    """As :func:`_nonclosure`, or one row per data set: ``shape`` ``(k, n)``, the spectra's."""
-    if nonclosure is None or np.ndim(nonclosure) < 2:
-        return _nonclosure(nonclosure, shape[-1])
-    relative = np.asarray(nonclosure, dtype=np.float64)
-    if relative.shape != shape:
-        msg = f"nonclosure has shape {relative.shape}, the spectra {shape}"
-        raise ValueError(msg)
-    for row in relative:
-        _spectrum(row, "nonclosure", shape[-1])
-    return relative if np.any(relative > 0) else None
-
-
 def bump_hunt(
     pass_counts: ArrayLike,
     fail_counts: ArrayLike,
@@ -427,19 +325,19 @@ def bump_hunt(
     if limits not in LIMITS or (method == "pyhf" and limits != "all"):
         msg = f"limits must be one of {LIMITS} ('all' with method 'pyhf'), got {limits!r}"
         raise ValueError(msg)
-    failing, passing = _inputs(pass_counts, fail_counts, edges, templates)
+    failing, passing = hunt_spectra(pass_counts, fail_counts, edges, templates)
     if passing.ndim == 2 and passing.shape[0] == 1:
-        passing, templates = passing[0], _single(templates)
-        ratio, nonclosure = _first(ratio, nonclosure)
+        passing, templates = passing[0], single_cut(templates)
+        ratio, nonclosure = first_category(ratio, nonclosure)
     rows = []
     if method == "profile":
         profile: Profile | CategoryProfile
         if passing.ndim == 1:
-            relative = _nonclosure(nonclosure, failing.size)
-            profile = Profile(failing, passing, _ratio(failing, passing, ratio), relative)
+            relative = bin_nonclosure(nonclosure, failing.size)
+            profile = Profile(failing, passing, cut_ratio(failing, passing, ratio), relative)
         else:
-            ratios = _ratios(failing, passing, ratio)
-            relative = _category_nonclosure(nonclosure, passing.shape[0], failing.size)
+            ratios = category_ratios(failing, passing, ratio)
+            relative = category_nonclosure(nonclosure, passing.shape[0], failing.size)
             profile = CategoryProfile(failing, passing, ratios, relative)
         for s_pass, s_fail in zip(templates.passing, templates.failing, strict=True):
             rows.append(_profile_hypothesis(profile, s_pass, s_fail, level, limits))
@@ -468,8 +366,8 @@ def _workspace(
         return passfail_workspace(
             failing, passing, s_pass, s_fail, ratio=ratio, nonclosure=nonclosure
         )
-    ratios = _ratios(failing, passing, ratio)
-    relative = _category_nonclosure(nonclosure, passing.shape[0], failing.size)
+    ratios = category_ratios(failing, passing, ratio)
+    relative = category_nonclosure(nonclosure, passing.shape[0], failing.size)
     return passfail_categories_workspace(
         failing,
         list(passing),
@@ -509,7 +407,8 @@ def local_significance_scan(
 ) -> FloatArray:
     """The local significance ``sqrt(q0)`` of each mass hypothesis (the exact profile).
 
-    The part of :func:`bump_hunt` that :func:`global_significance` repeats on
+    The part of :func:`bump_hunt` that
+    :func:`~rosenblatt.abcd.look_elsewhere.global_significance` repeats on
     the pseudo-experiments: spectra of shape ``(n,)`` give one scan, shape
     ``(k, n)`` one scan per row, ``(k, masses)``. ``nonclosure`` is as for
     :func:`bump_hunt`, or one row per data set (shape ``(k, n)``); ``aux``, the auxiliary counts of its constraints per
@@ -528,9 +427,9 @@ def local_significance_scan(
             f"the templates {templates.passing.shape[1]} bins"
         )
         raise ValueError(msg)
-    relative = _row_nonclosure(nonclosure, failing.shape)
+    relative = row_nonclosure(nonclosure, failing.shape)
     counts = None if aux is None or relative is None else np.asarray(aux, dtype=np.float64)
-    profile = Profile(failing, passing, _ratio(failing, passing, ratio), relative, counts)
+    profile = Profile(failing, passing, cut_ratio(failing, passing, ratio), relative, counts)
     z = _scan(profile, templates, failing.shape[0])
     return z[0] if np.ndim(fail_counts) == 1 else z
 
@@ -568,19 +467,19 @@ def _category_scan(
         raise ValueError(msg)
     counts = None if aux is None else np.asarray(aux, dtype=np.float64)
     if count == 1:
-        first, relative = _first(ratio, nonclosure)
+        first, relative = first_category(ratio, nonclosure)
         extra = None if counts is None else counts[..., 0, :]
         scan = local_significance_scan(
             passing[:, 0, :],
             failing,
-            _single(templates),
+            single_cut(templates),
             ratio=first,
             nonclosure=relative,
             aux=extra,
         )
         return scan[0] if np.ndim(fail_counts) == 1 else scan
-    ratios = _ratios(failing, passing, ratio)
-    relative = _category_nonclosure(nonclosure, count, bins)
+    ratios = category_ratios(failing, passing, ratio)
+    relative = category_nonclosure(nonclosure, count, bins)
     profile = CategoryProfile(
         failing, passing, ratios, relative, None if relative is None else counts
     )
@@ -667,8 +566,8 @@ def signal_strength(
     profile = Profile(
         failing,
         passing,
-        _ratio(failing, passing, ratio),
-        _row_nonclosure(nonclosure, failing.shape),
+        cut_ratio(failing, passing, ratio),
+        row_nonclosure(nonclosure, failing.shape),
     )
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.minimum(
@@ -710,7 +609,7 @@ def _category_strength(
         )
         raise ValueError(msg)
     if passing.shape[1] == 1:
-        first, relative = _first(ratio, nonclosure)
+        first, relative = first_category(ratio, nonclosure)
         return signal_strength(
             passing[:, 0, :] if given.ndim == 3 else passing[0, 0],
             fail_counts,
@@ -727,8 +626,8 @@ def _category_strength(
     if not rise > 0:
         msg = f"rise must be positive, got {rise!r}"
         raise ValueError(msg)
-    relative = _category_nonclosure(nonclosure, passing.shape[1], failing.shape[1])
-    profile = CategoryProfile(failing, passing, _ratios(failing, passing, ratio), relative)
+    relative = category_nonclosure(nonclosure, passing.shape[1], failing.shape[1])
+    profile = CategoryProfile(failing, passing, category_ratios(failing, passing, ratio), relative)
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.minimum(
             np.where(s_pass > 0, passing / s_pass, np.inf).min(axis=1),
@@ -778,189 +677,3 @@ def _interval(
     upper = increasing_root(above, mu_hat, top)
     lower = -increasing_root(lambda m: above(-m), -mu_hat, -floor)
     return mu_hat, lower, upper
-
-
-def upcrossings(q0: ArrayLike, level: float) -> Int64Array:
-    """The number of times each scan of ``q0`` over the masses rises through ``level``.
-
-    ``q0`` is one scan (shape ``(m,)``) or one per row (``(toys, m)``); an
-    upcrossing is a pair of neighbouring masses with ``q0`` below ``level`` at
-    the first and at or above it at the second.
-    """
-    scans = np.atleast_2d(np.asarray(q0, dtype=np.float64))
-    above = scans >= level
-    counts: Int64Array = np.sum(~above[:, :-1] & above[:, 1:], axis=1).astype(np.int64)
-    return counts
-
-
-@dataclasses.dataclass(frozen=True)
-class GlobalSignificance:
-    """The global p-value of the largest local excess on the grid, two ways.
-
-    Attributes
-    ----------
-    local_z, local_p
-        The local significance tested (the observed largest, unless another
-        threshold was given) and its local p-value.
-    toys_max_z
-        The largest local significance over the grid of each background-only
-        pseudo-experiment.
-    p_toys, p_toys_error
-        The fraction of pseudo-experiments whose largest local significance is
-        at least ``local_z``, and its binomial error.
-    reference_level
-        The level ``u0`` of ``q0`` at which upcrossings are counted.
-    upcrossings_toys, upcrossings_observed
-        The mean number of upcrossings of ``u0`` over the pseudo-experiments,
-        and that of the observed scan.
-    p_gross_vitells, p_gross_vitells_observed
-        ``p_local + <N(u0)> exp(-(u - u0) / 2)`` with ``u = local_z**2`` and
-        ``<N(u0)>`` from the pseudo-experiments, and from the observed scan.
-    """
-
-    local_z: float
-    local_p: float
-    toys_max_z: FloatArray
-    p_toys: float
-    p_toys_error: float
-    reference_level: float
-    upcrossings_toys: float
-    upcrossings_observed: int
-    p_gross_vitells: float
-    p_gross_vitells_observed: float
-
-    @property
-    def z_toys(self) -> float:
-        """The global significance from the pseudo-experiments (one-sided)."""
-        from scipy import stats
-
-        return float(stats.norm.isf(self.p_toys))
-
-    @property
-    def z_gross_vitells(self) -> float:
-        """The global significance from the Gross-Vitells estimate (one-sided)."""
-        from scipy import stats
-
-        return float(stats.norm.isf(min(self.p_gross_vitells, 1.0)))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The results as JSON-compatible data (the toys' maxima as a list)."""
-        out = {
-            field.name: getattr(self, field.name)
-            for field in dataclasses.fields(self)
-            if field.name != "toys_max_z"
-        }
-        out["toys_max_z"] = np.asarray(self.toys_max_z).tolist()
-        out["n_toys"] = int(np.size(self.toys_max_z))
-        out["z_toys"] = self.z_toys
-        out["z_gross_vitells"] = self.z_gross_vitells
-        return out
-
-
-def global_significance(
-    pass_counts: ArrayLike,
-    fail_counts: ArrayLike,
-    edges: ArrayLike,
-    templates: SignalTemplates,
-    *,
-    n_toys: int = 1000,
-    seed: int | None = None,
-    threshold: float | None = None,
-    reference_level: float = 1.0,
-    ratio: float | ArrayLike | None = None,
-    nonclosure: ArrayLike | None = None,
-) -> GlobalSignificance:
-    """The look-elsewhere effect over the grid: pseudo-experiments and Gross-Vitells.
-
-    The pseudo-experiments are drawn from the background-only fit to the data
-    (Poisson counts in each bin of both regions; without non-closure its
-    closed form: transfer ratio ``sum(pass) / sum(fail)``, each bin's
-    background ``(fail + pass) / (1 + ratio)``), each scanned over the grid
-    like the data. With a non-closure per bin, each pseudo-experiment also
-    draws the auxiliary counts of its constraints (Poisson, of mean ``tau g``
-    at the fitted factors ``g``), as pyhf samples a ``shapesys``. With
-    categories, each category's passing counts are drawn alike about its own
-    transfer ratio.
-
-    Parameters
-    ----------
-    pass_counts, fail_counts, edges, templates
-        As for :func:`bump_hunt` (passing ``(K, n)`` with categories).
-    n_toys
-        The number of pseudo-experiments.
-    seed
-        Seed of numpy's random generator.
-    threshold
-        The local significance whose global p-value is wanted (default: the
-        largest observed).
-    reference_level
-        The low level ``u0`` of ``q0`` where upcrossings are counted (about 1:
-        low enough for several per scan, high enough to be resolved by the grid).
-    ratio, nonclosure
-        As for :func:`bump_hunt`.
-
-    Returns
-    -------
-    GlobalSignificance
-    """
-    from scipy import stats
-
-    if int(n_toys) < 1:
-        msg = f"n_toys must be at least 1, got {n_toys!r}"
-        raise ValueError(msg)
-    failing, passing = _inputs(pass_counts, fail_counts, edges, templates)
-    if passing.ndim == 2 and passing.shape[0] == 1:
-        passing, templates = passing[0], _single(templates)
-        ratio, nonclosure = _first(ratio, nonclosure)
-    likelihood: Profile | CategoryProfile
-    fitted_ratio: float | FloatArray
-    if passing.ndim == 1:
-        relative = _nonclosure(nonclosure, failing.size)
-        fitted_ratio = _ratio(failing, passing, ratio)
-        likelihood = Profile(failing, passing, fitted_ratio, relative)
-    else:
-        relative = _category_nonclosure(nonclosure, passing.shape[0], failing.size)
-        fitted_ratio = _ratios(failing, passing, ratio)
-        likelihood = CategoryProfile(failing, passing, fitted_ratio, relative)
-    observed = local_significance_scan(
-        passing, failing, templates, ratio=ratio, nonclosure=relative
-    )
-    local_z = float(observed.max()) if threshold is None else float(threshold)
-    expected_fail, expected_pass, expected_aux = likelihood.null_expected()
-    rng = np.random.default_rng(seed)
-    size = (int(n_toys), expected_fail.shape[1])
-    shape = (int(n_toys), *expected_pass.shape[1:])
-    toy_fail = rng.poisson(np.broadcast_to(expected_fail, size)).astype(np.float64)
-    toy_pass = rng.poisson(np.broadcast_to(expected_pass, shape))
-    toy_aux = (
-        None
-        if expected_aux is None
-        else rng.poisson(np.broadcast_to(expected_aux, shape)).astype(np.float64)
-    )
-    scans = local_significance_scan(
-        toy_pass.astype(np.float64),
-        toy_fail,
-        templates,
-        ratio=fitted_ratio,
-        nonclosure=relative,
-        aux=toy_aux,
-    )
-    maxima = scans.max(axis=1)
-    p_toys = float(np.mean(maxima >= local_z))
-    local_p = float(stats.norm.sf(local_z))
-    u = local_z**2
-    decay = math.exp(-(u - reference_level) / 2.0)
-    n_toys_mean = float(upcrossings(scans**2, reference_level).mean())
-    n_observed = int(upcrossings(observed**2, reference_level)[0])
-    return GlobalSignificance(
-        local_z=local_z,
-        local_p=local_p,
-        toys_max_z=maxima,
-        p_toys=p_toys,
-        p_toys_error=math.sqrt(p_toys * (1.0 - p_toys) / maxima.size),
-        reference_level=float(reference_level),
-        upcrossings_toys=n_toys_mean,
-        upcrossings_observed=n_observed,
-        p_gross_vitells=local_p + n_toys_mean * decay,
-        p_gross_vitells_observed=local_p + n_observed * decay,
-    )

@@ -52,7 +52,8 @@ from rosenblatt._atomic import write_text
 from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
-    from rosenblatt.abcd.bumphunt import BumpHunt, GlobalSignificance
+    from rosenblatt.abcd.bumphunt import BumpHunt
+    from rosenblatt.abcd.look_elsewhere import GlobalSignificance
     from rosenblatt.abcd.templates import SignalTemplates
     from rosenblatt.studies.abcd.config import PassFailConfig
 
@@ -188,7 +189,7 @@ def _global(
     """The global significance of the largest local excess: toys and Gross-Vitells."""
     from scipy import stats
 
-    from rosenblatt.abcd.bumphunt import global_significance, upcrossings
+    from rosenblatt.abcd.look_elsewhere import global_significance, upcrossings
 
     if settings.toys > 0:
         found = global_significance(

@@ -8,7 +8,7 @@ profile-likelihood interval (:func:`~rosenblatt.abcd.bumphunt.signal_strength`);
 background-only data set is also scanned over the mass grid (unless ``global_toys`` is 0),
 giving its largest local significance and its upcrossings of ``u0``. The global p-value each data set claims is
 the fraction of ``global_toys`` pseudo-experiments of a background-only fit (that of
-pseudo-experiment 0, :func:`~rosenblatt.abcd.bumphunt.global_significance`) whose
+pseudo-experiment 0, :func:`~rosenblatt.abcd.look_elsewhere.global_significance`) whose
 largest local significance reaches its own.
 
 With keyed bootstrap replicas (``n_boot``), each fitted transform's fits hold the
@@ -39,12 +39,8 @@ import numpy as np
 
 from rosenblatt._atomic import write_text
 from rosenblatt._extras import progress_bar
-from rosenblatt.abcd.bumphunt import (
-    global_significance,
-    local_significance_scan,
-    signal_strength,
-    upcrossings,
-)
+from rosenblatt.abcd.bumphunt import local_significance_scan, signal_strength
+from rosenblatt.abcd.look_elsewhere import global_significance, upcrossings
 from rosenblatt.studies._common import Steps, write_summary
 from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.passfail_toys.config import PassfailToysConfig
@@ -246,7 +242,7 @@ def reference_maxima(cfg: PassfailToysConfig, spectra: Spectra) -> list[float]:
 
     Pseudo-experiment 0's background-only data set is fitted and
     ``global_toys`` pseudo-experiments drawn from the fit
-    (:func:`~rosenblatt.abcd.bumphunt.global_significance`): the distribution
+    (:func:`~rosenblatt.abcd.look_elsewhere.global_significance`): the distribution
     from which a data set's global p-value is claimed.
     """
     rng = np.random.default_rng((cfg.seed, 0, 1))
