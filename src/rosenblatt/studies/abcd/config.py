@@ -268,11 +268,26 @@ def resolved_replicas(n_boot: int | str, negative: bool) -> int:
     return NEGATIVE_WEIGHT_REPLICAS if negative else AUTO_REPLICAS
 
 
-def _replicas(value: Any, source: str, key: str) -> int | str:
-    """``statistics.n_boot``: ``auto``, 0 (no ensemble) or at least 2 replicas."""
+def parse_replicas(value: Any, source: str, key: str, most: int = MAX_REPLICAS) -> int | str:
+    """An ``n_boot``: ``auto``, 0 (no ensemble) or from 2 to ``most`` replicas.
+
+    Parameters
+    ----------
+    value
+        The value as read.
+    source, key
+        The configuration file and the key, named in the error.
+    most
+        The most replicas allowed.
+
+    Returns
+    -------
+    int or str
+        ``"auto"`` (resolved by :func:`resolved_replicas`) or the number of replicas.
+    """
     if value == "auto":
         return "auto"
-    n_boot = _count(value, source, key, 0, MAX_REPLICAS)
+    n_boot = _count(value, source, key, 0, most)
     if n_boot == 1:
         raise _fail(source, key, "an ensemble needs at least 2 replicas (0: none), got 1")
     return n_boot
@@ -291,7 +306,7 @@ class StatisticsConfig:
             "or a number of at least 2"
         ),
         type="auto, 0 or an integer of at least 2",
-        check=_replicas,
+        check=parse_replicas,
     )
     seed: int = option(default=0, doc="seed of the bootstrap replicas", check=seed)
 

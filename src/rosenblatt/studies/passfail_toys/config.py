@@ -14,7 +14,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rosenblatt.studies.abcd.config import AUTO_REPLICAS, TransformConfig, resolved_replicas
+from rosenblatt.studies.abcd.config import (
+    AUTO_REPLICAS,
+    TransformConfig,
+    parse_replicas,
+    resolved_replicas,
+)
 from rosenblatt.studies.config_checks import (
     count,
     fail,
@@ -61,16 +66,6 @@ def _scan(value: Any, source: str, key: str) -> tuple[float, float, float]:
 
 #: the most keyed replicas of a transform in a pseudo-experiment
 MAX_REPLICAS = 1000
-
-
-def _replicas(value: Any, source: str, key: str) -> int | str:
-    """``n_boot``: ``auto``, 0 (no ensemble) or at least 2 replicas."""
-    if value == "auto":
-        return "auto"
-    n_boot = count(value, source, key, 0, MAX_REPLICAS)
-    if n_boot == 1:
-        raise fail(source, key, "an ensemble needs at least 2 replicas (0: none), got 1")
-    return n_boot
 
 
 def _transforms(value: Any, source: str, key: str) -> tuple[TransformConfig, ...]:
@@ -171,7 +166,7 @@ class PassfailToysConfig(StudyConfig):
             "error enters the fit"
         ),
         type="auto, 0 or an integer of at least 2",
-        check=_replicas,
+        check=lambda v, s, k: parse_replicas(v, s, k, MAX_REPLICAS),
     )
     population: PopulationConfig = option(
         default_factory=PopulationConfig,
