@@ -51,6 +51,7 @@ __all__ = [
     "AbcdPrediction",
     "ClosureCorrection",
     "abcd_prediction",
+    "check_replica_pairs",
     "closure_correction",
     "measured_closure",
 ]
@@ -122,6 +123,35 @@ def _double_ratio(content: FloatArray) -> FloatArray:
     return np.where((b > 0) & (c > 0) & (d > 0), kappa, np.nan)
 
 
+def check_replica_pairs(fitted: int, resampled: int, correction: str, kind: str) -> None:
+    """Check that each of at least two replicas gives its ``kind`` both ways.
+
+    A correction from the keyed bootstrap of the transform's fit compares, per
+    replica, the events under the replica's transform with the same events
+    reweighted by the replica's keyed Poisson counts.
+
+    Parameters
+    ----------
+    fitted, resampled
+        How many replicas gave their ``kind`` under their own fit, and reweighted.
+    correction
+        The correction's name in the error (``"closure"``, ``"transfer"``).
+    kind
+        What each replica gives, in the error (``"histograms"``, ``"spectra"``).
+
+    Raises
+    ------
+    ValueError
+        If the two numbers differ, or are below 2.
+    """
+    if fitted != resampled:
+        msg = f"{fitted} replica {kind} but {resampled} resampled ones: each replica needs both"
+        raise ValueError(msg)
+    if fitted < 2:
+        msg = f"a {correction} correction needs at least 2 replicas, got {fitted}"
+        raise ValueError(msg)
+
+
 def closure_correction(
     histogram: Any,
     replica_histograms: Sequence[Any],
@@ -151,15 +181,7 @@ def closure_correction(
     ValueError
         If fewer than two replicas are given, or the two lists differ in length.
     """
-    if len(replica_histograms) != len(resampled_histograms):
-        msg = (
-            f"{len(replica_histograms)} replica histograms but {len(resampled_histograms)} "
-            "resampled ones: each replica needs both"
-        )
-        raise ValueError(msg)
-    if len(replica_histograms) < 2:
-        msg = f"a closure correction needs at least 2 replicas, got {len(replica_histograms)}"
-        raise ValueError(msg)
+    check_replica_pairs(len(replica_histograms), len(resampled_histograms), "closure", "histograms")
     alone = measured_closure(histogram)
     fitted = np.asarray([_double_ratio(_background(h)[0]) for h in replica_histograms])
     resampled = np.asarray([_double_ratio(_background(h)[0]) for h in resampled_histograms])

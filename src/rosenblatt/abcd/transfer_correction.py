@@ -36,6 +36,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rosenblatt.abcd.closure_correction import check_replica_pairs
 from rosenblatt.abcd.transfer import MAX_RELATIVE
 from rosenblatt.typing import ArrayLike, FloatArray
 
@@ -140,15 +141,7 @@ def transfer_correction(
     >>> transfer_correction(fail, passed, replicas, resampled).error.round(4).tolist()
     [0.0266, 0.03]
     """
-    if len(replicas) != len(resampled):
-        msg = (
-            f"{len(replicas)} replica spectra but {len(resampled)} resampled ones: each "
-            "replica needs both"
-        )
-        raise ValueError(msg)
-    if len(replicas) < 2:
-        msg = f"a transfer correction needs at least 2 replicas, got {len(replicas)}"
-        raise ValueError(msg)
+    check_replica_pairs(len(replicas), len(resampled), "transfer", "spectra")
     measured = bin_ratios(failing, passing)
     fitted = bin_ratios(*_stacked(replicas, measured.shape))
     reweighted = bin_ratios(*_stacked(resampled, measured.shape))
