@@ -462,8 +462,6 @@ def _member_array(zf: zipfile.ZipFile, handle: Any, member: str) -> Any:
     :meth:`zipfile.ZipFile.read`. Raises :class:`zipfile.BadZipFile` for a
     damaged member.
     """
-    from numpy.lib import format as npy
-
     info = zf.getinfo(member)
     if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
         return _npy_array(zf.read(member))
@@ -477,13 +475,10 @@ def _member_array(zf: zipfile.ZipFile, handle: Any, member: str) -> Any:
     handle.seek(info.header_offset + _LOCAL_HEADER + name_length + extra_length)
     head = handle.read(min(info.file_size, _NPY_HEAD))
     stream = io.BytesIO(head)
-    version = npy.read_magic(stream)
-    if version == (1, 0):
-        shape, fortran, dtype = npy.read_array_header_1_0(stream)
-    elif version == (2, 0):
-        shape, fortran, dtype = npy.read_array_header_2_0(stream)
-    else:
+    header = _npy_header(stream)
+    if header is None:
         return _npy_array(zf.read(member))
+    shape, fortran, dtype = header
     start = stream.tell()
     count = int(np.prod(shape, dtype=np.int64))
     if dtype.hasobject or start + count * dtype.itemsize != info.file_size:
@@ -503,18 +498,29 @@ def _member_array(zf: zipfile.ZipFile, handle: Any, member: str) -> Any:
     return values.reshape(shape, order="F" if fortran else "C")
 
 
-def _npy_array(data: bytes) -> Any:
-    """The array of the ``.npy`` bytes ``data``, a read-only view of them (no copy)."""
+def _npy_header(stream: io.BytesIO) -> tuple[tuple[int, ...], bool, np.dtype[Any]] | None:
+    """The shape, Fortran order and dtype of the ``.npy`` header ``stream`` starts with.
+
+    ``stream`` is left at the array's first byte; ``None`` for a format version
+    other than 1.0 and 2.0.
+    """
     from numpy.lib import format as npy
 
-    stream = io.BytesIO(data)
     version = npy.read_magic(stream)
     if version == (1, 0):
-        shape, fortran, dtype = npy.read_array_header_1_0(stream)
-    elif version == (2, 0):
-        shape, fortran, dtype = npy.read_array_header_2_0(stream)
-    else:
+        return npy.read_array_header_1_0(stream)
+    if version == (2, 0):
+        return npy.read_array_header_2_0(stream)
+    return None
+
+
+def _npy_array(data: bytes) -> Any:
+    """The array of the ``.npy`` bytes ``data``, a read-only view of them (no copy)."""
+    stream = io.BytesIO(data)
+    header = _npy_header(stream)
+    if header is None:
         return np.load(io.BytesIO(data), allow_pickle=False)
+    shape, fortran, dtype = header
     count = int(np.prod(shape, dtype=np.int64))
     values = np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell())
     return values.reshape(shape, order="F" if fortran else "C")
