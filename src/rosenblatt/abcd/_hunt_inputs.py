@@ -6,7 +6,8 @@ both take from their callers: the passing and failing spectra in bins of ``x``
 transfer ratio of a cut (:func:`cut_ratio`) or of each category
 (:func:`category_ratios`), the relative non-closure per bin
 (:func:`bin_nonclosure`, :func:`row_nonclosure`, :func:`category_nonclosure`),
-and one category given as one cut (:func:`single_cut`, :func:`first_category`).
+and one category given as one cut (:func:`single_cut`, :func:`first_category`);
+and the exact profile likelihood of the validated spectra (:func:`hunt_likelihood`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from rosenblatt.abcd._category_profile import CategoryProfile
+from rosenblatt.abcd._profile import Profile
 from rosenblatt.abcd.passfail import _spectrum
 from rosenblatt.abcd.templates import SignalTemplates
 from rosenblatt.typing import ArrayLike, FloatArray
@@ -25,6 +28,7 @@ __all__ = [
     "category_ratios",
     "cut_ratio",
     "first_category",
+    "hunt_likelihood",
     "hunt_spectra",
     "row_nonclosure",
     "single_cut",
@@ -137,3 +141,22 @@ def row_nonclosure(nonclosure: ArrayLike | None, shape: tuple[int, ...]) -> Floa
     for row in relative:
         _spectrum(row, "nonclosure", shape[-1])
     return relative if np.any(relative > 0) else None
+
+
+def hunt_likelihood(
+    failing: FloatArray, passing: FloatArray, ratio: Any, nonclosure: Any
+) -> tuple[Profile | CategoryProfile, float | FloatArray, FloatArray | None]:
+    """The exact profile likelihood of the spectra, its expected ratio and non-closure.
+
+    One cut (``passing`` of shape ``(n,)``: :class:`~rosenblatt.abcd._profile.Profile`)
+    or categories (``(K, n)``:
+    :class:`~rosenblatt.abcd._category_profile.CategoryProfile`), the non-closure and
+    the transfer ratio validated as those of one cut or one per category.
+    """
+    if passing.ndim == 1:
+        relative = bin_nonclosure(nonclosure, failing.size)
+        one = cut_ratio(failing, passing, ratio)
+        return Profile(failing, passing, one, relative), one, relative
+    relative = category_nonclosure(nonclosure, passing.shape[0], failing.size)
+    ratios = category_ratios(failing, passing, ratio)
+    return CategoryProfile(failing, passing, ratios, relative), ratios, relative

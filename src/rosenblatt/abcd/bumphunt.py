@@ -54,11 +54,11 @@ import numpy as np
 
 from rosenblatt.abcd._category_profile import CategoryProfile
 from rosenblatt.abcd._hunt_inputs import (
-    bin_nonclosure,
     category_nonclosure,
     category_ratios,
     cut_ratio,
     first_category,
+    hunt_likelihood,
     hunt_spectra,
     row_nonclosure,
     single_cut,
@@ -331,14 +331,7 @@ def bump_hunt(
         ratio, nonclosure = first_category(ratio, nonclosure)
     rows = []
     if method == "profile":
-        profile: Profile | CategoryProfile
-        if passing.ndim == 1:
-            relative = bin_nonclosure(nonclosure, failing.size)
-            profile = Profile(failing, passing, cut_ratio(failing, passing, ratio), relative)
-        else:
-            ratios = category_ratios(failing, passing, ratio)
-            relative = category_nonclosure(nonclosure, passing.shape[0], failing.size)
-            profile = CategoryProfile(failing, passing, ratios, relative)
+        profile = hunt_likelihood(failing, passing, ratio, nonclosure)[0]
         for s_pass, s_fail in zip(templates.passing, templates.failing, strict=True):
             rows.append(_profile_hypothesis(profile, s_pass, s_fail, level, limits))
     else:

@@ -18,17 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from rosenblatt.abcd._category_profile import CategoryProfile
-from rosenblatt.abcd._hunt_inputs import (
-    bin_nonclosure,
-    category_nonclosure,
-    category_ratios,
-    cut_ratio,
-    first_category,
-    hunt_spectra,
-    single_cut,
-)
-from rosenblatt.abcd._profile import Profile
+from rosenblatt.abcd._hunt_inputs import first_category, hunt_likelihood, hunt_spectra, single_cut
 from rosenblatt.abcd.bumphunt import local_significance_scan
 from rosenblatt.abcd.templates import SignalTemplates
 from rosenblatt.typing import ArrayLike, FloatArray, Int64Array
@@ -169,16 +159,7 @@ def global_significance(
     if passing.ndim == 2 and passing.shape[0] == 1:
         passing, templates = passing[0], single_cut(templates)
         ratio, nonclosure = first_category(ratio, nonclosure)
-    likelihood: Profile | CategoryProfile
-    fitted_ratio: float | FloatArray
-    if passing.ndim == 1:
-        relative = bin_nonclosure(nonclosure, failing.size)
-        fitted_ratio = cut_ratio(failing, passing, ratio)
-        likelihood = Profile(failing, passing, fitted_ratio, relative)
-    else:
-        relative = category_nonclosure(nonclosure, passing.shape[0], failing.size)
-        fitted_ratio = category_ratios(failing, passing, ratio)
-        likelihood = CategoryProfile(failing, passing, fitted_ratio, relative)
+    likelihood, fitted_ratio, relative = hunt_likelihood(failing, passing, ratio, nonclosure)
     observed = local_significance_scan(
         passing, failing, templates, ratio=ratio, nonclosure=relative
     )
