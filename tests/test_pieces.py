@@ -71,6 +71,19 @@ def _store(folder: Path, document: Any = "config", digest: str = "d0") -> PieceS
     return PieceStore.create(folder, "analyse", document, {"in.root": digest})
 
 
+def _counted_loads(monkeypatch: pytest.MonkeyPatch) -> list[Chunk]:
+    """The chunks whose pieces :meth:`PieceStore.load` reads from now on, in order."""
+    loaded: list[Chunk] = []
+    load = PieceStore.load
+
+    def counted(self: PieceStore, chunk: Chunk) -> dict[str, Any]:
+        loaded.append(chunk)
+        return load(self, chunk)
+
+    monkeypatch.setattr(PieceStore, "load", counted)
+    return loaded
+
+
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     for key in ("abcd", "plane"):
         for name, h in a[key].items():
@@ -215,14 +228,7 @@ def test_the_kept_pieces_are_read_while_the_chunks_left_run(
     uninterrupted = run_in_pieces(whole, chunks, lambda missing: pytest.fail("nothing is left"))
 
     monkeypatch.setattr(pieces_module, "READ_AHEAD", read_ahead)
-    loaded: list[Chunk] = []
-    load = PieceStore.load
-
-    def counted(self: PieceStore, chunk: Chunk) -> dict[str, Any]:
-        loaded.append(chunk)
-        return load(self, chunk)
-
-    monkeypatch.setattr(PieceStore, "load", counted)
+    loaded = _counted_loads(monkeypatch)
     split = _store(tmp_path / "split")
     left = {chunks[k] for k in (2, 6)}
     for chunk in chunks:
@@ -273,14 +279,7 @@ def test_a_pass_stopped_midway_resumes_from_its_checkpoint(
 
     with pytest.raises(_Stopped):
         run_in_pieces(store, chunks, stopped)
-    loaded: list[Chunk] = []
-    load = PieceStore.load
-
-    def counted(self: PieceStore, chunk: Chunk) -> dict[str, Any]:
-        loaded.append(chunk)
-        return load(self, chunk)
-
-    monkeypatch.setattr(PieceStore, "load", counted)
+    loaded = _counted_loads(monkeypatch)
     ran: list[Chunk] = []
 
     def saving(target: PieceStore) -> Callable[[list[Chunk]], None]:
@@ -345,14 +344,7 @@ def test_a_damaged_piece_of_arrays_is_found_as_it_is_read_and_computed_again(
     flipped, cut = store.path(chunks[2]), store.path(chunks[4])
     _flip_in_array(flipped, _arrays(chunks[2])["arrays"]["w"])
     cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
-    loaded: list[Chunk] = []
-    load = PieceStore.load
-
-    def counted(self: PieceStore, chunk: Chunk) -> dict[str, Any]:
-        loaded.append(chunk)
-        return load(self, chunk)
-
-    monkeypatch.setattr(PieceStore, "load", counted)
+    loaded = _counted_loads(monkeypatch)
     ran: list[list[Chunk]] = []
 
     def run_missing(missing: list[Chunk]) -> None:
