@@ -74,7 +74,10 @@ def session(leader: int) -> list[Any]:
 
 
 def left_after(leader: int, seconds: float = 15.0) -> list[str]:
-    """The command lines of the session's processes still there ``seconds`` after its end."""
+    """The command lines of the session's processes still there ``seconds`` after its end.
+
+    Those are killed then, so that a failed test leaves none behind.
+    """
     deadline = time.monotonic() + seconds
     while True:
         left = session(leader)
@@ -85,22 +88,35 @@ def left_after(leader: int, seconds: float = 15.0) -> list[str]:
     for process in left:
         try:
             lines.append(" ".join(process.cmdline()))
+            process.kill()
         except psutil.Error:
             continue
     return lines
 
 
-def start(folder: Path, command: list[str], env: dict[str, str] | None = None) -> Any:
-    """``command`` in ``folder``, in a session of its own."""
-    return subprocess.Popen(
-        command,
-        cwd=folder,
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "MPLBACKEND": "Agg", **(env or {})},
-    )
+def start(folder: Path, command: list[str], *, piped: bool = True) -> Any:
+    """``command`` in ``folder``, in a session of its own.
+
+    Not ``piped``, its output goes to ``output.txt`` in ``folder``: a worker
+    left behind would hold a pipe open, and waiting for the command would
+    wait for it.
+    """
+    output: Any = subprocess.PIPE
+    if not piped:
+        output = (folder / "output.txt").open("w", encoding="utf-8")
+    try:
+        return subprocess.Popen(
+            command,
+            cwd=folder,
+            start_new_session=True,
+            stdout=output,
+            stderr=subprocess.STDOUT if not piped else subprocess.PIPE,
+            text=True,
+            env={**os.environ, "MPLBACKEND": "Agg"},
+        )
+    finally:
+        if not piped:
+            output.close()
 
 
 def wait_for(process: Any, ready: Callable[[], bool], what: str) -> None:
@@ -292,11 +308,11 @@ def test_apply_stopped_by_sigterm_leaves_no_process_and_reruns(
 def test_fit_killed_leaves_no_worker(inputs: Path, tmp_path: Path) -> None:
     """SIGKILL (a batch system's, after SIGTERM's grace time): the workers end by themselves."""
     folder = copy_of(inputs, tmp_path / "run")
-    process = start(folder, fit_command())
+    process = start(folder, fit_command(), piped=False)
     wait_for(process, lambda: len(worker_marks(folder, process.pid)) >= 2, "the workers read")
-    status, _, left = stop(process, signal.SIGKILL)
-    assert status == -signal.SIGKILL
-    assert left == []
+    os.kill(process.pid, signal.SIGKILL)
+    assert process.wait(timeout=60) == -signal.SIGKILL
+    assert left_after(process.pid, seconds=10.0) == []
 
 
 #: a user's script: a mergeable fit over ROOT files on coffea's futures executor (its default
@@ -353,9 +369,17 @@ def test_a_users_script_stopped_leaves_no_worker(
     marks.mkdir()
     files = ",".join(str(inputs / name) for name in FILES)
     # each chunk lasts long: workers that finished their chunk before ending would be seen
-    process = start(tmp_path, [sys.executable, str(script), files, str(marks), handler, "30"])
+    command = [sys.executable, str(script), files, str(marks), handler, "30"]
+    process = start(tmp_path, command, piped=False)
     wait_for(process, lambda: len(list(marks.iterdir())) >= 2, "the workers read")
     os.kill(process.pid, signum)
-    _, err = process.communicate(timeout=15)
-    assert process.returncode == (143 if handler == "exit" else -signum), err[-3000:]
+    # stopped at once, not after the chunks its workers run
+    try:
+        status = process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        left_after(process.pid, seconds=0.0)
+        raise
+    output = (tmp_path / "output.txt").read_text(encoding="utf-8")
+    assert status == (143 if handler == "exit" else -signum), output[-3000:]
     assert left_after(process.pid, seconds=10.0) == []
