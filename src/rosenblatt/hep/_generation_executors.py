@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from rosenblatt._interrupt import ignore_interrupt, workers_ignore_interrupt
+from rosenblatt._interrupt import start_worker, workers_ignore_interrupt
 
 if TYPE_CHECKING:
     from distributed import Client, Future, LocalCluster
@@ -129,9 +129,10 @@ def iter_chunks(
         for task in tasks:
             yield _generate_chunk_task(task)
         return
-    # the workers leave Ctrl-C to this process; leaving the block terminates them
+    # the workers leave Ctrl-C to this process, and end with it should it be killed; leaving the
+    # block terminates them
     with _process_context().Pool(
-        processes=min(workers, len(tasks)), initializer=ignore_interrupt
+        processes=min(workers, len(tasks)), initializer=start_worker, initargs=(os.getpid(),)
     ) as pool:
         yield from pool.imap(_generate_chunk_task, tasks)
 

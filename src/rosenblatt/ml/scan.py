@@ -35,7 +35,12 @@ from typing import Any
 import numpy as np
 
 from rosenblatt._atomic import atomic_write, write_text
-from rosenblatt._interrupt import ignore_interrupt, stop_pool, workers_ignore_interrupt
+from rosenblatt._interrupt import (
+    end_with_parent,
+    ignore_interrupt,
+    stop_pool,
+    workers_ignore_interrupt,
+)
 from rosenblatt._records import check_files, corrupt, is_sealed
 from rosenblatt.ml.files import model_file
 from rosenblatt.ml.tables import (
@@ -316,11 +321,12 @@ def _worker_init() -> None:
 
     ``threadpool_limits`` reaches only the libraries loaded when it is called;
     the environment variables cover those loaded later (scikit-learn's OpenMP).
-    The parent, interrupted, stops the workers.
+    The parent, interrupted, stops the workers; killed, its workers end by themselves.
     """
     from threadpoolctl import threadpool_limits
 
     ignore_interrupt()
+    end_with_parent()
 
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[variable] = "1"

@@ -33,7 +33,7 @@ from typing import Any
 
 from rosenblatt._atomic import write_text
 from rosenblatt._extras import progress_bar
-from rosenblatt._interrupt import stop_pool
+from rosenblatt._interrupt import end_with_parent, stop_pool
 from rosenblatt.studies._common import Steps, write_summary
 from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.toys.config import ToysConfig
@@ -172,8 +172,9 @@ def _one_thread() -> None:
     ``NUMBA_NUM_THREADS`` is set only where numba is not imported yet (unpickling
     this function may import it): numba reads its environment again at every
     compilation, and refuses a thread count that differs from the one it
-    started with.
+    started with. The worker ends with the run, should the run be killed.
     """
+    end_with_parent()
     if "numba" not in sys.modules:
         os.environ["NUMBA_NUM_THREADS"] = "1"
     try:
