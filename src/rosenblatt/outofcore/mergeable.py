@@ -291,7 +291,12 @@ class MergeableFit:
         ----------
         runner
             A coffea ``processor.Runner`` (any executor); every pass runs on
-            its executor, in one pool or client.
+            its executor, in one pool or client. A process pool the fit
+            starts (the futures executor given a pool class, as by default)
+            is stopped at once if the fit raises (Ctrl-C, ``SystemExit``),
+            and its workers end by themselves if this process is killed
+            (SIGTERM, SIGKILL); a pool given as an instance is the caller's
+            to stop.
         fileset
             The file set, as the Runner takes it.
         observables
