@@ -15,6 +15,7 @@ from rosenblatt._atomic import atomic_directory, atomic_write, write_text
 from rosenblatt._records import (
     check_record,
     file_digest,
+    file_digests,
     refusing_corrupt_cache,
     write_record,
 )
@@ -50,6 +51,42 @@ def test_digest_is_blake2b_of_the_content(tmp_path: Path) -> None:
     data = os.urandom(3 << 20)  # several blocks of the streamed read
     (tmp_path / "f").write_bytes(data)
     assert file_digest(tmp_path / "f") == hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
+def test_known_digests_are_reused_only_for_an_unchanged_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resumed run reads only files changed since; a rewrite of the same size is seen."""
+    import rosenblatt._records as records
+
+    files = [tmp_path / f"f{i}.bin" for i in range(3)]
+    for i, path in enumerate(files):
+        path.write_bytes(bytes([i]) * 5000)
+        os.utime(path, ns=(10**18, 10**18))  # written long before the run
+    known = tmp_path / "work" / "digests.json"
+    first = file_digests(files, known)
+    assert first == {
+        str(p): hashlib.blake2b(p.read_bytes(), digest_size=32).hexdigest() for p in files
+    }
+    read: list[str] = []
+    monkeypatch.setattr(records, "file_digest", lambda p: read.append(str(p)) or file_digest(p))
+    assert file_digests(files, known) == first
+    assert read == []
+    # the same size, another content: its times differ, so it is read again
+    files[1].write_bytes(bytes([9]) * 5000)
+    again = file_digests(files, known)
+    assert read == [str(files[1])]
+    assert again[str(files[1])] == file_digest(files[1]) != first[str(files[1])]
+    assert again[str(files[0])] == first[str(files[0])]
+    # a file modified moments before it was hashed is read again: it could change unseen
+    read.clear()
+    file_digests(files, known)
+    assert read == [str(files[1])]
+    # a damaged file of known hashes is ignored: every file is read
+    known.write_text("{not json")
+    read.clear()
+    assert file_digests(files, known) == again
+    assert sorted(read) == sorted(str(p) for p in files)
 
 
 def test_record_holds_inputs_sizes_and_hashes(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = [
     "check_record",
     "corrupt",
     "file_digest",
+    "file_digests",
     "file_entries",
     "is_sealed",
     "read_record",
@@ -49,6 +51,12 @@ RECORD_FORMAT = "rosenblatt-cache-record"
 
 #: the hash recorded for each file
 HASH = "blake2b"
+
+#: the ``format`` of the file of known hashes (:func:`file_digests`)
+_DIGESTS_FORMAT = "rosenblatt-file-digests"
+
+#: nanoseconds after its last modification from which a file's time stamps identify it
+_SETTLED_NS = 2_000_000_000
 
 _BLOCK = 1 << 20
 _refuse: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -77,6 +85,61 @@ def file_digest(path: str | os.PathLike[str]) -> str:
         while block := handle.read(_BLOCK):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _stat_key(stat: os.stat_result) -> list[int]:
+    """What changes when a file is written, replaced or moved: size, times, inode, device."""
+    return [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev]
+
+
+def file_digests(
+    paths: Iterable[str | os.PathLike[str]], known: str | os.PathLike[str] | None = None
+) -> dict[str, str]:
+    """The BLAKE2b hash of each file (:func:`file_digest`), keyed by its path as given.
+
+    Parameters
+    ----------
+    paths
+        The files.
+    known : path-like, optional
+        A JSON file of the hashes of an earlier call (a run resumed). A file
+        whose size, modification and change times, inode and device are those
+        recorded there keeps its recorded hash without being read again, as
+        git's index does; any other file is hashed, as is one modified less
+        than two seconds before it was recorded (a later write could share
+        its time stamps). The file is then written (atomically, its folder
+        made) with every hash. A damaged or foreign ``known`` is ignored.
+    """
+    recorded: dict[str, Any] = {}
+    if known is not None:
+        try:
+            document = json.loads(Path(known).read_text(encoding="utf-8"))
+            if document.get("format") == _DIGESTS_FORMAT and document.get("hash") == HASH:
+                recorded = dict(document["files"])
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            recorded = {}
+    digests, files = {}, {}
+    for path in paths:
+        name = os.fspath(path)
+        key = _stat_key(os.stat(name))
+        entry = recorded.get(name)
+        if (
+            isinstance(entry, dict)
+            and entry.get("stat") == key
+            and isinstance(entry.get(HASH), str)
+        ):
+            digest = entry[HASH]
+        else:
+            digest = file_digest(name)
+        digests[name] = digest
+        # a file written in the last moments may change again within its clock's tick
+        settled = time.time_ns() - key[1] > _SETTLED_NS
+        files[name] = {"stat": key if settled else None, HASH: digest}
+    if known is not None:
+        Path(known).parent.mkdir(parents=True, exist_ok=True)
+        document = {"format": _DIGESTS_FORMAT, "hash": HASH, "files": files}
+        write_text(known, json.dumps(document, indent=1, sort_keys=True))
+    return digests
 
 
 def file_entries(

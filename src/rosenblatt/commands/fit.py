@@ -106,6 +106,8 @@ def positive_int(text: str) -> int:
     return value
 
 
+#: the file of the work folder that keeps the input files' hashes for a resumed fit
+DIGESTS = "digests.json"
 #: ``--treename`` when neither given nor recorded
 DEFAULT_TREENAME = "Events"
 
@@ -821,7 +823,7 @@ def _config_inputs(
 
 def main(args: argparse.Namespace) -> int:
     """Run ``rosenblatt fit``; return the exit status."""
-    from rosenblatt._records import file_digest
+    from rosenblatt._records import file_digests
     from rosenblatt.processors.branches import require, require_for
 
     try:
@@ -841,8 +843,10 @@ def main(args: argparse.Namespace) -> int:
         sources = [source for part in inputs for source in part.sources]
         for part in inputs:
             require_for(part.checked, part.sources)
-        digests = {s.path: file_digest(s.path) for s in sources if Path(s.path).is_file()}
         work, temporary = _work_dir(args, output)
+        # a resumed fit reads again only the files changed since its first run
+        local = [s.path for s in sources if Path(s.path).is_file()]
+        digests = file_digests(local, work / DIGESTS)
         if executor.kind == "iterative":
             with step("read"):
                 sample = _read_in_pieces(args, inputs, digests, work)
