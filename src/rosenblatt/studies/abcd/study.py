@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from rosenblatt._records import check_record, file_digest, write_record
+from rosenblatt._records import check_record, file_digest, file_digests, write_record
 from rosenblatt.studies._common import Steps
 from rosenblatt.studies.abcd.config import AbcdConfig
 from rosenblatt.studies.abcd.preflight import Preflight
@@ -485,9 +485,12 @@ class _Passes:
         from rosenblatt.studies.abcd.pieces import pass_document
 
         local = [path for paths in files.values() for path in paths if Path(path).is_file()]
-        for path in local:
-            if path not in self.digests:
-                self.digests[path] = file_digest(path)
+        folder = self.cfg.data_dir / "pieces" / name.replace(" ", "-")
+        missing = [path for path in local if path not in self.digests]
+        if missing:
+            # a resumed run hashes again only the input files changed since
+            known = folder.with_name(f"{folder.name}.digests.json")
+            self.digests.update(file_digests(missing, known))
         document = pass_document(
             self.config,
             schema=self.checked.schema,
@@ -498,7 +501,6 @@ class _Passes:
             blind=blind,
             inputs=self.inputs,
         )
-        folder = self.cfg.data_dir / "pieces" / name.replace(" ", "-")
         digests = {p: self.digests[p] for p in local}
         shared = self.cfg.executor.shared_disk
         return PieceStore.create(folder, name, document, digests, shared=shared)
