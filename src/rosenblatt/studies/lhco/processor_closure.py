@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +19,43 @@ if TYPE_CHECKING:
     from hist import Hist
     from hist.storage import Weight
 
-__all__ = ["closures_in_processor"]
+__all__ = ["closures_in_processor", "entries_of_testing_events"]
 
 log = logging.getLogger("rosenblatt.lhco")
+
+
+def entries_of_testing_events(test: Any, read: list[str]) -> dict[str, Any]:
+    """The entries of the testing events in each file read, keyed by its path as read.
+
+    The feature table names each event's file as it was written; the data
+    folder may since be reached by another path (a link, a relative path, a
+    folder moved), so a file is matched by its resolved path, else by its
+    name. A file read that holds no testing event gets no entry, never all of
+    its events.
+
+    Raises
+    ------
+    ValueError
+        Where a file of the testing events matches no file read.
+    """
+    files = np.asarray(test["file"], dtype=str)
+    entries = np.asarray(test["entry"], dtype=np.int64)
+    resolved = {os.path.realpath(path): path for path in read}
+    names: dict[str, list[str]] = {}
+    for path in read:
+        names.setdefault(os.path.basename(path), []).append(path)
+    selection = {path: np.empty(0, dtype=np.int64) for path in read}
+    for written in np.unique(files):
+        match = resolved.get(os.path.realpath(written))
+        if match is None and len(names.get(os.path.basename(written), [])) == 1:
+            match = names[os.path.basename(written)][0]
+        if match is None:
+            raise ValueError(
+                f"the testing events come from {written}, which is none of the files read "
+                f"({', '.join(sorted(read))}): generate the events again or restore the file"
+            )
+        selection[match] = np.sort(entries[files == written])
+    return selection
 
 
 def closures_in_processor(
@@ -51,9 +86,7 @@ def closures_in_processor(
     y0 = tuple(cfg.cuts.y0)
     variants = [Variant(name, name, y0) for name in scorers]
     variants += [Variant(name, "baseline", y0, transform=t) for name, t in transforms.items()]
-    files = np.asarray(test["file"], dtype=str)
-    entries = np.asarray(test["entry"], dtype=np.int64)
-    selection = {path: np.sort(entries[files == path]) for path in np.unique(files)}
+    selection = entries_of_testing_events(test, [str(p) for p in paths.values()])
     with make_executor(cfg.features.executor, cfg.features.workers) as pool:
         output = run_processor(
             {name: [str(p)] for name, p in paths.items()},
