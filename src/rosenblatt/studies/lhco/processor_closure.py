@@ -19,9 +19,22 @@ if TYPE_CHECKING:
     from hist import Hist
     from hist.storage import Weight
 
-__all__ = ["closures_in_processor", "entries_of_testing_events"]
+__all__ = [
+    "COUNT_TOLERANCE",
+    "check_processor_counts",
+    "closures_in_processor",
+    "entries_of_testing_events",
+]
 
 log = logging.getLogger("rosenblatt.lhco")
+
+#: the largest difference allowed between a count of the processor and the in-memory one, as a
+#: fraction of the histogram's largest count: the counts are sums of weights, added in another
+#: order by the processor's chunks, so weighted sums may differ by their rounding and no more
+COUNT_TOLERANCE = 1e-9
+
+#: the names of the process axis's bins
+_PROCESSES = {0: "background", 1: "signal"}
 
 
 def entries_of_testing_events(test: Any, read: list[str]) -> dict[str, Any]:
@@ -72,7 +85,13 @@ def closures_in_processor(
     features, scores them with the saved models (TorchScript), applies the
     fitted transforms and fills the ABCD histograms; the closure comes from
     those. The counts are compared with the in-memory histograms of the same
-    events, cut by cut.
+    events, cut by cut (:func:`check_processor_counts`).
+
+    Raises
+    ------
+    ValueError
+        Where a count of the processor differs from the in-memory one by more
+        than :data:`COUNT_TOLERANCE` allows.
     """
     from rosenblatt.ml.scoring import make_scorer
     from rosenblatt.processors.analysis import AnalysisProcessor, Variant
@@ -100,12 +119,9 @@ def closures_in_processor(
             pool,
             chunksize=cfg.features.chunksize,
         )
-    closures = {name: closure_scan(h[{"dataset": sum}]) for name, h in output["abcd"].items()}
-    differences = {}
-    for name, h in output["abcd"].items():
-        got = h[{"dataset": sum}].values(flow=True)
-        expected = in_memory[name].values(flow=True)
-        differences[name] = float(np.max(np.abs(got - expected)))
+    summed = {name: h[{"dataset": sum}] for name, h in output["abcd"].items()}
+    closures = {name: closure_scan(h) for name, h in summed.items()}
+    differences = check_processor_counts(summed, in_memory)
     analysed = sum(counts["in ABCD"] for counts in output["cutflow"].values())
     log.info(
         "testing sample through the analysis processor: %d events in ABCD; largest count difference from memory %s",
@@ -117,3 +133,87 @@ def closures_in_processor(
         "max_count_difference": differences,
         "cutflow": output["cutflow"],
     }
+
+
+def check_processor_counts(
+    processor: dict[str, Hist[Weight]], in_memory: dict[str, Hist[Weight]]
+) -> dict[str, float]:
+    """Per classifier, the largest difference of the processor's ABCD counts from the in-memory ones.
+
+    Parameters
+    ----------
+    processor : dict
+        Per classifier, the processor's ``(x, y, process)`` ABCD histogram
+        (its datasets summed).
+    in_memory : dict
+        Per classifier, the histogram of the same events filled in memory, on
+        the same axes.
+
+    Returns
+    -------
+    dict
+        Per classifier, the largest absolute difference of a count (flow bins
+        included); each is within the tolerance.
+
+    Raises
+    ------
+    ValueError
+        Where a classifier's histograms have different bins, or a count differs
+        by more than :data:`COUNT_TOLERANCE` times the histogram's largest
+        count. The message names the classifier with the largest difference,
+        that difference and its cell (the ``mjj`` and score intervals, the
+        process), then the other classifiers that differ.
+    """
+    differences: dict[str, float] = {}
+    cells: dict[str, str] = {}
+    failing: list[str] = []
+    for name, h in processor.items():
+        got = np.asarray(h.values(flow=True), dtype=np.float64)
+        expected = np.asarray(in_memory[name].values(flow=True), dtype=np.float64)
+        if got.shape != expected.shape:
+            msg = (
+                f"the analysis processor's ABCD histogram of {name} has bins of shape {got.shape}, "
+                f"the in-memory one {expected.shape}: they cannot be compared"
+            )
+            raise ValueError(msg)
+        gap = np.abs(got - expected)
+        where = np.unravel_index(int(np.argmax(gap)), gap.shape)
+        differences[name] = float(gap[where])
+        cells[name] = _cell(h, where)
+        scale = max(
+            float(np.max(np.abs(got), initial=0.0)), float(np.max(np.abs(expected), initial=0.0))
+        )
+        if differences[name] > COUNT_TOLERANCE * scale:
+            failing.append(name)
+    if failing:
+        failing.sort(key=lambda n: differences[n], reverse=True)
+        worst = failing[0]
+        others = ", ".join(f"{n} by {differences[n]:.6g}" for n in failing[1:])
+        also = f"; {others} too" if others else ""
+        msg = (
+            f"the analysis processor's ABCD counts of the testing sample differ from the in-memory "
+            f"ones: {worst} by {differences[worst]:.6g} at {cells[worst]}{also}"
+        )
+        raise ValueError(msg)
+    return differences
+
+
+def _cell(h: Hist[Weight], index: tuple[Any, ...]) -> str:
+    """The cell of an ABCD histogram at ``index`` (flow bins counted): its intervals and process."""
+    x, y, process = (int(i) for i in index)
+    label = int(h.axes[2].value(process))
+    return (
+        f"mjj {_interval(h.axes[0], x)} GeV, score {_interval(h.axes[1], y)}, "
+        f"{_PROCESSES.get(label, f'process {label}')}"
+    )
+
+
+def _interval(axis: Any, index: int) -> str:
+    """The interval of a cut-value axis's bin ``index``, counted with its underflow bin."""
+    edges = np.asarray(axis.edges, dtype=np.float64)
+    k = index - 1 if axis.traits.underflow else index
+    if k < 0:
+        return f"below {edges[0]:g}"
+    if k >= len(edges) - 1:
+        return f"at or above {edges[-1]:g}"
+    return f"in [{edges[k]:g}, {edges[k + 1]:g})"
