@@ -187,3 +187,36 @@ def test_the_exact_cut_covers_and_the_raw_score_is_biased(tmp_path: Path) -> Non
     assert max(abs(f["bias"]) / f["bias_error"] for f in raw["fits"]) > 10
     assert exact["background_only"]["ks_pvalue"] > 1e-3
     assert raw["background_only"]["ks_pvalue"] < 1e-6
+
+
+def test_the_kept_toys_are_reused_only_by_the_same_version_and_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rosenblatt._records import source_digest
+    from rosenblatt.studies.passfail_toys import study
+
+    assert study.code_digest() == source_digest(*study.PASSFAIL_TOY_SOURCES)
+    cfg = _config(n_toys=3, spectrum={**SMALL["spectrum"], "global_toys": 0})
+    transform = cfg.transforms[0]
+    ran: list[int] = []
+
+    def counted(cfg: PassfailToysConfig, spectra: list[Any], toys: list[int]) -> list[Any]:
+        ran.extend(toys)
+        return [{"toy": toy} for toy in toys]
+
+    monkeypatch.setattr(study, "expected_spectra", lambda *args: None)
+    monkeypatch.setattr(study, "pseudo_experiments", counted)
+    first, _ = study._score(cfg, "irgi", transform, tmp_path)
+    assert ran == [0, 1, 2]
+    # nothing changed: every toy is read back
+    ran.clear()
+    assert study._score(cfg, "irgi", transform, tmp_path)[0] == first
+    assert ran == []
+    # another source digest, then another version: computed again each time
+    monkeypatch.setattr(study, "code_digest", lambda: "another source")
+    study._score(cfg, "irgi", transform, tmp_path)
+    assert ran == [0, 1, 2]
+    ran.clear()
+    monkeypatch.setattr(study, "__version__", "0.0.0+other")
+    study._score(cfg, "irgi", transform, tmp_path)
+    assert ran == [0, 1, 2]

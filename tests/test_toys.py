@@ -321,3 +321,50 @@ def test_pool_workers_compile_kernels_after_limiting_their_threads(
     weights = np.where(rng.random(2000) < 0.25, -2.0, 2.0)
     assert total == pytest.approx(float(np.sum(weights)))
     assert lowest >= 0
+
+
+def test_cached_toys_are_reused_only_by_the_same_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rosenblatt.studies.toys import study
+
+    cfg = _config(tmp_path, transforms=[], n_toys=3)
+    (setting,) = study.settings(cfg)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    ran: list[int] = []
+
+    def counted(cfg: ToysConfig, setting: Setting, toy: int) -> Any:
+        ran.append(toy)
+        return {"toy": toy, "error": None}
+
+    monkeypatch.setattr(study, "pseudo_experiment", counted)
+    first = study._setting(cfg, setting, cache)
+    assert ran == [0, 1, 2]
+    # nothing changed: every toy is read back
+    ran.clear()
+    assert study._setting(cfg, setting, cache) == first
+    assert ran == []
+    # a changed transform or estimate (another source digest) computes them again
+    monkeypatch.setattr(study, "code_digest", lambda: "another source")
+    study._setting(cfg, setting, cache)
+    assert ran == [0, 1, 2]
+    ran.clear()
+    study._setting(cfg, setting, cache)
+    assert ran == []
+    # so does another version of the package
+    monkeypatch.setattr(study, "__version__", "0.0.0+other")
+    study._setting(cfg, setting, cache)
+    assert ran == [0, 1, 2]
+
+
+def test_the_code_digest_covers_the_transforms_and_the_toys() -> None:
+    from rosenblatt._records import source_digest
+    from rosenblatt.studies.toys import study
+
+    assert study.code_digest() == source_digest(*study.TOY_SOURCES)
+    assert len(study.code_digest()) == 32
+    assert {"transforms", "abcd", "studies/toys/experiment.py"} <= set(study.TOY_SOURCES)
+    assert source_digest("transforms") != source_digest("abcd")
+    with pytest.raises(FileNotFoundError, match="not a module or folder"):
+        source_digest("no_such_module.py")

@@ -16,6 +16,7 @@ again; under :func:`refusing_corrupt_cache` (``rosenblatt run
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import json
 import logging
@@ -41,6 +42,7 @@ __all__ = [
     "read_record",
     "refusing_corrupt_cache",
     "seal",
+    "source_digest",
     "write_record",
 ]
 
@@ -59,6 +61,9 @@ _DIGESTS_FORMAT = "rosenblatt-file-digests"
 _SETTLED_NS = 2_000_000_000
 
 _BLOCK = 1 << 20
+
+#: the package's folder, where :func:`source_digest` finds its modules
+_PACKAGE = Path(__file__).resolve().parent
 _refuse: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "refuse_corrupt_cache", default=False
 )
@@ -84,6 +89,47 @@ def file_digest(path: str | os.PathLike[str]) -> str:
     with open(path, "rb") as handle:
         while block := handle.read(_BLOCK):
             digest.update(block)
+    return digest.hexdigest()
+
+
+@functools.cache
+def source_digest(*parts: str) -> str:
+    """The BLAKE2b hash (hex) of the Python source of ``parts`` of the installed package.
+
+    Parameters
+    ----------
+    *parts : str
+        Folders (every ``.py`` file below them) and modules of the package, as
+        paths relative to its folder with ``/`` (``"transforms"``,
+        ``"studies/toys/experiment.py"``).
+
+    Returns
+    -------
+    str
+        The hash of each file's path relative to the package and of its bytes,
+        in the order of the sorted paths: the same for the same source
+        wherever the package is installed. Computed once per process.
+
+    Raises
+    ------
+    FileNotFoundError
+        Where a part is not in the package.
+    """
+    files: set[Path] = set()
+    for part in parts:
+        path = _PACKAGE / part
+        if path.is_dir():
+            files.update(f for f in path.rglob("*.py") if "__pycache__" not in f.parts)
+        elif path.is_file():
+            files.add(path)
+        else:
+            msg = f"{part} is not a module or folder of the package ({_PACKAGE})"
+            raise FileNotFoundError(msg)
+    digest = hashlib.blake2b(digest_size=16)
+    for name, path in sorted((f.relative_to(_PACKAGE).as_posix(), f) for f in files):
+        data = path.read_bytes()
+        digest.update(f"{name}\0{len(data)}\0".encode())
+        digest.update(data)
     return digest.hexdigest()
 
 

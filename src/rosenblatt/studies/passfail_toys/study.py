@@ -20,8 +20,10 @@ fitted with the statistical error alone and with no non-closure, kept beside the
 Steps:
 
 1. ``toys``: the pseudo-experiments of each score, kept in ``<data folder>/<score>.json``
-   with the configuration they came from, every ``SAVE_EVERY`` toys, so that a rerun of
-   the same configuration (after a stop, too) reads them and runs only the rest;
+   with the configuration they came from and the version and source digest of the code
+   that computed them (:data:`PASSFAIL_TOY_SOURCES`), every ``SAVE_EVERY`` toys, so that a
+   rerun of the same configuration and code (after a stop, too) reads them and runs only
+   the rest, while a changed transform or fit computes them again;
 2. ``report``: ``summary.json``, ``report.md``, ``table.md`` and the figure of bias and
    coverage.
 """
@@ -39,6 +41,8 @@ import numpy as np
 
 from rosenblatt._atomic import write_text
 from rosenblatt._extras import progress_bar
+from rosenblatt._records import source_digest
+from rosenblatt._version import __version__
 from rosenblatt.abcd.bumphunt import local_significance_scan, signal_strength
 from rosenblatt.abcd.look_elsewhere import global_significance, upcrossings
 from rosenblatt.studies._common import Steps, write_summary
@@ -58,7 +62,9 @@ from rosenblatt.typing import FloatArray, Int64Array
 __all__ = [
     "COMPARED",
     "NO_NONCLOSURE",
+    "PASSFAIL_TOY_SOURCES",
     "STEPS",
+    "code_digest",
     "fingerprint",
     "pseudo_experiments",
     "reference_maxima",
@@ -73,6 +79,19 @@ STEPS = ("toys", "report")
 SAVE_EVERY = 50
 #: the non-closures of the fits kept beside the keyed bootstrap's, in order
 COMPARED = (STATISTICAL, NO_NONCLOSURE)
+#: the package's modules and folders whose code computes a pseudo-experiment's result: the
+#: kept toys are keyed with their digest (:func:`code_digest`)
+PASSFAIL_TOY_SOURCES = (
+    "transforms",
+    "abcd",
+    "_jit.py",
+    "studies/abcd/config.py",
+    "studies/toys/config.py",
+    "studies/toys/population.py",
+    "studies/passfail_toys/config.py",
+    "studies/passfail_toys/spectra.py",
+    "studies/passfail_toys/study.py",
+)
 
 
 def run(config: dict[str, Any], folder: Path) -> PassfailToysSummary:
@@ -100,9 +119,20 @@ def _report(
     return summary
 
 
+def code_digest() -> str:
+    """The digest of the source of :data:`PASSFAIL_TOY_SOURCES` (:func:`~rosenblatt._records.source_digest`)."""
+    return source_digest(*PASSFAIL_TOY_SOURCES)
+
+
 def fingerprint(cfg: PassfailToysConfig, score: str, transform: TransformConfig | None) -> str:
-    """What a score's pseudo-experiments depend on, hashed: a kept result is reused only on a match."""
+    """What a score's pseudo-experiments depend on, hashed: a kept result is reused only on a match.
+
+    Besides the configuration, the package's version and :func:`code_digest`:
+    toys computed by other code are computed again.
+    """
     keys: dict[str, Any] = {
+        "version": __version__,
+        "code": code_digest(),
         "seed": cfg.seed,
         "population": asdict(cfg.population),
         "spectrum": asdict(cfg.spectrum),

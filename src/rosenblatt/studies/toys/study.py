@@ -10,9 +10,11 @@ injected signal. Steps:
 
 1. ``toys``: the pseudo-experiments of each setting, in a pool of processes
    (one compiled-kernel thread each); each setting's results are kept in
-   ``<data folder>/<setting>.json`` with the configuration they came from, as
-   they finish, so that a rerun of the same configuration (after a stop, too)
-   reads them and runs only the rest;
+   ``<data folder>/<setting>.json`` with the configuration they came from and
+   the version and source digest of the code that computed them
+   (:data:`TOY_SOURCES`), as they finish, so that a rerun of the same
+   configuration and code (after a stop, too) reads them and runs only the
+   rest, while a changed transform computes them again;
 2. ``report``: ``summary.json``, ``report.md`` and the figure of pulls and
    coverage against the defining size.
 """
@@ -34,6 +36,8 @@ from typing import Any
 from rosenblatt._atomic import write_text
 from rosenblatt._extras import progress_bar
 from rosenblatt._interrupt import end_with_parent, stop_pool
+from rosenblatt._records import source_digest
+from rosenblatt._version import __version__
 from rosenblatt.studies._common import Steps, write_summary
 from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.toys.config import ToysConfig
@@ -41,7 +45,7 @@ from rosenblatt.studies.toys.experiment import Setting, ToyResult, pseudo_experi
 from rosenblatt.studies.toys.report import coverage_table, draw_figure, report_text
 from rosenblatt.studies.toys.summary import ToysSummary, summarise
 
-__all__ = ["STEPS", "run", "settings", "toy_events"]
+__all__ = ["STEPS", "TOY_SOURCES", "code_digest", "fingerprint", "run", "settings", "toy_events"]
 
 log = logging.getLogger("rosenblatt.toys")
 
@@ -49,6 +53,17 @@ log = logging.getLogger("rosenblatt.toys")
 STEPS = ("toys", "report")
 #: pseudo-experiments handed to a worker at once
 TOYS_PER_TASK = 5
+#: the package's modules and folders whose code computes a pseudo-experiment's result: the
+#: cached toys are keyed with their digest (:func:`code_digest`)
+TOY_SOURCES = (
+    "transforms",
+    "abcd",
+    "_jit.py",
+    "studies/abcd/config.py",
+    "studies/toys/config.py",
+    "studies/toys/experiment.py",
+    "studies/toys/population.py",
+)
 
 
 def settings(cfg: ToysConfig) -> list[Setting]:
@@ -98,9 +113,20 @@ def _report(
     return summary
 
 
+def code_digest() -> str:
+    """The digest of the source of :data:`TOY_SOURCES` (:func:`~rosenblatt._records.source_digest`)."""
+    return source_digest(*TOY_SOURCES)
+
+
 def fingerprint(cfg: ToysConfig, setting: Setting) -> str:
-    """What a setting's pseudo-experiments depend on, hashed: a cached result is reused only on a match."""
+    """What a setting's pseudo-experiments depend on, hashed: a cached result is reused only on a match.
+
+    Besides the configuration, the package's version and :func:`code_digest`:
+    toys computed by other code are computed again.
+    """
     keys = {
+        "version": __version__,
+        "code": code_digest(),
         "seed": cfg.seed,
         "simulation": cfg.simulation,
         "n_boot": cfg.replicas,
