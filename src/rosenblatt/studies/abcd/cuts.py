@@ -189,7 +189,8 @@ class AbcdCuts:
             raise _fail(
                 source,
                 "abcd.y0",
-                f"cuts on the transformed score lie in [0, 1], got {list(grids['y0'])}",
+                "cuts on the transformed score lie in [0, 1], got "
+                f"[{', '.join(f'{v:g}' for v in grids['y0'])}]",
             )
         if self.cut is not None:
             grids["x0"] = tuple(sorted({*grids["x0"], self.cut[0]}))

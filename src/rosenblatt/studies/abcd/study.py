@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from rosenblatt.studies.abcd.summary import AbcdSummary
     from rosenblatt.transforms import ConditionalCDFTransform, TransformEnsemble
 
-__all__ = ["STEPS", "Ensembles", "FittedTransforms", "PassOutput", "run"]
+__all__ = ["STEPS", "Ensembles", "FittedTransforms", "PassOutput", "described", "run"]
 
 log = logging.getLogger("rosenblatt.abcd")
 
@@ -338,8 +338,40 @@ def _fit_transforms(
             log.warning("transform %s: %s", spec.name, note)
         transform.save(folder / f"{spec.name}.json")
         fitted.transforms[spec.name] = transform
-        log.info("transform %s: %r fitted (%s)", spec.name, transform, fitted.routes[spec.name])
+        log.info(
+            "transform %s: %s fitted (%s)",
+            spec.name,
+            described(transform),
+            fitted.routes[spec.name],
+        )
     return fitted
+
+
+class _Levels(tuple[float, ...]):
+    """Cut levels whose ``repr`` writes each with ``:g`` (``0.3``, not ``0.30000000000000004``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{level:g}" for level in self)
+        return f"({inner},)" if len(self) == 1 else f"({inner})"
+
+
+def described(transform: Any) -> str:
+    """A transform as the console shows it: its ``repr``, the cut levels written with ``:g``.
+
+    The cut levels of a grid (``np.linspace``) are written as ``0.3``, not
+    ``0.30000000000000004``; the transform, and what is saved of it, keep
+    their exact values.
+    """
+    import copy
+
+    levels = getattr(transform, "cut_levels", None)
+    if not levels:
+        return repr(transform)
+    shown = copy.copy(transform)
+    shown.cut_levels = _Levels(float(level) for level in levels)
+    return repr(shown)
 
 
 def _fit_pieces(cfg: AbcdConfig, name: str) -> Path | None:
