@@ -54,7 +54,9 @@ def scan() -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, np.ndarray]
         TrainedModel("baseline_s0", "baseline_s0", 0.0, {}),
         TrainedModel("disco_a1_s0", "disco_a1_s0", 1.0, {}),
     ]
-    return dict(strength_scan(cfg, testing, models, y_def, scores)), testing, scores
+    chosen = {"irgi": 4.0, "kde": 0.1}
+    result = strength_scan(cfg, testing, models, (x_def, y_def), chosen, scores)
+    return dict(result), testing, scores
 
 
 def test_the_ends_are_the_raw_score_and_the_transform(scan: Any) -> None:
@@ -77,6 +79,7 @@ def test_the_ends_are_the_raw_score_and_the_transform(scan: Any) -> None:
             assert (p["closes"] is None) == (p["closure_pvalue"] is None)
             if p["closure_pvalue"] is not None:
                 assert p["closes"] == (p["closure_pvalue"] >= 0.05)
+    assert result["refits"] == {"irgi": 30, "kde": 30}
     model_r50 = {m["model"]: m["r50"] for m in result["models"]}
     assert model_r50["baseline_s0"] == result["transforms"]["irgi"][0]["r50"]
     assert {m["alpha"] for m in result["models"]} == {0.0, 1.0}
@@ -103,3 +106,32 @@ def test_strengths_are_checked(value: Any) -> None:
     config["decorrelation_strengths"] = value
     with pytest.raises(ConfigError, match="decorrelation_strengths"):
         LhcoConfig.parse(config)
+
+
+def test_the_closure_test_holds_the_refitted_score(scan: Any) -> None:
+    """Each strength's closure test holds the fit of s_p: the same events with s_p held
+    fixed (the testing sample's replicas alone) give a larger chi-square wherever s_p
+    depends on the transform, and the transform's own test at p = 1 refits it as well."""
+    from rosenblatt.studies.lhco.results import StatisticsSettings
+
+    result, testing, scores = scan
+    config = dict(load_config("lhco-smoke"))
+    config["statistics"] = {"closure_n_boot": 30}
+    cfg = LhcoConfig.parse(config)
+    settings = StatisticsSettings.of(cfg)
+    mjj, label = testing["mjj"], testing["label"]
+    keep = mjj < cfg.cuts.mjj_max
+    for name in ("irgi", "kde"):
+        refitted = result["transforms"][name][-1]
+        held = rb.abcd.closure_test(
+            mjj[keep],
+            scores[name][keep],
+            label[keep],
+            x0=cfg.cuts.x0,
+            y0=cfg.cuts.y0,
+            n_boot=settings.closure_n_boot,
+            seed=settings.seed,
+            thin=settings.closure_thin,
+        )
+        assert refitted["closure_chi2_ndf"] < held.chi2_per_dof, name
+        assert refitted["closure_pvalue"] > held.p_value, name

@@ -5,26 +5,30 @@ For IRGI and KDE at their chosen parameters, the scores
 ``F`` the best baseline's marginal CDF on the defining background) at each
 configured strength ``p``: AUC, dCor², R50 and 1/JSD (the trade-off of the
 decorrelation literature), the ABCD closure over the study's cut grid
-(:func:`rosenblatt.abcd.closure_scan`) and the closure test the statistics
-stage runs for every classifier (:func:`rosenblatt.abcd.closure_test`, with the
-testing sample's replicas: the transform is held fixed, as for the baseline and
-DisCo). ``p = 0`` ranks events as the baseline does; ``p = 1`` is the
-transform's own score. Every trained model of the classifier scan gives
+(:func:`rosenblatt.abcd.closure_scan`) and the closure test
+(:func:`rosenblatt.abcd.closure_testing.closure_test_histogram`) whose covariance holds the
+testing sample's statistics and the fit of ``s_p`` itself: the transform and
+``F`` refitted on the defining sample's bootstrap replicas, as the statistics
+stage refits the transform for its own closure test. ``p = 0`` ranks events as
+the baseline does; ``p = 1`` is the transform's own score. Every trained model of the classifier scan gives
 the points of DisCo's trade-off on the same events.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 import rosenblatt as rb
-from rosenblatt.abcd import abcd_histogram, closure_scan, closure_test
+from rosenblatt.abcd import abcd_histogram, closure_scan
+from rosenblatt.abcd.closure_testing import closure_test_histogram
 from rosenblatt.studies.lhco.config import LhcoConfig
 from rosenblatt.studies.lhco.results import StatisticsSettings, TrainedModel
 from rosenblatt.studies.lhco.summary import StrengthPoint, StrengthScan, TaggerPoint
+from rosenblatt.transforms.ensemble import poisson_weights
 from rosenblatt.transforms.strength import MarginalCDF, partial_decorrelation
 from rosenblatt.typing import FloatArray, Int64Array
 
@@ -50,22 +54,24 @@ def _point(
     mjj: FloatArray,
     label: Int64Array,
     score: FloatArray,
+    replicas: Sequence[Any],
 ) -> StrengthPoint:
-    """The figures of merit and the closure of one score on the testing sample."""
+    """The figures of merit and the closure of one score on the testing sample.
+
+    ``replicas`` are the ABCD histograms of the events below ``mjj_max`` with
+    the score of each refitted replica at this strength.
+    """
     bkg = label == 0
     keep = mjj < cfg.cuts.mjj_max
-    x0, y0 = cfg.cuts.x0, cfg.cuts.y0
-    scan = closure_scan(abcd_histogram(mjj[keep], score[keep], label[keep], x0=x0, y0=y0))
+    histogram = abcd_histogram(mjj[keep], score[keep], label[keep], x0=cfg.cuts.x0, y0=cfg.cuts.y0)
+    scan = closure_scan(histogram)
     try:
-        test = closure_test(
-            mjj[keep],
-            score[keep],
-            label[keep],
-            x0=x0,
-            y0=y0,
+        test = closure_test_histogram(
+            histogram,
             n_boot=settings.closure_n_boot,
             seed=settings.seed,
             thin=settings.closure_thin,
+            replica_histograms=replicas or None,
         )
     except ValueError as err:  # too few events in the regions of every thinned cut
         log.info("closure test at strength %g not possible: %s", strength, err)
@@ -88,6 +94,43 @@ def _point(
     }
 
 
+def _replica_histograms(
+    cfg: LhcoConfig,
+    settings: StatisticsSettings,
+    make: Callable[[], Any],
+    defining: tuple[FloatArray, FloatArray],
+    mjj: FloatArray,
+    label: Int64Array,
+    baseline: FloatArray,
+) -> dict[float, list[Any]]:
+    """Per strength, the testing events' ABCD histograms under each bootstrap refit of ``s_p``.
+
+    Replica ``k`` refits the transform (:func:`rosenblatt.bootstrap`, the
+    statistics stage's seed and number of replicas, so the same fits) and
+    ``F`` with the same Poisson(1) counts of the defining events; each
+    replica's ``gamma`` and ``F`` are evaluated once and mixed at every
+    strength. A draw the transform cannot evaluate on every testing event is
+    left out.
+    """
+    x_def, y_def = defining
+    keep = mjj < cfg.cuts.mjj_max
+    x, y, lab = mjj[keep], baseline[keep], label[keep]
+    ensemble = rb.bootstrap(make(), x_def, y_def, n=settings.n_boot, seed=settings.seed)
+    out: dict[float, list[Any]] = {p: [] for p in cfg.strengths}
+    for replica, draw in zip(ensemble.replicas_, ensemble.replica_draws_, strict=True):
+        try:
+            gamma = replica.transform(x, y)
+        except ValueError as err:
+            log.info("strength scan: replica of draw %d left out: %s", draw, err)
+            continue
+        counts = poisson_weights(len(x_def), ensemble.seed, draw)
+        marginal = MarginalCDF().fit(y_def, counts)(y)
+        for p in cfg.strengths:
+            score = partial_decorrelation(gamma, marginal, p)
+            out[p].append(abcd_histogram(x, score, lab, x0=cfg.cuts.x0, y0=cfg.cuts.y0))
+    return out
+
+
 def _tagger_point(
     model: TrainedModel, mjj: FloatArray, label: Int64Array, score: FloatArray
 ) -> TaggerPoint:
@@ -104,7 +147,8 @@ def strength_scan(
     cfg: LhcoConfig,
     testing: Any,
     models: list[TrainedModel],
-    y_def: FloatArray,
+    defining: tuple[FloatArray, FloatArray],
+    chosen: Mapping[str, float],
     scores: dict[str, FloatArray],
 ) -> StrengthScan:
     """The strength scan of IRGI and KDE and the classifier scan's R50 and 1/JSD.
@@ -117,8 +161,11 @@ def strength_scan(
         The testing sample (its ``mjj``, ``label`` and each model's score column).
     models
         The trained models of the classifier scan.
-    y_def
-        The best baseline's scores on the defining background (``F`` is fitted on them).
+    defining
+        The defining background: its m_jj and the best baseline's scores
+        (the transform and ``F`` are fitted on them).
+    chosen
+        The chosen parameter of each transform (the IRGI depth, the KDE ``sigma_r``).
     scores
         The testing sample's ``baseline`` score and each transform's ``gamma``.
 
@@ -130,11 +177,28 @@ def strength_scan(
     mjj = np.asarray(testing["mjj"], dtype=np.float64)
     label = np.asarray(testing["label"])
     settings = StatisticsSettings.of(cfg)
-    marginal = MarginalCDF().fit(y_def)(scores["baseline"])
+    marginal = MarginalCDF().fit(defining[1])(scores["baseline"])
+    makers: dict[str, Callable[[], Any]] = {
+        "irgi": lambda: rb.IRGI(depth=int(chosen["irgi"])),
+        "kde": lambda: rb.KDE(sigma_r=float(chosen["kde"])),
+    }
     transforms: dict[str, list[StrengthPoint]] = {}
+    refits: dict[str, int] = {}
     for name in TRANSFORMS:
+        replicas = _replica_histograms(
+            cfg, settings, makers[name], defining, mjj, label, scores["baseline"]
+        )
+        refits[name] = len(replicas[cfg.strengths[0]])
         transforms[name] = [
-            _point(cfg, settings, p, mjj, label, partial_decorrelation(scores[name], marginal, p))
+            _point(
+                cfg,
+                settings,
+                p,
+                mjj,
+                label,
+                partial_decorrelation(scores[name], marginal, p),
+                replicas[p],
+            )
             for p in cfg.strengths
         ]
         log.info(
@@ -152,4 +216,5 @@ def strength_scan(
         "transforms": transforms,
         "models": tagged,
         "closure_n_boot": settings.closure_n_boot,
+        "refits": refits,
     }

@@ -512,7 +512,9 @@ def _strength(
     """IRGI and KDE at every decorrelation strength, and the classifier scan, on the testing sample."""
     from rosenblatt.studies.lhco.strength import strength_scan
 
-    return strength_scan(cfg, samples.testing, models, fits.y_def, closure.scores)
+    return strength_scan(
+        cfg, samples.testing, models, (fits.x_def, fits.y_def), fits.chosen, closure.scores
+    )
 
 
 def _passfail(

@@ -289,13 +289,17 @@ class StrengthScan(TypedDict):
     models : list of TaggerPoint
         Every trained model of the classifier scan (baselines and DisCo).
     closure_n_boot : int
-        Replicas of each closure test (the testing sample's; the transform held fixed).
+        Replicas of the testing sample in each closure test.
+    refits : dict of int
+        Per transform, the bootstrap refits of ``s_p`` on the defining sample
+        whose spread each closure test holds.
     """
 
     strengths: list[float]
     transforms: dict[str, list[StrengthPoint]]
     models: list[TaggerPoint]
     closure_n_boot: int
+    refits: dict[str, int]
 
 
 class StrengthEntries(TypedDict, total=False):
