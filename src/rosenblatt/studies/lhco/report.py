@@ -333,11 +333,11 @@ On the testing sample: AUC; dCor²(m_jj, s_p) of the background; R50, the backgr
 1/ε_B at 50% signal efficiency; 1/JSD, the inverse Jensen-Shannon divergence (bits) of the
 background m_jj spectra (50 bins) passing and failing that cut, larger when the cut sculpts
 less; the fraction of the ABCD cut grid with |η_A| < 1e-2; the closure test of the background's
-non-closure over the grid (`rosenblatt.abcd.closure_testing.closure_test_histogram`, χ²/ndf and p-value):
-{n_boot} replicas of the testing sample, each shifted by one of the bootstrap refits of `s_p`
-on the defining sample ({refits}) (the transform and `F` together), so that the covariance holds
-the fit of the score as the transform's own closure test above does; "closes" when that
-p-value is at least 0.05. The figure `strength_r50_jsd.png` draws R50
+non-closure over the grid (`rosenblatt.abcd.closure_testing.closure_test_histogram`,
+χ²/ndf and p-value): {n_boot} replicas of the testing sample, each shifted by one of the
+bootstrap refits of `s_p` on the defining sample, the transform and `F` together ({refits}),
+so that the covariance holds the fit of the score as the transform's own closure test above
+does; "closes" when that p-value is at least 0.05. The figure `strength_r50_jsd.png` draws R50
 against 1/JSD for each strength beside every model of the classifier scan (DisCo's points).
 
 """
