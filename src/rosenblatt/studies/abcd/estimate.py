@@ -588,8 +588,15 @@ def _likelihood(
 
     n_a, n_b, n_c, n_d = data
     factor, error = closure
-    if min(n_b, n_c, n_d, signal[0]) <= 0:
-        return {"likelihood_note": "a data control region is empty or A holds no signal"}
+    empty = [name for name, n in zip("BCD", (n_b, n_c, n_d), strict=True) if n <= 0]
+    if empty:
+        regions = f"regions {', '.join(empty)} are" if len(empty) > 1 else f"region {empty[0]} is"
+        return {"likelihood_note": f"the data's control {regions} empty"}
+    if signal[0] <= 0:
+        return {
+            "likelihood_note": "no signal expected in A: a dataset of role signal gives "
+            "the likelihood its signal"
+        }
     if not (math.isfinite(factor) and factor > 0):
         return {"likelihood_note": f"the closure factor {factor:.3g} is not positive"}
     relative = error / factor if math.isfinite(error) else 0.0
