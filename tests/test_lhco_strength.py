@@ -18,7 +18,7 @@ import rosenblatt as rb
 from rosenblatt.config import load_config
 from rosenblatt.exceptions import ConfigError
 from rosenblatt.studies.lhco.config import DEFAULT_STRENGTHS, LhcoConfig
-from rosenblatt.studies.lhco.results import TrainedModel
+from rosenblatt.studies.lhco.results import StatisticsSettings, TrainedModel
 from rosenblatt.studies.lhco.strength import strength_scan
 
 
@@ -54,8 +54,12 @@ def scan() -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, np.ndarray]
         TrainedModel("baseline_s0", "baseline_s0", 0.0, {}),
         TrainedModel("disco_a1_s0", "disco_a1_s0", 1.0, {}),
     ]
-    chosen = {"irgi": 4.0, "kde": 0.1}
-    result = strength_scan(cfg, testing, models, (x_def, y_def), chosen, scores)
+    settings = StatisticsSettings.of(cfg)
+    ensembles = {
+        name: rb.bootstrap(make, x_def, y_def, n=settings.n_boot, seed=settings.seed)
+        for name, make in (("irgi", rb.IRGI(depth=4)), ("kde", rb.KDE(sigma_r=0.1)))
+    }
+    result = strength_scan(cfg, testing, models, y_def, ensembles, scores)
     return dict(result), testing, scores
 
 
@@ -112,8 +116,6 @@ def test_the_closure_test_holds_the_refitted_score(scan: Any) -> None:
     """Each strength's closure test holds the fit of s_p: the same events with s_p held
     fixed (the testing sample's replicas alone) give a larger chi-square wherever s_p
     depends on the transform, and the transform's own test at p = 1 refits it as well."""
-    from rosenblatt.studies.lhco.results import StatisticsSettings
-
     result, testing, scores = scan
     config = dict(load_config("lhco-smoke"))
     config["statistics"] = {"closure_n_boot": 30}

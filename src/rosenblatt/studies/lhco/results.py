@@ -16,7 +16,7 @@ from rosenblatt.studies.lhco.summary import (
     ProcessorPath,
     ScanPoint,
 )
-from rosenblatt.transforms import IRGI, ConditionalCDFTransform
+from rosenblatt.transforms import IRGI, ConditionalCDFTransform, TransformEnsemble
 from rosenblatt.typing import FloatArray, Int64Array
 
 __all__ = [
@@ -250,6 +250,8 @@ class StatisticsResult:
         Per classifier, the expected significance over a thinned grid of cuts (when asked for).
     eta_error : dict of ndarray
         Per classifier, the bootstrap standard deviation of ``eta_A`` at each cut.
+    ensembles : dict of TransformEnsemble
+        IRGI's and KDE's bootstrap replicas, refitted on the defining sample.
     timings : dict of float
         Wall time of each part of the stage, in seconds.
     """
@@ -259,6 +261,7 @@ class StatisticsResult:
     automatic: dict[str, AutomaticChoice] | None
     maps: dict[str, SensitivityMap] = field(default_factory=dict)
     eta_error: dict[str, FloatArray] = field(default_factory=dict)
+    ensembles: dict[str, TransformEnsemble] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
 

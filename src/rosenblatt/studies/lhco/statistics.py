@@ -107,6 +107,7 @@ def statistics(
         automatic=automatic,
         maps=stage.maps,
         eta_error=stage.eta_error,
+        ensembles=stage.ensembles,
         timings=timer.seconds,
     )
 

@@ -6,18 +6,18 @@ For IRGI and KDE at their chosen parameters, the scores
 configured strength ``p``: AUC, dCor², R50 and 1/JSD (the trade-off of the
 decorrelation literature), the ABCD closure over the study's cut grid
 (:func:`rosenblatt.abcd.closure_scan`) and the closure test
-(:func:`rosenblatt.abcd.closure_testing.closure_test_histogram`) whose covariance holds the
-testing sample's statistics and the fit of ``s_p`` itself: the transform and
-``F`` refitted on the defining sample's bootstrap replicas, as the statistics
-stage refits the transform for its own closure test. ``p = 0`` ranks events as
-the baseline does; ``p = 1`` is the transform's own score. Every trained model of the classifier scan gives
-the points of DisCo's trade-off on the same events.
+(:func:`rosenblatt.abcd.closure_testing.closure_test_histogram`) whose covariance
+holds the testing sample's statistics and the fit of ``s_p`` itself: the
+statistics stage's bootstrap refits of the transform, each with ``F`` refitted
+on the same Poisson(1) counts of the defining events. ``p = 0`` ranks events as
+the baseline does; ``p = 1`` is the transform's own score. Every trained model
+of the classifier scan gives the points of DisCo's trade-off on the same events.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,26 +96,21 @@ def _point(
 
 def _replica_histograms(
     cfg: LhcoConfig,
-    settings: StatisticsSettings,
-    make: Callable[[], Any],
-    defining: tuple[FloatArray, FloatArray],
+    ensemble: rb.TransformEnsemble,
+    y_def: FloatArray,
     mjj: FloatArray,
     label: Int64Array,
     baseline: FloatArray,
 ) -> dict[float, list[Any]]:
     """Per strength, the testing events' ABCD histograms under each bootstrap refit of ``s_p``.
 
-    Replica ``k`` refits the transform (:func:`rosenblatt.bootstrap`, the
-    statistics stage's seed and number of replicas, so the same fits) and
-    ``F`` with the same Poisson(1) counts of the defining events; each
-    replica's ``gamma`` and ``F`` are evaluated once and mixed at every
-    strength. A draw the transform cannot evaluate on every testing event is
-    left out.
+    Replica ``k`` is the ensemble's refitted transform with ``F`` refitted on
+    the same Poisson(1) counts of the defining events; each replica's
+    ``gamma`` and ``F`` are evaluated once and mixed at every strength. A
+    replica that cannot evaluate every testing event is left out.
     """
-    x_def, y_def = defining
     keep = mjj < cfg.cuts.mjj_max
     x, y, lab = mjj[keep], baseline[keep], label[keep]
-    ensemble = rb.bootstrap(make(), x_def, y_def, n=settings.n_boot, seed=settings.seed)
     out: dict[float, list[Any]] = {p: [] for p in cfg.strengths}
     for replica, draw in zip(ensemble.replicas_, ensemble.replica_draws_, strict=True):
         try:
@@ -123,7 +118,7 @@ def _replica_histograms(
         except ValueError as err:
             log.info("strength scan: replica of draw %d left out: %s", draw, err)
             continue
-        counts = poisson_weights(len(x_def), ensemble.seed, draw)
+        counts = poisson_weights(len(y_def), ensemble.seed, draw)
         marginal = MarginalCDF().fit(y_def, counts)(y)
         for p in cfg.strengths:
             score = partial_decorrelation(gamma, marginal, p)
@@ -147,8 +142,8 @@ def strength_scan(
     cfg: LhcoConfig,
     testing: Any,
     models: list[TrainedModel],
-    defining: tuple[FloatArray, FloatArray],
-    chosen: Mapping[str, float],
+    y_def: FloatArray,
+    ensembles: Mapping[str, rb.TransformEnsemble],
     scores: dict[str, FloatArray],
 ) -> StrengthScan:
     """The strength scan of IRGI and KDE and the classifier scan's R50 and 1/JSD.
@@ -161,11 +156,11 @@ def strength_scan(
         The testing sample (its ``mjj``, ``label`` and each model's score column).
     models
         The trained models of the classifier scan.
-    defining
-        The defining background: its m_jj and the best baseline's scores
-        (the transform and ``F`` are fitted on them).
-    chosen
-        The chosen parameter of each transform (the IRGI depth, the KDE ``sigma_r``).
+    y_def
+        The best baseline's scores on the defining background (``F`` is fitted on them).
+    ensembles
+        Per transform, its bootstrap replicas on the defining sample (the
+        statistics stage's).
     scores
         The testing sample's ``baseline`` score and each transform's ``gamma``.
 
@@ -177,17 +172,11 @@ def strength_scan(
     mjj = np.asarray(testing["mjj"], dtype=np.float64)
     label = np.asarray(testing["label"])
     settings = StatisticsSettings.of(cfg)
-    marginal = MarginalCDF().fit(defining[1])(scores["baseline"])
-    makers: dict[str, Callable[[], Any]] = {
-        "irgi": lambda: rb.IRGI(depth=int(chosen["irgi"])),
-        "kde": lambda: rb.KDE(sigma_r=float(chosen["kde"])),
-    }
+    marginal = MarginalCDF().fit(y_def)(scores["baseline"])
     transforms: dict[str, list[StrengthPoint]] = {}
     refits: dict[str, int] = {}
     for name in TRANSFORMS:
-        replicas = _replica_histograms(
-            cfg, settings, makers[name], defining, mjj, label, scores["baseline"]
-        )
+        replicas = _replica_histograms(cfg, ensembles[name], y_def, mjj, label, scores["baseline"])
         refits[name] = len(replicas[cfg.strengths[0]])
         transforms[name] = [
             _point(

@@ -513,7 +513,7 @@ def _strength(
     from rosenblatt.studies.lhco.strength import strength_scan
 
     return strength_scan(
-        cfg, samples.testing, models, (fits.x_def, fits.y_def), fits.chosen, closure.scores
+        cfg, samples.testing, models, fits.y_def, closure.statistics.ensembles, closure.scores
     )
 
 
