@@ -31,8 +31,9 @@ applies the fitted transforms to them, and fills only histograms:
     ``read`` equals the sum of the others. In a blinded pass the data's events
     in ABCD are counted only outside region A: ``"in ABCD"`` gives way to the
     stages ``"in B (<variant>)"``, ``"in C (<variant>)"`` and ``"in D
-    (<variant>)"`` of each blinded variant (:func:`blind_cutflow`), and no
-    stage counts the data's events in A.
+    (<variant>)"`` of each blinded variant, and a data set holding data keeps
+    of the stages before them only ``read`` (:func:`blind_cutflow`): with every
+    loss counted, ``read`` less the other stages would be a variant's A.
 
 With ``skim_dir`` each chunk also writes the ``x`` column, its scores, weight,
 label and entry to a parquet file of that folder (``"skim"`` lists them): later
@@ -61,6 +62,7 @@ from rosenblatt.transforms.ensemble import keyed_poisson_weights
 from rosenblatt.typing import BoolArray, FloatArray, Int64Array, IntArray
 
 __all__ = [
+    "BLINDED_KEPT_STAGES",
     "BLINDED_REGIONS",
     "CUTFLOW_STEPS",
     "DATA",
@@ -87,6 +89,9 @@ DATA = 2
 
 #: the regions of a blinded variant whose data events the cut flow counts (never A)
 BLINDED_REGIONS = ("B", "C", "D")
+
+#: the stages before the ABCD split that a blinded data set keeps: the files' own count
+BLINDED_KEPT_STAGES = ("read",)
 
 
 #: the prefix of a replica's pass/fail histogram among the ``"replicas"`` and ``"resampled"``
@@ -371,7 +376,7 @@ def _blinded_keep(
 def blind_cutflow(
     cutflow: dict[str, int], regions: Mapping[str, int], *, n_data: int, data: bool
 ) -> None:
-    """Make one chunk's cut flow of a blinded pass count the data only outside region A.
+    """Make one chunk's cut flow of a blinded pass hold no count of the data in region A.
 
     Parameters
     ----------
@@ -389,11 +394,16 @@ def blind_cutflow(
     -----
     A chunk of data (or holding data events) loses its data from ``"in
     ABCD"``, which stays only while it counts other events, and gains the
-    stages of ``regions``: no stage then counts the data's events in A.
+    stages of ``regions``. It also loses the stages of the events lost before
+    the ABCD split (not selected, above ``x_max``, ...), keeping only
+    :data:`BLINDED_KEPT_STAGES`: the stages would otherwise tile ``read``, and
+    ``read`` less all of them would be the data's count in A.
     """
     if not (data or n_data):
         return
     others = cutflow.pop("in ABCD") - n_data
+    for stage in [s for s in cutflow if s not in BLINDED_KEPT_STAGES]:
+        del cutflow[stage]
     if others:
         cutflow["in ABCD"] = others
     cutflow.update(regions)

@@ -58,7 +58,22 @@ def pass_document(
         "processes": dict(sorted(processes.items())),
         "variants": [_variant(v) for v in variants],
         "skim": skim_dir is not None,
-        "blind": None if blind is None else dict(sorted(blind.items())),
+        "blind": None if blind is None else _blinding(blind),
+    }
+
+
+def _blinding(blind: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+    """The blinded cuts, with the cut-flow stages a blinded data set keeps.
+
+    The stages are part of the key: a piece counted under other rules of
+    blinding is never read.
+    """
+    from rosenblatt.processors.analysis import BLINDED_KEPT_STAGES, BLINDED_REGIONS
+
+    return {
+        "cuts": dict(sorted(blind.items())),
+        "kept stages": list(BLINDED_KEPT_STAGES),
+        "regions": list(BLINDED_REGIONS),
     }
 
 

@@ -53,7 +53,7 @@ def _cutflow_lines(summary: AbcdSummary) -> list[str]:
             f"| {dataset} | "
             + " | ".join(
                 "blinded"
-                if step == "in ABCD" and _blinded(summary, counts)
+                if step not in counts and _blinded(summary, counts)
                 else str(counts.get(step, 0))
                 for step in steps
             )
@@ -456,8 +456,9 @@ def _region_stages(summary: AbcdSummary) -> dict[str, tuple[str, str]]:
 
 
 def _blinded(summary: AbcdSummary, counts: dict[str, int]) -> bool:
-    """Whether a data set's cut flow is blinded: read, and its events in ABCD not counted whole."""
-    return summary["blind"] and "read" in counts and "in ABCD" not in counts
+    """Whether a data set's cut flow is blinded: read, and its stages after ``read`` withheld."""
+    withheld = {"not selected", "x above x_max"}  # stages of every layout's unblinded cut flow
+    return summary["blind"] and "read" in counts and not withheld & set(counts)
 
 
 def _blinded_cutflow_lines(summary: AbcdSummary) -> list[str]:
@@ -484,8 +485,9 @@ def _blinded_cutflow_lines(summary: AbcdSummary) -> list[str]:
     lines = [
         "",
         "Blinded (`blind: true`): the data's events in ABCD are counted in B, C and D of each",
-        "variant's cut only, and no count but `read` holds those of region A. A variant",
-        "without a cut holds no data.",
+        "variant's cut only, and no count but `read` holds those of region A. The data's losses",
+        "before the ABCD split are withheld too: with them, `read` less the other stages would",
+        "be the count in A. A variant without a cut holds no data.",
     ]
     if rows:
         lines += [
