@@ -70,6 +70,24 @@ def test_counts_match_the_closure_scan_and_the_bootstrap_errors_match_the_analyt
     assert 0.85 < np.median(result.eta_error / scan.eta_error) < 1.15
 
 
+def test_independence_estimate_is_the_margins_product_and_uncorrelated_with_the_factor() -> None:
+    """``(A + B)(A + C) / N`` moves independently of ``A D / (B C)``; ``B C / D`` does not."""
+    x, y = independent(7, 20_000)
+    grid = {"x0": np.array([0.0, 1.0]), "y0": np.array([0.5, 0.9])}
+    result = closure_test(x, y, np.zeros(len(x), int), **grid, n_boot=20)
+    right, up = x[:, None] >= grid["x0"], y[:, None] >= grid["y0"]
+    margins = (right.sum(0)[:, None] * up.sum(0)[None, :]) / len(x)
+    np.testing.assert_allclose(result.independence_estimate, margins, rtol=1e-12)
+    # Poisson fluctuations of one cut's regions: 2,000 draws of (A, B, C, D)
+    rng = np.random.default_rng(8)
+    a, b, c, d = rng.poisson([300.0, 2000.0, 1500.0, 30000.0], size=(2000, 4)).T
+    factor = np.log(a * d / (b * c))
+    independence = np.log((a + b) * (a + c) / (a + b + c + d))
+    ratio = np.log(b * c / d)
+    assert abs(np.corrcoef(independence, factor)[0, 1]) < 0.1
+    assert np.corrcoef(ratio, factor)[0, 1] < -0.35
+
+
 def test_weighted_bootstrap_uses_poisson_weights_per_event() -> None:
     x, y = independent(6, 5000)
     label = np.zeros(len(x), int)

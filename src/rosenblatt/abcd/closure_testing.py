@@ -81,6 +81,13 @@ class ClosureTest:
         sample and the transform's fit together).
     background_estimate
         ``N_B N_C / N_D`` of the background alone.
+    independence_estimate
+        ``(N_A + N_B)(N_A + N_C) / N`` of the background alone: ``N_A`` from
+        the plane's margins, as independence of its two axes gives it. Its
+        Poisson fluctuations are uncorrelated, to first order, with those of
+        the closure factor ``N_A N_D / (N_B N_C)``, where
+        ``background_estimate``'s are not: a cut chosen by it leaves the
+        closure factor measured there unbiased.
     eta_error
         Bootstrap standard deviation of ``scan.eta`` (the relative signal
         non-closure ``eta_A`` of all events).
@@ -105,6 +112,7 @@ class ClosureTest:
     nonclosure: FloatArray
     nonclosure_error: FloatArray
     background_estimate: FloatArray
+    independence_estimate: FloatArray
     eta_error: FloatArray
     chi2: float
     ndof: int
@@ -440,6 +448,7 @@ def _test_replicas(
         nonclosure=nonclosure,
         nonclosure_error=_std(background),
         background_estimate=estimate,
+        independence_estimate=_independence_estimate(a, b, c, d),
         eta_error=_std(eta),
         chi2=chi2,
         ndof=ndof,
@@ -538,6 +547,14 @@ def _estimate(b: FloatArray, c: FloatArray, d: FloatArray) -> FloatArray:
     """``N_B N_C / N_D``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return b * c / d
+
+
+def _independence_estimate(
+    a: FloatArray, b: FloatArray, c: FloatArray, d: FloatArray
+) -> FloatArray:
+    """``(N_A + N_B)(N_A + N_C) / N``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (a + b) * (a + c) / (a + b + c + d)
 
 
 def _eta(replicas: FloatArray) -> FloatArray:

@@ -7,15 +7,19 @@ Per variant (raw score or transform):
    ``N_A - N_B N_C / N_D`` lies within two bootstrap standard deviations of
    zero (:func:`rosenblatt.abcd.closure_test_histogram`), the one of largest
    expected significance ``Z_A(s, b, sigma_b)`` (the Asimov significance of a
-   count with an uncertain background: ``b = N_B N_C / N_D`` of the
-   background simulation, ``sigma_b`` the non-closure's standard deviation,
-   ``s`` the signal simulation in A).
+   count with an uncertain background: ``b = (N_A + N_B)(N_A + N_C) / N`` of
+   the background simulation, its count in A from the plane's margins,
+   ``sigma_b`` the non-closure's standard deviation, ``s`` the signal
+   simulation in A). The margins' ``b`` fluctuates independently of the
+   closure factor measured at the cut, so choosing by it does not bias that
+   factor; ``N_B N_C / N_D`` would (it falls where the factor rises).
 2. **The estimate.** The data's ``B``, ``C``, ``D`` at that cut give
-   ``predicted_A = B C / D`` with its statistical uncertainty
-   ``predicted_A sqrt(1/B + 1/C + 1/D)``; the background simulation's
-   relative non-closure there, ``r``, gives the systematic ``|r|
-   predicted_A``. The pyhf workspace holds the data as observations (A:
-   the prediction while blinded) and the signal simulation as the signal.
+   ``B C / D`` with its statistical uncertainty ``sqrt(1/B + 1/C + 1/D)``
+   (relative), corrected by the closure factor measured on the background
+   simulation there, whose error (the simulation's statistics and the
+   transform's fit, :mod:`rosenblatt.abcd.closure_correction`) is the
+   systematic. The pyhf workspace holds the data as observations (A: the
+   prediction while blinded) and the signal simulation as the signal.
 3. **Unblinded**, the observed ``A`` with the observed significance and 95%
    CLs upper limit beside the expected ones.
 
@@ -238,7 +242,9 @@ def choose_cut(
     given
         ``(x0, y0)`` of ``abcd.cut`` in the variant's own units, or ``None``.
     """
-    b = test.background_estimate
+    # the margins' estimate, not B C / D: choosing by B C / D would prefer cuts where the
+    # simulation's B C / D fluctuated low, and so its closure factor there high
+    b = test.independence_estimate
     z = asimov_significance(signal_a, b, test.nonclosure_error)
     with np.errstate(invalid="ignore"):
         closes = np.abs(test.nonclosure) <= 2.0 * test.nonclosure_error
