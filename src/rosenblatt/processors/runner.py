@@ -231,7 +231,9 @@ def make_executor(
                     dashboard_address=None,
                     # the scheduler's HTTP routes on a free loopback port, not a shared fixed one
                     scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                    silence_logs=logging.ERROR,
+                    # a worker logs an error, with a traceback, when its heartbeat finds the scheduler
+                    # closed first (Ctrl-C); a task's error reaches the client, which reports it
+                    silence_logs=logging.CRITICAL,
                 )
             with (
                 cluster,
