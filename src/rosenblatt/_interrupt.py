@@ -38,6 +38,7 @@ __all__ = [
     "STOP_SIGNALS",
     "Stopped",
     "end_with_parent",
+    "feeder_joined",
     "ignore_interrupt",
     "interrupted_message",
     "interrupted_status",
@@ -342,6 +343,29 @@ def _stop_loky_pool(pool: Any) -> None:
             if process.is_alive():
                 process.kill()
                 process.join(_GRACE_SECONDS)
+
+
+@contextmanager
+def feeder_joined(pool: Any) -> Iterator[None]:
+    """Use and shut down a loky pool within the block; on leaving, its feeder thread has ended.
+
+    loky never joins the thread that feeds a pool's call queue in the process
+    that made the queue (the standard library's pools do); as the thread ends
+    it frees the queue's semaphores. Still running at the interpreter's exit (a
+    pool just stopped by a signal), it can be halted between unlinking a
+    semaphore and telling loky's resource tracker, which then reports a leaked
+    semaphore after the command's last line. The queue is held until the
+    thread has ended (a few seconds at most), so that its semaphores are freed
+    here.
+    """
+    call_queue = getattr(pool, "_call_queue", None)
+    try:
+        yield
+    finally:
+        feeder = getattr(call_queue, "_thread", None)
+        if feeder is not None:
+            with contextlib.suppress(Exception):
+                feeder.join(_GRACE_SECONDS)
 
 
 def stop_workers() -> list[int]:

@@ -33,7 +33,12 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import awkward as ak
 
 from rosenblatt._extras import optional_imports
-from rosenblatt._interrupt import start_worker, stop_pool, workers_ignore_interrupt
+from rosenblatt._interrupt import (
+    feeder_joined,
+    start_worker,
+    stop_pool,
+    workers_ignore_interrupt,
+)
 from rosenblatt.hep.features import JET_RADIUS
 from rosenblatt.io import EventFileError
 from rosenblatt.io.root import EVENTS_TREE
@@ -199,12 +204,13 @@ def make_executor(
         # one pool for all the work of a run: the workers start (import) once; they leave
         # Ctrl-C to this process, which stops them at once rather than after their chunks
         # and end with this process, should it be killed before it can stop them
-        with ProcessPoolExecutor(
+        pool = ProcessPoolExecutor(
             max_workers=int(workers),
             initializer=start_worker,
             initargs=(os.getpid(),),
             env=worker_environment(),
-        ) as pool:
+        )
+        with feeder_joined(pool), pool:
             with workers_ignore_interrupt():
                 # loky starts every worker at the first submission: they start ignoring SIGINT
                 pool.submit(int)
