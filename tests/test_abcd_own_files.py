@@ -473,6 +473,52 @@ def test_blinded_histograms_hold_no_data_event_of_region_a(
     assert "| data | 8080 | blinded | blinded | blinded | blinded |" in report
 
 
+def _cached_histograms(cache: Path) -> Iterator[tuple[Path, str, str, Any]]:
+    """Every histogram a run keeps in its data folder: its passes' pieces and merges."""
+    import zipfile
+
+    from hist import serialization
+    from uhi.io import zip as uhi_zip
+
+    for path in sorted(cache.rglob("*.zip")):
+        with zipfile.ZipFile(path) as zf:
+            manifest = json.loads(zf.read("piece.json"))
+            for kind, variant, member in manifest["histograms"]:
+                yield path, kind, variant, serialization.from_uhi(uhi_zip.read(zf, member))
+
+
+def test_the_cache_of_a_blinded_run_holds_no_data_event_of_region_a(
+    ntuples: Path, blinded_given: tuple[Path, str]
+) -> None:
+    """The data's histograms of every kept piece add up to the published ones, A left out.
+
+    The published histograms hold no data event of A (the test above); a piece or a
+    merge that held one would exceed them.
+    """
+    out, _ = blinded_given
+    planes = _uhi_histograms(out)["plane"]
+    pieces: dict[tuple[str, str], np.ndarray] = {}
+    merges: list[tuple[str, str, np.ndarray]] = []
+    for path, kind, variant, h in _cached_histograms(ntuples / "cache-blinded-given"):
+        if "data" not in list(h.axes["dataset"]):
+            continue
+        data = h[{"dataset": _loc("data"), "process": sum}].values(flow=True)
+        if path.parent.name.endswith(".merged"):
+            merges.append((kind, variant, data))
+        else:
+            pieces[kind, variant] = pieces.get((kind, variant), 0) + data
+    assert sorted(pieces) == [(k, v) for k in ("abcd", "plane") for v in ("irgi", "score")]
+    assert merges
+    for (kind, variant), data in pieces.items():
+        if kind == "plane":
+            whole = planes[variant][{"dataset": _loc("data"), "process": sum}].values(flow=True)
+        else:
+            whole = _histogram(out, f"data_{variant}")
+        np.testing.assert_array_equal(data, whole)
+    for kind, variant, data in merges:
+        assert np.all(data <= pieces[kind, variant]), (kind, variant)
+
+
 def test_the_runner_opens_no_file_again_that_the_checks_read(
     ntuples: Path, blinded: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
