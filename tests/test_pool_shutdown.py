@@ -31,20 +31,16 @@ def feeders() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "QueueFeederThread" and t.is_alive()]
 
 
-def linger(monkeypatch: pytest.MonkeyPatch, queue: type) -> None:
-    """Make the feeder threads of ``queue`` last :data:`LINGER` seconds past their queue's end."""
-    feed = queue._feed  # type: ignore[attr-defined]
+@pytest.fixture
+def lingering_feeder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """loky's feeder threads last :data:`LINGER` seconds past their queue's end."""
+    feed = loky_queues.Queue._feed
 
     def slow_feed(*args: Any) -> None:
         feed(*args)
         time.sleep(LINGER)
 
-    monkeypatch.setattr(queue, "_feed", staticmethod(slow_feed))
-
-
-@pytest.fixture
-def lingering_feeder(monkeypatch: pytest.MonkeyPatch) -> None:
-    linger(monkeypatch, loky_queues.Queue)
+    monkeypatch.setattr(loky_queues.Queue, "_feed", staticmethod(slow_feed))
 
 
 @pytest.mark.parametrize("ending", ["finished", "interrupted"])
