@@ -165,6 +165,16 @@ def _data_counts(ntuples: Path, out: Path, variant: str) -> np.ndarray:
     return _count(x, y, closure["x0"], closure["y0"]), x, y
 
 
+def test_an_irgi_without_depth_takes_one_its_defining_sample_supports(ntuples: Path) -> None:
+    """``{kind: irgi}`` is fitted at the cross-validated depth, not the paper's 7, which needs
+    32,768 defining events where these files hold 12,000."""
+    out = _run(ntuples, "irgi-default", transforms=[{"kind": "irgi"}])
+    fitted = rb.load(out / "irgi.json")
+    assert fitted.depth == "auto"
+    assert 1 <= fitted.depth_ <= rb.IRGI.max_depth(12000) < 7
+    assert json.loads((out / "estimate.json").read_text())["irgi"]["predicted_A"] > 0
+
+
 def test_a_rerun_reads_the_bootstrap_replicas_back(
     ntuples: Path, unblinded: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -19,7 +19,7 @@ pytest.importorskip("matplotlib")
 import rosenblatt as rb
 from rosenblatt.cli import main
 from rosenblatt.studies.toys.config import ToysConfig
-from rosenblatt.studies.toys.experiment import Setting, pseudo_experiment
+from rosenblatt.studies.toys.experiment import Setting, coarse_cut_note, pseudo_experiment
 from rosenblatt.studies.toys.population import Population, constant_threshold
 from rosenblatt.studies.toys.summary import pull_statistics
 
@@ -80,6 +80,22 @@ def test_a_pseudo_experiment_uses_the_estimate_of_the_abcd_study(tmp_path: Path)
 
     truth, _ = population.yields(transform_threshold(big, cfg.y0), cfg.x0, 1.0, 0.0)
     assert truth.a * truth.d / (truth.b * truth.c) == pytest.approx(1.0, abs=0.03)
+
+
+def test_transforms_are_built_with_the_cut_as_the_abcd_study_builds_them(tmp_path: Path) -> None:
+    """An IRGI without a depth cross-validates one that resolves ``y0``; a coarse grid is said."""
+    cfg = _config(
+        tmp_path, transforms=[{"kind": "irgi"}, {"kind": "irgi", "depth": 3, "name": "d3"}]
+    )
+    built = [t.build() for t in cfg.transforms]
+    assert [(t.depth, t.cut_levels) for t in built] == [("auto", (0.95,)), (3, (0.95,))]
+    x, y = Population(cfg.population).background(np.random.default_rng(3), 20_000)
+    # 20,000 events fit depth 6, the first whose 64 y bins put 2 beyond 0.95
+    assert built[0].fit(x, y).depth_ == 6
+    assert coarse_cut_note(cfg, Setting("irgi", cfg.transforms[0], 20_000)) is None
+    note = coarse_cut_note(cfg, Setting("d3", cfg.transforms[1], 4000))
+    assert note is not None
+    assert "resolving them needs depth 6" in note
 
 
 def test_pull_statistics() -> None:

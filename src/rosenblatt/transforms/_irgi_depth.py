@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from rosenblatt.transforms.selection import Selection
 
 __all__ = [
+    "COARSE_CUT_MESSAGE",
     "MIN_BINS_BEYOND_CUT",
     "check_levels",
     "coarse_cut_note",
@@ -54,6 +55,10 @@ __all__ = [
 #: ``y`` bins of a column's conditional probability that must lie beyond every cut level,
 #: on either side, for IRGI's grid to resolve the cut (see the module)
 MIN_BINS_BEYOND_CUT = 2.0
+
+#: the start of :func:`coarse_cut_note`'s warning, as a pattern of :func:`warnings.filterwarnings`:
+#: a study that reports the note once silences the warning of each of its fits
+COARSE_CUT_MESSAGE = "IRGI .* bins beyond the cut"
 
 
 def check_levels(levels: Any) -> tuple[float, ...]:

@@ -12,6 +12,7 @@ from rosenblatt._validation import check_int, check_ints, is_int
 from rosenblatt.transforms._bisection import max_depth
 from rosenblatt.transforms._column_grid import ColumnGridTransform
 from rosenblatt.transforms._irgi_depth import (
+    COARSE_CUT_MESSAGE,
     MIN_BINS_BEYOND_CUT,
     check_levels,
     coarse_cut_note,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from rosenblatt.transforms.selection import Selection
 
 __all__ = [
+    "COARSE_CUT_MESSAGE",
     "IRGI",
     "MIN_BINS_BEYOND_CUT",
     "ScalarGrid",

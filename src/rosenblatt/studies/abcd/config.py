@@ -66,6 +66,9 @@ __all__ = [
 #: ``transforms[].kind`` values
 TRANSFORM_KINDS = ("irgi", "gridkde", "kde")
 
+#: IRGI's depth where a transform gives none: the depth its defining sample supports best
+DEFAULT_IRGI_DEPTH = "auto"
+
 #: ``executor.kind`` values
 EXECUTOR_KINDS = ("iterative", "futures", "dask")
 
@@ -155,7 +158,8 @@ class TransformConfig:
         if self.file is not None:
             return rb.load(self.file)
         if self.kind == "irgi":
-            return rb.IRGI(**self.parameters, cut_levels=self.cut_levels)
+            parameters = {"depth": DEFAULT_IRGI_DEPTH, **self.parameters}
+            return rb.IRGI(**parameters, cut_levels=self.cut_levels)
         if self.kind == "gridkde":
             return rb.GridKDE(**self.parameters, cut_levels=self.cut_levels)
         return rb.KDE(**self.parameters, cut_levels=self.cut_levels)
@@ -541,7 +545,8 @@ class AbcdConfig:
     )
     transforms: tuple[TransformConfig, ...] = option(
         doc="the transforms compared: each {kind: irgi, gridkde or kde, name, parameters} "
-        "or {name, file: a saved transform}",
+        "or {name, file: a saved transform}; IRGI's depth is auto unless given, the depth "
+        "cross-validated on the defining sample (as rosenblatt fit chooses it)",
         check=as_written,
         type="non-empty list of {kind, name, ...} or {name, file}",
     )
@@ -838,7 +843,7 @@ def _check_parameters(transform: TransformConfig, source: str, key: str) -> None
     try:
         built = transform.build()
         if transform.kind == "irgi":
-            depth = parameters.get("depth", 7)
+            depth = parameters.get("depth", DEFAULT_IRGI_DEPTH)
             if depth != "auto":
                 _count(depth, source, f"{key}.depth", 0, 30)
             if parameters.get("domain") is not None:

@@ -36,6 +36,7 @@ from rosenblatt.studies._common import Steps
 from rosenblatt.studies.abcd.config import AbcdConfig
 from rosenblatt.studies.abcd.preflight import Preflight
 from rosenblatt.studies.abcd.summary import PassOutput
+from rosenblatt.transforms.irgi import COARSE_CUT_MESSAGE
 
 if TYPE_CHECKING:
     from rosenblatt.processors.analysis import Variant
@@ -312,7 +313,7 @@ def _fit_transforms(
             try:
                 with warnings.catch_warnings():
                     # a grid too coarse for the cuts is logged and noted below
-                    warnings.filterwarnings("ignore", "IRGI .* bins beyond the cut", UserWarning)
+                    warnings.filterwarnings("ignore", COARSE_CUT_MESSAGE, UserWarning)
                     transform = fit_on_skims(
                         transform,
                         skims,
@@ -742,7 +743,7 @@ def _ensembles(
             try:
                 with warnings.catch_warnings():
                     # the fit step has logged a grid too coarse for the cuts
-                    warnings.filterwarnings("ignore", "IRGI .* bins beyond the cut", UserWarning)
+                    warnings.filterwarnings("ignore", COARSE_CUT_MESSAGE, UserWarning)
                     ensemble = rb.bootstrap(
                         spec.build(), x, y, weight, n=n_boot, seed=seed, keyed=True
                     )

@@ -130,7 +130,8 @@ class ToysConfig(StudyConfig):
     """A validated ``study: toys`` configuration; each field is one key of the file."""
 
     transforms: tuple[TransformConfig, ...] = option(
-        doc="the transforms: each {kind: irgi, gridkde or kde, name, parameters}",
+        doc="the transforms: each {kind: irgi, gridkde or kde, name, parameters}, built "
+        "with the cut y0 as the abcd study builds them (IRGI's depth auto unless given)",
         check=lambda value, source, key: _transforms(value, source),
         type="list of mappings",
     )
@@ -215,6 +216,10 @@ class ToysConfig(StudyConfig):
             )
         return dataclasses.replace(
             parsed,
+            # built as the abcd study builds them: an automatic depth or width resolves the cut
+            transforms=tuple(
+                dataclasses.replace(t, cut_levels=(parsed.y0,)) for t in parsed.transforms
+            ),
             workers=parsed.workers or os.cpu_count() or 1,
             data_folder=parsed.data_folder or default_data_folder(parsed.name, source),
         )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -45,9 +46,10 @@ from rosenblatt.studies.toys.population import (
     constant_threshold,
     transform_threshold,
 )
+from rosenblatt.transforms.irgi import COARSE_CUT_MESSAGE
 from rosenblatt.typing import FloatArray
 
-__all__ = ["Setting", "ToyResult", "pseudo_experiment"]
+__all__ = ["Setting", "ToyResult", "coarse_cut_note", "pseudo_experiment"]
 
 
 #: the signal strength of the injected signal
@@ -206,9 +208,12 @@ def _fit(
         closure = measured_closure(_histogram(x_sim, y_sim, cfg, y0, weight=w_sim))
         effective = effective_events(w_sim, (x_sim >= cfg.x0) & (y_sim >= y0))
         return _Fitted(lambda _x, y: y, y0, constant_threshold(y0), closure, effective)
-    ensemble = rb.bootstrap(
-        setting.transform.build(), *defining, w_defining, n=cfg.replicas, seed=seed, keyed=True
-    )
+    with warnings.catch_warnings():
+        # a grid too coarse for the cut is said once per setting (:func:`coarse_cut_note`)
+        warnings.filterwarnings("ignore", COARSE_CUT_MESSAGE, UserWarning)
+        ensemble = rb.bootstrap(
+            setting.transform.build(), *defining, w_defining, n=cfg.replicas, seed=seed, keyed=True
+        )
     nominal = ensemble.nominal_
     replicas, resampled = [], []
     for replica, draw in zip(ensemble.replicas_, ensemble.replica_draws_, strict=True):
@@ -223,6 +228,26 @@ def _fit(
     return _Fitted(
         nominal.transform, cfg.y0, transform_threshold(nominal, cfg.y0), closure, effective
     )
+
+
+def coarse_cut_note(cfg: ToysConfig, setting: Setting) -> str | None:
+    """Why the setting's transform may not close at the cut ``y0``, from its fit in toy 0.
+
+    ``None`` for the raw score, where that fit closes, or where it fails (each
+    pseudo-experiment then says why).
+    """
+    if setting.transform is None:
+        return None
+    rng = np.random.default_rng([cfg.seed, setting.n_defining, 0])
+    x, y = Population(cfg.population).background(rng, setting.n_defining)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", COARSE_CUT_MESSAGE, UserWarning)
+        try:
+            transform = setting.transform.build().fit(x, y)
+        except ValueError:
+            return None
+    note = getattr(transform, "coarse_cut_note", None)
+    return note() if callable(note) else None
 
 
 def pseudo_experiment(cfg: ToysConfig, setting: Setting, toy: int) -> ToyResult:

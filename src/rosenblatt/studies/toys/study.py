@@ -41,7 +41,12 @@ from rosenblatt._version import __version__
 from rosenblatt.studies._common import Steps, write_summary
 from rosenblatt.studies.abcd.config import TransformConfig
 from rosenblatt.studies.toys.config import ToysConfig
-from rosenblatt.studies.toys.experiment import Setting, ToyResult, pseudo_experiment
+from rosenblatt.studies.toys.experiment import (
+    Setting,
+    ToyResult,
+    coarse_cut_note,
+    pseudo_experiment,
+)
 from rosenblatt.studies.toys.report import coverage_table, draw_figure, report_text
 from rosenblatt.studies.toys.summary import ToysSummary, summarise
 
@@ -169,6 +174,9 @@ def _setting(cfg: ToysConfig, setting: Setting, cache: Path) -> list[ToyResult]:
         )
         return [done[toy] for toy in range(cfg.n_toys)]
     label = f"toys {setting.name}, {setting.n_defining} defining events"
+    note = coarse_cut_note(cfg, setting)
+    if note is not None:
+        log.warning("%s at %d defining events: %s", setting.name, setting.n_defining, note)
 
     def keep(rows: list[ToyResult]) -> None:
         for row in rows:
