@@ -204,7 +204,9 @@ def test_a_stopped_setting_keeps_its_finished_toys(
     assert json.loads(json.dumps(resumed)) == json.loads(json.dumps(fresh))
 
 
-@pytest.mark.parametrize("name", ["toys", "toys-simulation", "toys-negative-weights"])
+@pytest.mark.parametrize(
+    "name", ["toys", "toys-simulation", "toys-negative-weights", "toys-irgi-auto"]
+)
 def test_shipped_configurations_parse(name: str) -> None:
     from rosenblatt.config import load_config
 
