@@ -190,6 +190,8 @@ def report_text(summary: ToysSummary, figure: str | None) -> str:
 
 def draw_figure(folder: Path, summary: ToysSummary) -> str | None:
     """Pull sd and ±1 sd coverage against the defining size, per score, with the target bands."""
+    from matplotlib.ticker import NullLocator
+
     from rosenblatt.plotting import figure, legend_above, method_style, save_figure
 
     fig, (left, right) = figure(ncols=2, width=6.0, height=5.0)
@@ -211,8 +213,12 @@ def draw_figure(folder: Path, summary: ToysSummary) -> str | None:
         )
     left.axhspan(0.9, 1.1, color="0.85", zorder=0)
     right.axhspan(64.27, 72.27, color="0.85", zorder=0)
+    sizes = sorted({s["n_defining"] for s in summary["settings"]})
     for ax, label in ((left, "pull standard deviation"), (right, "coverage of ±1 sd [%]")):
         ax.set_xscale("log")
+        # the defining sizes themselves as the ticks: a log axis's own labels crowd between them
+        ax.set_xticks(sizes, labels=[f"{n:,}" for n in sizes])
+        ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("defining events")
         ax.set_ylabel(label)
     legend_above(left, ncol=2)
