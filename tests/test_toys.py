@@ -133,6 +133,12 @@ def test_the_study_writes_its_table_and_reuses_its_toys(
         assert setting["targets"]["verdict"]
     report = (out / "report.md").read_text()
     assert "| irgi | 4,000 | 4 |" in report
+    # depth 3's 8 y bins do not resolve 0.95: said once, in the summary and the report
+    assert summary["settings"][0]["grid_note"] is None
+    note = summary["settings"][1]["grid_note"]
+    assert "resolving them needs depth 6" in note
+    assert f"- irgi at 4,000 defining events: {note}" in report
+    assert sum(note in message for message in caplog.messages) == 1
     assert (out / "coverage.png").is_file()
     cached = sorted(p.name for p in (tmp_path / "cache").iterdir())
     assert cached == ["irgi-4000.json", "score-4000.json"]

@@ -149,6 +149,18 @@ def _weights_text(fraction: float) -> str:
     )
 
 
+def _grid_note_lines(summary: ToysSummary) -> list[str]:
+    """The settings whose fitted grid may not close at the cut, beneath the table."""
+    notes = [
+        f"- {s['name']} at {s['n_defining']:,} defining events: {s['grid_note']}"
+        for s in summary["settings"]
+        if s.get("grid_note")
+    ]
+    if not notes:
+        return []
+    return ["", "**Not resolved at the cut** (the fit of the first pseudo-experiment):", "", *notes]
+
+
 def report_text(summary: ToysSummary, figure: str | None) -> str:
     """``report.md``: the table of every setting with what each column is."""
     population = summary["population"]
@@ -169,6 +181,7 @@ def report_text(summary: ToysSummary, figure: str | None) -> str:
         _weights_text(summary["negative_weight_fraction"]),
         "",
         coverage_table(summary),
+        *_grid_note_lines(summary),
         "",
         *COLUMNS,
     ]

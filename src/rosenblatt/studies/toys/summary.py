@@ -33,7 +33,7 @@ import numpy as np
 
 from rosenblatt.studies._common import Claim, ClaimJson, StepSeconds, SummaryHeader, summary_header
 from rosenblatt.studies.toys.config import ToysConfig
-from rosenblatt.studies.toys.experiment import Setting, ToyResult
+from rosenblatt.studies.toys.experiment import Setting, ToyResult, coarse_cut_note
 from rosenblatt.typing import BoolArray, FloatArray
 
 __all__ = [
@@ -115,6 +115,8 @@ class SettingJson(TypedDict):
     n_toys: int
     n_failed: int
     failure: str | None
+    #: why the transform fitted in toy 0 may not close at the cut y0, or None
+    grid_note: str | None
     background: BackgroundJson | None
     signal: SignalJson | None
     targets: TargetsJson | None
@@ -259,7 +261,9 @@ def _targets(
     }
 
 
-def _setting(setting: Setting, rows: Sequence[ToyResult], smallest: int) -> SettingJson:
+def _setting(
+    setting: Setting, rows: Sequence[ToyResult], smallest: int, grid_note: str | None
+) -> SettingJson:
     good = [row for row in rows if row["error"] is None]
     failures = [row["error"] for row in rows if row["error"] is not None]
     background = _background(good) if len(good) > 2 else None
@@ -273,6 +277,7 @@ def _setting(setting: Setting, rows: Sequence[ToyResult], smallest: int) -> Sett
         "n_toys": len(rows),
         "n_failed": len(failures),
         "failure": failures[0] if failures else None,
+        "grid_note": grid_note,
         "background": background,
         "signal": signal,
         "targets": None
@@ -331,7 +336,7 @@ def summarise(
     """The summary of every setting's pseudo-experiments."""
     # a failure at the smallest of several defining sizes is put down to the sample's size
     smallest = min(cfg.defining_sizes) if len(cfg.defining_sizes) > 1 else 0
-    settings = [_setting(s, rows, smallest) for s, rows in results]
+    settings = [_setting(s, rows, smallest, coarse_cut_note(cfg, s)) for s, rows in results]
     return {
         **summary_header("toys", cfg.name, cfg.source),
         "n_toys": cfg.n_toys,
