@@ -107,7 +107,7 @@ def toy_events(cfg: ToysConfig) -> int:
 def _report(
     cfg: ToysConfig,
     folder: Path,
-    results: list[tuple[Setting, list[ToyResult]]],
+    results: list[tuple[Setting, list[ToyResult], str | None]],
     seconds: dict[str, float],
 ) -> ToysSummary:
     summary = summarise(cfg, results, seconds)
@@ -152,9 +152,18 @@ def fingerprint(cfg: ToysConfig, setting: Setting) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def _all_settings(cfg: ToysConfig, cache: Path) -> list[tuple[Setting, list[ToyResult]]]:
+def _all_settings(
+    cfg: ToysConfig, cache: Path
+) -> list[tuple[Setting, list[ToyResult], str | None]]:
+    """Each setting's pseudo-experiments, with the note of a grid too coarse for the cut."""
     cache.mkdir(parents=True, exist_ok=True)
-    return [(setting, _setting(cfg, setting, cache)) for setting in settings(cfg)]
+    results = []
+    for setting in settings(cfg):
+        note = coarse_cut_note(cfg, setting)
+        if note is not None:
+            log.warning("%s at %d defining events: %s", setting.name, setting.n_defining, note)
+        results.append((setting, _setting(cfg, setting, cache), note))
+    return results
 
 
 def _setting(cfg: ToysConfig, setting: Setting, cache: Path) -> list[ToyResult]:
@@ -174,9 +183,6 @@ def _setting(cfg: ToysConfig, setting: Setting, cache: Path) -> list[ToyResult]:
         )
         return [done[toy] for toy in range(cfg.n_toys)]
     label = f"toys {setting.name}, {setting.n_defining} defining events"
-    note = coarse_cut_note(cfg, setting)
-    if note is not None:
-        log.warning("%s at %d defining events: %s", setting.name, setting.n_defining, note)
 
     def keep(rows: list[ToyResult]) -> None:
         for row in rows:

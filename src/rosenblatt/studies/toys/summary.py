@@ -33,7 +33,7 @@ import numpy as np
 
 from rosenblatt.studies._common import Claim, ClaimJson, StepSeconds, SummaryHeader, summary_header
 from rosenblatt.studies.toys.config import ToysConfig
-from rosenblatt.studies.toys.experiment import Setting, ToyResult, coarse_cut_note
+from rosenblatt.studies.toys.experiment import Setting, ToyResult
 from rosenblatt.typing import BoolArray, FloatArray
 
 __all__ = [
@@ -330,13 +330,13 @@ def _claims(setting: SettingJson) -> list[Claim]:
 
 def summarise(
     cfg: ToysConfig,
-    results: Sequence[tuple[Setting, Sequence[ToyResult]]],
+    results: Sequence[tuple[Setting, Sequence[ToyResult], str | None]],
     seconds: Mapping[str, float],
 ) -> ToysSummary:
-    """The summary of every setting's pseudo-experiments."""
+    """The summary of every setting's pseudo-experiments and the note of its grid, if any."""
     # a failure at the smallest of several defining sizes is put down to the sample's size
     smallest = min(cfg.defining_sizes) if len(cfg.defining_sizes) > 1 else 0
-    settings = [_setting(s, rows, smallest, coarse_cut_note(cfg, s)) for s, rows in results]
+    settings = [_setting(s, rows, smallest, note) for s, rows, note in results]
     return {
         **summary_header("toys", cfg.name, cfg.source),
         "n_toys": cfg.n_toys,
