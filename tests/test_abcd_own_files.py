@@ -691,9 +691,22 @@ def test_nanoaod_normalised_to_generated_sum_and_mjj_from_vector(tmp_path: Path)
     expected = np.zeros_like(h)
     np.add.at(expected, (i, j), weight[two].astype(np.float64) * scale)
     np.testing.assert_allclose(h, expected, rtol=1e-6, atol=1e-9)
-    cutflow = json.loads((out / "cutflow.json").read_text())["fileset"]["qcd"]
+    cutflows = json.loads((out / "cutflow.json").read_text())
+    cutflow = cutflows["fileset"]["qcd"]
     assert cutflow["missing objects"] == int(np.count_nonzero(~two))
     assert cutflow["read"] == 3000
+    # the weighted cut flow: the same steps in sums of the normalised weights
+    weighted = cutflows["weighted"]["fileset"]["qcd"]
+    weight64 = weight.astype(np.float64)
+    assert weighted["read"] == pytest.approx(0.5 * 500.0, rel=1e-6)
+    assert weighted["missing objects"] == pytest.approx(scale * weight64[~two].sum(), rel=1e-6)
+    assert weighted["in ABCD"] == pytest.approx(h.sum(), rel=1e-9)
+    defining = cutflows["weighted"]["defining"]["defining"]
+    assert defining["read"] == pytest.approx(
+        files["defining"]["weight"].astype(np.float64).sum(), rel=1e-9
+    )
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert f"| qcd | {weighted['read']:.6g} |" in report
 
 
 def test_a_given_cut_and_a_defining_selection(

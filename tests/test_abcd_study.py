@@ -189,6 +189,10 @@ def test_cutflow_accounts_for_every_event(
         with uproot.open(path) as handle:
             assert counts["read"] == handle["Events"].num_entries
         assert counts["read"] == sum(v for k, v in counts.items() if k != "read")
+        # weighted: the same steps in sums of the events' weights (unit here)
+        weighted = cutflow["weighted"]["fileset"][dataset]
+        assert weighted == {step: pytest.approx(float(n)) for step, n in counts.items()}
+    assert set(cutflow["weighted"]["defining"]) == set(cutflow["defining"])
     assert cutflow["skipped_files"] == {}
 
 

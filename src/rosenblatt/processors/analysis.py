@@ -34,6 +34,10 @@ applies the fitted transforms to them, and fills only histograms:
     (<variant>)"`` of each blinded variant, and a data set holding data keeps
     of the stages before them only ``read`` (:func:`blind_cutflow`): with every
     loss counted, ``read`` less the other stages would be a variant's A.
+``"cutflow_weighted"``
+    ``{dataset: {step: sum of weights}}``, the same steps in the sums of the
+    events' weights (times the dataset's scale), for the simulation only: a
+    data set holding data has none, its weights being its counts.
 
 With ``skim_dir`` each chunk also writes the ``x`` column, its scores, weight,
 label and entry to a parquet file of that folder (``"skim"`` lists them): later
@@ -236,6 +240,7 @@ def empty_output(
             for v in shown
         },
         "cutflow": {},
+        "cutflow_weighted": {},
         "skim": [],
     }
     if passfail is not None:
@@ -580,6 +585,7 @@ class AnalysisProcessor(ParticleProcessor):
     def process_batch(self, batch: ParticleBatch) -> dict[str, Any]:
         """Return the histograms, cut flow and skim file of one batch of events."""
         n_read = len(batch)
+        read = batch
         if self.entries is not None and batch.file in self.entries:
             batch = batch.select(np.isin(batch.entry, self.entries[batch.file]))
         table, counts = batch.event_table(self.radius)
@@ -601,8 +607,22 @@ class AnalysisProcessor(ParticleProcessor):
         if self.processes is not None and batch.dataset in self.processes:
             label = np.full(len(label), self.processes[batch.dataset], dtype=np.int64)
         weight = np.asarray(ak.to_numpy(table["weight"]), dtype=np.float64)
-        if self.scales is not None:
-            weight = weight * self.scales.get(batch.dataset, 1.0)
+        scale = 1.0 if self.scales is None else self.scales.get(batch.dataset, 1.0)
+        weight = weight * scale
+        data = (self.processes or {}).get(batch.dataset) == DATA
+        if not (data or np.any(label == DATA)):
+            selected = np.isin(read.entry, batch.entry)
+            analysed = np.isin(read.entry, np.asarray(ak.to_numpy(table["entry"])))
+            read_weight = read.weight * scale
+            output["cutflow_weighted"] = {
+                batch.dataset: {
+                    "read": float(read_weight.sum()),
+                    "not selected": float(read_weight[~selected].sum()),
+                    "fewer than two jets": float(read_weight[selected & ~analysed].sum()),
+                    "x above x_max": float(weight[~inside].sum()),
+                    "in ABCD": float(weight[inside].sum()),
+                }
+            }
         regions = fill_variants(
             output,
             self.variants,
@@ -618,7 +638,7 @@ class AnalysisProcessor(ParticleProcessor):
                 cutflow,
                 regions,
                 n_data=int(np.count_nonzero(label[inside] == DATA)),
-                data=(self.processes or {}).get(batch.dataset) == DATA,
+                data=data,
             )
         if self.skim_dir is not None:
             entry = np.asarray(ak.to_numpy(table["entry"]), dtype=np.int64)

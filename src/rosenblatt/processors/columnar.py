@@ -6,7 +6,8 @@ quantities (:mod:`rosenblatt.processors.quantities`): the protected
 observable ``x``, the classifier score and the dataset's weight; applies the
 dataset's normalisation and the transforms, and fills the same histograms as
 the particle-level :class:`~rosenblatt.processors.analysis.AnalysisProcessor`
-(``"abcd"``, ``"plane"``, ``"cutflow"``, per-chunk skims with ``skim_dir``).
+(``"abcd"``, ``"plane"``, ``"cutflow"``, ``"cutflow_weighted"``, per-chunk
+skims with ``skim_dir``).
 
 Cut flow per dataset (:data:`COLUMNAR_CUTFLOW_STEPS`, ``read`` = the sum of
 the others): events outside the selection, events lacking an object that
@@ -14,6 +15,8 @@ the others): events outside the selection, events lacking an object that
 than two jets), events at or above ``x_max``, and events filled. In a blinded
 pass the data's events filled are counted only outside region A, in B, C and
 D of each blinded variant (:func:`~rosenblatt.processors.analysis.blind_cutflow`).
+The simulation's datasets also sum their weights through the same steps
+(``"cutflow_weighted"``); data has no weighted cut flow.
 """
 
 from __future__ import annotations
@@ -143,6 +146,20 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):  # type: ignore[misc]  
                 "in ABCD": int(np.count_nonzero(inside)),
             }
         }
+        data = self.processes.get(dataset, 0) == DATA
+        if not data:
+            # an event without a finite weight (outside the selection, or lacking what
+            # its weight reads) adds nothing to the sums
+            summed = np.where(np.isfinite(weight), weight, 0.0)
+            output["cutflow_weighted"] = {
+                dataset: {
+                    "read": float(summed.sum()),
+                    "not selected": float(summed[~selected].sum()),
+                    "missing objects": float(summed[selected & ~present].sum()),
+                    "x above x_max": float(summed[usable & ~inside].sum()),
+                    "in ABCD": float(summed[inside].sum()),
+                }
+            }
         # one process per dataset: a read-only view of one value, not an array per chunk
         process = np.broadcast_to(np.int64(self.processes.get(dataset, 0)), (n_read,))
         n_inside = output["cutflow"][dataset]["in ABCD"]
@@ -161,7 +178,6 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):  # type: ignore[misc]  
             blind=self.blind,
         )
         if self.blind is not None:
-            data = self.processes.get(dataset, 0) == DATA
             n_data = n_inside if data else 0
             blind_cutflow(output["cutflow"][dataset], regions, n_data=n_data, data=data)
         if self.skim_dir is not None:

@@ -285,6 +285,10 @@ def _cutflow(output: PassOutput, defining: PassOutput) -> CutflowJson:
     return {
         "fileset": output["cutflow"],
         "defining": defining["cutflow"],
+        "weighted": {
+            "fileset": output.get("cutflow_weighted", {}),
+            "defining": defining.get("cutflow_weighted", {}),
+        },
         "skipped_files": {**defining.get("skipped", {}), **output.get("skipped", {})},
         "unreadable_chunks": {**defining.get("unreadable", {}), **output.get("unreadable", {})},
     }

@@ -59,7 +59,14 @@ def _cutflow_lines(summary: AbcdSummary) -> list[str]:
             )
             + " |"
         )
+    for dataset, counts in sorted(summary["cutflow"]["defining"].items()):
+        lines.append(
+            f"| {dataset} (defining) | "
+            + " | ".join(str(counts.get(step, 0)) for step in steps)
+            + " |"
+        )
     lines += _blinded_cutflow_lines(summary)
+    lines += _weighted_cutflow_lines(summary, steps)
     skipped = summary["cutflow"]["skipped_files"]
     unreadable = summary["cutflow"]["unreadable_chunks"]
     if skipped or unreadable:
@@ -459,6 +466,33 @@ def _blinded(summary: AbcdSummary, counts: dict[str, int]) -> bool:
     """Whether a data set's cut flow is blinded: read, and its stages after ``read`` withheld."""
     withheld = {"not selected", "x above x_max"}  # stages of every layout's unblinded cut flow
     return summary["blind"] and "read" in counts and not withheld & set(counts)
+
+
+def _weighted_cutflow_lines(summary: AbcdSummary, steps: list[str]) -> list[str]:
+    """The simulation's sums of weights through the steps of the cut flow."""
+    weighted = summary["cutflow"].get("weighted", {})
+    rows = [
+        (f"{dataset}{suffix}", sums)
+        for part, suffix in (("fileset", ""), ("defining", " (defining)"))
+        for dataset, sums in sorted(weighted.get(part, {}).items())
+    ]
+    if not rows:
+        return []
+    shown = [step for step in steps if any(step in sums for _, sums in rows)]
+    return [
+        "",
+        "The simulation weighted (sums of the events' weights, normalised to the luminosity",
+        "where the dataset has a cross section; data has no weighted cut flow):",
+        "",
+        "| dataset | " + " | ".join(shown) + " |",
+        "|---|" + "---|" * len(shown),
+        *(
+            f"| {name} | "
+            + " | ".join(_fmt_num(sums.get(step, 0.0), ".6g") for step in shown)
+            + " |"
+            for name, sums in rows
+        ),
+    ]
 
 
 def _blinded_cutflow_lines(summary: AbcdSummary) -> list[str]:

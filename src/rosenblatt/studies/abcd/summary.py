@@ -44,6 +44,8 @@ class PassOutput(TypedDict, total=False):
         replica's keyed Poisson counts.
     cutflow : dict
         Per dataset, the events through each step.
+    cutflow_weighted : dict
+        Per simulated dataset, the sums of its weights through each step.
     skim : list of str
         The skim files written.
     entries : dict
@@ -60,6 +62,7 @@ class PassOutput(TypedDict, total=False):
     replicas: dict[str, Hist[Weight]]
     resampled: dict[str, Hist[Weight]]
     cutflow: dict[str, dict[str, int]]
+    cutflow_weighted: dict[str, dict[str, float]]
     skim: list[str]
     entries: dict[str, int]
     skipped: dict[str, SkippedFile]
@@ -115,11 +118,14 @@ class CutflowJson(TypedDict):
 
     Blinded, a data set's events in ABCD are counted per variant in B, C and D
     only (``"in B (<variant>)"``, ...): no stage but ``read`` counts its
-    events in region A.
+    events in region A. ``weighted`` holds the same steps in sums of weights
+    for the simulation (``{"fileset": ..., "defining": ...}``, per dataset);
+    data has none.
     """
 
     fileset: dict[str, dict[str, int]]
     defining: dict[str, dict[str, int]]
+    weighted: dict[str, dict[str, dict[str, float]]]
     skipped_files: dict[str, SkippedFile]
     unreadable_chunks: dict[str, list[tuple[int, int, str]]]
 
