@@ -610,7 +610,7 @@ class AnalysisProcessor(ParticleProcessor):
         scale = 1.0 if self.scales is None else self.scales.get(batch.dataset, 1.0)
         weight = weight * scale
         data = (self.processes or {}).get(batch.dataset) == DATA
-        if not (data or np.any(label == DATA)):
+        if not (data or np.any(label == DATA) or np.any(read.label == DATA)):
             selected = np.isin(read.entry, batch.entry)
             analysed = np.isin(read.entry, np.asarray(ak.to_numpy(table["entry"])))
             read_weight = read.weight * scale
