@@ -126,7 +126,7 @@ def test_without_replicas_the_outputs_keep_their_keys() -> None:
     x, y = _events(500)
     plain = [Variant("score", "score", Y0)]
     output = _filled(plain, x, y)
-    assert set(output) == {"abcd", "plane", "cutflow", "skim", "passfail"}
+    assert set(output) == {"abcd", "plane", "cutflow", "cutflow_weighted", "skim", "passfail"}
     ensemble = rb.bootstrap(rb.IRGI(depth=2), x, y, n=2, seed=SEED, keyed=True)
     variants = _variants(ensemble)
     without = empty_output(variants, [0.4, 0.6], PlaneBinning(10, (0.0, 1.0), 10), "x")
