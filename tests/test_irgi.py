@@ -334,6 +334,24 @@ def test_a_sample_too_small_for_the_cut_warns_and_takes_its_largest_depth() -> N
     assert "depth='auto'" in note
 
 
+def test_a_cut_depth_that_a_fold_cannot_fit_is_named_as_such() -> None:
+    # signed weights: depth 3 (the cut at 0.75 needs it) fits the whole sample but leaves a
+    # cell of one event in a training fold, so depth='auto' falls back to depth 2; the note
+    # says so instead of asking for more events than the sample has
+    rng = np.random.default_rng(2)
+    x = rng.random(300)
+    y = rng.beta(2 + 2 * x, 3, 300)
+    w = np.where(rng.random(300) < 0.25, -1.0, 1.0)
+    with pytest.warns(UserWarning, match=r"not every training fold .* give depth 3"):
+        t = rb.IRGI(depth="auto", cut_levels=(0.75,)).fit(x, y, w)
+    assert t.depth_ == 2
+    assert "events) or cuts" not in (t.coarse_cut_note() or "")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        given = rb.IRGI(depth=3, cut_levels=(0.75,)).fit(x, y, w)
+    assert given.unresolved_cut_levels() == ()
+
+
 def test_a_given_depth_too_coarse_for_the_cut_warns() -> None:
     x, y = _poisson_toy(20_000, seed=2)
     with pytest.warns(

@@ -586,8 +586,10 @@ class AnalysisProcessor(ParticleProcessor):
         """Return the histograms, cut flow and skim file of one batch of events."""
         n_read = len(batch)
         read = batch
+        selected = np.ones(n_read, dtype=bool)
         if self.entries is not None and batch.file in self.entries:
-            batch = batch.select(np.isin(batch.entry, self.entries[batch.file]))
+            selected = np.isin(batch.entry, self.entries[batch.file])
+            batch = batch.select(selected)
         table, counts = batch.event_table(self.radius)
         x = np.asarray(ak.to_numpy(table[self.x]), dtype=np.float64)
         scores = {
@@ -611,7 +613,6 @@ class AnalysisProcessor(ParticleProcessor):
         weight = weight * scale
         data = (self.processes or {}).get(batch.dataset) == DATA
         if not (data or np.any(label == DATA) or np.any(read.label == DATA)):
-            selected = np.isin(read.entry, batch.entry)
             analysed = np.isin(read.entry, np.asarray(ak.to_numpy(table["entry"])))
             read_weight = read.weight * scale
             output["cutflow_weighted"] = {

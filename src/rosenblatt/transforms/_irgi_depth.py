@@ -103,14 +103,29 @@ def unresolved_levels(levels: Any, bins: int) -> tuple[float, ...]:
     )
 
 
-def coarse_cut_note(unresolved: tuple[float, ...], grid: str) -> str:
-    """The warning of a grid (described by ``grid``) that does not resolve the levels ``unresolved``."""
+def coarse_cut_note(unresolved: tuple[float, ...], grid: str, *, n_train: int | None = None) -> str:
+    """The warning of a grid (described by ``grid``) that does not resolve the levels ``unresolved``.
+
+    ``n_train`` is the size of a training fold of ``depth="auto"``: where it
+    supports the depth that resolves the levels, that depth was left out
+    because a fold could not fit it, and the note says so.
+    """
     needed = cut_depth(unresolved)
     levels = ", ".join(f"{level:g}" for level in unresolved)
-    return (
+    start = (
         f"IRGI {grid} puts fewer than {MIN_BINS_BEYOND_CUT:g} bins beyond the cut level(s) "
         f"{levels}, where gamma is interpolated across its last bin and an ABCD estimate is "
-        f"biased; resolving them needs depth {needed} ({2 ** (2 * needed + 1)} defining events) "
+        "biased; "
+    )
+    if n_train is not None and max_depth(n_train) >= needed:
+        return start + (
+            f"depth {needed} resolves them, but not every training fold of depth='auto' could "
+            f"fit it (a cell of equal summed weight held fewer than two events: uneven weights "
+            f"or tied values); give depth {needed} to fit it on the whole sample, or cuts "
+            "nearer the middle"
+        )
+    return start + (
+        f"resolving them needs depth {needed} ({2 ** (2 * needed + 1)} defining events) "
         "or cuts nearer the middle"
     )
 

@@ -247,9 +247,16 @@ class IRGI(ColumnGridTransform):
             )
         if self.x_dims > 1:
             return coarse_cut_note(unresolved, f"{2**self.y_depth_} y bins per cell")
-        auto = " (depth='auto': the finest its training folds fit)" if self.selection_ else ""
+        if self.selection_ is None:
+            return coarse_cut_note(
+                unresolved, f"depth {self.depth_} ({2**self.depth_} y bins per column)"
+            )
+        folds = self.selection_.folds
         return coarse_cut_note(
-            unresolved, f"depth {self.depth_} ({2**self.depth_} y bins per column){auto}"
+            unresolved,
+            f"depth {self.depth_} ({2**self.depth_} y bins per column) (depth='auto': the "
+            "finest its training folds fit)",
+            n_train=self.n_events_ - -(-self.n_events_ // folds),
         )
 
     # ------------------------------------------------------------------ fit
@@ -266,6 +273,7 @@ class IRGI(ColumnGridTransform):
             domain = self._resolve_domain(x, y)
         self._fit_grid(x, y, w, depth, domain)
         self.selection_ = selection
+        self.n_events_ = len(x)  # the note of a coarse cut names the folds' size
         self._warn_coarse_cut()
 
     def _warn_coarse_cut(self) -> None:
