@@ -121,7 +121,7 @@ def coarse_cut_note(unresolved: tuple[float, ...], grid: str, *, n_train: int | 
         return start + (
             f"depth {needed} resolves them, but not every training fold of depth='auto' could "
             f"fit it (a cell of equal summed weight held fewer than two events: uneven weights "
-            f"or tied values); give depth {needed} to fit it on the whole sample, or cuts "
+            f"or tied values); give depth {needed} to try it on the whole sample, or cuts "
             "nearer the middle"
         )
     return start + (
