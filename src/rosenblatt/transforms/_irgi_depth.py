@@ -151,11 +151,16 @@ def select_depth(
     depth is scored and the largest that fits is chosen: the finest grid the
     sample allows.
     """
-    from rosenblatt.transforms.selection import check_folds, check_seed, cross_validate
+    from rosenblatt.transforms.selection import (
+        check_folds,
+        check_seed,
+        cross_validate,
+        smallest_training_fold,
+    )
 
     folds = check_folds(folds, len(x))
     seed = check_seed(seed)
-    n_train = len(x) - -(-len(x) // folds)
+    n_train = smallest_training_fold(len(x), folds)
     largest = max_depth(n_train)
     if largest < 1:
         msg = (

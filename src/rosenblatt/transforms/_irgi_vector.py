@@ -185,12 +185,17 @@ def select_splits(x: FloatArray, y: FloatArray, w: FloatArray | None, folds: int
     weighted quantiles of the defining scores; at most
     :data:`SCORED_PER_FOLD` held-out events of each fold are scored.
     """
-    from rosenblatt.transforms.selection import Selection, brier_thresholds, fold_labels
+    from rosenblatt.transforms.selection import (
+        Selection,
+        brier_thresholds,
+        fold_labels,
+        smallest_training_fold,
+    )
 
     k = x.shape[1]
     label = fold_labels(len(y), folds, seed)
     thresholds = brier_thresholds(y, w, N_THRESHOLDS)
-    largest = max_vector_depth(len(y) - -(-len(y) // folds))
+    largest = max_vector_depth(smallest_training_fold(len(y), folds))
     rng = np.random.default_rng([seed, 1])
     held_out = []
     for fold in range(folds):

@@ -251,12 +251,13 @@ class IRGI(ColumnGridTransform):
             return coarse_cut_note(
                 unresolved, f"depth {self.depth_} ({2**self.depth_} y bins per column)"
             )
-        folds = self.selection_.folds
+        from rosenblatt.transforms.selection import smallest_training_fold
+
         return coarse_cut_note(
             unresolved,
             f"depth {self.depth_} ({2**self.depth_} y bins per column) (depth='auto': the "
             "finest its training folds fit)",
-            n_train=self.n_events_ - -(-self.n_events_ // folds),
+            n_train=smallest_training_fold(self.n_events_, self.selection_.folds),
         )
 
     # ------------------------------------------------------------------ fit

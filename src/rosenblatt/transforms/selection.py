@@ -68,6 +68,7 @@ __all__ = [
     "cross_validate",
     "fold_labels",
     "select_bandwidth",
+    "smallest_training_fold",
 ]
 
 
@@ -326,6 +327,11 @@ def fold_labels(n_events: int, folds: int, seed: int) -> IntArray:
     """Fold of each event: a seeded random permutation, equal-sized folds (to one event)."""
     check_folds(folds, n_events)
     return np.asarray(np.random.default_rng(seed).permutation(n_events) % folds, dtype=np.intp)
+
+
+def smallest_training_fold(n_events: int, folds: int) -> int:
+    """Events in the smallest training fold of :func:`fold_labels` (the largest fold held out)."""
+    return n_events - -(-n_events // folds)
 
 
 def check_folds(folds: Any, n_events: int) -> int:
