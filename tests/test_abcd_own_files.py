@@ -38,8 +38,10 @@ from rosenblatt.studies.abcd.config import NEGATIVE_WEIGHT_REPLICAS
 pytestmark = pytest.mark.slow
 
 XSEC = {"qcd": 2000.0, "sig": 10.0}
-#: a wall time or a rate in a log or report line
-TIMING = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?\s*(?:events/s|s\b|ms\b|min\b)")
+#: a wall time, a clock time or a rate (events/s, a progress bar's chunk/s) in a log or report line
+TIMING = re.compile(
+    r"\d+:\d\d:\d\d|[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?\s*(?:\w+/s\b|s\b|ms\b|min\b)"
+)
 #: a path in a log or report line (a word with a slash)
 PATHS = re.compile(r"\S*/\S*")
 LUMI = 3.0
@@ -382,7 +384,7 @@ def _published(out: Path, console: str) -> set[float]:
     Every number of the JSON files, of ``report.md`` and of the console; of each
     histogram (``abcd.root``, ``histograms.json``) the total of each dataset and
     process, with and without flow bins, and the statistics ROOT stores with it.
-    Wall times and rates (``timings.json``, "12.3 s", "513 events/s") are left out:
+    Wall times and rates (``timings.json``, "12.3 s", "513 events/s", "40.8 chunk/s") are left out:
     they change from run to run, and a difference of two of them can equal any count; so
     are the paths of files and folders.
     """
