@@ -334,22 +334,41 @@ def test_a_sample_too_small_for_the_cut_warns_and_takes_its_largest_depth() -> N
     assert "depth='auto'" in note
 
 
-def test_a_cut_depth_that_a_fold_cannot_fit_is_named_as_such() -> None:
-    # signed weights: depth 3 (the cut at 0.75 needs it) fits the whole sample but leaves a
-    # cell of one event in a training fold, so depth='auto' falls back to depth 2; the note
-    # says so instead of asking for more events than the sample has
+def test_a_cut_depth_that_only_the_whole_sample_fits_is_chosen() -> None:
+    # signed weights: depth 3 (the cut at 0.75 needs it) leaves a cell of one event in a
+    # training fold but fits the whole sample, so depth='auto' takes it rather than the
+    # coarse depth 2 every fold fits
     rng = np.random.default_rng(2)
     x = rng.random(300)
     y = rng.beta(2 + 2 * x, 3, 300)
     w = np.where(rng.random(300) < 0.25, -1.0, 1.0)
-    with pytest.warns(UserWarning, match=r"not every training fold .* give depth 3"):
+    free = rb.IRGI(depth="auto").fit(x, y, w).selection_
+    assert free is not None
+    assert free.values == (1, 2)  # the folds support depth 3 but cannot fit it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = rb.IRGI(depth="auto", cut_levels=(0.75,)).fit(x, y, w)
+        given = rb.IRGI(depth=3, cut_levels=(0.75,)).fit(x, y, w)
+    assert t.depth_ == 3
+    assert t.selection_ is not None
+    assert 3 not in t.selection_.values
+    assert t.unresolved_cut_levels() == ()
+    np.testing.assert_array_equal(t.transform(x, y), given.transform(x, y))
+
+
+def test_a_cut_depth_no_fit_can_take_is_named_as_such() -> None:
+    # depth 3 leaves a one-event cell in the whole sample too: depth 2 is kept, and the note
+    # says why instead of asking for more events than the sample has
+    rng = np.random.default_rng(3)
+    x = rng.random(300)
+    y = rng.beta(2 + 2 * x, 3, 300)
+    w = np.where(rng.random(300) < 0.25, -1.0, 1.0)
+    with pytest.raises(ValueError, match="depth 3"):
+        rb.IRGI(depth=3).fit(x, y, w)
+    with pytest.warns(UserWarning, match=r"depth 3 resolves them, but neither the whole sample"):
         t = rb.IRGI(depth="auto", cut_levels=(0.75,)).fit(x, y, w)
     assert t.depth_ == 2
     assert "events) or cuts" not in (t.coarse_cut_note() or "")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        given = rb.IRGI(depth=3, cut_levels=(0.75,)).fit(x, y, w)
-    assert given.unresolved_cut_levels() == ()
 
 
 def test_a_given_depth_too_coarse_for_the_cut_warns() -> None:
@@ -407,7 +426,8 @@ def test_empty_bins_split_cells_that_uneven_weights_leave_with_one_event() -> No
 def test_auto_depth_for_the_cut_falls_back_to_the_finest_depth_the_weights_fit() -> None:
     rng = np.random.default_rng(15)
     x, y = rng.normal(size=(2, 4096))
-    w = np.where(rng.uniform(size=4096) < 0.5, 0.0, 1.0)  # depth 5 needs more events with weight
+    # depth 5 needs 2048 events with weight: neither the training folds nor the whole sample has them
+    w = np.where(rng.uniform(size=4096) < 0.55, 0.0, 1.0)
     with pytest.warns(UserWarning, match=r"depth 4 .* the finest its training folds fit"):
         t = rb.IRGI(depth="auto", cut_levels=[0.9]).fit(x, y, w)
     assert t.selection_ is not None

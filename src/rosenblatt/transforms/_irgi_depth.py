@@ -107,8 +107,8 @@ def coarse_cut_note(unresolved: tuple[float, ...], grid: str, *, n_train: int | 
     """The warning of a grid (described by ``grid``) that does not resolve the levels ``unresolved``.
 
     ``n_train`` is the size of a training fold of ``depth="auto"``: where it
-    supports the depth that resolves the levels, that depth was left out
-    because a fold could not fit it, and the note says so.
+    supports the depth that resolves the levels, neither a fold nor the
+    whole sample could fit a resolving depth, and the note says so.
     """
     needed = cut_depth(unresolved)
     levels = ", ".join(f"{level:g}" for level in unresolved)
@@ -119,10 +119,10 @@ def coarse_cut_note(unresolved: tuple[float, ...], grid: str, *, n_train: int | 
     )
     if n_train is not None and max_depth(n_train) >= needed:
         return start + (
-            f"depth {needed} resolves them, but not every training fold of depth='auto' could "
-            f"fit it (a cell of equal summed weight held fewer than two events: uneven weights "
-            f"or tied values); give depth {needed} to try it on the whole sample, or cuts "
-            "nearer the middle"
+            f"depth {needed} resolves them, but neither the whole sample nor every training "
+            "fold of depth='auto' could fit a depth that does (a cell of equal summed weight "
+            "held fewer than two events: uneven weights or tied values); cuts nearer the middle "
+            "need fewer bins"
         )
     return start + (
         f"resolving them needs depth {needed} ({2 ** (2 * needed + 1)} defining events) "
@@ -147,9 +147,11 @@ def select_depth(
     depend on ``x`` (:func:`~rosenblatt.transforms.selection.cross_validate`;
     where none passes, the best-scoring, and the selection's
     :meth:`~rosenblatt.transforms.selection.Selection.cut_note` says so);
-    where no depth resolves them (or none of those fits the weights), every
-    depth is scored and the largest that fits is chosen: the finest grid the
-    sample allows.
+    where a resolving depth fits the whole sample but not every training
+    fold (signed weights), the smallest such depth is chosen, uncompared;
+    where no depth resolves them, or none fits the weights, every depth is
+    scored and the largest that fits is chosen: the finest grid the sample
+    allows.
     """
     from rosenblatt.transforms.selection import (
         check_folds,
@@ -191,9 +193,33 @@ def select_depth(
         try:
             return score(resolving, inner_levels(cut_levels))
         except ValueError:
-            pass  # no resolving depth fits these weights
+            pass  # no resolving depth fits every training fold's weights
     selection = score(depths)
-    return dataclasses.replace(selection, chosen=max(selection.values))
+    return dataclasses.replace(
+        selection, chosen=_fitting_depth(make, resolving, x, y, w) or max(selection.values)
+    )
+
+
+def _fitting_depth(
+    make: Callable[[int], ConditionalCDFTransform],
+    depths: list[int],
+    x: FloatArray,
+    y: FloatArray,
+    w: FloatArray | None,
+) -> int | None:
+    """The smallest of ``depths`` that fits the whole sample, or ``None``.
+
+    A depth can fit the whole sample where a training fold, short of some of
+    its events, leaves a cell of equal summed weight with a single event
+    (signed weights, tied values).
+    """
+    for depth in depths:
+        try:
+            make(depth).fit(x, y, w)
+        except ValueError:
+            continue
+        return depth
+    return None
 
 
 def fit_options(cut_levels: Any, empty_bins: bool) -> dict[str, Any]:

@@ -108,10 +108,12 @@ class IRGI(ColumnGridTransform):
         ``2**depth`` equal-occupancy ``y`` bins of a column lie beyond it on
         either side: ``2**depth * min(l, 1 - l) >= 2``
         (:meth:`cut_depth`). With ``depth="auto"`` only such depths are
-        tried; where the training folds fit none, the largest depth they fit
-        is chosen (the finest grid the sample allows) and a
-        :class:`UserWarning` says so, as it does for a given depth that does
-        not resolve them (:meth:`coarse_cut_note`).
+        tried; where uneven weights leave every one of them a one-event cell
+        in some training fold, the smallest that fits the whole sample is
+        chosen; where none does, the largest depth the folds fit is chosen
+        (the finest grid the sample allows) and a :class:`UserWarning` says
+        so, as it does for a given depth that does not resolve them
+        (:meth:`coarse_cut_note`).
     empty_bins
         Where uneven weights leave a single event in a cell of equal weight
         that must be split in ``y``, leave an empty bin (two coincident edges)

@@ -106,7 +106,9 @@ class Selection:
         Their cross-validated integrated Brier scores (lower is better).
     chosen
         The value used: the best tried value, or for a continuous parameter
-        the minimum of the parabola through the best score and its neighbours.
+        the minimum of the parabola through the best score and its neighbours;
+        for IRGI's depth with cut levels, possibly a depth no training fold
+        could fit (:func:`~rosenblatt.transforms._irgi_depth.select_depth`).
     folds, seed
         Number of folds and seed of their random assignment.
     n_thresholds
