@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -334,7 +335,7 @@ def test_a_sample_too_small_for_the_cut_warns_and_takes_its_largest_depth() -> N
     assert "depth='auto'" in note
 
 
-def test_a_cut_depth_that_only_the_whole_sample_fits_is_chosen() -> None:
+def test_a_cut_depth_that_only_the_whole_sample_fits_is_chosen(tmp_path: Path) -> None:
     # signed weights: depth 3 (the cut at 0.75 needs it) leaves a cell of one event in a
     # training fold but fits the whole sample, so depth='auto' takes it rather than the
     # coarse depth 2 every fold fits
@@ -354,6 +355,11 @@ def test_a_cut_depth_that_only_the_whole_sample_fits_is_chosen() -> None:
     assert 3 not in t.selection_.values
     assert t.unresolved_cut_levels() == ()
     np.testing.assert_array_equal(t.transform(x, y), given.transform(x, y))
+    t.save(tmp_path / "t.json")
+    loaded = rb.load(tmp_path / "t.json")
+    assert loaded.depth_ == 3
+    assert loaded.selection_ == t.selection_
+    np.testing.assert_array_equal(loaded.transform(x, y), t.transform(x, y))
 
 
 def test_a_cut_depth_no_fit_can_take_is_named_as_such() -> None:

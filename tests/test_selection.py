@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -135,6 +136,14 @@ def test_selection_round_trip_and_validation() -> None:
             sel.Selection.from_dict({**s.to_dict(), **edit})
     with pytest.raises(SchemaError, match="integers"):
         sel.Selection.from_dict({**d.to_dict(), "chosen": 2.5})
+    # a depth above every one tried: a resolving depth that only the whole sample fits
+    above = dataclasses.replace(d, chosen=5)
+    assert sel.Selection.from_dict(above.to_dict()) == above
+    for chosen in (0, -1):
+        with pytest.raises(SchemaError, match="or a larger one"):
+            sel.Selection.from_dict({**d.to_dict(), "chosen": chosen})
+    with pytest.raises(SchemaError, match="or a larger one"):
+        sel.Selection.from_dict({**d.to_dict(), "values": [1, 3], "scores": [1.0, 2.0]})
 
 
 # ------------------------------------------------------------ determinism, I/O

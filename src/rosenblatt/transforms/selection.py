@@ -107,8 +107,9 @@ class Selection:
     chosen
         The value used: the best tried value, or for a continuous parameter
         the minimum of the parabola through the best score and its neighbours;
-        for IRGI's depth with cut levels, possibly a depth no training fold
-        could fit (:func:`~rosenblatt.transforms._irgi_depth.select_depth`).
+        for IRGI's depth with cut levels, possibly a depth larger than every
+        value tried, which no training fold could fit but the whole sample
+        does (:func:`~rosenblatt.transforms._irgi_depth.select_depth`).
     folds, seed
         Number of folds and seed of their random assignment.
     n_thresholds
@@ -258,12 +259,20 @@ class Selection:
             raise SchemaError(msg)
         for name, value in (("folds", folds), ("seed", seed), ("n_thresholds", n_thresholds)):
             check_int(value, f"selection {name}", low=0, error=SchemaError)
-        if n == 0 or not values[0] <= float(chosen) <= values[-1]:
-            msg = "selection chosen must lie within the values tried"
+        if n == 0:
+            msg = "selection must hold the values tried"
             raise SchemaError(msg)
         if parameter == "depth":
-            if np.any(values != np.round(values)) or float(chosen) not in values:
-                msg = "selection of a depth must hold integers and choose one of them"
+            # a depth above every one tried resolves the cut levels on the whole sample alone
+            if (
+                np.any(values != np.round(values))
+                or float(chosen) != round(float(chosen))
+                or not (float(chosen) in values or float(chosen) > values[-1])
+            ):
+                msg = (
+                    "selection of a depth must hold integers and choose one of them, or a "
+                    "larger one"
+                )
                 raise SchemaError(msg)
             return cls(
                 parameter,
@@ -274,6 +283,9 @@ class Selection:
                 seed,
                 n_thresholds,
             )
+        if not values[0] <= float(chosen) <= values[-1]:
+            msg = "selection chosen must lie within the values tried"
+            raise SchemaError(msg)
         return cls(
             parameter,
             tuple(values.tolist()),
