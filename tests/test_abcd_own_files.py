@@ -55,10 +55,14 @@ def _write_tree(path: Path, name: str, columns: dict[str, np.ndarray]) -> None:
 
 @pytest.fixture(scope="module")
 def ntuples(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Defining and testing QCD, signal and pseudo-data, tree ``nominal``, weights ``w_mc``."""
+    """Defining and testing QCD, signal and pseudo-data, tree ``nominal``, weights ``w_mc``.
+
+    The background simulation's size differs from the data's, so that its counts are not
+    the data's totals by construction (a difference of two published numbers is tried).
+    """
     folder = tmp_path_factory.mktemp("ntuples")
     rng = np.random.default_rng(7)
-    for name, n, signal in (("qcd_def", 12000, False), ("qcd", 8000, False), ("sig", 1500, True)):
+    for name, n, signal in (("qcd_def", 12000, False), ("qcd", 8600, False), ("sig", 1500, True)):
         columns = dijet_columns(rng, n, signal)
         columns["w_mc"] = rng.choice([-0.5, 1.0, 1.5], n, p=[0.1, 0.6, 0.3])
         _write_tree(folder / f"{name}.root", "nominal", columns)
@@ -745,7 +749,8 @@ def test_a_given_cut_and_a_defining_selection(
     xd, sd, wd = _read(ntuples / "qcd_def.root", "m_jj_reco", "tagger_out", "w_mc")
     keep = xd < 4000.0
     scale = XSEC["qcd"] * LUMI / wd.sum()
-    expected = rb.IRGI(depth=5).fit(xd[keep], sd[keep], wd[keep] * scale)
+    # the study's IRGI takes columns of equal events (occupancy: events) unless told otherwise
+    expected = rb.IRGI(depth=5, occupancy="events").fit(xd[keep], sd[keep], wd[keep] * scale)
     probe_x, probe_y = np.linspace(2100.0, 3900.0, 50), np.linspace(0.05, 0.95, 50)
     np.testing.assert_allclose(
         rb.load(out / "irgi.json").transform(probe_x, probe_y),
@@ -758,6 +763,47 @@ def test_a_given_cut_and_a_defining_selection(
     assert f"fitted on {n_selected:,} events" in capsys.readouterr().out
     _assert_same_state(fitted, json.loads((out / "irgi.json").read_text()))
     assert fitted["fitted_on"]["selection"] == "function sel.py:low_mass"
+
+
+def test_the_transform_is_fitted_below_x_max_only(
+    ntuples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The defining events at or above abcd.x_max are neither filled nor fitted, in the study
+    and in ``rosenblatt fit --config``: a long tail of x does not stretch the transform."""
+    x_max = 4200.0
+    abcd = {"x": "m_jj_reco", "x0": [2200.0, 3800.0], "n_x0": 9, "y0": [0.1, 0.9], "n_y0": 9}
+    transforms = [
+        {"kind": "irgi", "depth": 5},
+        {"kind": "irgi", "name": "by_weight", "depth": 5, "occupancy": "weight"},
+    ]
+    out = _run(
+        ntuples, "below-x-max", abcd={**abcd, "x_max": x_max}, transforms=transforms, blind=False
+    )
+    xd, sd, wd = _read(ntuples / "qcd_def.root", "m_jj_reco", "tagger_out", "w_mc")
+    keep = xd < x_max
+    assert 0 < np.count_nonzero(~keep) < len(xd)
+    scale = XSEC["qcd"] * LUMI / wd.sum()
+    probe_x, probe_y = np.linspace(1500.0, 4100.0, 60), np.linspace(0.05, 0.95, 60)
+    for name, occupancy in (("irgi", "events"), ("by_weight", "weight")):
+        study = rb.load(out / f"{name}.json")
+        assert study.occupancy == occupancy
+        assert study.domain_[0][1] < x_max
+        expected = rb.IRGI(depth=5, occupancy=occupancy).fit(  # type: ignore[arg-type]
+            xd[keep], sd[keep], wd[keep] * scale
+        )
+        np.testing.assert_allclose(
+            study.transform(probe_x, probe_y), expected.transform(probe_x, probe_y), atol=1e-12
+        )
+    cutflow = json.loads((out / "cutflow.json").read_text())["defining"]["qcd-defining"]
+    assert cutflow["x above x_max"] == np.count_nonzero(~keep)
+    assert cutflow["in ABCD"] == np.count_nonzero(keep)
+    capsys.readouterr()
+    fitted = _fit_from_config(ntuples / "below-x-max.yaml", tmp_path / "irgi.json")
+    said = capsys.readouterr().out
+    assert f"fitted on {int(keep.sum()):,} events" in said
+    assert f"{int((~keep).sum()):,} at or above abcd.x_max were left out" in said
+    _assert_same_state(fitted, json.loads((out / "irgi.json").read_text()))
+    assert fitted["fitted_on"]["x_max"] == x_max
 
 
 def _fit_from_config(config: Path, output: Path) -> dict[str, Any]:

@@ -40,7 +40,8 @@ def study_config(files: dict[str, Path], data: Path, **changes: Any) -> dict[str
         "fileset": {"qcd": [str(files["qcd"])], "wprime": [str(files["wprime"])]},
         "score": {"column": "mj1"},
         "transforms": [
-            {"kind": "irgi", "depth": 2},
+            # by summed weight, a fixed depth is fitted in the workers (by events, gathered)
+            {"kind": "irgi", "depth": 2, "occupancy": "weight"},
             {"kind": "gridkde", "sigma_r": 0.3, "degree": 1},
             {"kind": "kde", "sigma_r": 0.2},
         ],
@@ -273,6 +274,17 @@ def test_configuration_errors_name_the_key(event_files: dict[str, Path], tmp_pat
         AbcdConfig.parse({**good, "transforms": [{"kind": "flow"}]})
     with pytest.raises(ValueError, match="unknown parameter"):
         AbcdConfig.parse({**good, "transforms": [{"kind": "irgi", "sigma_r": 0.1}]})
+    with pytest.raises(ValueError, match=r"transforms\[0\].*occupancy must be one of"):
+        AbcdConfig.parse({**good, "transforms": [{"kind": "irgi", "occupancy": "slices"}]})
+    # IRGI's columns hold equal events unless the summed weight is asked for
+    irgi = {"kind": "irgi", "depth": 4}
+    assert AbcdConfig.parse({**good, "transforms": [irgi]}).transforms[0].build().occupancy == (
+        "events"
+    )
+    by_weight = {**irgi, "occupancy": "weight"}
+    assert AbcdConfig.parse({**good, "transforms": [by_weight]}).transforms[
+        0
+    ].build().occupancy == ("weight")
     with pytest.raises(ValueError, match=r"fileset\.qcd.*does not exist"):
         AbcdConfig.parse({**good, "fileset": {"qcd": ["missing.root"]}})
     with pytest.raises(ValueError, match=r"executor\.kind"):

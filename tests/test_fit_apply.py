@@ -46,12 +46,16 @@ def test_fit_equals_the_fit_in_memory(
     assert str(output) in out
 
     x, y = columns["m_jj"], columns["tagger_out"].astype(np.float64)
-    expected = rb.IRGI(depth=4).fit(x, y, columns["evt_w"])
-    expected.save(tmp_path / "expected.json")
-    saved = json.loads(output.read_text())
-    assert saved.pop("fitted_on")["n_events"] == 5000
-    assert saved == json.loads((tmp_path / "expected.json").read_text())
-    assert np.array_equal(rb.load(output).transform(x, y), expected.transform(x, y))
+    # IRGI's columns hold equal events by default, or equal summed weight when asked
+    for occupancy in ("events", "weight"):
+        if occupancy == "weight":
+            assert main([*args, "--occupancy", "weight"]) == 0
+        expected = rb.IRGI(depth=4, occupancy=occupancy).fit(x, y, columns["evt_w"])
+        expected.save(tmp_path / "expected.json")
+        saved = json.loads(output.read_text())
+        assert saved.pop("fitted_on")["n_events"] == 5000
+        assert saved == json.loads((tmp_path / "expected.json").read_text())
+        assert np.array_equal(rb.load(output).transform(x, y), expected.transform(x, y))
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
@@ -159,7 +163,9 @@ def test_nanoaod_mjj_events_without_two_jets_counted_and_minus_one(
     assert f"{lacking:,} with fewer than two FatJet for --x mjj" in out
     tagger = np.asarray(columns["tagger"])
     weight = np.asarray(columns["genWeight"], dtype=np.float64)
-    expected = rb.IRGI(depth=3).fit(mjj[has_two], tagger[has_two], weight[has_two])
+    expected = rb.IRGI(depth=3, occupancy="events").fit(
+        mjj[has_two], tagger[has_two], weight[has_two]
+    )
     assert np.allclose(
         rb.load(transform).transform(mjj[has_two], tagger[has_two]),
         expected.transform(mjj[has_two], tagger[has_two]),
@@ -316,6 +322,9 @@ def test_bad_options_are_refused(
     paths, _ = flat_files
     assert main(fit_args(paths, tmp_path / "t.json", "--transform", "kde", "--depth", "3")) == 2
     assert "--depth is a parameter of irgi" in capsys.readouterr().err
+    args = fit_args(paths, tmp_path / "t.json", "--transform", "gridkde", "--occupancy", "weight")
+    assert main(args) == 2
+    assert "--occupancy is a parameter of irgi, not of gridkde" in capsys.readouterr().err
     without_score = ["fit", *map(str, paths), "--x", "m_jj", "--output", str(tmp_path / "t.json")]
     assert main(without_score) == 2
     assert "give --score, or --config with its abcd.x and score:" in capsys.readouterr().err
@@ -516,7 +525,7 @@ def test_fit_mixes_the_defining_datasets_of_a_configuration_at_their_cross_secti
         y.append(events["tagger_out"].astype(np.float64))
         w.append(events["evt_w"] * (xsec * 10.0 / events["evt_w"].sum()))
     # the configuration's cut levels, as the analysis gives them
-    by_hand = rb.IRGI(depth=3, cut_levels=(0.3, 0.5, 0.7))
+    by_hand = rb.IRGI(depth=3, cut_levels=(0.3, 0.5, 0.7), occupancy="events")
     by_hand.fit(np.concatenate(x), np.concatenate(y), np.concatenate(w))
     fitted = rb.load(output)
     assert fitted.get_state() == by_hand.get_state()

@@ -226,6 +226,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="IRGI's bisection depth, or auto: chosen by cross-validation (default: auto)",
     )
     parser.add_argument(
+        "--occupancy",
+        choices=("events", "weight"),
+        default=None,
+        help="what IRGI's columns in x hold equal shares of: events (simulation generated in "
+        "slices keeps its columns where its events are, as the abcd study fits) or the summed "
+        "weight (default: events)",
+    )
+    parser.add_argument(
         "--sigma-r",
         type=auto_or(float),
         default=None,
@@ -316,13 +324,20 @@ def quantities_from_args(
 def _make_transform(args: argparse.Namespace, cut_levels: tuple[float, ...] | None = None) -> Any:
     """The unfitted transform of the options, given the levels of ``gamma`` cut at."""
     import rosenblatt as rb
+    from rosenblatt.studies.abcd.config import DEFAULT_IRGI_OCCUPANCY
+    from rosenblatt.transforms.irgi import check_occupancy
 
     if args.transform == "irgi":
         if args.sigma_r is not None:
             raise ValueError("--sigma-r is a parameter of kde and gridkde, not of irgi")
-        return rb.IRGI(depth="auto" if args.depth is None else args.depth, cut_levels=cut_levels)
-    if args.depth is not None:
-        raise ValueError(f"--depth is a parameter of irgi, not of {args.transform}")
+        return rb.IRGI(
+            depth="auto" if args.depth is None else args.depth,
+            cut_levels=cut_levels,
+            occupancy=check_occupancy(args.occupancy or DEFAULT_IRGI_OCCUPANCY),
+        )
+    for option, value in (("--depth", args.depth), ("--occupancy", args.occupancy)):
+        if value is not None:
+            raise ValueError(f"{option} is a parameter of irgi, not of {args.transform}")
     sigma_r = "auto" if args.sigma_r is None else args.sigma_r
     return getattr(rb, TRANSFORMS[args.transform])(sigma_r=sigma_r, cut_levels=cut_levels)
 
@@ -338,6 +353,8 @@ class _Sample:
     lacking: dict[str, int] = field(default_factory=dict)
     left_out: int = 0
     not_selected: int = 0
+    #: events at or above the configuration's ``abcd.x_max``, left out as the analysis leaves them
+    above_x_max: int = 0
 
 
 @dataclass(frozen=True)
@@ -633,7 +650,7 @@ def _summary(
 ) -> str:
     from rosenblatt.processors.branches import missing_reason
 
-    n_used = sample.read - sample.not_selected - sample.left_out
+    n_used = sample.read - sample.not_selected - sample.left_out - sample.above_x_max
     files = f"{len(args.files)} file{'s' if len(args.files) > 1 else ''}"
     if args.config is not None:
         files += f" (the defining datasets of {args.config}, mixed at xsec * lumi)"
@@ -672,6 +689,11 @@ def _summary(
         lacking = f"{sample.left_out:,} of {of} were left out, lacking a value ({reasons})"
     else:
         lacking = f"every one of {of} had a value"
+    if sample.above_x_max:
+        lacking += (
+            f"; {sample.above_x_max:,} at or above abcd.x_max were left out, as the analysis "
+            "leaves them"
+        )
     coarse = getattr(transform, "coarse_cut_note", None)
     note = coarse() if callable(coarse) else None
     warning = "" if note is None else f" Warning: {note}."
@@ -778,7 +800,8 @@ def _config_inputs(
     ``--x`` and ``--score`` not given are the configuration's ``abcd.x`` and
     ``score:``; the events are those its ``defining.selection`` keeps, as the
     analysis selects them. Returns the inputs, the quantities read and what
-    the record adds: ``config``, ``lumi``, ``selection`` and, per dataset,
+    the record adds: ``config``, ``lumi``, ``selection``, ``x_max`` (the events at or
+    above it are left out of the fit) and, per dataset,
     its files, tree, weight, cross section and factor.
     """
     from rosenblatt.processors.branches import check_tree
@@ -816,9 +839,38 @@ def _config_inputs(
         "config": cfg.source,
         "lumi": cfg.lumi,
         "selection": None if selection is None else selection.text,
+        "x_max": cfg.cuts.x_max,
         "datasets": datasets,
     }
     return inputs, quantities, record
+
+
+def _below_x_max(
+    x: FloatArray,
+    y: FloatArray,
+    weights: FloatArray | None,
+    x_max: float | None,
+    sample: _Sample,
+    config: str | None,
+) -> tuple[FloatArray, FloatArray, FloatArray | None]:
+    """The events below the configuration's ``abcd.x_max`` (all, without one), which alone
+    the analysis fills and fits; the others are counted in ``sample``.
+
+    Raises
+    ------
+    ValueError
+        If no event lies below it.
+    """
+    if x_max is None:
+        return x, y, weights
+    inside = x < x_max
+    sample.above_x_max = int(np.count_nonzero(~inside))
+    if not inside.any():
+        raise ValueError(
+            f"no event to fit on: every one of the {len(x):,} with a value lies at or above "
+            f"abcd.x_max {x_max:g} of {config}"
+        )
+    return x[inside], y[inside], None if weights is None else weights[inside]
 
 
 def main(args: argparse.Namespace) -> int:
@@ -880,6 +932,7 @@ def main(args: argparse.Namespace) -> int:
             )
         x, y = _joined(sample.x), _joined(sample.y)
         weights = _joined(sample.w) if sample.w else None
+        x, y, weights = _below_x_max(x, y, weights, mixed.get("x_max"), sample, args.config)
         with step("fit"), warnings.catch_warnings():
             # a grid too coarse for the configuration's cuts is said in the summary
             warnings.filterwarnings("ignore", "IRGI .* bins beyond the cut", UserWarning)

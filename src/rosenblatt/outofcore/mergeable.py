@@ -82,7 +82,7 @@ class MergeableFit:
     ----------
     transform
         An unfitted :class:`~rosenblatt.IRGI` with an integer depth (or levels
-        per observable), a :class:`~rosenblatt.GridKDE` with a numerical
+        per observable) and ``occupancy="weight"``, a :class:`~rosenblatt.GridKDE` with a numerical
         ``sigma_r`` (one observable), or a
         :class:`~rosenblatt.TransformEnsemble` of either (Poisson-bootstrap
         replicas). IRGI and GridKDE are fitted in place; an ensemble's
@@ -615,6 +615,12 @@ def _unwrap(transform: Any) -> tuple[ConditionalCDFTransform, Replicas | None]:
             msg = (
                 "IRGI(depth='auto') is not mergeable: the depth is chosen by cross-validation "
                 f"on all defining events at once; give an integer depth, or {fallback}"
+            )
+            raise ValueError(msg)
+        if estimator.occupancy != "weight":
+            msg = (
+                "IRGI(occupancy='events') is not mergeable: the workers' histograms of x sum "
+                f"the weights; give occupancy='weight', or {fallback}"
             )
             raise ValueError(msg)
         _check_depth(estimator.depth)

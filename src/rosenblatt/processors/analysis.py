@@ -40,7 +40,8 @@ applies the fitted transforms to them, and fills only histograms:
     data set holding data has none, its weights being its counts.
 
 With ``skim_dir`` each chunk also writes the ``x`` column, its scores, weight,
-label and entry to a parquet file of that folder (``"skim"`` lists them): later
+label and entry of its events below ``x_max`` (those the ABCD plane holds) to a
+parquet file of that folder (``"skim"`` lists them): later
 passes over these small files fit the transforms without recomputing features
 or scores. No per-event array is returned to the driver.
 """
@@ -525,7 +526,7 @@ class AnalysisProcessor(ParticleProcessor):
     x : str, default "mjj"
         Column of the event table that is the protected observable.
     x_max : float, optional
-        Events with ``x >= x_max`` are counted in the cut flow, not filled.
+        Events with ``x >= x_max`` are counted in the cut flow, neither filled nor skimmed.
     plane : PlaneBinning
         Binning of the fine histograms.
     entries : mapping of str to array of int, optional
@@ -645,7 +646,14 @@ class AnalysisProcessor(ParticleProcessor):
             entry = np.asarray(ak.to_numpy(table["entry"]), dtype=np.int64)
             name = chunk_file_name(batch.dataset, batch.file, batch.start, batch.stop)
             output["skim"] = [
-                write_skim(Path(self.skim_dir) / name, x, scores, label, weight, entry)
+                write_skim(
+                    Path(self.skim_dir) / name,
+                    x[inside],
+                    {key: values[inside] for key, values in scores.items()},
+                    label[inside],
+                    weight[inside],
+                    entry[inside],
+                )
             ]
         return output
 

@@ -7,7 +7,7 @@ observable ``x``, the classifier score and the dataset's weight; applies the
 dataset's normalisation and the transforms, and fills the same histograms as
 the particle-level :class:`~rosenblatt.processors.analysis.AnalysisProcessor`
 (``"abcd"``, ``"plane"``, ``"cutflow"``, ``"cutflow_weighted"``, per-chunk
-skims with ``skim_dir``).
+skims of the events below ``x_max`` with ``skim_dir``).
 
 Cut flow per dataset (:data:`COLUMNAR_CUTFLOW_STEPS`, ``read`` = the sum of
 the others): events outside the selection, events lacking an object that
@@ -78,7 +78,7 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):  # type: ignore[misc]  
     selected_datasets : sequence of str, optional
         The datasets the selection applies to (default: all).
     x_max : float, optional
-        Events with ``x >= x_max`` are counted in the cut flow, not filled.
+        Events with ``x >= x_max`` are counted in the cut flow, neither filled nor skimmed.
     x_label : str
         Label of the ``x`` axes.
     plane : PlaneBinning
@@ -185,11 +185,11 @@ class ColumnarAnalysisProcessor(processor.ProcessorABC):  # type: ignore[misc]  
             output["skim"] = [
                 write_skim(
                     Path(self.skim_dir) / name,
-                    x[usable],
-                    {k: v[usable] for k, v in scores.items()},
-                    process[usable],
-                    weight[usable],
-                    start + np.flatnonzero(usable),
+                    x[inside],
+                    {k: v[inside] for k, v in scores.items()},
+                    process[inside],
+                    weight[inside],
+                    start + np.flatnonzero(inside),
                 )
             ]
         return output

@@ -168,9 +168,10 @@ def gather_skims(
     if n_events > max_events:
         raise ValueError(
             f"the defining sample has {n_events} events, more than max_gather_events = "
-            f"{max_events}: this transform is fitted on the events themselves (KDE, or 'auto' "
-            "parameters); raise max_gather_events, or use IRGI or GridKDE with fixed parameters, "
-            "which are fitted in the workers"
+            f"{max_events}: this transform is fitted on the events themselves (KDE, IRGI with "
+            "occupancy: events, or 'auto' parameters); raise max_gather_events, or use IRGI "
+            "(with occupancy: weight) or GridKDE with fixed parameters, which are fitted in the "
+            "workers"
         )
     if not paths:
         raise ValueError("the defining sample has no events")

@@ -74,11 +74,23 @@ class ScalarGrid(NamedTuple):
     column_weight: FloatArray
 
 
+#: what IRGI's columns in ``x`` hold equal shares of
+OCCUPANCIES = ("weight", "events")
+
+
+def check_occupancy(occupancy: Any) -> Literal["weight", "events"]:
+    """``occupancy``, checked to be one of :data:`OCCUPANCIES` (else a ``ValueError``)."""
+    if not isinstance(occupancy, str) or occupancy not in OCCUPANCIES:
+        msg = f"occupancy must be one of {list(OCCUPANCIES)}, got {occupancy!r}"
+        raise ValueError(msg)
+    return occupancy  # type: ignore[return-value]
+
+
 class IRGI(ColumnGridTransform):
     """Irregular Grid Interpolation estimate of ``gamma(x, y) = P(Y <= y | X = x)``.
 
     The defining sample is bisected recursively to depth ``depth + 1`` in ``x``
-    by summed weight: the even-indexed edges are the ``2**depth + 1`` column
+    by summed weight (or by events, ``occupancy="events"``): the even-indexed edges are the ``2**depth + 1`` column
     centres (the outer two on the domain edges), the odd-indexed edges and the
     domain ends the column boundaries. Each column is bisected again in ``y``
     to depth ``depth``; the cumulative sums of the bin contents, normalised per
@@ -120,6 +132,16 @@ class IRGI(ColumnGridTransform):
         instead of refusing the depth. A bootstrap replica's Poisson(1)
         weights need it at the largest depth its sample supports;
         :func:`rosenblatt.bootstrap` fits every replica so.
+    occupancy : {"weight", "events"}
+        What the columns in ``x`` hold equal shares of: the summed weight
+        (integer weights then equal replicated events), or the events of
+        non-zero weight, each counted once. ``"events"`` suits simulation
+        generated in slices of ``x`` (or of a variable that rises with it),
+        whose weights fall steeply with ``x``: by summed weight, the few
+        heavy events of the lowest slice take most columns and the many
+        light events where ``x`` is large share a column or two; by events,
+        the columns lie where the sample's events are. The conditional CDF
+        of each column is weighted either way. One observable only.
 
     Attributes
     ----------
@@ -193,6 +215,7 @@ class IRGI(ColumnGridTransform):
         seed: int = 0,
         cut_levels: Sequence[float] | None = None,
         empty_bins: bool = False,
+        occupancy: Literal["weight", "events"] = "weight",
     ) -> None:
         self.depth = depth
         self.domain = domain
@@ -200,12 +223,14 @@ class IRGI(ColumnGridTransform):
         self.seed = seed
         self.cut_levels = cut_levels
         self.empty_bins = empty_bins
+        self.occupancy = occupancy
 
     def __repr__(self) -> str:
         domain = "" if self.domain is None else f", domain={self.domain!r}"
         levels = "" if self.cut_levels is None else f", cut_levels={self.cut_levels!r}"
         empty = ", empty_bins=True" if self.empty_bins else ""
-        return f"IRGI(depth={self.depth!r}{domain}{levels}{empty})"
+        occupancy = "" if self.occupancy == "weight" else f", occupancy={self.occupancy!r}"
+        return f"IRGI(depth={self.depth!r}{domain}{levels}{empty}{occupancy})"
 
     @staticmethod
     def max_depth(n_events: int) -> int:
@@ -265,6 +290,7 @@ class IRGI(ColumnGridTransform):
     # ------------------------------------------------------------------ fit
     def _fit(self, x: FloatArray, y: FloatArray, w: FloatArray | None) -> None:
         selection = None
+        check_occupancy(self.occupancy)
         if self.cut_levels is not None:
             check_levels(self.cut_levels)
         if isinstance(self.depth, str) and self.depth == "auto":
@@ -291,6 +317,12 @@ class IRGI(ColumnGridTransform):
 
         if self.domain is not None:
             msg = "domain is not used with several observables: give domain=None"
+            raise ValueError(msg)
+        if check_occupancy(self.occupancy) != "weight":
+            msg = (
+                "occupancy='events' is for one observable: the nested cells of several "
+                "observables hold equal shares of the summed weight; give occupancy='weight'"
+            )
             raise ValueError(msg)
         selection = None
         if isinstance(self.depth, str) and self.depth == "auto":
@@ -422,7 +454,7 @@ class IRGI(ColumnGridTransform):
     ) -> Selection:
         """Cross-validate the depths (:func:`~rosenblatt.transforms._irgi_depth.select_depth`)."""
         return select_depth(
-            lambda depth: IRGI(depth=int(depth), domain=domain),
+            lambda depth: IRGI(depth=int(depth), domain=domain, occupancy=self.occupancy),
             x,
             y,
             w,
@@ -439,7 +471,8 @@ class IRGI(ColumnGridTransform):
         depth: int,
         domain: Domain,
     ) -> None:
-        columns = x_columns(x, w, depth, domain[0])
+        occupying = w if w is None or self.occupancy == "weight" else (w != 0).astype(np.float64)
+        columns = x_columns(x, occupying, depth, domain[0])
         ys, cumulative, column_weight = y_by_column(x, y, w, columns)
         check_column_weight(column_weight, columns.boundaries)
         y_edges, cdf = y_edges_and_cdf(
@@ -629,12 +662,21 @@ class IRGI(ColumnGridTransform):
 
     # -------------------------------------------------------- serialisation
     def _fit_options(self) -> dict[str, Any]:
-        """``cut_levels`` and ``empty_bins`` for the saved state, where given."""
-        return fit_options(self.cut_levels, bool(self.empty_bins))
+        """``cut_levels``, ``empty_bins`` and ``occupancy`` for the saved state, where not default."""
+        options = fit_options(self.cut_levels, bool(self.empty_bins))
+        if self.occupancy != "weight":
+            options["occupancy"] = self.occupancy
+        return options
 
     def _read_fit_options(self, params: dict[str, Any]) -> None:
-        """Set ``cut_levels`` and ``empty_bins`` from a saved state's parameters, checked."""
+        """Set ``cut_levels``, ``empty_bins`` and ``occupancy`` from a saved state's parameters."""
+        from rosenblatt._schema import SchemaError
+
         self.cut_levels, self.empty_bins = read_fit_options(params)
+        try:
+            self.occupancy = check_occupancy(params.get("occupancy", "weight"))
+        except ValueError as err:
+            raise SchemaError(str(err)) from err
 
     def get_state(self) -> dict[str, Any]:
         """Hyper-parameters and learned state as JSON-compatible data."""

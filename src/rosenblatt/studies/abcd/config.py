@@ -68,6 +68,9 @@ TRANSFORM_KINDS = ("irgi", "gridkde", "kde")
 
 #: IRGI's depth where a transform gives none: the depth its defining sample supports best
 DEFAULT_IRGI_DEPTH = "auto"
+#: what IRGI's columns hold equal shares of where a transform gives nothing: the events, so that
+#: simulation generated in slices keeps its columns where its events are (:class:`rosenblatt.IRGI`)
+DEFAULT_IRGI_OCCUPANCY = "events"
 
 #: ``executor.kind`` values
 EXECUTOR_KINDS = ("iterative", "futures", "dask")
@@ -77,7 +80,7 @@ MAX_REPLICAS = 100_000
 #: ``schema:`` values
 SCHEMAS = ("auto", "base", "nanoaod", "particles")
 _TRANSFORM_PARAMETERS = {
-    "irgi": {"depth", "domain", "folds", "seed"},
+    "irgi": {"depth", "domain", "folds", "seed", "occupancy"},
     "gridkde": {
         "sigma_r",
         "degree",
@@ -158,7 +161,11 @@ class TransformConfig:
         if self.file is not None:
             return rb.load(self.file)
         if self.kind == "irgi":
-            parameters = {"depth": DEFAULT_IRGI_DEPTH, **self.parameters}
+            parameters = {
+                "depth": DEFAULT_IRGI_DEPTH,
+                "occupancy": DEFAULT_IRGI_OCCUPANCY,
+                **self.parameters,
+            }
             return rb.IRGI(**parameters, cut_levels=self.cut_levels)
         if self.kind == "gridkde":
             return rb.GridKDE(**self.parameters, cut_levels=self.cut_levels)
@@ -546,7 +553,9 @@ class AbcdConfig:
     transforms: tuple[TransformConfig, ...] = option(
         doc="the transforms compared: each {kind: irgi, gridkde or kde, name, parameters} "
         "or {name, file: a saved transform}; IRGI's depth is auto unless given, the depth "
-        "cross-validated on the defining sample (as rosenblatt fit chooses it)",
+        "cross-validated on the defining sample (as rosenblatt fit chooses it), and its "
+        "columns in x hold equal numbers of defining events (occupancy: events) unless "
+        "occupancy: weight is given",
         check=as_written,
         type="non-empty list of {kind, name, ...} or {name, file}",
     )
@@ -830,7 +839,7 @@ def _load_transform(path: Path, source: str, key: str) -> None:
 
 def _check_parameters(transform: TransformConfig, source: str, key: str) -> None:
     """Refuse the parameters a transform would refuse at its fit, before anything runs."""
-    from rosenblatt.transforms.irgi import parse_domain
+    from rosenblatt.transforms.irgi import check_occupancy, parse_domain
     from rosenblatt.transforms.selection import check_seed
 
     parameters = dict(transform.parameters)
@@ -848,6 +857,7 @@ def _check_parameters(transform: TransformConfig, source: str, key: str) -> None
                 _count(depth, source, f"{key}.depth", 0, 30)
             if parameters.get("domain") is not None:
                 parse_domain(parameters["domain"])
+            check_occupancy(built.occupancy)
         elif transform.kind == "gridkde":
             built._checked()
         else:

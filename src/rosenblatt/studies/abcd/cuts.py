@@ -124,7 +124,12 @@ class AbcdCuts:
         check=_score_cuts,
         type="list of numbers or null",
     )
-    x_max: float | None = option(default=None, doc="the upper limit of x", check=_optional_number)
+    x_max: float | None = option(
+        default=None,
+        doc="the upper limit of x: events at or above it are neither filled nor used to fit "
+        "the transforms (counted in the cut flow as x above x_max)",
+        check=_optional_number,
+    )
     cut: tuple[float, float] | None = option(
         default=None,
         doc="the cut reported, {x0, y0} (added to the grid), y0 in (0, 1)",
