@@ -105,6 +105,7 @@ def test_events_occupancy_is_saved_and_kept_by_replicas(tmp_path: Path) -> None:
     x, y, w = sliced_normal(2048, seed=2)
     t = rb.IRGI(4, occupancy="events").fit(x, y, w)
     assert "occupancy='events'" in repr(t)
+    assert "columns (of equal numbers of events)" in t.describe()
     path = tmp_path / "irgi.json"
     t.save(path)
     assert json.loads(path.read_text())["state"]["params"]["occupancy"] == "events"

@@ -648,9 +648,11 @@ class IRGI(ColumnGridTransform):
                 f"nested cells ({levels} levels per observable), linear in the score about its "
                 "plane in x between each cell's edges, multilinear in x between cell centres"
             )
+        share = "numbers of events" if self.occupancy == "events" else "summed weight"
         return (
             f"IRGI of depth {self.depth_}: linear in y between the edges of each of its "
-            f"{len(self.x_centres_)} columns and linear in x between column centres"
+            f"{len(self.x_centres_)} columns (of equal {share}) and linear in x between column "
+            "centres"
         )
 
     def fitted_params(self) -> dict[str, Any]:
