@@ -82,8 +82,9 @@ class MergeableFit:
     ----------
     transform
         An unfitted :class:`~rosenblatt.IRGI` with an integer depth (or levels
-        per observable) and ``occupancy="weight"``, a :class:`~rosenblatt.GridKDE` with a numerical
-        ``sigma_r`` (one observable), or a
+        per observable) and ``occupancy="weight"``, a
+        :class:`~rosenblatt.GridKDE` with a numerical ``sigma_r`` (one
+        observable), or a
         :class:`~rosenblatt.TransformEnsemble` of either (Poisson-bootstrap
         replicas). IRGI and GridKDE are fitted in place; an ensemble's
         estimator is left as given, the ensemble fitted in place.

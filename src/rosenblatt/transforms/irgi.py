@@ -90,9 +90,9 @@ class IRGI(ColumnGridTransform):
     """Irregular Grid Interpolation estimate of ``gamma(x, y) = P(Y <= y | X = x)``.
 
     The defining sample is bisected recursively to depth ``depth + 1`` in ``x``
-    by summed weight (or by events, ``occupancy="events"``): the even-indexed edges are the ``2**depth + 1`` column
-    centres (the outer two on the domain edges), the odd-indexed edges and the
-    domain ends the column boundaries. Each column is bisected again in ``y``
+    by summed weight (or by events, ``occupancy="events"``): the even-indexed
+    edges are the ``2**depth + 1`` column centres (the outer two on the domain
+    edges), the odd-indexed edges and the domain ends the column boundaries. Each column is bisected again in ``y``
     to depth ``depth``; the cumulative sums of the bin contents, normalised per
     column, are the conditional CDF at the ``y`` edges of the column. ``gamma``
     is linear in ``y`` between the edges of a column and linear in ``x``
