@@ -174,6 +174,7 @@ class EstimateJson(TypedDict, total=False):
     y0: float | None
     cut: str
     cut_on_grid_edge: bool | None
+    cut_on_grid_edge_axes: list[str]
     blind: bool
     closure_p_value: float
     closure_includes_transform_statistics: bool
@@ -219,9 +220,13 @@ def asimov_significance(s: FloatArray, b: FloatArray, sigma_b: FloatArray) -> Fl
     return np.where((s > 0) & (b > 0) & np.isfinite(z), z, np.nan)
 
 
-def _on_edge(test: ClosureTest, cut: GridCut) -> bool:
-    """Whether ``cut`` lies on the first or last value of either axis of the scanned grid."""
-    return cut.i in (0, len(test.x0) - 1) or cut.j in (0, len(test.y0) - 1)
+def _edge_axes(test: ClosureTest, cut: GridCut) -> list[str]:
+    """The axes (``"x0"``, ``"y0"``) of the scanned grid on whose first or last value ``cut`` lies."""
+    return [
+        axis
+        for axis, index, values in (("x0", cut.i, test.x0), ("y0", cut.j, test.y0))
+        if index in (0, len(values) - 1)
+    ]
 
 
 def _index(edges: FloatArray, value: float) -> int:
@@ -443,7 +448,8 @@ def estimate(
         "x0": None if cut is None else cut.x0,
         "y0": None if cut is None else cut.y0,
         "cut": choice.how,
-        "cut_on_grid_edge": None if cut is None else _on_edge(test, cut),
+        "cut_on_grid_edge": None if cut is None else bool(_edge_axes(test, cut)),
+        "cut_on_grid_edge_axes": [] if cut is None else _edge_axes(test, cut),
         "blind": blind,
         "closure_p_value": test.p_value,
         "closure_includes_transform_statistics": test.transform_replicas,

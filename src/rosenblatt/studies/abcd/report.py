@@ -239,10 +239,12 @@ def _estimate_cells(e: EstimateJson) -> list[str]:
         (None, None) if closure is None else (closure["factor"], closure["error"])
     )
     valid = e.get("valid")
-    edge = " (grid edge)" if e.get("cut_on_grid_edge") else ""
+    edges = e.get("cut_on_grid_edge_axes", [])
     cells = [
-        _fmt_num(e.get("x0"), ".4g") + edge,
-        _fmt_num(e.get("y0"), ".4g") + edge,
+        _fmt_num(value, ".4g") + (" (grid edge)" if axis in edges else "")
+        for axis, value in (("x0", e.get("x0")), ("y0", e.get("y0")))
+    ]
+    cells += [
         _fmt_num(e.get("B"), ".6g"),
         _fmt_num(e.get("C"), ".6g"),
         _fmt_num(e.get("D"), ".6g"),
@@ -269,14 +271,18 @@ def _estimate_notes(estimates: dict[str, EstimateJson]) -> list[str]:
     notes = [f"`{v}`: {e['note']}" for v, e in estimates.items() if e.get("note")]
     if notes:
         lines += ["", "Notes: " + "; ".join(notes) + "."]
-    edges = [v for v, e in estimates.items() if e.get("cut_on_grid_edge")]
+    edges = {
+        v: e["cut_on_grid_edge_axes"]
+        for v, e in estimates.items()
+        if e.get("cut_on_grid_edge_axes")
+    }
     if edges:
+        named = ", ".join(f"`{v}` ({' and '.join(axes)})" for v, axes in edges.items())
         lines += [
             "",
             (
-                f"**On the edge of the scanned grid**: the cut of {', '.join(f'`{v}`' for v in edges)} "
-                "is the first or last value of an axis; a wider grid (`abcd.x0`, `abcd.y0`) may hold a "
-                "better one."
+                f"**On the edge of the scanned grid**: the cut of {named} is the first or last "
+                "value of that axis (`abcd.x0`, `abcd.y0`); a wider grid may hold a better one."
             ),
         ]
     return lines
