@@ -135,7 +135,8 @@ class AbcdCuts:
         doc="the cut reported, {x0, y0} (added to the grid), y0 in (0, 1)",
         check=_chosen_cut,
         type="{x0: number, y0: number} or null",
-        default_doc="the cut chosen on simulation",
+        default_doc="the cut chosen on simulation: of largest expected significance where the "
+        "background simulation closes and sums above zero in each region",
     )
     x_axis: tuple[str | None, str | None] = option(
         default=(None, None),

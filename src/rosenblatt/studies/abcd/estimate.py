@@ -12,7 +12,9 @@ Per variant (raw score or transform):
    ``sigma_b`` the non-closure's standard deviation, ``s`` the signal
    simulation in A). The margins' ``b`` fluctuates independently of the
    closure factor measured at the cut, so choosing by it does not bias that
-   factor; ``N_B N_C / N_D`` would (it falls where the factor rises).
+   factor; ``N_B N_C / N_D`` would (it falls where the factor rises). Only
+   cuts where the background simulation's weights sum above zero in every
+   region are chosen: elsewhere its closure factor cannot be measured.
 2. **The estimate.** The data's ``B``, ``C``, ``D`` at that cut give
    ``B C / D`` with its statistical uncertainty ``sqrt(1/B + 1/C + 1/D)``
    (relative), corrected by the closure factor measured on the background
@@ -23,7 +25,8 @@ Per variant (raw score or transform):
 3. **Unblinded**, the observed ``A`` with the observed significance and 95%
    CLs upper limit beside the expected ones.
 
-A variant whose background closure test over the grid has ``p < 0.05`` is
+A variant whose background closure test over the grid has ``p < 0.05``, or
+whose background simulation sums to zero or less in a region of its cut, is
 marked ``valid: false``: its estimate is not valid there.
 """
 
@@ -43,7 +46,7 @@ from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_correction import ClosureCorrection, abcd_prediction
 from rosenblatt.abcd.closure_testing import ClosureTest
 from rosenblatt.studies.abcd.config import NEGATIVE_WEIGHT_REPLICAS
-from rosenblatt.typing import FloatArray
+from rosenblatt.typing import BoolArray, FloatArray
 
 if TYPE_CHECKING:
     from hist import Hist
@@ -233,10 +236,39 @@ def _index(edges: FloatArray, value: float) -> int:
     return int(np.argmin(np.abs(edges - value)))
 
 
+def simulation_measures_closure(histogram: Hist[Weight]) -> BoolArray:
+    """Whether the background simulation's weights sum above zero in A, B, C and D, per cut.
+
+    Where a region sums to zero or less, the closure factor
+    ``N_A N_D / (N_B N_C)`` cannot be measured.
+
+    Parameters
+    ----------
+    histogram
+        The variant's ABCD histogram (background simulation as process 0).
+    """
+    h = _summed(histogram)
+    axis = h.axes["process"]
+    view: Any = h.view(flow=True)
+    value = view.value[..., axis.index(0)] if 0 in axis else np.zeros(view.shape[:-1])
+    measured: BoolArray = np.all(np.stack(region_sums(value)) > 0, axis=0)
+    return measured
+
+
 def choose_cut(
-    test: ClosureTest, signal_a: FloatArray, given: tuple[float, float] | None
+    test: ClosureTest,
+    signal_a: FloatArray,
+    given: tuple[float, float] | None,
+    measured: BoolArray | None = None,
 ) -> CutChoice:
     """The variant's cut: given, or the best expected significance where the background closes.
+
+    A chosen cut is one where the background simulation's closure factor can
+    be measured: every region's weights sum to a positive number. Fewer
+    effective events than :data:`MIN_EFFECTIVE_EVENTS` are allowed (the
+    estimate's note says its error is then approximate): preferring cuts that
+    hold more costs the search's sensitivity far more than it gains in
+    coverage.
 
     Parameters
     ----------
@@ -246,6 +278,9 @@ def choose_cut(
         The signal simulation in region A over the grid.
     given
         ``(x0, y0)`` of ``abcd.cut`` in the variant's own units, or ``None``.
+    measured
+        Whether the background simulation measures the closure factor at each
+        cut (:func:`simulation_measures_closure`); ``None``: everywhere.
     """
     # the margins' estimate, not B C / D: choosing by B C / D would prefer cuts where the
     # simulation's B C / D fluctuated low, and so its closure factor there high
@@ -257,14 +292,18 @@ def choose_cut(
         i, j = _index(test.x0, given[0]), _index(test.y0, given[1])
         how = "given (abcd.cut)"
     else:
-        candidates = np.where(closes & np.isfinite(z), z, -np.inf)
-        if not np.isfinite(candidates).any():
-            return CutChoice(
-                "none: no cut of the grid both closes on background simulation and "
-                "holds signal in A"
-            )
-        i, j = (int(k) for k in np.unravel_index(int(np.argmax(candidates)), candidates.shape))
+        allowed = closes & np.isfinite(z)
         how = "chosen on simulation: largest expected Z_A among the cuts that close within 2 sd"
+        if measured is not None:
+            allowed &= measured
+            how += " and whose background simulation sums above zero in every region"
+        if not allowed.any():
+            return CutChoice(
+                "none: no cut of the grid closes on background simulation, holds signal in A "
+                "and has background simulation in each region to measure its closure factor"
+            )
+        candidates = np.where(allowed, z, -np.inf)
+        i, j = (int(k) for k in np.unravel_index(int(np.argmax(candidates)), candidates.shape))
     cut = GridCut(
         i=int(i),
         j=int(j),
@@ -391,7 +430,8 @@ def choose_cuts(
             levels = cfg.cuts.y0 if len(cfg.cuts.y0) == len(score_y0) else None
             raw = score_y0[_index(np.asarray(levels), given[1])] if levels else score_y0[-1]
             given = (given[0], float(raw))
-        choices[variant] = choose_cut(test, test.scan.signal_a, given)
+        measured = simulation_measures_closure(histograms[variant])
+        choices[variant] = choose_cut(test, test.scan.signal_a, given, measured)
     return choices
 
 
@@ -467,6 +507,10 @@ def estimate(
     data, data_var = _regions(histogram, 2, cut.i, cut.j)
     signal, _ = _regions(histogram, 1, cut.i, cut.j)
     out.update(_counts(histogram, correction, cut, data, data_var, signal, blind=blind))
+    unmeasured = _unmeasured(cast("Mapping[str, float]", out["background_simulation"]))
+    if unmeasured:
+        out["valid"] = False
+        out["note"] = f"{out['note']}; {unmeasured}" if "note" in out else unmeasured
     few = _few_effective_events(
         cast("Mapping[str, float]", out["background_simulation_effective"]),
         correction[0].n_replicas,
@@ -548,6 +592,21 @@ def _effective(sums: list[float], variances: list[float]) -> RegionCounts:
     """``(sum w)**2 / sum w**2`` of each region: the unweighted events as informative."""
     effective = [s * s / v if v > 0 else 0.0 for s, v in zip(sums, variances, strict=True)]
     return {"A": effective[0], "B": effective[1], "C": effective[2], "D": effective[3]}
+
+
+def _unmeasured(background: Mapping[str, float]) -> str | None:
+    """Why the closure factor cannot be measured at the cut (a region's simulation sums to
+    zero or less), else None."""
+    empty = [region for region, total in background.items() if not total > 0]
+    if not empty:
+        return None
+    sums = ", ".join(f"{region} {background[region]:.4g}" for region in empty)
+    return (
+        "estimate not valid here: the background simulation's weights in region "
+        f"{', '.join(empty)} sum to zero or less at this cut ({sums}), so its closure factor "
+        "cannot be measured there; a larger background simulation, or a cut with more of it "
+        "in each region, is needed"
+    )
 
 
 def _few_effective_events(effective: Mapping[str, float], n_replicas: int) -> str | None:
