@@ -7,14 +7,18 @@ import dataclasses
 import os
 import shutil
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from rosenblatt._interrupt import step
 from rosenblatt.commands._errors import print_error
+from rosenblatt.commands._fit_inputs import (
+    Input,
+    Sample,
+    below_x_max,
+    joined,
+    read_in_pieces,
+)
 from rosenblatt.typing import FloatArray
 
 __all__ = [
@@ -342,280 +346,11 @@ def _make_transform(args: argparse.Namespace, cut_levels: tuple[float, ...] | No
     return getattr(rb, TRANSFORMS[args.transform])(sigma_r=sigma_r, cut_levels=cut_levels)
 
 
-@dataclass
-class _Sample:
-    """The defining events read so far, and those left out."""
-
-    x: list[FloatArray] = field(default_factory=list)
-    y: list[FloatArray] = field(default_factory=list)
-    w: list[FloatArray] = field(default_factory=list)
-    read: int = 0
-    lacking: dict[str, int] = field(default_factory=dict)
-    left_out: int = 0
-    not_selected: int = 0
-    #: events at or above the configuration's ``abcd.x_max``, left out as the analysis leaves them
-    above_x_max: int = 0
-
-
-@dataclass(frozen=True)
-class _Input:
-    """The files of one dataset, the quantities read from them, the factor of its weights
-    and the selection of its events (``None``: every event)."""
-
-    sources: list[Any]
-    quantities: dict[str, Any]
-    scale: float = 1.0
-    selection: Any = None
-    name: str = "files"
-
-    @property
-    def checked(self) -> dict[str, Any]:
-        """The quantities read, the selection among them (as ``defining.selection``)."""
-        if self.selection is None:
-            return dict(self.quantities)
-        return {**self.quantities, "defining.selection": self.selection}
-
-
-def _weighted(inputs: list[_Input]) -> bool:
-    return any("--weight" in i.quantities or i.scale != 1.0 for i in inputs)
-
-
-def _read(inputs: list[_Input], step: int) -> _Sample:
-    from rosenblatt.processors.branches import iter_chunks
-
-    weighted = _weighted(inputs)
-    sample = _Sample(lacking=dict.fromkeys(inputs[0].quantities, 0))
-    for part in inputs:
-        for source in part.sources:
-            chunks = iter_chunks(source, part.quantities, step_size=step, selection=part.selection)
-            for chunk in chunks:
-                _add_chunk(sample, _chunk_values(chunk, part, weighted))
-    return sample
-
-
-def _chunk_values(chunk: Any, part: _Input, weighted: bool) -> dict[str, Any]:
-    """What a chunk adds to the sample: the values of its selected events with every quantity
-    (their weights times the dataset's factor) under ``"arrays"``, and its counts.
-
-    An event outside the selection is counted as such, not as lacking a value.
-    """
-    chosen = np.ones(len(chunk), dtype=bool) if chunk.selected is None else chunk.selected
-    keep = chosen & chunk.complete()
-    arrays = {"x": chunk.values["--x"][keep], "y": chunk.values["--score"][keep]}
-    if weighted:
-        w = chunk.values["--weight"][keep] if "--weight" in chunk.values else 1.0
-        arrays["w"] = np.broadcast_to(w * part.scale, (int(keep.sum()),))
-    return {
-        "arrays": arrays,
-        "read": len(chunk),
-        "not_selected": int((~chosen).sum()),
-        "left_out": int((chosen & ~keep).sum()),
-        "lacking": {
-            option: int((chosen & ~present).sum()) for option, present in chunk.present.items()
-        },
-    }
-
-
-def _add_chunk(sample: _Sample, values: dict[str, Any]) -> None:
-    """Add one chunk's values (or the merge of several, in order) to ``sample``."""
-    sample.read += values["read"]
-    sample.not_selected += values["not_selected"]
-    sample.left_out += values["left_out"]
-    for option, lacking in values["lacking"].items():
-        sample.lacking[option] = sample.lacking.get(option, 0) + lacking
-    arrays = values["arrays"]
-    for name, parts in (("x", sample.x), ("y", sample.y), ("w", sample.w)):
-        if name in arrays:
-            # a merge of pieces gives the list of its chunks' arrays, joined once by the fit
-            value = arrays[name]
-            if isinstance(value, list):
-                parts.extend(value)
-            else:
-                parts.append(value)
-
-
-def _fit_document(args: argparse.Namespace, inputs: list[_Input]) -> dict[str, Any]:
-    """What the values kept per chunk depend on besides the input files' content.
-
-    The options that choose and compute the values (each dataset's tree,
-    quantities, selection and weight factor, the jets' collection), the
-    content of the user's module or model files, and the version of rosenblatt.
-    """
-    import rosenblatt
-    from rosenblatt._records import file_digest
-
-    def quantity(q: Any) -> dict[str, Any]:
-        path = q.file
-        digest = file_digest(path) if path is not None and Path(path).is_file() else None
-        return {"text": q.text, "kind": q.kind, "jets": q.jets, "file": digest}
-
-    return {
-        "version": rosenblatt.__version__,
-        "jets": args.jets,
-        "weighted": _weighted(inputs),
-        "inputs": [
-            {
-                "name": part.name,
-                "trees": sorted({source.treename for source in part.sources}),
-                "quantities": {o: quantity(q) for o, q in sorted(part.quantities.items())},
-                "selection": None if part.selection is None else quantity(part.selection),
-                "scale": part.scale,
-            }
-            for part in inputs
-        ],
-    }
-
-
 def _work_dir(args: argparse.Namespace, output: Path) -> tuple[Path, bool]:
     """The fit's work folder, and whether it is the default one (removed after the fit)."""
     if args.work_dir is not None:
         return Path(args.work_dir), False
     return output.with_name(f"{output.name}.work"), True
-
-
-class _ReadChunk:
-    """The values of one chunk of one file (a task of a worker): ``(start, stop) -> values``.
-
-    It holds the file's source and the dataset's quantities (with their model
-    and module files' bytes where the disk is not shared); the worker opens
-    only the input file.
-    """
-
-    def __init__(self, part: _Input, source: Any, step: int, weighted: bool) -> None:
-        self.part, self.source, self.step, self.weighted = part, source, step, weighted
-
-    def __call__(self, entries: tuple[int, int]) -> list[tuple[int, dict[str, Any]]]:
-        """Each chunk's first entry and values, of the entries ``[start, stop)``."""
-        from rosenblatt.processors.branches import iter_chunks
-
-        read = iter_chunks(
-            self.source,
-            self.part.quantities,
-            step_size=self.step,
-            selection=self.part.selection,
-            entry_start=entries[0],
-            entry_stop=entries[1],
-        )
-        return [(chunk.start, _chunk_values(chunk, self.part, self.weighted)) for chunk in read]
-
-
-def _read_in_pieces(
-    args: argparse.Namespace,
-    inputs: list[_Input],
-    digests: dict[str, str],
-    folder: Path,
-    pool: Any = None,
-) -> _Sample:
-    """:func:`_read` with each chunk's values kept as a piece in ``folder``.
-
-    Only the chunks without a sound piece are read; the pieces are merged in
-    the order of the chunks, which is the order :func:`_read` reads them in,
-    so that the sample is the same bit for bit. With a ``pool`` (a coffea
-    executor), each chunk is read by a worker, which returns its values to
-    this process, where its piece is kept.
-    """
-    import sys
-    import uuid
-
-    from rosenblatt.processors.branches import iter_chunks
-    from rosenblatt.processors.pieces import Chunk, PieceStore, run_in_pieces
-
-    step = args.chunk_size
-    weighted = _weighted(inputs)
-    # named so that the chunks sort in the order _read reads them: datasets, then files as given
-    where: dict[tuple[str, str], tuple[_Input, Any]] = {}
-    for k, part in enumerate(inputs):
-        for position, source in enumerate(part.sources):
-            where[f"{k:04d}-{part.name}", f"{position:06d}/{source.path}"] = (part, source)
-    chunks = [
-        Chunk(dataset, file, start, min(start + step, source.entries))
-        for (dataset, file), (_, source) in where.items()
-        for start in range(0, source.entries, step)
-    ]
-    # a file not hashed (not a local file) is read again by every run: its pieces are this run's
-    unhashed = f"not-kept-{uuid.uuid4().hex}"
-    keyed = {file: digests.get(source.path, unhashed) for (_, file), (_, source) in where.items()}
-    store = PieceStore.create(folder / "pieces", "fit", _fit_document(args, inputs), keyed)
-
-    ran: list[int] = []
-
-    def run_missing(missing: list[Chunk]) -> None:
-        ran.append(len(missing))
-        if len(missing) < len(chunks):
-            print(
-                f"rosenblatt fit: {len(chunks) - len(missing)} of {len(chunks)} chunks kept from "
-                f"an earlier run in {folder}; reading the {len(missing)} left",
-                file=sys.stderr,
-            )
-        if pool is not None:
-            from rosenblatt.processors.runner import iter_results
-
-            tasks = {
-                (dataset, file): _ReadChunk(part, source, step, weighted)
-                for (dataset, file), (part, source) in where.items()
-            }
-            ordered = sorted(missing)
-            # one task per chunk: each reads its own entries, as the runs below read them
-            calls = [_Call(tasks[c.dataset, c.file], (c.start, c.stop)) for c in ordered]
-            for task, values in zip(ordered, iter_results(pool, calls, _call), strict=True):
-                for start, kept in values:
-                    store.save(Chunk(task.dataset, task.file, start, start + kept["read"]), kept)
-            return
-        for first, stop in _runs(missing):
-            part, source = where[first.dataset, first.file]
-            read = iter_chunks(
-                source,
-                part.quantities,
-                step_size=step,
-                selection=part.selection,
-                entry_start=first.start,
-                entry_stop=stop,
-            )
-            for chunk in read:
-                piece = Chunk(first.dataset, first.file, chunk.start, chunk.start + len(chunk))
-                store.save(piece, _chunk_values(chunk, part, weighted))
-
-    merged = run_in_pieces(store, chunks, run_missing, join=False) if chunks else {}
-    if chunks and not ran:
-        print(
-            f"rosenblatt fit: all {len(chunks)} chunks kept from an earlier run in {folder}",
-            file=sys.stderr,
-        )
-    sample = _Sample(lacking=dict.fromkeys(inputs[0].quantities, 0))
-    if merged:
-        _add_chunk(sample, merged)
-    return sample
-
-
-@dataclass(frozen=True)
-class _Call:
-    """A task of :func:`_call`: ``function(argument)``."""
-
-    function: Any
-    argument: Any
-
-
-def _call(call: _Call) -> Any:
-    """Run a task in a worker."""
-    return call.function(call.argument)
-
-
-def _joined(parts: list[FloatArray]) -> FloatArray:
-    """The parts end to end, in an array of its own (one writable part as it is)."""
-    return parts[0] if len(parts) == 1 and parts[0].flags.writeable else np.concatenate(parts)
-
-
-def _runs(chunks: list[Any]) -> list[tuple[Any, int]]:
-    """The sorted ``chunks`` as runs of consecutive entries of one file: (first chunk, stop)."""
-    runs: list[tuple[Any, int]] = []
-    for chunk in sorted(chunks):
-        if runs:
-            first, stop = runs[-1]
-            if (first.dataset, first.file) == (chunk.dataset, chunk.file) and stop == chunk.start:
-                runs[-1] = (first, chunk.stop)
-                continue
-        runs.append((chunk, chunk.stop))
-    return runs
 
 
 def _check_output(path: str) -> Path:
@@ -643,7 +378,7 @@ def _save(transform: Any, output: Path) -> None:
 def _summary(
     args: argparse.Namespace,
     transform: Any,
-    sample: _Sample,
+    sample: Sample,
     quantities: dict[str, Any],
     weights: FloatArray | None,
     selection: Any = None,
@@ -744,7 +479,7 @@ def fitted_on(
     }
 
 
-def _file_inputs(args: argparse.Namespace) -> tuple[list[_Input], dict[str, Any]]:
+def _file_inputs(args: argparse.Namespace) -> tuple[list[Input], dict[str, Any]]:
     """The FILEs given, their weights as they are; and the quantities read."""
     from rosenblatt.processors.branches import check_tree
     from rosenblatt.processors.quantities import DEFAULT_JETS
@@ -760,7 +495,7 @@ def _file_inputs(args: argparse.Namespace) -> tuple[list[_Input], dict[str, Any]
         args, {"--x": args.x, "--score": args.score, "--weight": args.weight}
     )
     sources = [check_tree(path, args.treename, quantities) for path in args.files]
-    return [_Input(sources, quantities)], quantities
+    return [Input(sources, quantities)], quantities
 
 
 def _analysis_config(args: argparse.Namespace) -> Any:
@@ -794,7 +529,7 @@ def _analysis_config(args: argparse.Namespace) -> Any:
 
 def _config_inputs(
     args: argparse.Namespace, cfg: Any
-) -> tuple[list[_Input], dict[str, Any], dict[str, Any]]:
+) -> tuple[list[Input], dict[str, Any], dict[str, Any]]:
     """The defining datasets of ``cfg``, each with its weight, normalisation and selection.
 
     ``--x`` and ``--score`` not given are the configuration's ``abcd.x`` and
@@ -822,7 +557,7 @@ def _config_inputs(
         wanted = dict(quantities)
         if dataset.weight is not None:
             wanted["--weight"] = dataset.weight
-        part = _Input([], wanted, scales[name], selection, name)
+        part = Input([], wanted, scales[name], selection, name)
         part.sources.extend(
             check_tree(path, dataset.treename, part.checked) for path in dataset.files
         )
@@ -843,34 +578,6 @@ def _config_inputs(
         "datasets": datasets,
     }
     return inputs, quantities, record
-
-
-def _below_x_max(
-    x: FloatArray,
-    y: FloatArray,
-    weights: FloatArray | None,
-    x_max: float | None,
-    sample: _Sample,
-    config: str | None,
-) -> tuple[FloatArray, FloatArray, FloatArray | None]:
-    """The events below the configuration's ``abcd.x_max`` (all, without one), which alone
-    the analysis fills and fits; the others are counted in ``sample``.
-
-    Raises
-    ------
-    ValueError
-        If no event lies below it.
-    """
-    if x_max is None:
-        return x, y, weights
-    inside = x < x_max
-    sample.above_x_max = int(np.count_nonzero(~inside))
-    if not inside.any():
-        raise ValueError(
-            f"no event to fit on: every one of the {len(x):,} with a value lies at or above "
-            f"abcd.x_max {x_max:g} of {config}"
-        )
-    return x[inside], y[inside], None if weights is None else weights[inside]
 
 
 def main(args: argparse.Namespace) -> int:
@@ -901,7 +608,7 @@ def main(args: argparse.Namespace) -> int:
         digests = file_digests(local, work / DIGESTS)
         if executor.kind == "iterative":
             with step("read"):
-                sample = _read_in_pieces(args, inputs, digests, work)
+                sample = read_in_pieces(args, inputs, digests, work)
         else:
             from rosenblatt.processors.runner import make_executor
 
@@ -922,7 +629,7 @@ def main(args: argparse.Namespace) -> int:
                     executor.kind, executor.workers, scheduler=executor.scheduler, progress=False
                 ) as pool,
             ):
-                sample = _read_in_pieces(args, carried, digests, work, pool)
+                sample = read_in_pieces(args, carried, digests, work, pool)
         if not sample.x or sum(len(v) for v in sample.x) == 0:
             selection = inputs[0].selection
             outside = "" if selection is None else f"{sample.not_selected:,} not selected, "
@@ -930,9 +637,9 @@ def main(args: argparse.Namespace) -> int:
                 f"no event to fit on: {sample.read:,} events read, {outside}"
                 f"{sample.left_out:,} lacking a value"
             )
-        x, y = _joined(sample.x), _joined(sample.y)
-        weights = _joined(sample.w) if sample.w else None
-        x, y, weights = _below_x_max(x, y, weights, mixed.get("x_max"), sample, args.config)
+        x, y = joined(sample.x), joined(sample.y)
+        weights = joined(sample.w) if sample.w else None
+        x, y, weights = below_x_max(x, y, weights, mixed.get("x_max"), sample, args.config)
         with step("fit"), warnings.catch_warnings():
             # a grid too coarse for the configuration's cuts is said in the summary
             warnings.filterwarnings("ignore", "IRGI .* bins beyond the cut", UserWarning)
