@@ -8,18 +8,14 @@ from typing import Any
 import numpy as np
 
 from rosenblatt.abcd import abcd_histogram
-from rosenblatt.studies.abcd.estimate import (
-    _unmeasured,
-    asimov_significance,
-    choose_cut,
-    simulation_measures_closure,
-)
+from rosenblatt.abcd.closure_testing import closure_test_histogram
+from rosenblatt.studies.abcd.estimate import _unmeasured, asimov_significance, choose_cut
 
 X0 = np.array([0.3, 0.5, 0.7])
 Y0 = np.array([0.5, 0.8, 0.9, 0.95])
 
 
-def _closing_test() -> Any:
+def _closing_test(measurable: Any = True) -> Any:
     """A closure test in which every cut closes and the tightest cuts expect the most."""
     shape = (len(X0), len(Y0))
     background = np.outer(1.0 - X0, 1.0 - Y0) * 4000.0
@@ -29,6 +25,7 @@ def _closing_test() -> Any:
         independence_estimate=background,
         nonclosure=np.zeros(shape),
         nonclosure_error=0.05 * background,
+        measurable=np.broadcast_to(measurable, shape),
     )
 
 
@@ -38,7 +35,7 @@ def test_the_closure_is_measured_where_every_region_sums_above_zero() -> None:
     x, y = rng.random(n), rng.random(n)
     w = rng.lognormal(0.0, 0.8, n) * np.where(rng.random(n) < 0.4, -1.0, 1.0)
     h = abcd_histogram(x, y, np.zeros(n, dtype=int), x0=X0, y0=Y0, weight=w)
-    got = simulation_measures_closure(h)
+    got = closure_test_histogram(h, min_events=0.0).measurable
     assert got.shape == (len(X0), len(Y0))
     expected = np.array(
         [
@@ -63,20 +60,20 @@ def test_the_closure_is_measured_where_every_region_sums_above_zero() -> None:
 
 
 def test_a_cut_whose_simulation_sums_below_zero_is_not_chosen() -> None:
-    test = _closing_test()
     signal = np.full((len(X0), len(Y0)), 30.0)
-    unconstrained = choose_cut(test, signal, None)
+    unconstrained = choose_cut(_closing_test(), signal, None)
     assert unconstrained.cut is not None
     assert (unconstrained.cut.i, unconstrained.cut.j) == (2, 3)
     measured = np.ones((len(X0), len(Y0)), dtype=bool)
     measured[2, 3] = False  # region A of the tightest cut sums to less than zero
-    chosen = choose_cut(test, signal, None, measured)
+    test = _closing_test(measured)
+    chosen = choose_cut(test, signal, None)
     assert chosen.cut is not None
     z = asimov_significance(signal, test.independence_estimate, test.nonclosure_error)
     assert chosen.cut.expected_z_a == np.max(z[measured])
     assert (chosen.cut.i, chosen.cut.j) != (2, 3)
     assert "sums above zero in every region" in chosen.how
-    nowhere = choose_cut(test, signal, None, np.zeros_like(measured))
+    nowhere = choose_cut(_closing_test(False), signal, None)
     assert nowhere.cut is None
     assert nowhere.how.startswith("none:")
 

@@ -52,7 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 from rosenblatt._validation import check_int
 from rosenblatt.abcd.closure import ClosureScan, closure_scan, region_sums
 from rosenblatt.abcd.histograms import abcd_histogram
-from rosenblatt.typing import FloatArray, IntArray
+from rosenblatt.typing import BoolArray, FloatArray, IntArray
 
 __all__ = ["ClosureTest", "closure_test", "closure_test_histogram", "thinned_indices"]
 
@@ -88,6 +88,10 @@ class ClosureTest:
         the closure factor ``N_A N_D / (N_B N_C)``, where
         ``background_estimate``'s are not: a cut chosen by it leaves the
         closure factor measured there unbiased.
+    measurable
+        Whether the background's weights sum above zero in each of A, B, C
+        and D: where one does not, its closure factor
+        ``N_A N_D / (N_B N_C)`` cannot be measured.
     eta_error
         Bootstrap standard deviation of ``scan.eta`` (the relative signal
         non-closure ``eta_A`` of all events).
@@ -113,6 +117,7 @@ class ClosureTest:
     nonclosure_error: FloatArray
     background_estimate: FloatArray
     independence_estimate: FloatArray
+    measurable: BoolArray
     eta_error: FloatArray
     chi2: float
     ndof: int
@@ -449,6 +454,7 @@ def _test_replicas(
         nonclosure_error=_std(background),
         background_estimate=estimate,
         independence_estimate=_independence_estimate(a, b, c, d),
+        measurable=(a > 0) & (b > 0) & (c > 0) & (d > 0),
         eta_error=_std(eta),
         chi2=chi2,
         ndof=ndof,

@@ -46,7 +46,7 @@ from rosenblatt.abcd.closure import region_sums
 from rosenblatt.abcd.closure_correction import ClosureCorrection, abcd_prediction
 from rosenblatt.abcd.closure_testing import ClosureTest
 from rosenblatt.studies.abcd.config import NEGATIVE_WEIGHT_REPLICAS
-from rosenblatt.typing import BoolArray, FloatArray
+from rosenblatt.typing import FloatArray
 
 if TYPE_CHECKING:
     from hist import Hist
@@ -236,35 +236,14 @@ def _index(edges: FloatArray, value: float) -> int:
     return int(np.argmin(np.abs(edges - value)))
 
 
-def simulation_measures_closure(histogram: Hist[Weight]) -> BoolArray:
-    """Whether the background simulation's weights sum above zero in A, B, C and D, per cut.
-
-    Where a region sums to zero or less, the closure factor
-    ``N_A N_D / (N_B N_C)`` cannot be measured.
-
-    Parameters
-    ----------
-    histogram
-        The variant's ABCD histogram (background simulation as process 0).
-    """
-    h = _summed(histogram)
-    axis = h.axes["process"]
-    view: Any = h.view(flow=True)
-    value = view.value[..., axis.index(0)] if 0 in axis else np.zeros(view.shape[:-1])
-    measured: BoolArray = np.all(np.stack(region_sums(value)) > 0, axis=0)
-    return measured
-
-
 def choose_cut(
-    test: ClosureTest,
-    signal_a: FloatArray,
-    given: tuple[float, float] | None,
-    measured: BoolArray | None = None,
+    test: ClosureTest, signal_a: FloatArray, given: tuple[float, float] | None
 ) -> CutChoice:
     """The variant's cut: given, or the best expected significance where the background closes.
 
     A chosen cut is one where the background simulation's closure factor can
-    be measured: every region's weights sum to a positive number. Fewer
+    be measured: every region's weights sum to a positive number
+    (:attr:`~rosenblatt.abcd.ClosureTest.measurable`). Fewer
     effective events than :data:`MIN_EFFECTIVE_EVENTS` are allowed (the
     estimate's note says its error is then approximate): preferring cuts that
     hold more costs the search's sensitivity far more than it gains in
@@ -278,9 +257,6 @@ def choose_cut(
         The signal simulation in region A over the grid.
     given
         ``(x0, y0)`` of ``abcd.cut`` in the variant's own units, or ``None``.
-    measured
-        Whether the background simulation measures the closure factor at each
-        cut (:func:`simulation_measures_closure`); ``None``: everywhere.
     """
     # the margins' estimate, not B C / D: choosing by B C / D would prefer cuts where the
     # simulation's B C / D fluctuated low, and so its closure factor there high
@@ -292,11 +268,11 @@ def choose_cut(
         i, j = _index(test.x0, given[0]), _index(test.y0, given[1])
         how = "given (abcd.cut)"
     else:
-        allowed = closes & np.isfinite(z)
-        how = "chosen on simulation: largest expected Z_A among the cuts that close within 2 sd"
-        if measured is not None:
-            allowed &= measured
-            how += " and whose background simulation sums above zero in every region"
+        allowed = closes & np.isfinite(z) & test.measurable
+        how = (
+            "chosen on simulation: largest expected Z_A among the cuts that close within 2 sd "
+            "and whose background simulation sums above zero in every region"
+        )
         if not allowed.any():
             return CutChoice(
                 "none: no cut of the grid closes on background simulation, holds signal in A "
@@ -430,8 +406,7 @@ def choose_cuts(
             levels = cfg.cuts.y0 if len(cfg.cuts.y0) == len(score_y0) else None
             raw = score_y0[_index(np.asarray(levels), given[1])] if levels else score_y0[-1]
             given = (given[0], float(raw))
-        measured = simulation_measures_closure(histograms[variant])
-        choices[variant] = choose_cut(test, test.scan.signal_a, given, measured)
+        choices[variant] = choose_cut(test, test.scan.signal_a, given)
     return choices
 
 
@@ -484,12 +459,13 @@ def estimate(
     from rosenblatt.abcd.closure_correction import measured_closure
 
     cut = choice.cut
+    edges = [] if cut is None else _edge_axes(test, cut)
     out: EstimateJson = {
         "x0": None if cut is None else cut.x0,
         "y0": None if cut is None else cut.y0,
         "cut": choice.how,
-        "cut_on_grid_edge": None if cut is None else bool(_edge_axes(test, cut)),
-        "cut_on_grid_edge_axes": [] if cut is None else _edge_axes(test, cut),
+        "cut_on_grid_edge": None if cut is None else bool(edges),
+        "cut_on_grid_edge_axes": edges,
         "blind": blind,
         "closure_p_value": test.p_value,
         "closure_includes_transform_statistics": test.transform_replicas,
