@@ -54,7 +54,13 @@ from rosenblatt.abcd.closure import ClosureScan, closure_scan, region_sums
 from rosenblatt.abcd.histograms import abcd_histogram
 from rosenblatt.typing import BoolArray, FloatArray, IntArray
 
-__all__ = ["ClosureTest", "closure_test", "closure_test_histogram", "thinned_indices"]
+__all__ = [
+    "ClosureTest",
+    "closure_test",
+    "closure_test_histogram",
+    "expected_nonclosure_error",
+    "thinned_indices",
+]
 
 
 #: eigenvalues of the covariance below this fraction of the largest are dropped
@@ -88,6 +94,13 @@ class ClosureTest:
         the closure factor ``N_A N_D / (N_B N_C)``, where
         ``background_estimate``'s are not: a cut chosen by it leaves the
         closure factor measured there unbiased.
+    expected_nonclosure_error
+        ``nonclosure_error`` with the testing sample's statistical variance
+        at what the plane's margins expect (:func:`expected_nonclosure_error`).
+        ``nonclosure_error`` shrinks where the sample's ``N_A`` or
+        ``N_B N_C / N_D`` fluctuated low, and the closure factor moves with
+        them; this error does not follow those fluctuations, so a cut chosen
+        by it leaves the closure factor measured there unbiased.
     measurable
         Whether the background's weights sum above zero in each of A, B, C
         and D: where one does not, its closure factor
@@ -117,6 +130,7 @@ class ClosureTest:
     nonclosure_error: FloatArray
     background_estimate: FloatArray
     independence_estimate: FloatArray
+    expected_nonclosure_error: FloatArray
     measurable: BoolArray
     eta_error: FloatArray
     chi2: float
@@ -448,12 +462,14 @@ def _test_replicas(
     nonclosure = a - estimate
     tested = (nonclosure - bias)[cuts]
     chi2, ndof, p_value, covariance = _chi2(tested, background[:, cuts[0], cuts[1]])
+    error = _std(background)
     return ClosureTest(
         scan=closure_scan(histogram),
         nonclosure=nonclosure,
-        nonclosure_error=_std(background),
+        nonclosure_error=error,
         background_estimate=estimate,
         independence_estimate=_independence_estimate(a, b, c, d),
+        expected_nonclosure_error=expected_nonclosure_error(error, (a, b, c, d), var),
         measurable=(a > 0) & (b > 0) & (c > 0) & (d > 0),
         eta_error=_std(eta),
         chi2=chi2,
@@ -561,6 +577,43 @@ def _independence_estimate(
     """``(N_A + N_B)(N_A + N_C) / N``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return (a + b) * (a + c) / (a + b + c + d)
+
+
+def expected_nonclosure_error(
+    error: FloatArray,
+    sums: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+    variances: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+) -> FloatArray:
+    """The non-closure's error with the sample's statistics at the margins' expectation.
+
+    The statistical variance of ``N_A - N_B N_C / N_D`` is, to first order,
+    ``V_A + (N_B N_C / N_D)**2 (V_B / N_B**2 + V_C / N_C**2 + V_D / N_D**2)``
+    with ``V`` a region's sum of squared weights. Both terms follow the
+    sample's fluctuations, and so does the closure factor
+    ``N_A N_D / (N_B N_C)``. This error takes that variance out of ``error``
+    (what remains is the transform's fit and the bootstrap's own noise) and
+    puts back the variance expected from the margins: ``V_A`` from the
+    margins of the squared weights, ``(V_A + V_B)(V_A + V_C) / V``, and
+    ``N_B N_C / N_D`` by the independence estimate
+    ``(N_A + N_B)(N_A + N_C) / N``, whose fluctuations are uncorrelated with
+    the closure factor's.
+
+    Parameters
+    ----------
+    error
+        The bootstrap standard deviation of the non-closure over the grid.
+    sums, variances
+        Sums of weights and of squared weights of A, B, C, D over the grid.
+    """
+    a, b, c, d = sums
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = sum(v / n**2 for v, n in zip(variances[1:], (b, c, d), strict=True))
+        observed = variances[0] + _estimate(b, c, d) ** 2 * relative
+        expected = (
+            _independence_estimate(*variances) + _independence_estimate(a, b, c, d) ** 2 * relative
+        )
+        out: FloatArray = np.sqrt(np.maximum(error**2 - observed, 0.0) + expected)
+    return out
 
 
 def _eta(replicas: FloatArray) -> FloatArray:

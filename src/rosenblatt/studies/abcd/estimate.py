@@ -9,10 +9,12 @@ Per variant (raw score or transform):
    expected significance ``Z_A(s, b, sigma_b)`` (the Asimov significance of a
    count with an uncertain background: ``b = (N_A + N_B)(N_A + N_C) / N`` of
    the background simulation, its count in A from the plane's margins,
-   ``sigma_b`` the non-closure's standard deviation, ``s`` the signal
-   simulation in A). The margins' ``b`` fluctuates independently of the
-   closure factor measured at the cut, so choosing by it does not bias that
-   factor; ``N_B N_C / N_D`` would (it falls where the factor rises). Only
+   ``sigma_b`` the non-closure's standard deviation with the simulation's
+   statistics at what the margins expect, ``s`` the signal simulation in A).
+   Both fluctuate independently of the closure factor measured at the cut, so
+   choosing by them does not bias that factor; ``N_B N_C / N_D`` and the
+   error measured at the cut would (the first falls where the factor rises,
+   the second where it falls). Only
    cuts where the background simulation's weights sum above zero in every
    region are chosen: elsewhere its closure factor cannot be measured.
 2. **The estimate.** The data's ``B``, ``C``, ``D`` at that cut give
@@ -95,7 +97,8 @@ class GridCut:
     x0, y0 : float
         Its values, in the variant's own units.
     expected_z_a : float
-        The expected significance ``Z_A`` of the signal simulation in A.
+        The expected significance ``Z_A`` of the signal simulation in A, over
+        the background and its error as the plane's margins expect them.
     closes_within_2sd : bool
         Whether the background simulation closes there within two standard deviations.
     """
@@ -243,11 +246,16 @@ def choose_cut(
 
     A chosen cut is one where the background simulation's closure factor can
     be measured: every region's weights sum to a positive number
-    (:attr:`~rosenblatt.abcd.ClosureTest.measurable`). Fewer
-    effective events than :data:`MIN_EFFECTIVE_EVENTS` are allowed (the
-    estimate's note says its error is then approximate): preferring cuts that
-    hold more costs the search's sensitivity far more than it gains in
-    coverage.
+    (:attr:`~rosenblatt.abcd.ClosureTest.measurable`). Among those whose
+    non-closure lies within 2 sd of its measured error, the cuts are ranked by
+    ``Z_A`` over the background the margins expect, with the error expected
+    there (:attr:`~rosenblatt.abcd.ClosureTest.expected_nonclosure_error`):
+    ranked by the error measured at each cut, the choice would favour cuts
+    where the simulation fluctuated low in A, and the closure factor measured
+    there would be low. Fewer effective events than
+    :data:`MIN_EFFECTIVE_EVENTS` are allowed (the estimate's note says its
+    error is then approximate): preferring cuts that hold more costs the
+    search's sensitivity far more than it gains in coverage.
 
     Parameters
     ----------
@@ -258,10 +266,11 @@ def choose_cut(
     given
         ``(x0, y0)`` of ``abcd.cut`` in the variant's own units, or ``None``.
     """
-    # the margins' estimate, not B C / D: choosing by B C / D would prefer cuts where the
-    # simulation's B C / D fluctuated low, and so its closure factor there high
-    b = test.independence_estimate
-    z = asimov_significance(signal_a, b, test.nonclosure_error)
+    # ranked by the margins' estimate and its expected error, not by B C / D and the error
+    # measured at the cut: either would prefer cuts where the simulation fluctuated so that
+    # its closure factor there is off (high where B C / D fluctuated low; low where N_A did,
+    # since its measured error shrinks with it)
+    z = asimov_significance(signal_a, test.independence_estimate, test.expected_nonclosure_error)
     with np.errstate(invalid="ignore"):
         closes = np.abs(test.nonclosure) <= 2.0 * test.nonclosure_error
     if given is not None:
@@ -270,8 +279,9 @@ def choose_cut(
     else:
         allowed = closes & np.isfinite(z) & test.measurable
         how = (
-            "chosen on simulation: largest expected Z_A among the cuts that close within 2 sd "
-            "and whose background simulation sums above zero in every region"
+            "chosen on simulation: largest expected Z_A (background and its error as the "
+            "plane's margins expect them) among the cuts that close within 2 sd and whose "
+            "background simulation sums above zero in every region"
         )
         if not allowed.any():
             return CutChoice(
