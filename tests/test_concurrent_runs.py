@@ -70,6 +70,15 @@ def wait_for(condition: Any, what: str, timeout: float = 600.0) -> None:
         time.sleep(0.05)
 
 
+def holder(output: Path) -> int | None:
+    """The process id the lock file of ``output`` names, or ``None``."""
+    try:
+        owner = json.loads(lock_path(output).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    return owner.get("pid") if isinstance(owner, dict) else None
+
+
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.yaml"
@@ -82,8 +91,9 @@ def config(tmp_path: Path) -> Path:
 def test_two_runs_on_one_folder_write_one_after_the_other(config: Path, tmp_path: Path) -> None:
     output = tmp_path / "results"
     writer = start_run(config, output)
-    # the first run is held still once it has the folder, until the second one waits for it
-    wait_for(lambda: lock_path(output).exists() or writer.poll() is not None, "lock")
+    # the first run is held still once it has the folder, until the second one waits for it:
+    # once its lock file names it (written after the lock is taken, not when the file is made)
+    wait_for(lambda: holder(output) == writer.pid or writer.poll() is not None, "lock")
     writer.send_signal(signal.SIGSTOP)
     waiter_log = tmp_path / "waiter.log"
     with waiter_log.open("w", encoding="utf-8") as log:
