@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
@@ -127,16 +128,8 @@ def test_ranking_by_the_expected_error_leaves_the_closure_factor_unbiased() -> N
         cut = choose_cut(test, signal, None).cut
         assert cut is not None
         chosen.append(kappa[cut.i, cut.j])
-        ranked = SimpleNamespace(
-            x0=x0,
-            y0=y0,
-            independence_estimate=test.independence_estimate,
-            nonclosure=test.nonclosure,
-            nonclosure_error=test.nonclosure_error,
-            expected_nonclosure_error=test.nonclosure_error,
-            measurable=test.measurable,
-        )
-        old = choose_cut(ranked, signal, None).cut  # type: ignore[arg-type]
+        ranked = dataclasses.replace(test, expected_nonclosure_error=test.nonclosure_error)
+        old = choose_cut(ranked, signal, None).cut
         assert old is not None
         measured_ranking.append(kappa[old.i, old.j])
         fixed.append(kappa[2, 3])
