@@ -540,6 +540,17 @@ def test_fit_mixes_the_defining_datasets_of_a_configuration_at_their_cross_secti
     kernel = tmp_path / "kde.json"
     assert main([*args, "--transform", "kde", "--sigma-r", "0.2", "--output", str(kernel)]) == 0
     assert tuple(rb.load(kernel).cut_levels) == (0.3, 0.5, 0.7)
+    capsys.readouterr()
+    # without --sigma-r, the analysis's {kind: kde}: the library's default width, not a
+    # cross-validated one
+    default_kernel = tmp_path / "kde_default.json"
+    assert main([*args, "--transform", "kde", "--output", str(default_kernel)]) == 0
+    assert "chosen by cross-validation" not in capsys.readouterr().out
+    by_hand_kernel = rb.KDE(cut_levels=(0.3, 0.5, 0.7))
+    by_hand_kernel.fit(np.concatenate(x), np.concatenate(y), np.concatenate(w))
+    saved, expected = rb.load(default_kernel).get_state(), by_hand_kernel.get_state()
+    assert saved.pop("sum_weight") == pytest.approx(expected.pop("sum_weight"))
+    assert saved == expected
 
     assert main([*args, str(paths[0]), "--output", str(output)]) == 2
     assert "leave FILEs out" in capsys.readouterr().err

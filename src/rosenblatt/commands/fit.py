@@ -243,7 +243,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=None,
         metavar="S|auto",
         help="KDE's and GridKDE's kernel width relative to the spread of x, or auto: chosen by "
-        "cross-validation (default: auto)",
+        "cross-validation (default: as the abcd study's {kind: kde} and {kind: gridkde}, "
+        "0.05 for kde and auto for gridkde)",
     )
     parser.add_argument(
         "--output", required=True, metavar="TRANSFORM.json", help="file to save the transform to"
@@ -326,24 +327,28 @@ def quantities_from_args(
 
 
 def _make_transform(args: argparse.Namespace, cut_levels: tuple[float, ...] | None = None) -> Any:
-    """The unfitted transform of the options, given the levels of ``gamma`` cut at."""
-    import rosenblatt as rb
-    from rosenblatt.studies.abcd.config import DEFAULT_IRGI_OCCUPANCY
+    """The unfitted transform of the options, given the levels of ``gamma`` cut at.
+
+    Options not given take the abcd study's defaults for ``{kind: ...}``, so that
+    ``--config`` saves the transform that the analysis fits.
+    """
+    from rosenblatt.studies.abcd.config import TransformConfig
     from rosenblatt.transforms.irgi import check_occupancy
 
-    if args.transform == "irgi":
-        if args.sigma_r is not None:
-            raise ValueError("--sigma-r is a parameter of kde and gridkde, not of irgi")
-        return rb.IRGI(
-            depth="auto" if args.depth is None else args.depth,
-            cut_levels=cut_levels,
-            occupancy=check_occupancy(args.occupancy or DEFAULT_IRGI_OCCUPANCY),
-        )
-    for option, value in (("--depth", args.depth), ("--occupancy", args.occupancy)):
-        if value is not None:
-            raise ValueError(f"{option} is a parameter of irgi, not of {args.transform}")
-    sigma_r = "auto" if args.sigma_r is None else args.sigma_r
-    return getattr(rb, TRANSFORMS[args.transform])(sigma_r=sigma_r, cut_levels=cut_levels)
+    given = {"depth": args.depth, "occupancy": args.occupancy, "sigma_r": args.sigma_r}
+    allowed = {"irgi": ("depth", "occupancy")}.get(args.transform, ("sigma_r",))
+    for name, value in given.items():
+        if value is not None and name not in allowed:
+            option = "--" + name.replace("_", "-")
+            owners = "irgi" if name != "sigma_r" else "kde and gridkde"
+            raise ValueError(f"{option} is a parameter of {owners}, not of {args.transform}")
+    parameters = {name: given[name] for name in allowed if given[name] is not None}
+    if "occupancy" in parameters:
+        parameters["occupancy"] = check_occupancy(parameters["occupancy"])
+    spec = TransformConfig(
+        name=args.transform, kind=args.transform, parameters=parameters, cut_levels=cut_levels
+    )
+    return spec.build()
 
 
 def _work_dir(args: argparse.Namespace, output: Path) -> tuple[Path, bool]:
@@ -401,9 +406,9 @@ def _summary(
                 f"{weights[negative].sum():.6g})"
             )
     if args.transform == "irgi":
-        chosen = f"; depth {transform.depth_}" if args.depth in (None, "auto") else ""
+        chosen = f"; depth {transform.depth_}" if transform.depth == "auto" else ""
     else:
-        chosen = f"; sigma_r {transform.sigma_r_:.4g}" if args.sigma_r in (None, "auto") else ""
+        chosen = f"; sigma_r {transform.sigma_r_:.4g}" if transform.sigma_r == "auto" else ""
     chosen += " chosen by cross-validation" if chosen else ""
     selected = sample.read - sample.not_selected
     if selection is not None:
