@@ -511,7 +511,7 @@ def test_fit_mixes_the_defining_datasets_of_a_configuration_at_their_cross_secti
     output = tmp_path / "mixed.json"
     args = ["fit", "--config", str(config), "--x", "m_jj", "--score", "tagger_out"]
     assert main([*args, "--depth", "3", "--output", str(output)]) == 0
-    assert "the defining datasets of" in capsys.readouterr().out
+    assert f"the defining datasets of {config}: light, heavy, mixed" in capsys.readouterr().out
     # without --x and --score: the configuration's abcd.x and score:
     from_config = tmp_path / "from_config.json"
     assert main(["fit", "--config", str(config), "--depth", "3", "--output", str(from_config)]) == 0

@@ -55,7 +55,8 @@ error naming the file and the entry. Weights may be negative; their sum must be 
 Every file, tree and branch is checked before any event is read.
 
 With --config, the events are those of the defining datasets of an analysis configuration
-(`study: abcd`: its datasets:, defining:, lumi:, treename:, jets:, abcd.x, score: and the cut
+(those of role defining, else every background dataset, as the analysis fits them; of
+`study: abcd`, its datasets:, defining:, lumi:, treename:, jets:, abcd.x, score: and the cut
 levels abcd.y0 are read, the rest is not), selected by its defining.selection and mixed at
 their physical proportions as the analysis selects and mixes them: each dataset's weight (its
 weight: quantity, or 1) times xsec * lumi / sum(w), sum(w) over every event of its files
@@ -196,7 +197,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--config",
         default=None,
         metavar="CONFIG.yaml",
-        help="fit on the defining datasets of an analysis configuration (its datasets:, "
+        help="fit on the defining datasets of an analysis configuration (of role defining, "
+        "else every background dataset, as the analysis fits; its datasets:, "
         "defining: with its selection, lumi:, treename:, jets:, abcd.x and score:), each "
         "normalised to xsec * lumi * w / sum(w), instead of FILEs",
     )
@@ -393,7 +395,8 @@ def _summary(
     n_used = sample.read - sample.not_selected - sample.left_out - sample.above_x_max
     files = f"{len(args.files)} file{'s' if len(args.files) > 1 else ''}"
     if args.config is not None:
-        files += f" (the defining datasets of {args.config}, mixed at xsec * lumi)"
+        names = ", ".join(transform.fitted_on_["datasets"])
+        files += f" (the defining datasets of {args.config}: {names}, mixed at xsec * lumi)"
     given = ", ".join(f"{option} {q.text}" for option, q in quantities.items())
     if weights is None:
         weighted = f"unit weights (sum {n_used:,})"
