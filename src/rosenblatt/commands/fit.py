@@ -335,7 +335,6 @@ def _make_transform(args: argparse.Namespace, cut_levels: tuple[float, ...] | No
     ``--config`` saves the transform that the analysis fits.
     """
     from rosenblatt.studies.abcd.config import TransformConfig
-    from rosenblatt.transforms.irgi import check_occupancy
 
     given = {"depth": args.depth, "occupancy": args.occupancy, "sigma_r": args.sigma_r}
     allowed = {"irgi": ("depth", "occupancy")}.get(args.transform, ("sigma_r",))
@@ -345,8 +344,6 @@ def _make_transform(args: argparse.Namespace, cut_levels: tuple[float, ...] | No
             owners = "irgi" if name != "sigma_r" else "kde and gridkde"
             raise ValueError(f"{option} is a parameter of {owners}, not of {args.transform}")
     parameters = {name: given[name] for name in allowed if given[name] is not None}
-    if "occupancy" in parameters:
-        parameters["occupancy"] = check_occupancy(parameters["occupancy"])
     spec = TransformConfig(
         name=args.transform, kind=args.transform, parameters=parameters, cut_levels=cut_levels
     )
