@@ -223,6 +223,19 @@ def test_unblinded_data_equal_an_independent_count(ntuples: Path, unblinded: Pat
             np.hypot(e["predicted_A_stat"], e["predicted_A_syst"]), rel=1e-12
         )
         assert e["observed_significance"] is not None
+        # the signal simulation's share of the data's control regions, and the shift of B C / D
+        # it makes over that of the data's background alone
+        signal, shares = e["signal_expected"], e["signal_contamination"]
+        assert [shares[r] for r in "BCD"] == pytest.approx(
+            [signal["B"] / b, signal["C"] / c, signal["D"] / d], rel=1e-12
+        )
+        alone = (b - signal["B"]) * (c - signal["C"]) / (d - signal["D"])
+        assert shares["predicted_A_shift"] == pytest.approx(b * c / d / alone - 1.0, rel=1e-9)
+        assert signal["B"] > 0
+    irgi_shares = estimates["irgi"]["signal_contamination"]
+    report = (unblinded / "report.md").read_text()
+    assert f"| irgi | {100 * irgi_shares['B']:.2g}%" in report
+    assert f"{100 * irgi_shares['predicted_A_shift']:.2g}% |" in report
     assert estimates["irgi"]["closure_includes_transform_statistics"] is True
     assert estimates["score"]["closure_includes_transform_statistics"] is False
     # the transform's keyed replicas give its closure factor's uncertainty; the raw score has

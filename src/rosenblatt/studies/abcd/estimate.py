@@ -65,6 +65,7 @@ __all__ = [
     "GridCut",
     "NonclosureJson",
     "RegionCounts",
+    "SignalContaminationJson",
     "choose_cut",
     "choose_cuts",
     "closure_corrections",
@@ -168,6 +169,23 @@ class NonclosureJson(TypedDict):
     background_simulation_BC_over_D: float
 
 
+class SignalContaminationJson(TypedDict):
+    """The signal simulation in the data's control regions (the ``signal_contamination`` of
+    ``estimate.json``).
+
+    ``B``, ``C`` and ``D`` are the signal expected at ``mu = 1`` over the data's
+    count there; ``predicted_A_shift`` is how far the data's ``B C / D`` (and so
+    ``predicted_A``) then lies above that of their background alone, relative
+    (``None`` where the signal expected reaches the data's count). The
+    prediction assumes no signal in B, C and D; the workspace fits it there.
+    """
+
+    B: float | None
+    C: float | None
+    D: float | None
+    predicted_A_shift: float | None
+
+
 class EstimateJson(TypedDict, total=False):
     """One variant's data-driven estimate, as ``estimate.json`` and ``summary.json`` hold it.
 
@@ -198,6 +216,7 @@ class EstimateJson(TypedDict, total=False):
     closure_correction: ClosureCorrectionJson
     signal_expected_A: float
     signal_expected: RegionCounts
+    signal_contamination: SignalContaminationJson
     background_simulation: RegionCounts
     background_simulation_effective: RegionCounts
     observed_A: float | None
@@ -563,6 +582,7 @@ def _counts(
         },
         "signal_expected_A": signal[0],
         "signal_expected": {"A": signal[0], "B": signal[1], "C": signal[2], "D": signal[3]},
+        "signal_contamination": _contamination(data[1:], signal[1:]),
         "background_simulation": {
             "A": background[0],
             "B": background[1],
@@ -572,6 +592,17 @@ def _counts(
         "background_simulation_effective": _effective(background, background_var),
         "observed_A": None if blind else data[0],
     }
+
+
+def _contamination(data: list[float], signal: list[float]) -> SignalContaminationJson:
+    """The signal's share of the data's B, C and D at ``mu = 1``, and its shift of ``B C / D``."""
+    b, c, d = (s / n if n > 0 else None for s, n in zip(signal, data, strict=True))
+    shift = (
+        (1.0 - d) / ((1.0 - b) * (1.0 - c)) - 1.0
+        if b is not None and c is not None and d is not None and max(b, c) < 1.0
+        else None
+    )
+    return {"B": b, "C": c, "D": d, "predicted_A_shift": shift}
 
 
 def _effective(sums: list[float], variances: list[float]) -> RegionCounts:
