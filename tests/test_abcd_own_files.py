@@ -234,8 +234,8 @@ def test_unblinded_data_equal_an_independent_count(ntuples: Path, unblinded: Pat
         assert signal["B"] > 0
     irgi_shares = estimates["irgi"]["signal_contamination"]
     report = (unblinded / "report.md").read_text()
-    assert f"| irgi | {100 * irgi_shares['B']:.2g}%" in report
-    assert f"{100 * irgi_shares['predicted_A_shift']:.2g}% |" in report
+    assert f"| irgi | {100 * irgi_shares['B']:.3g}%" in report
+    assert f"{100 * irgi_shares['predicted_A_shift']:.3g}% |" in report
     assert estimates["irgi"]["closure_includes_transform_statistics"] is True
     assert estimates["score"]["closure_includes_transform_statistics"] is False
     # the transform's keyed replicas give its closure factor's uncertainty; the raw score has

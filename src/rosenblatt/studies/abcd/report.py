@@ -342,7 +342,7 @@ def _contamination_lines(estimates: dict[str, EstimateJson]) -> list[str]:
 
 
 def _fmt_percent(value: float | None) -> str:
-    return "–" if value is None or not np.isfinite(value) else f"{100 * value:.2g}%"
+    return "–" if value is None or not np.isfinite(value) else f"{100 * value:.3g}%"
 
 
 def _passfail_lines(summary: AbcdSummary) -> list[str]:
