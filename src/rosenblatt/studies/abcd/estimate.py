@@ -599,7 +599,7 @@ def _contamination(data: list[float], signal: list[float]) -> SignalContaminatio
     b, c, d = (s / n if n > 0 else None for s, n in zip(signal, data, strict=True))
     shift = (
         (1.0 - d) / ((1.0 - b) * (1.0 - c)) - 1.0
-        if b is not None and c is not None and d is not None and max(b, c) < 1.0
+        if b is not None and c is not None and d is not None and max(b, c, d) < 1.0
         else None
     )
     return {"B": b, "C": c, "D": d, "predicted_A_shift": shift}
