@@ -174,10 +174,12 @@ class SignalContaminationJson(TypedDict):
     ``estimate.json``).
 
     ``B``, ``C`` and ``D`` are the signal expected at ``mu = 1`` over the data's
-    count there; ``predicted_A_shift`` is how far the data's ``B C / D`` (and so
+    count there (``None`` where the data's region is empty);
+    ``predicted_A_shift`` is how far the data's ``B C / D`` (and so
     ``predicted_A``) then lies above that of their background alone, relative
-    (``None`` where the signal expected reaches the data's count). The
-    prediction assumes no signal in B, C and D; the workspace fits it there.
+    (``None`` where a share is, or where the signal expected reaches the data's
+    count). The prediction assumes no signal in B, C and D; the workspace fits
+    it there.
     """
 
     B: float | None
